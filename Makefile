@@ -1,0 +1,30 @@
+# Rojo Chat: `make run` sets up and serves the app on the embedded defaults; `make test` runs the suite.
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint setup
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $@
+
+setup: $(VENV)/.installed
+
+run: setup
+	DEBUG=1 $(BIN)/python manage.py migrate --no-input
+	DEBUG=1 $(BIN)/python manage.py demo --host $(HOST) --port $(PORT)
+	DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+test: setup
+	$(BIN)/python -m pytest
+
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .

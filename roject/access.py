@@ -1,0 +1,60 @@
+"""The one access check every view, API endpoint and command goes through.
+
+Anonymous users must log in; a user who is not a member gets the same 404 as for a project
+that does not exist, so project ids reveal nothing; viewers read; editors and owners write.
+"""
+
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+
+from .models import Membership, Project, Role
+
+
+class LoginRequired(Exception):
+    """The request is anonymous; the web layer answers with a login redirect or a 401."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectAccess:
+    """A user's verified access to one project."""
+
+    project: Project
+    role: Role
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in (Role.EDITOR, Role.OWNER)
+
+
+def access_from_membership(user, membership: Membership | None, *, write: bool) -> ProjectAccess:
+    """Turn a membership (or its absence) into access, or raise Http404 / PermissionDenied."""
+    if membership is None:
+        raise Http404("No such project.")
+    access = ProjectAccess(project=membership.project, role=Role(membership.role))
+    if write and not access.can_write:
+        raise PermissionDenied("Your role in this project is read-only.")
+    return access
+
+
+def _memberships(user, project_id):
+    try:
+        project_id = int(project_id)
+    except (TypeError, ValueError):
+        raise Http404("No such project.") from None
+    return Membership.objects.select_related("project").filter(user=user, project_id=project_id)
+
+
+def project_access(*, user, project_id, write: bool = False) -> ProjectAccess:
+    """The user's access to the project; raises LoginRequired, Http404 or PermissionDenied."""
+    if user is None or not user.is_authenticated:
+        raise LoginRequired
+    return access_from_membership(user, _memberships(user, project_id).first(), write=write)
+
+
+async def aproject_access(*, user, project_id, write: bool = False) -> ProjectAccess:
+    """Async twin of project_access, for async views."""
+    if user is None or not user.is_authenticated:
+        raise LoginRequired
+    return access_from_membership(user, await _memberships(user, project_id).afirst(), write=write)

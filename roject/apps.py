@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class RojectConfig(AppConfig):
+    name = "roject"
+    verbose_name = "Projects"

@@ -1,0 +1,110 @@
+"""The agent loop: one user message in, model steps and tool runs out, as a stream of events."""
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import openai
+from django.conf import settings
+
+from .errors import StepLimitReached
+from .events import AgentEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from .history import History
+from .models import Message, Rojo
+from .provider import Completion, StreamAccumulator, provider_chunks
+from .tools import RojoToolContext, RojoToolRegistry, is_error, parse_arguments, registry
+from .tools.schema import ArgumentError
+
+
+def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
+    """An SDK client for the rojo's endpoint; a missing key is sent as a placeholder."""
+    return openai.AsyncOpenAI(
+        base_url=rojo.base_url,
+        api_key=rojo.resolved_api_key() or "no-key",
+        timeout=openai.Timeout(settings.ROJO_PROVIDER_TIMEOUT, connect=10.0),
+        max_retries=settings.ROJO_PROVIDER_RETRIES,
+    )
+
+
+def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
+    """Only model, messages, tools and stream, plus what the rojo itself configures."""
+    request: dict = {
+        "model": rojo.model,
+        "messages": history.to_wire(rojo.system_prompt),
+        "stream": True,
+    }
+    if tools:
+        request["tools"] = tools
+    if rojo.temperature is not None:
+        request["temperature"] = rojo.temperature
+    if rojo.request_options:
+        request["extra_body"] = dict(rojo.request_options)
+    return request
+
+
+def display_args(arguments: str):
+    """Arguments for display: the parsed object, or the raw text when it is not valid JSON."""
+    try:
+        return parse_arguments(arguments)
+    except ArgumentError:
+        return arguments
+
+
+async def _store_completion(history: History, completion: Completion) -> Message:
+    return await history.add(
+        role=Message.Role.ASSISTANT,
+        content=completion.text or None,
+        tool_calls=completion.tool_calls or None,
+        reasoning=completion.reasoning,
+        extra=completion.extra,
+        usage=completion.usage,
+    )
+
+
+async def agent_loop(
+    *,
+    history: History,
+    rojo: Rojo,
+    ctx: RojoToolContext,
+    client: openai.AsyncOpenAI,
+    tools: RojoToolRegistry = registry,
+) -> AsyncIterator[AgentEvent]:
+    """Run the rojo on a history that ends with the user's message.
+
+    Text is yielded as each delta arrives; tool calls run in order after their response
+    finished. Raises a TurnError subclass when the turn cannot go on; whatever completed
+    before is stored, and calls that never ran are answered as interrupted.
+    """
+    definitions = [tool.definition for tool in tools.available(ctx)]
+    for _step in range(rojo.max_steps):
+        accumulator = StreamAccumulator()
+        try:
+            async for chunk in provider_chunks(client, build_request(rojo, history, definitions)):
+                text = accumulator.feed(chunk)
+                if text:
+                    yield TextEvent(text=text)
+            completion = accumulator.result()
+        except BaseException:
+            # Keep the text the user already saw; an unfinished tool call is dropped.
+            if accumulator.text:
+                await asyncio.shield(
+                    history.add(role=Message.Role.ASSISTANT, content=accumulator.text)
+                )
+            raise
+        await _store_completion(history, completion)
+        if not completion.tool_calls:
+            return
+        try:
+            for call in completion.tool_calls:
+                call_id, name = call["id"], call["function"]["name"]
+                arguments = call["function"]["arguments"]
+                yield ToolCallEvent(id=call_id, name=name, args=display_args(arguments))
+                result = await tools.execute(name, arguments, ctx)
+                ok = not is_error(result)
+                await history.add_tool_result(call, result, ok=ok)
+                yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok)
+        finally:
+            await asyncio.shield(history.close_open_calls())
+    raise StepLimitReached(
+        f"The rojo used its limit of {rojo.max_steps} steps without finishing. "
+        "Reply to let it continue."
+    )

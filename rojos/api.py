@@ -1,0 +1,206 @@
+"""The JSON API and the chat stream: thin endpoints that check access, call a service, encode."""
+
+from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from ninja import Field, NinjaAPI, Schema
+from ninja.security import django_auth
+
+from roject.access import LoginRequired, aproject_access
+from roject.models import Membership
+
+from . import turns
+from .errors import TurnBusy
+from .models import Conversation, Message, Rojo
+from .selectors import aconversation_access, arojo_get, conversation_access
+from .wire import WireEvent, encoder_for
+
+api = NinjaAPI(title="Rojo Chat API", version="1", auth=django_auth, urls_namespace="api")
+
+
+def _error(request, status: int, message: str):
+    return api.create_response(request, {"detail": message}, status=status)
+
+
+@api.exception_handler(LoginRequired)
+def _login_required(request, exc):
+    return _error(request, 401, "Log in first.")
+
+
+@api.exception_handler(PermissionDenied)
+def _permission_denied(request, exc):
+    return _error(request, 403, str(exc) or "Not allowed.")
+
+
+@api.exception_handler(Http404)
+def _not_found(request, exc):
+    return _error(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(TurnBusy)
+def _turn_busy(request, exc):
+    return _error(request, 409, str(exc))
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    slug: str
+    role: str
+
+
+class RojoOut(Schema):
+    id: int
+    name: str
+    slug: str
+    model: str
+    base_url: str
+    tools: list[str]
+
+
+class ConversationOut(Schema):
+    id: int
+    title: str
+    rojo_id: int | None
+    user_id: int | None
+    created: datetime
+    updated: datetime
+    running: bool
+
+
+class MessageOut(Schema):
+    id: int
+    position: int
+    role: str
+    content: str | None
+    tool_calls: list[dict] | None
+    tool_call_id: str
+    name: str
+    is_error: bool
+    reasoning: str
+    created: datetime
+
+
+class ConversationDetail(ConversationOut):
+    project_id: int
+    messages: list[MessageOut]
+
+
+class ChatIn(Schema):
+    rojo: int | str = Field(description="The rojo's id or slug.")
+    message: str = Field(min_length=1, max_length=100_000)
+    conversation: int | None = None
+
+
+def _conversation_out(conversation: Conversation) -> dict[str, Any]:
+    return {
+        "id": conversation.pk,
+        "title": conversation.title,
+        "rojo_id": conversation.rojo_id,
+        "user_id": conversation.user_id,
+        "created": conversation.created,
+        "updated": conversation.updated,
+        "running": conversation.turn_id is not None,
+    }
+
+
+@api.get("/projects", response=list[ProjectOut], tags=["projects"])
+def project_list(request: HttpRequest):
+    """The projects you are a member of, with your role."""
+    memberships = Membership.objects.filter(user=request.auth).select_related("project")
+    return [
+        {"id": m.project.pk, "name": m.project.name, "slug": m.project.slug, "role": m.role}
+        for m in memberships.order_by("project__name")
+    ]
+
+
+@api.get("/rojos", response=list[RojoOut], tags=["rojos"])
+def rojo_list(request: HttpRequest):
+    """The rojos you can chat with (their keys are never included)."""
+    return list(Rojo.objects.all())
+
+
+@api.get("/projects/{project_id}/conversations", response=list[ConversationOut], tags=["chat"])
+async def conversation_list(request: HttpRequest, project_id: int):
+    """A project's conversations, newest first."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    conversations = Conversation.objects.filter(project=access.project).order_by("-updated")
+    return [_conversation_out(c) async for c in conversations]
+
+
+@api.get("/conversations/{conversation_id}", response=ConversationDetail, tags=["chat"])
+def conversation_detail(request: HttpRequest, conversation_id: int):
+    """One conversation with all its messages, tool calls and tool results."""
+    conversation, _ = conversation_access(user=request.auth, conversation_id=conversation_id)
+    return {
+        **_conversation_out(conversation),
+        "project_id": conversation.project_id,
+        "messages": list(Message.objects.filter(conversation=conversation)),
+    }
+
+
+def _stream(request: HttpRequest, events) -> StreamingHttpResponse:
+    content_type, encode = encoder_for(request.headers.get("Accept", ""))
+
+    async def body():
+        async for event in events:
+            yield encode(event)
+
+    response = StreamingHttpResponse(body(), content_type=content_type)
+    response["Cache-Control"] = "no-cache, no-transform"
+    response["X-Accel-Buffering"] = "no"
+    return response
+
+
+@api.post("/projects/{project_id}/chat", tags=["chat"])
+async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
+    """Send a message and stream the turn: START, CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE.
+
+    Server-sent events by default; NDJSON lines with `Accept: application/x-ndjson`.
+    """
+    user = request.auth
+    access = await aproject_access(user=user, project_id=project_id)
+    rojo = await arojo_get(payload.rojo)
+    if payload.conversation is None:
+        conversation = await turns.conversation_create(
+            access=access, rojo=rojo, user=user, message=payload.message
+        )
+    else:
+        conversation, _ = await aconversation_access(
+            user=user, conversation_id=payload.conversation
+        )
+        if conversation.project_id != access.project.pk:
+            raise Http404("No such conversation.")
+    turn = await turns.turn_start(
+        access=access, user=user, rojo=rojo, conversation=conversation, message=payload.message
+    )
+    return _stream(request, turn.follow())
+
+
+@api.get("/conversations/{conversation_id}/stream", tags=["chat"])
+async def conversation_stream(request: HttpRequest, conversation_id: int, after: int = 0):
+    """Re-attach to a conversation's turn: the events after `Last-Event-ID`, then the rest."""
+    conversation, _ = await aconversation_access(user=request.auth, conversation_id=conversation_id)
+    last_id = request.headers.get("Last-Event-ID", "")
+    after = int(last_id) if last_id.isdigit() else after
+    turn = turns.turn_get(conversation.pk)
+    if turn is None:
+        return _stream(request, _nothing_running())
+    return _stream(request, turn.follow(after))
+
+
+async def _nothing_running():
+    yield WireEvent(0, "DONE", {})
+
+
+@api.post("/conversations/{conversation_id}/stop", tags=["chat"])
+async def conversation_stop(request: HttpRequest, conversation_id: int):
+    """Stop the conversation's running turn; history is left consistent."""
+    conversation, access = await aconversation_access(
+        user=request.auth, conversation_id=conversation_id
+    )
+    if not access.can_write and conversation.user_id != request.auth.pk:
+        raise PermissionDenied("Only the person who started it or an editor can stop it.")
+    return {"stopping": await turns.turn_stop(conversation=conversation)}

@@ -1,0 +1,141 @@
+"""A conversation's stored history: loading it once per turn, appending to it, and sending it.
+
+Invariant: every assistant message with tool calls is followed by exactly one tool message per
+call id before anything else. Cancellations close open calls right away; a crashed process
+is repaired when the next turn loads the history.
+"""
+
+import asyncio
+import hashlib
+import json
+from typing import Any
+
+from .models import Conversation, Message
+
+INTERRUPTED = {"error": "interrupted"}
+# Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
+_SENT_BACK_EXTRA = ("extra_content",)
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def wire_call_id(stored_id: str) -> str:
+    """The id sent to providers for a stored tool-call id: 9 letters and digits, stable.
+
+    Mistral rejects any other shape; hashing maps every stored id the same way each time,
+    so an assistant's call and its tool message always agree.
+    """
+    number = int.from_bytes(hashlib.sha256(stored_id.encode()).digest()[:8], "big")
+    chars = []
+    for _ in range(9):
+        number, digit = divmod(number, 62)
+        chars.append(_BASE62[digit])
+    return "".join(chars)
+
+
+def tool_content(result: Any) -> str:
+    """A tool result as the text of a tool message: strings as they are, the rest as JSON."""
+    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+
+
+def _call_to_wire(call: dict) -> dict:
+    function = call.get("function") or {}
+    arguments = function.get("arguments") or ""
+    wire = {
+        "id": wire_call_id(call["id"]),
+        "type": "function",
+        "function": {"name": function.get("name", ""), "arguments": arguments.strip() or "{}"},
+    }
+    for key in _SENT_BACK_EXTRA:
+        if key in call:
+            wire[key] = call[key]
+    return wire
+
+
+def message_to_wire(message: Message) -> dict:
+    """One stored message as a provider expects it back."""
+    if message.role == Message.Role.TOOL:
+        return {
+            "role": "tool",
+            "tool_call_id": wire_call_id(message.tool_call_id),
+            "content": message.content or "",
+        }
+    wire: dict = {"role": message.role}
+    if message.tool_calls:
+        # Content is left out rather than null or "": some local servers fail on null,
+        # and some gateways reject an empty text block.
+        if message.content:
+            wire["content"] = message.content
+        wire["tool_calls"] = [_call_to_wire(call) for call in message.tool_calls]
+    else:
+        wire["content"] = message.content or ""
+    for key in _SENT_BACK_EXTRA:
+        if key in (message.extra or {}):
+            wire[key] = message.extra[key]
+    return wire
+
+
+def unanswered_calls(messages: list[Message]) -> list[dict]:
+    """Tool calls of the last assistant message that have no tool message after them."""
+    answered: set[str] = set()
+    for message in reversed(messages):
+        if message.role == Message.Role.TOOL:
+            answered.add(message.tool_call_id)
+        elif message.role == Message.Role.ASSISTANT and message.tool_calls:
+            return [call for call in message.tool_calls if call["id"] not in answered]
+        else:
+            return []
+    return []
+
+
+class History:
+    """The messages of one conversation for the duration of a turn.
+
+    Loaded with one query; each append is one INSERT, so the queries per agent step do not
+    grow with the length of the conversation. Only the turn holder appends, so positions
+    can be counted here.
+    """
+
+    def __init__(self, conversation: Conversation, messages: list[Message]) -> None:
+        self.conversation = conversation
+        self.messages = messages
+
+    @classmethod
+    async def load(cls, conversation: Conversation) -> "History":
+        messages = [m async for m in Message.objects.filter(conversation=conversation)]
+        history = cls(conversation, messages)
+        await history.close_open_calls()
+        return history
+
+    async def add(self, **fields) -> Message:
+        """Store one message. A cancellation mid-insert still records it, then propagates."""
+        position = self.messages[-1].position + 1 if self.messages else 0
+        insert = asyncio.ensure_future(
+            Message.objects.acreate(conversation=self.conversation, position=position, **fields)
+        )
+        try:
+            message = await asyncio.shield(insert)
+        except asyncio.CancelledError:
+            self.messages.append(await insert)
+            raise
+        self.messages.append(message)
+        return message
+
+    async def add_tool_result(self, call: dict, result: Any, *, ok: bool) -> Message:
+        return await self.add(
+            role=Message.Role.TOOL,
+            tool_call_id=call["id"],
+            name=call["function"]["name"],
+            content=tool_content(result),
+            is_error=not ok,
+        )
+
+    async def close_open_calls(self) -> None:
+        """Answer every call that never ran with {"error": "interrupted"}."""
+        for call in unanswered_calls(self.messages):
+            await self.add_tool_result(call, INTERRUPTED, ok=False)
+
+    def to_wire(self, system_prompt: str = "") -> list[dict]:
+        """The request's messages: the rojo's system prompt, then the history as stored."""
+        wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
+        wire.extend(message_to_wire(m) for m in self.messages)
+        return wire

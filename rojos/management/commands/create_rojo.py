@@ -1,0 +1,59 @@
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.core.validators import URLValidator
+from django.utils.text import slugify
+
+from rojos.models import Rojo, default_tools
+from rojos.tools import registry
+
+
+class Command(BaseCommand):
+    help = "Create a rojo (an agent on an OpenAI-compatible endpoint); prints its slug."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True)
+        parser.add_argument("--base-url", required=True)
+        parser.add_argument("--model", required=True)
+        parser.add_argument(
+            "--api-key-env",
+            default="",
+            metavar="VAR",
+            help="Environment variable holding the API key.",
+        )
+        parser.add_argument(
+            "--tools", default="", help="Comma-separated tool names (default: all)."
+        )
+        parser.add_argument("--system-prompt", default="")
+        parser.add_argument("--max-steps", type=int, default=12)
+
+    def handle(
+        self, *args, name, base_url, model, api_key_env, tools, system_prompt, max_steps, **options
+    ):
+        slug = slugify(name)
+        if not slug:
+            raise CommandError(f"rojo name {name!r} gives an empty slug")
+        if Rojo.objects.filter(slug=slug).exists():
+            raise CommandError(f"a rojo with slug {slug!r} already exists")
+        try:
+            URLValidator(schemes=["http", "https"])(base_url)
+        except ValidationError:
+            raise CommandError(f"--base-url {base_url!r} is not an http(s) URL") from None
+        names = [t.strip() for t in tools.split(",") if t.strip()] or default_tools()
+        unknown = [n for n in names if n not in registry]
+        if unknown:
+            raise CommandError(
+                f"unknown tools: {', '.join(unknown)} (known: {', '.join(registry.names())})"
+            )
+        if max_steps < 1:
+            raise CommandError("--max-steps must be at least 1")
+        rojo = Rojo.objects.create(
+            name=name,
+            slug=slug,
+            base_url=base_url,
+            model=model,
+            api_key_env=api_key_env,
+            tools=names,
+            system_prompt=system_prompt,
+            max_steps=max_steps,
+        )
+        self.stdout.write(rojo.slug)

@@ -1,0 +1,54 @@
+import os
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+
+from roject.models import Project
+from roject.services import project_create
+from rojos.models import Rojo
+
+DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
+DEFAULT_MODEL = "llama3.1"
+
+
+class Command(BaseCommand):
+    help = (
+        "Create or refresh the demo user, project and rojo. The rojo uses ROJO_BASE_URL, "
+        "ROJO_MODEL and the key in ROJO_API_KEY. Prints how to log in."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", default="8000")
+
+    def handle(self, *args, host, port, **options):
+        password = secrets.token_urlsafe(12)
+        user, _ = get_user_model().objects.get_or_create(username="demo")
+        user.set_password(password)
+        user.is_staff = user.is_superuser = True
+        user.save()
+        project = Project.objects.filter(slug="demo").first() or project_create(
+            name="Demo", owner=user
+        )
+        base_url = os.environ.get("ROJO_BASE_URL") or DEFAULT_BASE_URL
+        model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
+        Rojo.objects.update_or_create(
+            slug="demo",
+            defaults={
+                "name": "Demo rojo",
+                "base_url": base_url,
+                "model": model,
+                "api_key_env": "ROJO_API_KEY",
+                "system_prompt": (
+                    "You work on the files of the user's project through your tools. "
+                    "Paths are relative to the project root. Make the changes asked for, "
+                    "then answer with a short summary."
+                ),
+            },
+        )
+        self.stdout.write(
+            f"Demo project {project.slug!r}, rojo 'demo' on {base_url} with model {model!r}.\n"
+            f"Open http://{host}:{port}/ and log in as demo / {password}\n"
+            "(admin at /admin/ with the same login; the password is new each run)"
+        )

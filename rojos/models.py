@@ -1,0 +1,131 @@
+"""Rojos (configured agents) and the conversations people have with them."""
+
+import os
+
+from django.conf import settings
+from django.db import models
+
+from roject.models import Project
+
+
+def default_tools() -> list[str]:
+    from .tools import BUILTIN_TOOLS
+
+    return [tool.name for tool in BUILTIN_TOOLS]
+
+
+class Rojo(models.Model):
+    """An LLM agent: an OpenAI-compatible endpoint, a model, a prompt and the tools it may use."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    base_url = models.URLField(
+        max_length=500, help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1"
+    )
+    model = models.CharField(max_length=200)
+    api_key = models.CharField(
+        max_length=500, blank=True, help_text="Stored on the server; never shown again."
+    )
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Or: the name of an environment variable that holds the key.",
+    )
+    system_prompt = models.TextField(blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    max_steps = models.PositiveIntegerField(
+        default=12, help_text="Model calls per user message before the turn is stopped."
+    )
+    tools = models.JSONField(default=default_tools, blank=True)
+    request_options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="JSON merged into each request, for provider-specific parameters.",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def resolved_api_key(self) -> str:
+        """The key to send: the stored one, else the named environment variable's value."""
+        if self.api_key:
+            return self.api_key
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env, "")
+        return ""
+
+
+class Conversation(models.Model):
+    """A thread of messages between project members and one rojo."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="conversations")
+    rojo = models.ForeignKey(
+        Rojo, on_delete=models.SET_NULL, null=True, blank=True, related_name="conversations"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="conversations",
+    )
+    title = models.CharField(max_length=200, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+    # The running turn, if any: claimed with a conditional UPDATE so that only one turn runs
+    # per conversation across every server process; a stale heartbeat frees a crashed claim.
+    turn_id = models.UUIDField(null=True, blank=True, editable=False)
+    turn_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
+
+    class Meta:
+        ordering = ["-updated"]
+        indexes = [models.Index(fields=["project", "-updated"])]
+
+    def __str__(self) -> str:
+        return self.title or f"Conversation {self.pk}"
+
+
+class Message(models.Model):
+    """One message in the OpenAI chat format, so the history is sent back as stored."""
+
+    class Role(models.TextChoices):
+        SYSTEM = "system"
+        USER = "user"
+        ASSISTANT = "assistant"
+        TOOL = "tool"
+
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, related_name="messages"
+    )
+    position = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    # null, as in the OpenAI format, for an assistant message that only calls tools.
+    content = models.TextField(null=True, blank=True)  # noqa: DJ001
+    # Assistant: [{"id", "type": "function", "function": {"name", "arguments"}, ...extra}].
+    tool_calls = models.JSONField(null=True, blank=True)
+    # Tool: which call this answers, the tool's name and whether it failed.
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    name = models.CharField(max_length=64, blank=True)
+    is_error = models.BooleanField(default=False)
+    # Reasoning text some models stream; kept to show, never sent back.
+    reasoning = models.TextField(blank=True)
+    # Fields a provider added that the app does not know, kept verbatim.
+    extra = models.JSONField(default=dict, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "position"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "position"], name="unique_message_position"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.role} #{self.position}"

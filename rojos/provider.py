@@ -1,0 +1,291 @@
+"""Reading any OpenAI-compatible chat-completions stream: the provider quirks live here only.
+
+The stream is read as raw server-sent-event lines through the SDK's streaming response (auth,
+retries and base URL stay the SDK's), and each chunk is parsed once with json.loads: building
+a typed SDK object per chunk costs several times more CPU than the rest of a turn.
+"""
+
+import json
+import secrets
+import string
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx2
+import openai
+
+from .errors import ProviderError
+
+# Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
+_KNOWN_DELTA_KEYS = frozenset(
+    {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"}
+)
+_KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def new_call_id() -> str:
+    """An id for a tool call that arrived without one."""
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def arguments_text(self) -> str:
+        return "".join(self.arguments)
+
+    def looks_complete(self) -> bool:
+        text = self.arguments_text().strip()
+        if not text:
+            return False
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class Completion:
+    """One finished model response: its text and the tool calls to run, in stored form."""
+
+    text: str
+    reasoning: str
+    tool_calls: list[dict]
+    extra: dict
+    usage: dict | None
+    finish_reason: str | None
+
+
+class StreamAccumulator:
+    """Folds chat-completion chunks into text deltas and, at the end, whole tool calls.
+
+    Rules (see PROVIDERS.md): a call with a new non-empty id starts a new call; otherwise
+    match by index; otherwise continue the last open call. Names and ids are never
+    concatenated; arguments are joined and parsed only later, by the tool registry.
+    """
+
+    def __init__(self) -> None:
+        self.text_parts: list[str] = []
+        self.reasoning_parts: list[str] = []
+        self.calls: list[_Call] = []
+        self._by_id: dict[str, _Call] = {}
+        self._by_index: dict[int, _Call] = {}
+        self.extra: dict = {}
+        self.usage: dict | None = None
+        self.finish_reason: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self.text_parts)
+
+    def feed(self, chunk: dict) -> str:
+        """Take one parsed chunk; return the text it adds (possibly "")."""
+        if not isinstance(chunk, dict):
+            raise ProviderError("The provider sent a malformed stream chunk.")
+        error = chunk.get("error")
+        if error:
+            raise ProviderError(f"The provider reported an error mid-stream: {error_text(error)}")
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        added = []
+        for choice in chunk.get("choices") or ():
+            if choice.get("finish_reason"):
+                self.finish_reason = choice["finish_reason"]
+            delta = choice.get("delta") or choice.get("message") or {}
+            added.append(self._take_delta(delta))
+        return "".join(added)
+
+    def _take_delta(self, delta: dict) -> str:
+        text = ""
+        content = delta.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):  # typed parts (Mistral reasoning models)
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "text":
+                    text += part.get("text") or ""
+                elif part.get("type") == "thinking":
+                    self.reasoning_parts.append(_thinking_text(part))
+        if text:
+            self.text_parts.append(text)
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            self.reasoning_parts.append(reasoning)
+        for raw in delta.get("tool_calls") or ():
+            self._take_call_delta(raw)
+        for key, value in delta.items():
+            if key not in _KNOWN_DELTA_KEYS and value is not None:
+                self.extra[key] = value
+        return text
+
+    def _take_call_delta(self, raw: dict) -> None:
+        call_id = raw.get("id") or None
+        index = raw.get("index")
+        function = raw.get("function") or {}
+        name = function.get("name") or ""
+        call = None
+        if call_id and call_id in self._by_id:
+            call = self._by_id[call_id]
+        elif not call_id and isinstance(index, int) and index in self._by_index:
+            call = self._by_index[index]
+        elif not call_id and index is None and self.calls:
+            last = self.calls[-1]
+            # Whole calls without id or index (seen from Gemini): a named delta after a
+            # complete call is the next call, not more of the same.
+            starts_new = bool(name) and bool(last.name) and last.looks_complete()
+            call = None if starts_new else last
+        if call is None:
+            call = _Call(id=call_id)
+            self.calls.append(call)
+            if call_id:
+                self._by_id[call_id] = call
+        if isinstance(index, int):
+            self._by_index[index] = call
+        if name and not call.name:
+            call.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        if isinstance(arguments, str) and arguments:
+            call.arguments.append(arguments)
+        for key, value in raw.items():
+            if key not in _KNOWN_CALL_KEYS and value is not None:
+                call.extra[key] = value
+
+    def result(self) -> Completion:
+        """The finished response; raises ProviderError when the stream did not finish."""
+        if self.finish_reason is None:
+            raise ProviderError(
+                "The provider's response ended before it finished (no finish reason); "
+                "nothing from the unfinished part was run."
+            )
+        tool_calls = []
+        for call in self.calls:
+            if not call.name:
+                raise ProviderError("The provider sent a tool call without a name.")
+            tool_calls.append(
+                {
+                    **call.extra,
+                    "id": call.id or new_call_id(),
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text()},
+                }
+            )
+        return Completion(
+            text=self.text,
+            reasoning="".join(self.reasoning_parts),
+            tool_calls=tool_calls,
+            extra=self.extra,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+        )
+
+
+def _thinking_text(part: dict) -> str:
+    thinking = part.get("thinking")
+    if isinstance(thinking, str):
+        return thinking
+    if isinstance(thinking, list):
+        return "".join(p.get("text", "") for p in thinking if isinstance(p, dict))
+    return ""
+
+
+def error_text(error: Any) -> str:
+    """The human part of a provider's error body, whatever its shape."""
+    if isinstance(error, list) and error:
+        return error_text(error[0])
+    if isinstance(error, dict):
+        inner = error.get("error")
+        if inner is not None and inner is not error:
+            return error_text(inner)
+        message = error.get("message") or error.get("detail") or error.get("msg")
+        if message:
+            return str(message)
+        return json.dumps(error)[:500]
+    return str(error)[:500]
+
+
+async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIterator[dict]:
+    """Yield the parsed chunks of one streaming chat completion.
+
+    Transport and HTTP failures become ProviderError; a stream that ends early simply stops,
+    and the accumulator then reports it as unfinished.
+    """
+    extra_body = request.get("extra_body")
+    try:
+        async with client.chat.completions.with_streaming_response.create(
+            **{k: v for k, v in request.items() if k != "extra_body"},
+            extra_body=extra_body,
+        ) as response:
+            if "json" in response.headers.get("content-type", ""):
+                # A server that ignored stream=true and answered with one JSON completion.
+                yield json.loads(await response.text())
+                return
+            async for line in response.iter_lines():
+                if line.startswith("data:"):
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        return
+                    if data:
+                        yield _parse_chunk(data)
+                elif line.startswith("error:"):  # older llama.cpp's non-standard error line
+                    raise ProviderError(f"The provider reported an error: {line[6:].strip()}")
+    except openai.APIStatusError as exc:
+        raise ProviderError(_status_message(exc, client)) from None
+    except openai.APITimeoutError:
+        raise ProviderError(
+            f"The provider at {client.base_url} did not answer in time. "
+            "Check that it is running and not overloaded."
+        ) from None
+    except openai.APIConnectionError:
+        raise ProviderError(
+            f"Could not connect to the provider at {client.base_url}. Check that it is running "
+            "and that the rojo's base URL (ROJO_BASE_URL for the demo rojo) is right."
+        ) from None
+    except (httpx2.HTTPError, ValueError) as exc:
+        raise ProviderError(
+            f"The connection to the provider at {client.base_url} broke mid-response "
+            f"({exc.__class__.__name__})."
+        ) from None
+
+
+def _parse_chunk(data: str) -> dict:
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise ProviderError("The provider sent a stream chunk that is not valid JSON.") from None
+
+
+_HINTS = {
+    400: "The provider rejected the request.",
+    401: "The provider rejected the API key: set the rojo's API key (ROJO_API_KEY for the demo).",
+    403: "The provider refused access with this API key.",
+    404: "The model or endpoint was not found: check the rojo's base URL and model name.",
+    408: "The provider timed out.",
+    413: "The request was too large for the provider.",
+    422: "The provider could not process the request.",
+    429: "The provider is rate-limiting or the quota is used up; try again later.",
+}
+
+
+def _status_message(exc: openai.APIStatusError, client: openai.AsyncOpenAI) -> str:
+    status = exc.status_code
+    hint = _HINTS.get(status, "The provider failed." if status >= 500 else "")
+    detail = scrub(error_text(exc.body) if exc.body is not None else exc.message, client.api_key)
+    return f"{hint} The provider at {client.base_url} answered {status}: {detail}".strip()
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """Remove a secret (an API key) from a message before anyone sees it."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text

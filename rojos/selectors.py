@@ -1,0 +1,64 @@
+"""Reading conversations and rojos, always through the project access check."""
+
+from django.http import Http404
+
+from roject.access import LoginRequired, ProjectAccess, access_from_membership
+from roject.models import Membership
+
+from .models import Conversation, Rojo
+
+
+def _conversation_query(conversation_id):
+    try:
+        return Conversation.objects.select_related("project", "rojo").filter(
+            pk=int(conversation_id)
+        )
+    except (TypeError, ValueError):
+        raise Http404("No such conversation.") from None
+
+
+async def aconversation_access(
+    *, user, conversation_id, write: bool = False
+) -> tuple[Conversation, ProjectAccess]:
+    """The conversation and the user's access to its project; 404 for non-members."""
+    if user is None or not user.is_authenticated:
+        raise LoginRequired
+    conversation = await _conversation_query(conversation_id).afirst()
+    if conversation is None:
+        raise Http404("No such conversation.")
+    membership = await (
+        Membership.objects.select_related("project")
+        .filter(user=user, project_id=conversation.project_id)
+        .afirst()
+    )
+    return conversation, access_from_membership(user, membership, write=write)
+
+
+def conversation_access(
+    *, user, conversation_id, write: bool = False
+) -> tuple[Conversation, ProjectAccess]:
+    """Sync twin of aconversation_access."""
+    if user is None or not user.is_authenticated:
+        raise LoginRequired
+    conversation = _conversation_query(conversation_id).first()
+    if conversation is None:
+        raise Http404("No such conversation.")
+    membership = (
+        Membership.objects.select_related("project")
+        .filter(user=user, project_id=conversation.project_id)
+        .first()
+    )
+    return conversation, access_from_membership(user, membership, write=write)
+
+
+def _rojo_query(ref: int | str):
+    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
+        return Rojo.objects.filter(pk=int(ref))
+    return Rojo.objects.filter(slug=ref)
+
+
+async def arojo_get(ref: int | str) -> Rojo:
+    rojo = await _rojo_query(ref).afirst()
+    if rojo is None:
+        raise Http404(f"No rojo {ref!r}.")
+    return rojo

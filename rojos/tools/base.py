@@ -1,0 +1,57 @@
+"""What a tool is: a name, a description written for the model, a parameter schema, and code."""
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from roject.models import Role
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RojoToolContext:
+    """Where and for whom a tool runs: the project's root and the acting user's role."""
+
+    project_id: int
+    project_root: Path
+    user: Any = None
+    role: Role = Role.VIEWER
+    # Names the rojo has enabled for this user; None means every registered tool.
+    enabled: frozenset[str] | None = field(default=None)
+
+    @property
+    def can_write(self) -> bool:
+        return self.role in (Role.EDITOR, Role.OWNER)
+
+
+class RojoTool(ABC):
+    """A tool the model can call. Subclasses set the class attributes and implement execute()."""
+
+    name: ClassVar[str]
+    description: ClassVar[str]
+    parameters: ClassVar[dict]
+    writes: ClassVar[bool] = False
+
+    @property
+    def definition(self) -> dict:
+        """The OpenAI function-calling schema for this tool."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+    @abstractmethod
+    async def execute(self, args: dict, ctx: RojoToolContext) -> Any:
+        """Run with validated arguments and return JSON-serialisable data.
+
+        Raise roject.storage.StorageError (or OSError) for failures the model should read;
+        the registry turns them into {"error": ...} results.
+        """
+
+
+def path_parameter(description: str) -> dict:
+    return {"type": "string", "description": description}

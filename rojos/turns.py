@@ -1,0 +1,217 @@
+"""The turn runner: a turn runs as a server-side task that outlives the request that started it.
+
+Each event is numbered and kept while the turn runs (and a while after), so a client that
+loses its connection re-attaches and gets what it missed. One turn at a time per
+conversation, claimed in the database so the rule holds across server processes; a stop
+request reaches the running turn over the channel layer, whichever process receives it.
+"""
+
+import asyncio
+import contextlib
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from roject import storage
+from roject.access import ProjectAccess
+
+from .agent import agent_loop, rojo_client
+from .errors import TurnBusy, TurnError
+from .history import History
+from .models import Conversation, Message, Rojo
+from .tools import RojoToolContext
+from .wire import WireEvent, WireType, wire_payload
+
+logger = logging.getLogger(__name__)
+
+# How long a finished turn's events stay available to re-attaching clients.
+KEEP_FINISHED_SECONDS = 120
+
+
+class Turn:
+    """The numbered events of one turn, and a way to follow them as they come."""
+
+    def __init__(self, conversation_id: int) -> None:
+        self.conversation_id = conversation_id
+        self.events: list[WireEvent] = []
+        self.finished = False
+        self.task: asyncio.Task | None = None
+        self._changed = asyncio.Event()
+
+    def publish(self, type_: WireType, data: dict) -> None:
+        self.events.append(WireEvent(len(self.events) + 1, type_, data))
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed.set()
+
+    async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
+        """Events numbered above `after`, then each new one until the turn is done."""
+        position = max(after, 0)
+        while True:
+            while position < len(self.events):
+                yield self.events[position]
+                position += 1
+            if self.finished:
+                return
+            await self._changed.wait()
+
+
+_turns: dict[int, Turn] = {}
+
+
+def turn_get(conversation_id: int) -> Turn | None:
+    """The running or recently finished turn of a conversation in this process."""
+    return _turns.get(conversation_id)
+
+
+def _stop_group(conversation_id: int) -> str:
+    return f"rojo-turn-{conversation_id}"
+
+
+async def _claim(conversation_id: int, turn_id: uuid.UUID) -> bool:
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
+    claimed = await (
+        Conversation.objects.filter(pk=conversation_id)
+        .filter(Q(turn_id__isnull=True) | Q(turn_heartbeat__lt=stale))
+        .aupdate(turn_id=turn_id, turn_heartbeat=now)
+    )
+    return claimed == 1
+
+
+async def _release(conversation_id: int, turn_id: uuid.UUID) -> None:
+    await Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).aupdate(
+        turn_id=None, turn_heartbeat=None, updated=timezone.now()
+    )
+
+
+async def _heartbeat(conversation_id: int, turn_id: uuid.UUID) -> None:
+    while True:
+        await asyncio.sleep(settings.ROJO_TURN_HEARTBEAT_SECONDS)
+        await Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).aupdate(
+            turn_heartbeat=timezone.now()
+        )
+
+
+async def _listen_for_stop(layer, channel: str, task: asyncio.Task) -> None:
+    while True:
+        message = await layer.receive(channel)
+        if message.get("type") == "turn.stop":
+            task.cancel()
+            return
+
+
+def _title_from(message: str) -> str:
+    line = " ".join(message.split())
+    return line if len(line) <= 80 else line[:79] + "…"
+
+
+async def conversation_create(*, access: ProjectAccess, rojo: Rojo, user, message: str):
+    return await Conversation.objects.acreate(
+        project=access.project, rojo=rojo, user=user, title=_title_from(message)
+    )
+
+
+async def turn_start(
+    *, access: ProjectAccess, user, rojo: Rojo, conversation: Conversation, message: str
+) -> Turn:
+    """Claim the conversation, store the user's message and start the turn's task.
+
+    Raises TurnBusy, before storing anything, when a turn is already running.
+    """
+    turn_id = uuid.uuid4()
+    if not await _claim(conversation.pk, turn_id):
+        raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    try:
+        await layer.group_add(_stop_group(conversation.pk), channel)
+        root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
+        history = await History.load(conversation)
+        user_message = await history.add(role=Message.Role.USER, content=message)
+        if conversation.rojo_id != rojo.pk:
+            conversation.rojo = rojo
+            await conversation.asave(update_fields=["rojo"])
+    except BaseException:
+        await layer.group_discard(_stop_group(conversation.pk), channel)
+        await _release(conversation.pk, turn_id)
+        raise
+    ctx = RojoToolContext(
+        project_id=access.project.pk,
+        project_root=root,
+        user=user,
+        role=access.role,
+        enabled=frozenset(rojo.tools or ()),
+    )
+    turn = Turn(conversation.pk)
+    turn.publish("START", {"conversation": conversation.pk, "message": user_message.pk})
+    _turns[conversation.pk] = turn
+    turn.task = asyncio.create_task(
+        _run(
+            turn, turn_id=turn_id, history=history, rojo=rojo, ctx=ctx, layer=layer, channel=channel
+        )
+    )
+    return turn
+
+
+async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer, channel) -> None:
+    conversation_id = turn.conversation_id
+    task = asyncio.current_task()
+    helpers = [
+        asyncio.create_task(_listen_for_stop(layer, channel, task)),
+        asyncio.create_task(_heartbeat(conversation_id, turn_id)),
+    ]
+    client = rojo_client(rojo)
+    try:
+        async with contextlib.aclosing(
+            agent_loop(history=history, rojo=rojo, ctx=ctx, client=client)
+        ) as events:
+            async for event in events:
+                turn.publish(*wire_payload(event))
+    except TurnError as exc:
+        turn.publish("ERROR", {"message": str(exc), "code": exc.code})
+    except asyncio.CancelledError:
+        turn.publish("ERROR", {"message": "Stopped.", "code": "stopped"})
+    except Exception:
+        logger.exception("turn in conversation %s failed", conversation_id)
+        turn.publish(
+            "ERROR", {"message": "The turn failed on the server; see its log.", "code": "internal"}
+        )
+    finally:
+        for helper in helpers:
+            helper.cancel()
+        await _cleanup(turn, turn_id=turn_id, client=client, layer=layer, channel=channel)
+
+
+async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
+    conversation_id = turn.conversation_id
+    try:
+        await client.close()
+        await layer.group_discard(_stop_group(conversation_id), channel)
+        await _release(conversation_id, turn_id)
+    finally:
+        turn.publish("DONE", {})
+        turn.finish()
+        asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)
+
+
+def _forget(turn: Turn) -> None:
+    if _turns.get(turn.conversation_id) is turn:
+        del _turns[turn.conversation_id]
+
+
+async def turn_stop(*, conversation: Conversation) -> bool:
+    """Ask the conversation's running turn to stop, in whichever process it runs."""
+    running = await Conversation.objects.filter(pk=conversation.pk, turn_id__isnull=False).aexists()
+    if running:
+        await get_channel_layer().group_send(_stop_group(conversation.pk), {"type": "turn.stop"})
+    return running

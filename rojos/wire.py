@@ -1,0 +1,52 @@
+"""The chat endpoint's wire formats: server-sent events, or NDJSON lines. One encoder each."""
+
+import json
+from dataclasses import dataclass
+from typing import Literal
+
+from .events import AgentEvent, TextEvent, ToolCallEvent, ToolResultEvent
+
+WireType = Literal["START", "CHAT", "TOOL_CALL", "TOOL_RESULT", "ERROR", "DONE"]
+
+SSE = "text/event-stream"
+NDJSON = "application/x-ndjson"
+
+
+@dataclass(frozen=True, slots=True)
+class WireEvent:
+    """A numbered event of a turn, as the browser sees it."""
+
+    seq: int
+    type: WireType
+    data: dict
+
+
+def wire_payload(event: AgentEvent) -> tuple[WireType, dict]:
+    """Map an agent event to its wire type and data."""
+    match event:
+        case TextEvent(text=text):
+            return "CHAT", {"text": text}
+        case ToolCallEvent(id=id_, name=name, args=args):
+            return "TOOL_CALL", {"id": id_, "name": name, "args": args}
+        case ToolResultEvent(id=id_, name=name, result=result, ok=ok):
+            return "TOOL_RESULT", {"id": id_, "name": name, "result": result, "ok": ok}
+    raise TypeError(f"not an agent event: {event!r}")
+
+
+def _json(data: dict) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def encode_sse(event: WireEvent) -> bytes:
+    """One SSE event; unnumbered (seq 0) events leave the client's Last-Event-ID alone."""
+    head = f"id: {event.seq}\n" if event.seq else ""
+    return f"{head}event: {event.type}\ndata: {_json(event.data)}\n\n".encode()
+
+
+def encode_ndjson(event: WireEvent) -> bytes:
+    return (_json({"type": event.type, **event.data}) + "\n").encode()
+
+
+def encoder_for(accept: str):
+    """NDJSON when the client asks for it, else server-sent events."""
+    return (NDJSON, encode_ndjson) if NDJSON in (accept or "") else (SSE, encode_sse)

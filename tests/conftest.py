@@ -1,0 +1,36 @@
+"""Shared fixtures: users with each role in one project, and a fresh storage dir per test."""
+
+import pytest
+from django.contrib.auth import get_user_model
+
+from roject.models import Role
+from roject.services import project_create
+
+pytest_plugins = ["tests.fake_provider", "tests.live_server"]
+
+
+@pytest.fixture(autouse=True)
+def storage_dir(settings, tmp_path):
+    """Every test gets its own empty ROJO_STORAGE_DIR."""
+    settings.ROJO_STORAGE_DIR = tmp_path / "storage"
+    settings.ROJO_STORAGE_DIR.mkdir()
+    return settings.ROJO_STORAGE_DIR
+
+
+def make_user(username: str):
+    return get_user_model().objects.create_user(username=username, password="pw-" + username)
+
+
+@pytest.fixture
+def users(db):
+    """owner, editor, viewer (members of `project`) and outsider (a member of nothing)."""
+    return {name: make_user(name) for name in ("owner", "editor", "viewer", "outsider")}
+
+
+@pytest.fixture
+def project(users):
+    return project_create(
+        name="Demo Project",
+        owner=users["owner"],
+        members={users["editor"]: Role.EDITOR, users["viewer"]: Role.VIEWER},
+    )

@@ -1,0 +1,18 @@
+"""Test settings: the app's own settings with a throw-away key and a scratch storage dir."""
+
+import os
+import tempfile
+
+os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+
+from roject.settings import *  # noqa: F403
+
+ROJO_STORAGE_DIR = Path(tempfile.mkdtemp(prefix="rojo-test-storage-"))  # noqa: F405
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+SECURE_SSL_REDIRECT = False
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # A file, not shared-cache memory, so the live ASGI server's threads can write concurrently.
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": str(Path(tempfile.gettempdir()) / f"rojo-test-{os.getpid()}.sqlite3")  # noqa: F405
+    }
