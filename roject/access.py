@@ -38,12 +38,18 @@ def access_from_membership(user, membership: Membership | None, *, write: bool) 
     return access
 
 
+def object_id(value, what: str = "project") -> int:
+    """A database id from a URL or payload, or 404: digits only, within a bigint."""
+    text = str(value)
+    if not (text.isascii() and text.isdigit() and len(text) <= 18):
+        raise Http404(f"No such {what}.")
+    return int(text)
+
+
 def _memberships(user, project_id):
-    try:
-        project_id = int(project_id)
-    except (TypeError, ValueError):
-        raise Http404("No such project.") from None
-    return Membership.objects.select_related("project").filter(user=user, project_id=project_id)
+    return Membership.objects.select_related("project").filter(
+        user=user, project_id=object_id(project_id)
+    )
 
 
 def project_access(*, user, project_id, write: bool = False) -> ProjectAccess:

@@ -174,4 +174,3 @@ LOGGING = {
         "rojos": {"handlers": ["console"], "level": os.environ.get("ROJO_LOG_LEVEL", "INFO")},
     },
 }
-FORMS_URLFIELD_ASSUME_HTTPS = True  # Django 6 behaviour, silences the transition warning

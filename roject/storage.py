@@ -139,6 +139,8 @@ def write_project_file(project_root: Path, relative_path: str, text: str) -> Non
     limit = settings.ROJO_MAX_WRITE_BYTES
     if len(data) > limit:
         raise StorageError(f"text is {len(data)} bytes, over the {limit}-byte write limit")
+    if relative_path.endswith("/"):
+        raise PathError(f"path {relative_path!r} ends with '/'; give a file path")
     path = resolve(project_root, relative_path)
     if path == Path(project_root).resolve():
         raise PathError("cannot write to the project root itself; give a file path")
@@ -179,6 +181,16 @@ def _is_temp_file(name: str) -> bool:
     return name.startswith(".rojo-") and name.endswith(".tmp")
 
 
+def _stays_inside(project_root: Path, entry: os.DirEntry) -> bool:
+    """A symlink pointing out of the root is left out: listing it would tell what is outside."""
+    if not entry.is_symlink():
+        return True
+    try:
+        return Path(entry.path).resolve().is_relative_to(Path(project_root).resolve())
+    except (OSError, RuntimeError):
+        return False
+
+
 def list_directory(project_root: Path, relative_path: str) -> list[dict]:
     """The entries of a directory, sorted by name, each with its type."""
     path = resolve(project_root, relative_path)
@@ -191,7 +203,7 @@ def list_directory(project_root: Path, relative_path: str) -> list[dict]:
             listing = [
                 {"name": e.name, "type": "directory" if e.is_dir() else "file"}
                 for e in entries
-                if not _is_temp_file(e.name)
+                if not _is_temp_file(e.name) and _stays_inside(project_root, e)
             ]
     listing.sort(key=lambda entry: entry["name"])
     return listing

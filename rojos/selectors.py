@@ -2,19 +2,16 @@
 
 from django.http import Http404
 
-from roject.access import LoginRequired, ProjectAccess, access_from_membership
+from roject.access import LoginRequired, ProjectAccess, access_from_membership, object_id
 from roject.models import Membership
 
 from .models import Conversation, Rojo
 
 
 def _conversation_query(conversation_id):
-    try:
-        return Conversation.objects.select_related("project", "rojo").filter(
-            pk=int(conversation_id)
-        )
-    except (TypeError, ValueError):
-        raise Http404("No such conversation.") from None
+    return Conversation.objects.select_related("project", "rojo").filter(
+        pk=object_id(conversation_id, "conversation")
+    )
 
 
 async def aconversation_access(

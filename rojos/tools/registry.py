@@ -28,6 +28,8 @@ def parse_arguments(arguments: str | dict | None) -> dict:
     """Tool-call arguments as a dict: a JSON object string, "" or None (no arguments)."""
     if isinstance(arguments, dict):
         return arguments
+    if arguments is not None and not isinstance(arguments, str):
+        raise ArgumentError("arguments must be a JSON object")
     if arguments is None or arguments.strip() == "":
         return {}
     try:
