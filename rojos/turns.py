@@ -8,13 +8,16 @@ request reaches the running turn over the channel layer, whichever process recei
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
+from django.db import connections
 from django.db.models import Q
 from django.utils import timezone
 
@@ -155,12 +158,24 @@ async def turn_start(
     turn = Turn(conversation.pk)
     turn.publish("START", {"conversation": conversation.pk, "message": user_message.pk})
     _turns[conversation.pk] = turn
+    # A fresh context: the task must not inherit the request's thread-sensitive context,
+    # which ends with the request (its ORM calls would land on a leaked thread).
     turn.task = asyncio.create_task(
-        _run(
+        _run_in_own_thread(
             turn, turn_id=turn_id, history=history, rojo=rojo, ctx=ctx, layer=layer, channel=channel
-        )
+        ),
+        context=contextvars.Context(),
     )
     return turn
+
+
+async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
+    """Run the turn with its ORM calls on one thread of its own, closed with the turn."""
+    async with ThreadSensitiveContext():
+        try:
+            await _run(turn, **kwargs)
+        finally:
+            await sync_to_async(connections.close_all)()
 
 
 async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer, channel) -> None:

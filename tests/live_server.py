@@ -9,7 +9,9 @@ from dataclasses import dataclass
 import httpx2
 import pytest
 import uvicorn
+from asgiref.sync import SyncToAsync
 from django.conf import settings
+from django.db import connections
 from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
 
@@ -40,6 +42,9 @@ def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
         server.should_exit = True
         thread.join(timeout=10)
+        # The app's ORM calls ran in asgiref's shared thread; close its connections so the
+        # test database can be dropped.
+        SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
 
 
 @dataclass

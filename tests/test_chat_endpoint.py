@@ -1,0 +1,249 @@
+"""The chat endpoint over a live ASGI server: formats, access, one turn at a time, re-attach, stop."""
+
+import json
+
+import pytest
+
+from rojos.models import Conversation, Message
+from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
+from tests.helpers import assert_history_valid, make_rojo, stored_history
+from tests.live_server import ApiClient, parse_sse, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def client_for(asgi_server):
+    clients = []
+
+    def make(user):
+        client = ApiClient(asgi_server, user)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+@pytest.fixture
+def rojo(fake_provider, settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    return make_rojo(fake_provider.base_url)
+
+
+def slow_reply(words: int = 60, delay: float = 0.05):
+    return stream(*text_chunks("w " * words, pieces=words), delay=delay)
+
+
+def test_ndjson_when_asked(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(stream(*text_chunks("Hello there.", pieces=2)))
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.pk, "message": "Hi"},
+        headers={"Accept": "application/x-ndjson"},
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    assert response.headers["cache-control"].startswith("no-cache")
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    assert [line["type"] for line in lines] == ["START", "CHAT", "CHAT", "DONE"]
+    assert "".join(line.get("text", "") for line in lines) == "Hello there."
+
+
+def test_outsider_gets_404_and_nothing_runs_or_is_stored(
+    client_for, users, project, rojo, fake_provider
+):
+    response = client_for(users["outsider"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Hi"}
+    )
+    assert response.status_code == 404
+    assert fake_provider.requests == []
+    assert Conversation.objects.count() == 0 and Message.objects.count() == 0
+
+
+def test_anonymous_gets_401(client_for, project, rojo, fake_provider):
+    response = client_for(None).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Hi"}
+    )
+    assert response.status_code == 401
+    assert Conversation.objects.count() == 0
+
+
+def test_a_conversation_of_another_project_is_404(client_for, users, project, rojo, fake_provider):
+    from roject.services import project_create
+
+    other = project_create(name="Other", owner=users["outsider"])
+    foreign = Conversation.objects.create(project=other, rojo=rojo, title="secret")
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.slug, "message": "Hi", "conversation": foreign.pk},
+    )
+    assert response.status_code == 404
+    assert Message.objects.count() == 0
+
+
+def test_viewer_chats_with_read_only_tools(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(stream(*text_chunks("Read-only here.")))
+    events = client_for(users["viewer"]).chat(project.pk, rojo=rojo.slug, message="Hi")
+    assert events[-1].type == "DONE"
+    offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["tools"]}
+    assert offered == {"read_path_meta", "get_text_content", "list_files"}
+
+
+def test_second_message_while_a_turn_runs_gets_409(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(slow_reply(words=20, delay=0.05))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="First") as response:
+        events = parse_sse(response.iter_lines())
+        start = next(events)
+        conversation = start.data["conversation"]
+        busy = client_for(users["owner"]).post(
+            f"/api/projects/{project.pk}/chat",
+            json={"rojo": rojo.slug, "message": "Second", "conversation": conversation},
+        )
+        rest = list(events)
+    assert busy.status_code == 409
+    assert "still running" in busy.json()["detail"]
+    assert rest[-1].type == "DONE"
+    assert [m.content for m in stored_history(conversation)][0] == "First"
+    assert len(stored_history(conversation)) == 2
+
+
+def test_reattach_after_disconnect_gets_what_was_missed_then_the_rest(
+    client_for, users, project, rojo, fake_provider
+):
+    fake_provider.add(slow_reply(words=30, delay=0.03))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Tell me") as response:
+        events = parse_sse(response.iter_lines())
+        seen = [next(events) for _ in range(4)]
+    conversation = seen[0].data["conversation"]
+
+    with client.http.stream(
+        "GET",
+        f"/api/conversations/{conversation}/stream",
+        headers={"Last-Event-ID": str(seen[-1].id)},
+    ) as response:
+        assert response.status_code == 200
+        rest = list(parse_sse(response.iter_lines()))
+
+    ids = [e.id for e in seen + rest]
+    assert ids == list(range(1, len(ids) + 1))
+    assert rest[-1].type == "DONE"
+    text = "".join(e.data["text"] for e in seen + rest if e.type == "CHAT")
+    assert text == "w " * 30
+    assert stored_history(conversation)[-1].content == "w " * 30
+
+
+def test_turn_outlives_a_closed_connection(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(slow_reply(words=10, delay=0.02))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go on") as response:
+        conversation = next(parse_sse(response.iter_lines())).data["conversation"]
+
+    wait_until(lambda: Conversation.objects.get(pk=conversation).turn_id is None)
+    history = stored_history(conversation)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[-1].content == "w " * 10
+
+
+def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
+    client_for, users, project, rojo, fake_provider
+):
+    fake_provider.add(slow_reply(words=200, delay=0.05))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = [next(events) for _ in range(3)]
+        conversation = seen[0].data["conversation"]
+        stopped = client.post(f"/api/conversations/{conversation}/stop")
+        rest = list(events)
+
+    assert stopped.status_code == 200 and stopped.json() == {"stopping": True}
+    assert [e.type for e in rest[-2:]] == ["ERROR", "DONE"]
+    assert rest[-2].data["code"] == "stopped"
+    streamed = "".join(e.data["text"] for e in seen + rest if e.type == "CHAT")
+    assert 0 < len(streamed) < len("w " * 200)
+    history = stored_history(conversation)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[-1].content == streamed
+    assert Conversation.objects.get(pk=conversation).turn_id is None
+
+
+def test_stop_during_a_tool_call_stream_runs_nothing(
+    client_for, users, project, rojo, fake_provider
+):
+    call = ("write_text_content", {"path": "never.txt", "text": "x" * 400})
+    fake_provider.add(stream(*tool_call_chunks([call], text_before="Writing it."), delay=0.03))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Write") as response:
+        events = parse_sse(response.iter_lines())
+        seen = [next(events) for _ in range(2)]
+        conversation = seen[0].data["conversation"]
+        client.post(f"/api/conversations/{conversation}/stop")
+        rest = list(events)
+
+    assert "TOOL_CALL" not in {e.type for e in rest}
+    assert rest[-1].type == "DONE"
+    from roject.storage import project_root
+
+    assert not (project_root(project.pk) / "never.txt").exists()
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[-1].tool_calls is None
+
+
+def test_stop_needs_access(client_for, users, project, rojo, fake_provider):
+    conversation = Conversation.objects.create(project=project, rojo=rojo)
+    outsider = client_for(users["outsider"]).post(f"/api/conversations/{conversation.pk}/stop")
+    idle = client_for(users["editor"]).post(f"/api/conversations/{conversation.pk}/stop")
+    assert outsider.status_code == 404
+    assert idle.json() == {"stopping": False}
+
+
+def test_provider_error_is_one_clear_event_and_the_conversation_goes_on(
+    client_for, users, project, rojo, fake_provider
+):
+    fake_provider.add(
+        http_error(401, {"error": {"message": "Incorrect API key provided."}}),
+        stream(*text_chunks("Now it works.")),
+    )
+    client = client_for(users["editor"])
+    events = client.chat(project.pk, rojo=rojo.slug, message="Hi")
+    assert [e.type for e in events] == ["START", "ERROR", "DONE"]
+    message = events[1].data["message"]
+    assert "401" in message and "Incorrect API key provided." in message
+    assert fake_provider.base_url in message
+    assert "sk-test-secret-key-123" not in json.dumps([e.data for e in events])
+
+    conversation = events[0].data["conversation"]
+    again = client.chat(project.pk, rojo=rojo.slug, message="Retry", conversation=conversation)
+    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
+    assert [m.role for m in stored_history(conversation)] == ["user", "user", "assistant"]
+
+
+def test_unreachable_provider_says_what_to_set(client_for, users, project, fake_provider):
+    rojo = make_rojo("http://127.0.0.1:9/v1", slug="nowhere")
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="Hi")
+    assert [e.type for e in events] == ["START", "ERROR", "DONE"]
+    message = events[1].data["message"]
+    assert "Could not connect to the provider at http://127.0.0.1:9/v1" in message
+    assert "ROJO_BASE_URL" in message
+
+
+def test_unknown_rojo_is_404(client_for, users, project):
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": "no-such-rojo", "message": "Hi"}
+    )
+    assert response.status_code == 404
+    assert Conversation.objects.count() == 0
+
+
+def test_empty_message_is_rejected(client_for, users, project, rojo):
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": ""}
+    )
+    assert response.status_code == 422
+    assert Conversation.objects.count() == 0
