@@ -22,6 +22,8 @@ def project_create(*, name: str, owner, members: dict | None = None) -> Project:
     project = Project.objects.create(name=name, slug=slug)
     Membership.objects.create(user=owner, project=project, role=Role.OWNER)
     for user, role in (members or {}).items():
-        Membership.objects.update_or_create(user=user, project=project, defaults={"role": role})
+        if user == owner:
+            raise ProjectError(f"{owner} is the owner; give other users as members")
+        Membership.objects.create(user=user, project=project, role=role)
     storage.project_root_create(project.id)
     return project

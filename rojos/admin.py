@@ -13,11 +13,6 @@ class RojoForm(forms.ModelForm):
         widget=forms.PasswordInput(render_value=False),
         help_text="Leave empty to keep the current key. It is never shown again.",
     )
-    base_url = forms.URLField(
-        assume_scheme="https",
-        max_length=500,
-        help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
-    )
     clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
     tools = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, choices=()

@@ -1,6 +1,7 @@
 """The agent loop: one user message in, model steps and tool runs out, as a stream of events."""
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import openai
@@ -78,10 +79,12 @@ async def agent_loop(
     for _step in range(rojo.max_steps):
         accumulator = StreamAccumulator()
         try:
-            async for chunk in provider_chunks(client, build_request(rojo, history, definitions)):
-                text = accumulator.feed(chunk)
-                if text:
-                    yield TextEvent(text=text)
+            chunks = provider_chunks(client, build_request(rojo, history, definitions))
+            async with contextlib.aclosing(chunks):
+                async for chunk in chunks:
+                    text = accumulator.feed(chunk)
+                    if text:
+                        yield TextEvent(text=text)
             completion = accumulator.result()
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.

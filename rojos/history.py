@@ -37,13 +37,28 @@ def tool_content(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
+def _wire_arguments(arguments: str | None) -> str:
+    """Arguments as a JSON object string: "{}" for none, and for ones that were not valid.
+
+    The stored call keeps what the model sent (its tool result explains what was wrong);
+    providers that parse history (Gemini) would reject the whole request otherwise.
+    """
+    text = (arguments or "").strip()
+    try:
+        return text if isinstance(json.loads(text), dict) else "{}"
+    except ValueError:
+        return "{}"
+
+
 def _call_to_wire(call: dict) -> dict:
     function = call.get("function") or {}
-    arguments = function.get("arguments") or ""
     wire = {
         "id": wire_call_id(call["id"]),
         "type": "function",
-        "function": {"name": function.get("name", ""), "arguments": arguments.strip() or "{}"},
+        "function": {
+            "name": function.get("name", ""),
+            "arguments": _wire_arguments(function.get("arguments")),
+        },
     }
     for key in _SENT_BACK_EXTRA:
         if key in call:

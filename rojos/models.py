@@ -1,11 +1,25 @@
 """Rojos (configured agents) and the conversations people have with them."""
 
 import os
+from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from roject.models import Project
+
+
+def validate_base_url(value: str) -> None:
+    """An http(s) URL with a host; single-label hosts (a container's name) are fine."""
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValidationError(f"{value!r} is not an http(s) URL such as https://api.openai.com/v1")
 
 
 def default_tools() -> list[str]:
@@ -19,8 +33,10 @@ class Rojo(models.Model):
 
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
-    base_url = models.URLField(
-        max_length=500, help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1"
+    base_url = models.CharField(
+        max_length=500,
+        validators=[validate_base_url],
+        help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
     )
     model = models.CharField(max_length=200)
     api_key = models.CharField(
@@ -34,7 +50,9 @@ class Rojo(models.Model):
     system_prompt = models.TextField(blank=True)
     temperature = models.FloatField(null=True, blank=True)
     max_steps = models.PositiveIntegerField(
-        default=12, help_text="Model calls per user message before the turn is stopped."
+        default=12,
+        validators=[MinValueValidator(1)],
+        help_text="Model calls per user message before the turn is stopped.",
     )
     tools = models.JSONField(default=default_tools, blank=True)
     request_options = models.JSONField(

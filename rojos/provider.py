@@ -91,16 +91,18 @@ class StreamAccumulator:
             raise ProviderError("The provider sent a malformed stream chunk.")
         error = chunk.get("error")
         if error:
-            raise ProviderError(f"The provider reported an error mid-stream: {error_text(error)}")
+            raise ProviderError(_mid_stream_message(error))
         if chunk.get("usage"):
             self.usage = chunk["usage"]
-        added = []
-        for choice in chunk.get("choices") or ():
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
-            delta = choice.get("delta") or choice.get("message") or {}
-            added.append(self._take_delta(delta))
-        return "".join(added)
+        try:
+            return "".join(self._take_choice(choice) for choice in chunk.get("choices") or ())
+        except (AttributeError, TypeError):
+            raise ProviderError("The provider sent a malformed stream chunk.") from None
+
+    def _take_choice(self, choice: dict) -> str:
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        return self._take_delta(choice.get("delta") or choice.get("message") or {})
 
     def _take_delta(self, delta: dict) -> str:
         text = ""
@@ -140,8 +142,10 @@ class StreamAccumulator:
         elif not call_id and index is None and self.calls:
             last = self.calls[-1]
             # Whole calls without id or index (seen from Gemini): a named delta after a
-            # complete call is the next call, not more of the same.
-            starts_new = bool(name) and bool(last.name) and last.looks_complete()
+            # complete call, or naming another tool, is the next call, not more of the same.
+            starts_new = (
+                bool(name) and bool(last.name) and (name != last.name or last.looks_complete())
+            )
             call = None if starts_new else last
         if call is None:
             call = _Call(id=call_id)
@@ -226,9 +230,9 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
             **{k: v for k, v in request.items() if k != "extra_body"},
             extra_body=extra_body,
         ) as response:
-            if "json" in response.headers.get("content-type", ""):
+            if response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
-                yield json.loads(await response.text())
+                yield _checked(json.loads(await response.text()), client.api_key)
                 return
             async for line in response.iter_lines():
                 if line.startswith("data:"):
@@ -236,9 +240,10 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
                     if data == "[DONE]":
                         return
                     if data:
-                        yield _parse_chunk(data)
+                        yield _checked(_parse_chunk(data), client.api_key)
                 elif line.startswith("error:"):  # older llama.cpp's non-standard error line
-                    raise ProviderError(f"The provider reported an error: {line[6:].strip()}")
+                    message = f"The provider reported an error: {line[6:].strip()}"
+                    raise ProviderError(scrub(message, client.api_key))
     except openai.APIStatusError as exc:
         raise ProviderError(_status_message(exc, client)) from None
     except openai.APITimeoutError:
@@ -256,6 +261,17 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
             f"The connection to the provider at {client.base_url} broke mid-response "
             f"({exc.__class__.__name__})."
         ) from None
+
+
+def _mid_stream_message(error: Any) -> str:
+    return f"The provider reported an error mid-stream: {error_text(error)}"
+
+
+def _checked(chunk: Any, secret: str | None) -> Any:
+    """The chunk, unless it is an error object: that ends the turn, without the key in sight."""
+    if isinstance(chunk, dict) and chunk.get("error"):
+        raise ProviderError(scrub(_mid_stream_message(chunk["error"]), secret))
+    return chunk
 
 
 def _parse_chunk(data: str) -> dict:

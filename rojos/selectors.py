@@ -28,7 +28,7 @@ async def aconversation_access(
         .filter(user=user, project_id=conversation.project_id)
         .afirst()
     )
-    return conversation, access_from_membership(user, membership, write=write)
+    return conversation, _access(user, membership, write=write)
 
 
 def conversation_access(
@@ -45,7 +45,14 @@ def conversation_access(
         .filter(user=user, project_id=conversation.project_id)
         .first()
     )
-    return conversation, access_from_membership(user, membership, write=write)
+    return conversation, _access(user, membership, write=write)
+
+
+def _access(user, membership, *, write: bool) -> ProjectAccess:
+    # The same 404 as for a missing id, so ids of other projects' conversations reveal nothing.
+    if membership is None:
+        raise Http404("No such conversation.")
+    return access_from_membership(user, membership, write=write)
 
 
 def _rojo_query(ref: int | str):

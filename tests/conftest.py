@@ -34,3 +34,14 @@ def project(users):
         owner=users["owner"],
         members={users["editor"]: Role.EDITOR, users["viewer"]: Role.VIEWER},
     )
+
+
+@pytest.fixture(autouse=True)
+def forget_finished_turns():
+    """Finished turns are kept for re-attach; ids restart after a flush, so drop them per test."""
+    from rojos import turns
+
+    yield
+    for conversation_id, turn in list(turns._turns.items()):
+        if turn.finished:
+            turns._turns.pop(conversation_id, None)

@@ -1,9 +1,8 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
-from django.core.validators import URLValidator
 from django.utils.text import slugify
 
-from rojos.models import Rojo, default_tools
+from rojos.models import Rojo, default_tools, validate_base_url
 from rojos.tools import registry
 
 
@@ -35,7 +34,7 @@ class Command(BaseCommand):
         if Rojo.objects.filter(slug=slug).exists():
             raise CommandError(f"a rojo with slug {slug!r} already exists")
         try:
-            URLValidator(schemes=["http", "https"])(base_url)
+            validate_base_url(base_url)
         except ValidationError:
             raise CommandError(f"--base-url {base_url!r} is not an http(s) URL") from None
         names = [t.strip() for t in tools.split(",") if t.strip()] or default_tools()

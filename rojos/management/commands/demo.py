@@ -4,7 +4,7 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
-from roject.models import Project
+from roject.models import Membership, Project, Role
 from roject.services import project_create
 from rojos.models import Rojo
 
@@ -30,6 +30,9 @@ class Command(BaseCommand):
         user.save()
         project = Project.objects.filter(slug="demo").first() or project_create(
             name="Demo", owner=user
+        )
+        Membership.objects.update_or_create(
+            user=user, project=project, defaults={"role": Role.OWNER}
         )
         base_url = os.environ.get("ROJO_BASE_URL") or DEFAULT_BASE_URL
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL

@@ -1,0 +1,209 @@
+"""The admin: rojo keys are write-only, projects get a file root, conversations are read-only."""
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from roject.models import Membership, Project, Role
+from roject.storage import project_root
+from rojos.models import Conversation, Message, Rojo
+from rojos.tools import registry
+from tests.helpers import make_rojo
+
+SECRET = "sk-test-secret-key-123"
+
+pytestmark = pytest.mark.django_db
+
+
+def rojo_form(**fields) -> dict:
+    """POST data for the rojo add/change form."""
+    data = {
+        "name": "Admin Rojo",
+        "slug": "admin-rojo",
+        "base_url": "https://api.example.com/v1",
+        "model": "example-model",
+        "api_key": "",
+        "api_key_env": "",
+        "system_prompt": "",
+        "temperature": "",
+        "max_steps": "12",
+        "tools": ["list_files", "get_text_content"],
+        "request_options": "{}",
+    }
+    return {**data, **fields}
+
+
+def change_url(rojo: Rojo) -> str:
+    return reverse("admin:rojos_rojo_change", args=[rojo.pk])
+
+
+def checked_tools(html: str) -> set[str]:
+    inputs = re.findall(r'<input[^>]*name="tools"[^>]*>', html)
+    return {re.search(r'value="([^"]+)"', tag).group(1) for tag in inputs if "checked" in tag}
+
+
+def test_rojo_add_form_creates_a_rojo_with_the_key(admin_client):
+    response = admin_client.post(
+        reverse("admin:rojos_rojo_add"), rojo_form(api_key="sk-new-key-789")
+    )
+
+    assert response.status_code == 302
+    rojo = Rojo.objects.get(slug="admin-rojo")
+    assert rojo.api_key == "sk-new-key-789"
+    assert rojo.tools == ["list_files", "get_text_content"]
+    assert (rojo.base_url, rojo.model) == ("https://api.example.com/v1", "example-model")
+
+
+def test_rojo_change_page_never_contains_the_stored_key(admin_client):
+    rojo = make_rojo("https://api.example.com/v1", api_key=SECRET)
+
+    change = admin_client.get(change_url(rojo))
+    changelist = admin_client.get(reverse("admin:rojos_rojo_changelist"))
+
+    assert change.status_code == 200 and changelist.status_code == 200
+    assert SECRET not in change.content.decode()
+    assert SECRET not in changelist.content.decode()
+    assert re.search(r'<input type="password" name="api_key"[^>]*>', change.content.decode())
+
+
+def test_rojo_saved_with_an_empty_key_field_keeps_the_stored_key(admin_client):
+    rojo = make_rojo("https://api.example.com/v1", api_key=SECRET)
+
+    response = admin_client.post(
+        change_url(rojo), rojo_form(name="Test rojo", slug="test-rojo", model="renamed-model")
+    )
+
+    assert response.status_code == 302
+    rojo.refresh_from_db()
+    assert rojo.model == "renamed-model"
+    assert rojo.api_key == SECRET
+
+
+def test_rojo_saved_with_a_new_key_replaces_the_stored_one(admin_client):
+    rojo = make_rojo("https://api.example.com/v1", api_key=SECRET)
+
+    admin_client.post(
+        change_url(rojo), rojo_form(name="Test rojo", slug="test-rojo", api_key="sk-rotated")
+    )
+
+    rojo.refresh_from_db()
+    assert rojo.api_key == "sk-rotated"
+
+
+def test_rojo_clear_api_key_removes_the_stored_key(admin_client):
+    rojo = make_rojo("https://api.example.com/v1", api_key=SECRET)
+
+    response = admin_client.post(
+        change_url(rojo),
+        rojo_form(name="Test rojo", slug="test-rojo", clear_api_key="on", api_key_env="KEY_VAR"),
+    )
+
+    assert response.status_code == 302
+    rojo.refresh_from_db()
+    assert rojo.api_key == ""
+    assert rojo.api_key_env == "KEY_VAR"
+
+
+def test_rojo_tools_field_lists_every_registered_tool(admin_client):
+    html = admin_client.get(reverse("admin:rojos_rojo_add")).content.decode()
+
+    offered = set(re.findall(r'<input[^>]*name="tools"[^>]*value="([^"]+)"', html))
+    assert offered == set(registry.names())
+    for tool in registry:
+        label = f"{tool.name} (writes)" if tool.writes else tool.name
+        assert label in html
+    assert "write_text_content (writes)" in html and "list_files (writes)" not in html
+
+
+def test_rojo_change_page_checks_the_rojos_enabled_tools(admin_client):
+    rojo = make_rojo("https://api.example.com/v1", tools=["list_files", "read_path_meta"])
+
+    html = admin_client.get(change_url(rojo)).content.decode()
+
+    assert checked_tools(html) == {"list_files", "read_path_meta"}
+
+
+def test_project_admin_add_creates_the_file_root_and_memberships(admin_client, admin_user):
+    response = admin_client.post(
+        reverse("admin:roject_project_add"),
+        {
+            "name": "From Admin",
+            "slug": "from-admin",
+            "memberships-TOTAL_FORMS": "1",
+            "memberships-INITIAL_FORMS": "0",
+            "memberships-MIN_NUM_FORMS": "0",
+            "memberships-MAX_NUM_FORMS": "1000",
+            "memberships-0-user": str(admin_user.pk),
+            "memberships-0-role": Role.OWNER,
+        },
+    )
+
+    assert response.status_code == 302
+    project = Project.objects.get(slug="from-admin")
+    assert project_root(project.pk).is_dir()
+    assert Membership.objects.get(project=project).user == admin_user
+
+
+def test_project_admin_change_keeps_an_existing_root(admin_client, project):
+    root = project_root(project.pk)
+    (root / "notes.txt").write_text("kept")
+
+    response = admin_client.post(
+        reverse("admin:roject_project_change", args=[project.pk]),
+        {
+            "name": "Renamed",
+            "slug": project.slug,
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+            "memberships-MIN_NUM_FORMS": "0",
+            "memberships-MAX_NUM_FORMS": "1000",
+        },
+    )
+
+    assert response.status_code == 302
+    assert Project.objects.get(pk=project.pk).name == "Renamed"
+    assert (root / "notes.txt").read_text() == "kept"
+
+
+def test_conversation_admin_lists_messages_read_only(admin_client, project, users):
+    rojo = make_rojo("https://api.example.com/v1")
+    conversation = Conversation.objects.create(
+        project=project, rojo=rojo, user=users["editor"], title="Admin view"
+    )
+    Message.objects.create(
+        conversation=conversation, position=0, role="user", content="Please list the files."
+    )
+    Message.objects.create(
+        conversation=conversation,
+        position=1,
+        role="assistant",
+        tool_calls=[
+            {"id": "call_1", "type": "function", "function": {"name": "list_files"}},
+        ],
+    )
+    Message.objects.create(
+        conversation=conversation,
+        position=2,
+        role="tool",
+        tool_call_id="call_1",
+        name="list_files",
+        content='[{"name": "README.md", "type": "file"}]',
+    )
+
+    response = admin_client.get(reverse("admin:rojos_conversation_change", args=[conversation.pk]))
+
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Please list the files." in html
+    assert "call_1" in html and "README.md" in html
+    assert not re.search(r'name="messages-\d+-(content|role|position|tool_calls)"', html)
+    assert 'name="messages-0-DELETE"' not in html
+    assert "messages-__prefix__" not in html
+    assert 'name="title"' not in html
+
+
+def test_conversation_admin_has_no_add_page(admin_client):
+    response = admin_client.get(reverse("admin:rojos_conversation_add"))
+
+    assert response.status_code == 403

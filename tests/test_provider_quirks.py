@@ -1,0 +1,313 @@
+"""One case per provider quirk from PROVIDERS.md, each through the real loop over HTTP."""
+
+import json
+
+import pytest
+
+from rojos.history import wire_call_id
+from tests.agent_run import rojo_for, run_turn, valid_history
+from tests.fake_provider import chunk, stream, text_chunks, tool_call_chunks, usage_chunk
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PARALLEL = [("create_directory", {"path": "alpha"}), ("create_directory", {"path": "beta"})]
+LIST_ROOT = [("list_files", {"path": ""})]
+
+
+def scripted_ids(chunks: list[dict]) -> list[str]:
+    """The distinct call ids a scripted stream carries, in order."""
+    ids = []
+    for item in chunks:
+        for choice in item["choices"]:
+            for call in choice["delta"].get("tool_calls", ()):
+                if call.get("id") and call["id"] not in ids:
+                    ids.append(call["id"])
+    return ids
+
+
+async def run_parallel(fake_provider, project, users, **quirks):
+    """Two create_directory calls streamed with `quirks`, then a text reply; checks the outcome.
+
+    Returns the turn, the stored history and the scripted chunks.
+    """
+    chunks = tool_call_chunks(PARALLEL, **quirks)
+    fake_provider.add(stream(chunks), stream(text_chunks("Both made.")))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    assert run.kinds == ["tool_call", "tool_result", "tool_call", "tool_result", "text"]
+    assert [(e.name, e.args) for e in run.calls] == PARALLEL
+    assert [e.result for e in run.results] == [{"ok": True}] * 2
+    assert (run.root / "alpha").is_dir() and (run.root / "beta").is_dir()
+    history = await valid_history(run.conversation)
+    assert [m.role for m in history] == ["user", "assistant", "tool", "tool", "assistant"]
+    stored = history[1].tool_calls
+    assert [c["function"] for c in stored] == [
+        {"name": name, "arguments": json.dumps(args)} for name, args in PARALLEL
+    ]
+    ids = [c["id"] for c in stored]
+    assert len(set(ids)) == 2
+    assert [m.tool_call_id for m in history[2:4]] == ids == [e.id for e in run.calls]
+    assistant, *tools = fake_provider.requests[1]["messages"][1:]
+    wire_ids = [wire_call_id(i) for i in ids]
+    assert [c["id"] for c in assistant["tool_calls"]] == wire_ids
+    assert [t["tool_call_id"] for t in tools] == wire_ids
+    return run, history, chunks
+
+
+async def test_ids_on_the_first_delta_only_assemble_fragmented_calls(fake_provider, project, users):
+    """OpenAI's shape: id and name once, then argument fragments matched by index."""
+    _, history, chunks = await run_parallel(fake_provider, project, users, ids="first")
+    assert [c["id"] for c in history[1].tool_calls] == scripted_ids(chunks)
+
+
+async def test_same_id_and_name_on_every_delta_are_not_concatenated(fake_provider, project, users):
+    """llama-cpp-python repeats the full name and the same id on every chunk."""
+    chunks = tool_call_chunks(PARALLEL, ids="every")
+    names = iter(name for name, _ in PARALLEL)
+    for item in chunks:
+        for call in item["choices"][0]["delta"].get("tool_calls", ()):
+            if "name" in call["function"]:
+                current = next(names)
+            call["function"]["name"] = current
+    fake_provider.add(stream(chunks), stream(text_chunks("Both made.")))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    assert [(e.name, e.args) for e in run.calls] == PARALLEL
+    history = await valid_history(run.conversation)
+    assert [c["id"] for c in history[1].tool_calls] == scripted_ids(chunks)
+    assert [c["function"]["name"] for c in history[1].tool_calls] == ["create_directory"] * 2
+
+
+async def test_missing_ids_are_generated_and_the_tool_messages_match(fake_provider, project, users):
+    """Calls matched by index alone get fresh ids, used for both the call and its result."""
+    _, history, chunks = await run_parallel(fake_provider, project, users, ids="none")
+    assert scripted_ids(chunks) == []
+    assert all(c["id"].startswith("call_") for c in history[1].tool_calls)
+
+
+async def test_gemini_whole_calls_without_index_are_two_calls(fake_provider, project, users):
+    """Gemini omits index and sends each parallel call whole, with its id, in its own chunk."""
+    _, history, chunks = await run_parallel(
+        fake_provider, project, users, index="missing", arguments="whole"
+    )
+    assert [c["id"] for c in history[1].tool_calls] == scripted_ids(chunks)
+
+
+@pytest.mark.parametrize("arguments", ["whole", "fragments"])
+async def test_ollama_index_zero_for_every_call_with_distinct_ids(
+    fake_provider, project, users, arguments
+):
+    """Ollama 0.20 numbers every parallel call 0; a new id still starts a new call."""
+    _, history, chunks = await run_parallel(
+        fake_provider, project, users, index="zero", arguments=arguments
+    )
+    assert [c["id"] for c in history[1].tool_calls] == scripted_ids(chunks)
+
+
+async def test_whole_calls_without_id_or_index_in_separate_chunks_are_two_calls(
+    fake_provider, project, users
+):
+    """A named delta after a complete call is the next call, not more of the same."""
+    _, history, _ = await run_parallel(
+        fake_provider, project, users, ids="none", index="missing", arguments="whole"
+    )
+    assert all(c["id"].startswith("call_") for c in history[1].tool_calls)
+
+
+async def test_no_argument_call_then_another_without_id_or_index_stay_two_calls(
+    fake_provider, project, users
+):
+    """A call with no arguments is complete too: a differently named delta starts a new one."""
+    calls = [("list_files", None), ("create_directory", {"path": "alpha"})]
+    fake_provider.add(
+        stream(tool_call_chunks(calls, ids="none", index="missing", arguments="whole")),
+        stream(text_chunks("Done.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert [(e.name, e.args) for e in run.calls] == [("list_files", {}), *calls[1:]]
+    assert (run.root / "alpha").is_dir()
+    history = await valid_history(run.conversation)
+    assert [c["function"]["name"] for c in history[1].tool_calls] == [n for n, _ in calls]
+
+
+@pytest.mark.parametrize(
+    ("args", "arguments"),
+    [("", "whole"), (None, "whole"), ("", "fragments")],
+    ids=["empty-string", "key-missing", "empty-fragment"],
+)
+async def test_empty_or_missing_arguments_run_with_an_empty_object(
+    fake_provider, project, users, args, arguments
+):
+    """The tool is called with {} (list_files then asks for its path), and "{}" is sent back."""
+    fake_provider.add(
+        stream(tool_call_chunks([("list_files", args)], arguments=arguments)),
+        stream(text_chunks("I forgot the path.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.calls[0].args == {}
+    assert run.results[0].result == {"error": "missing required argument 'path'"}
+    history = await valid_history(run.conversation)
+    assert history[1].tool_calls[0]["function"]["arguments"] == ""
+    sent_call = fake_provider.requests[1]["messages"][1]["tool_calls"][0]
+    assert sent_call["function"] == {"name": "list_files", "arguments": "{}"}
+
+
+async def test_trailing_empty_fragment_after_whole_arguments_changes_nothing(
+    fake_provider, project, users
+):
+    """Some servers send one more "" fragment after a call is done."""
+    await run_parallel(fake_provider, project, users, arguments="trailing_empty")
+
+
+async def test_trailing_empty_fragment_without_index_or_id_stays_on_its_call(
+    fake_provider, project, users
+):
+    """An unnamed "" fragment continues the last call rather than starting a nameless one."""
+    await run_parallel(
+        fake_provider, project, users, ids="none", index="missing", arguments="trailing_empty"
+    )
+
+
+async def test_lm_studio_empty_name_on_continuations_keeps_the_first_name(
+    fake_provider, project, users
+):
+    """LM Studio sends "name": "" with every argument fragment."""
+    await run_parallel(fake_provider, project, users, empty_name_on_continuation=True)
+
+
+async def test_finish_reason_stop_with_tool_calls_still_runs_them(fake_provider, project, users):
+    """Gemini 3 says "stop" after tool calls; the calls decide, not finish_reason."""
+    await run_parallel(fake_provider, project, users, finish="stop")
+
+
+async def test_finish_reason_in_the_last_call_chunk(fake_provider, project, users):
+    """Mistral puts finish_reason in the same chunk as the (whole) calls."""
+    await run_parallel(fake_provider, project, users, arguments="whole", finish_in_last=True)
+
+
+async def test_usage_only_last_chunk_is_stored_on_each_assistant_message(
+    fake_provider, project, users
+):
+    """A final chunk with choices [] carries usage; it is read, never indexed blindly."""
+    fake_provider.add(
+        stream(tool_call_chunks(LIST_ROOT), usage_chunk(10, 5)),
+        stream(text_chunks("Empty."), usage_chunk(20, 3)),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.kinds == ["tool_call", "tool_result", "text"]
+    history = await valid_history(run.conversation)
+    assert history[1].usage == {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    assert history[3].usage == {"prompt_tokens": 20, "completion_tokens": 3, "total_tokens": 23}
+    assert "usage" not in json.dumps(fake_provider.requests[1]["messages"])
+
+
+async def test_sse_comments_and_blank_data_lines_are_ignored(fake_provider, project, users):
+    """OpenRouter sends ": OPENROUTER PROCESSING" keep-alive comments before the first chunk."""
+    fake_provider.add(
+        stream(": OPENROUTER PROCESSING\n\n", "data:\n\n", text_chunks("Hi!", pieces=2))
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.kinds == ["text", "text"] and run.text == "Hi!"
+    history = await valid_history(run.conversation)
+    assert history[-1].content == "Hi!"
+
+
+async def test_mistral_typed_content_parts_stream_text_and_store_thinking(
+    fake_provider, project, users
+):
+    """Content as a list of parts: text parts are streamed, thinking parts kept as reasoning."""
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "A greeting."}]}
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", "content": [thinking]}),
+            chunk({"content": [{"type": "text", "text": "Hello"}]}),
+            chunk({"content": [{"type": "text", "text": " there."}]}, "stop"),
+        ),
+        stream(text_chunks("Still here.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Hi")
+
+    assert run.error is None and run.kinds == ["text", "text"] and run.text == "Hello there."
+    history = await valid_history(run.conversation)
+    assert (history[1].content, history[1].reasoning) == ("Hello there.", "A greeting.")
+
+    await run_turn(
+        project=project,
+        rojo=rojo,
+        user=users["editor"],
+        message="Ok",
+        conversation=run.conversation,
+    )
+    assert fake_provider.requests[1]["messages"] == [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": "Hello there."},
+        {"role": "user", "content": "Ok"},
+    ]
+
+
+async def test_reasoning_content_is_stored_but_never_sent_back(fake_provider, project, users):
+    """Mistral answers 422 to reasoning_content in history; it stays on our side."""
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", "reasoning_content": "I should "}),
+            chunk({"reasoning_content": "list the root."}),
+            tool_call_chunks(LIST_ROOT),
+        ),
+        stream(text_chunks("It is empty.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.kinds == ["tool_call", "tool_result", "text"]
+    history = await valid_history(run.conversation)
+    assert history[1].reasoning == "I should list the root."
+    assert history[1].content is None
+    sent = fake_provider.requests[1]["messages"][1]
+    assert set(sent) == {"role", "tool_calls"}
+    assert "list the root" not in json.dumps(fake_provider.requests[1])
+
+
+async def test_gemini_thought_signature_is_stored_and_sent_back_unchanged(
+    fake_provider, project, users
+):
+    """extra_content on a tool call goes back with that call on the next request."""
+    signature = {"google": {"thought_signature": "c2lnbmF0dXJlLWJ5dGVz"}}
+    fake_provider.add(
+        stream(
+            tool_call_chunks(
+                LIST_ROOT, index="missing", arguments="whole", extra={"extra_content": signature}
+            )
+        ),
+        stream(text_chunks("Empty.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    history = await valid_history(run.conversation)
+    assert history[1].tool_calls[0]["extra_content"] == signature
+    sent_call = fake_provider.requests[1]["messages"][1]["tool_calls"][0]
+    assert sent_call["extra_content"] == signature
+    assert sent_call["function"] == {"name": "list_files", "arguments": '{"path": ""}'}
