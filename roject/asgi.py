@@ -1,4 +1,4 @@
-"""ASGI entry point: Django's HTTP app under Channels' protocol router."""
+"""ASGI entry point: Django's HTTP app (with its static files) under Channels' protocol router."""
 
 import os
 
@@ -8,5 +8,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+# The app serves its own few static files, so one process is all a newcomer needs; a
+# deployment behind a reverse proxy can serve STATIC_ROOT there instead.
+application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(django_asgi_app)})

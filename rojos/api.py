@@ -9,7 +9,9 @@ from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
 
 from roject.access import LoginRequired, aproject_access
+from roject.files_api import router as files_router
 from roject.models import Membership
+from roject.storage import StorageError
 
 from . import turns
 from .errors import TurnBusy
@@ -18,6 +20,7 @@ from .selectors import aconversation_access, arojo_get, conversation_access
 from .wire import WireEvent, encoder_for
 
 api = NinjaAPI(title="Rojo Chat API", version="1", auth=django_auth, urls_namespace="api")
+api.add_router("/projects", files_router)
 
 
 def _error(request, status: int, message: str):
@@ -37,6 +40,11 @@ def _permission_denied(request, exc):
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return _error(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(StorageError)
+def _storage_error(request, exc):
+    return _error(request, 400, str(exc))
 
 
 @api.exception_handler(TurnBusy)

@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from roject.models import Role
 from roject.services import project_create
 
-pytest_plugins = ["tests.fake_provider", "tests.live_server"]
+pytest_plugins = ["tests.fake_provider", "tests.live_server", "tests.browser"]
 
 
 @pytest.fixture(autouse=True)

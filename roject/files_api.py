@@ -1,0 +1,46 @@
+"""Read-only file endpoints for the file browser; every path goes through the storage gate."""
+
+import asyncio
+
+from django.http import HttpRequest
+from ninja import Router, Schema
+
+from . import storage
+from .access import aproject_access
+
+router = Router(tags=["files"])
+
+
+class Entry(Schema):
+    name: str
+    type: str
+
+
+class FileOut(Schema):
+    path: str
+    text: str
+    size: int
+    modifiedAt: str
+
+
+def _read(root, path: str) -> dict:
+    meta = storage.path_meta(root, path)
+    return {"path": path, "text": storage.read_project_file(root, path), **meta}
+
+
+@router.get("/{project_id}/files", response=list[Entry])
+async def file_list(request: HttpRequest, project_id: int, path: str = ""):
+    """A directory's entries, sorted by name."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
+    return await asyncio.to_thread(storage.list_directory, root, path)
+
+
+@router.get("/{project_id}/files/content", response=FileOut)
+async def file_content(request: HttpRequest, project_id: int, path: str):
+    """A text file's content with its size and modification time."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
+    result = await asyncio.to_thread(_read, root, path)
+    result.pop("type", None)
+    return result

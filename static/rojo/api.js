@@ -1,0 +1,44 @@
+// Talking to the app's JSON API with the session cookie and the CSRF token.
+
+export function csrfToken() {
+  const match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+  return match ? decodeURIComponent(match[1]) : "";
+}
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+async function failure(response) {
+  let detail = "";
+  try {
+    const body = await response.json();
+    detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+  } catch {
+    detail = response.statusText;
+  }
+  return new ApiError(response.status, detail || `Request failed (${response.status})`);
+}
+
+/** fetch() a path of the app; non-2xx answers raise ApiError with the server's message. */
+export async function request(path, { method = "GET", json, accept = "application/json", signal } = {}) {
+  const headers = { Accept: accept };
+  if (method !== "GET") headers["X-CSRFToken"] = csrfToken();
+  if (json !== undefined) headers["Content-Type"] = "application/json";
+  const response = await fetch(path, {
+    method,
+    headers,
+    body: json === undefined ? undefined : JSON.stringify(json),
+    credentials: "same-origin",
+    signal,
+  });
+  if (!response.ok) throw await failure(response);
+  return response;
+}
+
+export async function getJson(path) {
+  return (await request(path)).json();
+}

@@ -1,0 +1,309 @@
+// The chat panel: bubbles for people and the rojo, dim activity lines for its tool calls.
+// Live events and stored history go through the same methods, so a reopened conversation
+// looks exactly as it did while it ran. Nothing is ever inserted as HTML.
+
+import { ApiError, getJson, request } from "./api.js";
+import { renderMarkdown } from "./markdown.js";
+import { readEvents } from "./sse.js";
+
+function short(text, max = 60) {
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+}
+
+/** `create_directory("docs/intro")`, `write_text_content("docs/intro/index.page", …)`. */
+export function summarize(name, args) {
+  if (args && typeof args === "object" && !Array.isArray(args)) {
+    const values = Object.values(args);
+    if (!values.length) return `${name}()`;
+    const first = short(JSON.stringify(values[0]));
+    return `${name}(${first}${values.length > 1 ? ", …" : ""})`;
+  }
+  return `${name}(${short(String(args ?? ""))})`;
+}
+
+function parseMaybe(text) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
+export class ChatPanel extends EventTarget {
+  constructor(element, { projectId, conversationId, rojoId, writingTools }) {
+    super();
+    this.writingTools = new Set(writingTools);
+    this.element = element;
+    this.projectId = projectId;
+    this.conversationId = conversationId;
+    this.rojoId = rojoId;
+    this.log = element.querySelector(".messages");
+    this.form = element.querySelector(".composer");
+    this.input = element.querySelector("textarea");
+    this.sendButton = element.querySelector(".send");
+    this.stopButton = element.querySelector(".stop");
+    this.busyNote = element.querySelector(".busy");
+    this.bubble = null;
+    this.lines = new Map();
+    this.lastEventId = 0;
+    this.busy = false;
+    this.form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      this.send();
+    });
+    this.input.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        this.send();
+      }
+    });
+    this.stopButton.addEventListener("click", () => this.stop());
+  }
+
+  // Rendering
+
+  append(node) {
+    const atBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+    this.log.append(node);
+    if (atBottom) this.log.scrollTop = this.log.scrollHeight;
+    return node;
+  }
+
+  addUser(text) {
+    this.bubble = null;
+    const bubble = document.createElement("div");
+    bubble.className = "bubble user";
+    bubble.textContent = text;
+    return this.append(bubble);
+  }
+
+  addAssistantText(text) {
+    if (!this.bubble) {
+      const bubble = document.createElement("div");
+      bubble.className = "bubble assistant";
+      bubble.dataset.text = "";
+      this.bubble = this.append(bubble);
+    }
+    this.bubble.dataset.text += text;
+    this.scheduleRender(this.bubble);
+  }
+
+  scheduleRender(bubble) {
+    if (bubble.renderPending) return;
+    bubble.renderPending = true;
+    requestAnimationFrame(() => {
+      bubble.renderPending = false;
+      const atBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+      renderMarkdown(bubble.dataset.text, bubble);
+      if (atBottom) this.log.scrollTop = this.log.scrollHeight;
+    });
+  }
+
+  addToolCall({ id, name, args }) {
+    this.bubble = null;
+    const line = document.createElement("details");
+    line.className = "tool-line pending";
+    line.dataset.id = id;
+    line.dataset.tool = name;
+    const summary = document.createElement("summary");
+    const gear = document.createElement("span");
+    gear.className = "gear";
+    gear.setAttribute("aria-hidden", "true");
+    gear.textContent = "⚙";
+    const call = document.createElement("span");
+    call.className = "call";
+    call.textContent = summarize(name, args);
+    const outcome = document.createElement("span");
+    outcome.className = "outcome";
+    outcome.textContent = " …";
+    summary.append(gear, " ", call, outcome);
+    const full = document.createElement("pre");
+    full.className = "tool-args";
+    full.textContent = typeof args === "string" ? args : JSON.stringify(args, null, 2);
+    line.append(summary, full);
+    this.lines.set(id, line);
+    return this.append(line);
+  }
+
+  addToolResult({ id, name, result, ok }) {
+    const line = this.lines.get(id) ?? this.addToolCall({ id, name, args: {} });
+    line.classList.remove("pending");
+    line.classList.add(ok ? "ok" : "error");
+    const outcome = line.querySelector(".outcome");
+    const message = result && typeof result === "object" && "error" in result ? result.error : result;
+    outcome.textContent = ok ? " → ok" : ` → error: ${short(String(message), 200)}`;
+    if (ok && this.writingTools.has(name)) this.dispatchEvent(new Event("files-changed"));
+  }
+
+  addError(message, code = "error") {
+    this.bubble = null;
+    const box = document.createElement("div");
+    box.className = `chat-error ${code}`;
+    box.setAttribute("role", "alert");
+    box.textContent = message;
+    return this.append(box);
+  }
+
+  clear() {
+    this.log.replaceChildren();
+    this.lines.clear();
+    this.bubble = null;
+  }
+
+  /** Replay stored OpenAI-format messages through the same methods as live events. */
+  renderHistory(messages) {
+    for (const message of messages) {
+      if (message.role === "user") this.addUser(message.content ?? "");
+      else if (message.role === "assistant") {
+        if (message.content) this.addAssistantText(message.content);
+        for (const call of message.tool_calls ?? []) {
+          const args = call.function.arguments ? parseMaybe(call.function.arguments) : {};
+          this.addToolCall({ id: call.id, name: call.function.name, args });
+        }
+      } else if (message.role === "tool") {
+        this.addToolResult({
+          id: message.tool_call_id,
+          name: message.name,
+          result: parseMaybe(message.content ?? ""),
+          ok: !message.is_error,
+        });
+      }
+    }
+    this.bubble = null;
+  }
+
+  // Turns
+
+  setBusy(busy) {
+    this.busy = busy;
+    this.input.disabled = busy;
+    this.sendButton.disabled = busy;
+    this.stopButton.hidden = !busy;
+    this.busyNote.hidden = !busy;
+    this.log.setAttribute("aria-busy", String(busy));
+    if (!busy) this.input.focus();
+  }
+
+  handle(event) {
+    if (event.id) this.lastEventId = event.id;
+    const data = event.data;
+    switch (event.type) {
+      case "START":
+        if (this.conversationId !== data.conversation) {
+          this.conversationId = data.conversation;
+          this.dispatchEvent(new CustomEvent("conversation", { detail: data.conversation }));
+        }
+        break;
+      case "CHAT":
+        this.addAssistantText(data.text);
+        break;
+      case "TOOL_CALL":
+        this.addToolCall(data);
+        break;
+      case "TOOL_RESULT":
+        this.addToolResult(data);
+        break;
+      case "ERROR":
+        this.addError(data.message, data.code);
+        break;
+      case "DONE":
+        this.bubble = null;
+        break;
+    }
+  }
+
+  async consume(events) {
+    let done = false;
+    try {
+      for await (const event of events) {
+        this.handle(event);
+        if (event.type === "DONE") done = true;
+      }
+    } catch (error) {
+      if (!done && this.conversationId) return this.reattach();
+      this.addError("The connection to the server was lost.");
+    }
+    if (!done && this.conversationId) return this.reattach();
+    this.setBusy(false);
+    this.dispatchEvent(new Event("turn-finished"));
+  }
+
+  async send() {
+    const text = this.input.value.trim();
+    if (!text || this.busy) return;
+    if (!this.rojoId) {
+      this.addError("Pick a rojo first.");
+      return;
+    }
+    this.input.value = "";
+    this.setBusy(true);
+    this.addUser(text);
+    this.lastEventId = 0;
+    let response;
+    try {
+      response = await request(`/api/projects/${this.projectId}/chat`, {
+        method: "POST",
+        json: { rojo: this.rojoId, message: text, conversation: this.conversationId },
+        accept: "text/event-stream",
+      });
+    } catch (error) {
+      this.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
+      this.setBusy(false);
+      return;
+    }
+    await this.consume(readEvents(response));
+  }
+
+  async reattach() {
+    const response = await request(`/api/conversations/${this.conversationId}/stream?after=${this.lastEventId}`, {
+      accept: "text/event-stream",
+    }).catch(() => null);
+    if (!response) {
+      this.addError("The connection to the server was lost; reload the page to see the reply.");
+      this.setBusy(false);
+      return;
+    }
+    await this.consume(readEvents(response));
+  }
+
+  async stop() {
+    if (!this.conversationId) return;
+    this.stopButton.disabled = true;
+    try {
+      await request(`/api/conversations/${this.conversationId}/stop`, { method: "POST" });
+    } catch (error) {
+      this.addError(error instanceof ApiError ? error.message : "Could not stop the reply.");
+    } finally {
+      this.stopButton.disabled = false;
+    }
+  }
+
+  /** Show a stored conversation; if a turn is running, re-attach and keep streaming it. */
+  async open(conversationId) {
+    this.conversationId = conversationId;
+    this.clear();
+    const detail = await getJson(`/api/conversations/${conversationId}`);
+    if (!detail.running) {
+      this.renderHistory(detail.messages);
+      return;
+    }
+    const response = await request(`/api/conversations/${conversationId}/stream`, {
+      accept: "text/event-stream",
+    });
+    const events = readEvents(response);
+    const first = await events.next();
+    if (first.done || first.value.type !== "START") {
+      // The turn ended in between: the stored history is complete.
+      const fresh = await getJson(`/api/conversations/${conversationId}`);
+      this.renderHistory(fresh.messages);
+      return;
+    }
+    const turnMessage = first.value.data.message;
+    this.renderHistory(detail.messages.filter((m) => m.id < turnMessage));
+    const own = detail.messages.find((m) => m.id === turnMessage);
+    if (own) this.addUser(own.content ?? "");
+    this.handle(first.value);
+    this.setBusy(true);
+    await this.consume(events);
+  }
+}

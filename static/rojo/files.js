@@ -1,0 +1,136 @@
+// The project's file browser: folders expand in place, a file opens read-only in the viewer.
+
+import { ApiError, getJson } from "./api.js";
+
+function humanSize(bytes) {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ["KiB", "MiB", "GiB"];
+  let value = bytes;
+  let unit = -1;
+  do {
+    value /= 1024;
+    unit++;
+  } while (value >= 1024 && unit < units.length - 1);
+  return `${value.toFixed(value < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
+function join(dir, name) {
+  return dir ? `${dir}/${name}` : name;
+}
+
+export class FileBrowser {
+  constructor(root, projectId) {
+    this.projectId = projectId;
+    this.tree = root.querySelector(".file-tree");
+    this.viewer = root.querySelector(".file-viewer");
+    this.expanded = new Set();
+    this.openPath = null;
+    root.querySelector(".refresh-files").addEventListener("click", () => this.refresh());
+    this.viewer.querySelector(".close-file").addEventListener("click", () => this.closeFile());
+  }
+
+  url(suffix, path) {
+    return `/api/projects/${this.projectId}/files${suffix}?path=${encodeURIComponent(path)}`;
+  }
+
+  /** Reload every expanded folder and the open file, keeping what the user had open. */
+  async refresh() {
+    await this.fill(this.tree, "");
+    if (this.openPath !== null) await this.openFile(this.openPath, { quiet: true });
+  }
+
+  async fill(list, dir) {
+    let entries;
+    try {
+      entries = await getJson(this.url("", dir));
+    } catch (error) {
+      const li = document.createElement("li");
+      li.className = "file-error";
+      li.textContent = error instanceof ApiError ? error.message : "Could not load the files.";
+      list.replaceChildren(li);
+      return;
+    }
+    const items = [];
+    for (const entry of entries) items.push(await this.item(entry, dir));
+    if (!items.length) {
+      const li = document.createElement("li");
+      li.className = "empty";
+      li.textContent = dir ? "(empty)" : "No files yet.";
+      items.push(li);
+    }
+    list.replaceChildren(...items);
+  }
+
+  async item(entry, dir) {
+    const path = join(dir, entry.name);
+    const li = document.createElement("li");
+    li.setAttribute("role", "treeitem");
+    li.dataset.path = path;
+    li.dataset.type = entry.type;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = `entry ${entry.type}`;
+    const name = document.createElement("span");
+    name.className = "name";
+    name.textContent = entry.name;
+    button.append(name);
+    li.append(button);
+    if (entry.type === "directory") {
+      const children = document.createElement("ul");
+      children.setAttribute("role", "group");
+      li.append(children);
+      const open = this.expanded.has(path);
+      li.setAttribute("aria-expanded", String(open));
+      button.addEventListener("click", () => this.toggle(li, children, path));
+      if (open) await this.fill(children, path);
+    } else {
+      button.addEventListener("click", () => this.openFile(path));
+      if (path === this.openPath) button.setAttribute("aria-current", "true");
+    }
+    return li;
+  }
+
+  async toggle(li, children, path) {
+    if (this.expanded.has(path)) {
+      this.expanded.delete(path);
+      li.setAttribute("aria-expanded", "false");
+      children.replaceChildren();
+    } else {
+      this.expanded.add(path);
+      li.setAttribute("aria-expanded", "true");
+      await this.fill(children, path);
+    }
+  }
+
+  async openFile(path, { quiet = false } = {}) {
+    this.openPath = path;
+    this.viewer.hidden = false;
+    const name = this.viewer.querySelector(".file-name");
+    const meta = this.viewer.querySelector(".file-meta");
+    const content = this.viewer.querySelector(".file-content");
+    name.textContent = path;
+    if (!quiet) {
+      meta.textContent = "";
+      content.textContent = "Loading…";
+    }
+    for (const button of this.tree.querySelectorAll(".entry.file")) {
+      const current = button.parentElement.dataset.path === path;
+      button.toggleAttribute("aria-current", current);
+    }
+    try {
+      const file = await getJson(this.url("/content", path));
+      meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
+      content.textContent = file.text;
+      content.classList.remove("error");
+    } catch (error) {
+      meta.textContent = "";
+      content.textContent = error instanceof ApiError ? error.message : "Could not open the file.";
+      content.classList.add("error");
+    }
+  }
+
+  closeFile() {
+    this.openPath = null;
+    this.viewer.hidden = true;
+  }
+}

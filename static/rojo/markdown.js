@@ -1,0 +1,115 @@
+// A small Markdown renderer that builds DOM nodes and never parses HTML.
+// Everything the model says becomes text nodes, so no markup or script in it can take effect;
+// links are kept only for http(s) and mailto URLs.
+
+const SAFE_URL = /^(https?:|mailto:)/i;
+const INLINE =
+  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s](?:[^*]*[^*\s])?)\*|_([^_\s](?:[^_]*[^_\s])?)_|\[([^\]]+)\]\(([^)\s]+)\)/g;
+
+function el(tag, ...children) {
+  const node = document.createElement(tag);
+  node.append(...children);
+  return node;
+}
+
+function inline(text) {
+  const nodes = [];
+  let last = 0;
+  for (const m of text.matchAll(INLINE)) {
+    if (m.index > last) nodes.push(...lineBreaks(text.slice(last, m.index)));
+    const [whole, , code, bold1, bold2, em1, em2, label, url] = m;
+    if (code !== undefined) nodes.push(el("code", code));
+    else if (bold1 !== undefined || bold2 !== undefined) nodes.push(el("strong", ...inline(bold1 ?? bold2)));
+    else if (em1 !== undefined || em2 !== undefined) nodes.push(el("em", ...inline(em1 ?? em2)));
+    else if (label !== undefined && SAFE_URL.test(url)) {
+      const a = el("a", ...inline(label));
+      a.href = url;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer nofollow";
+      nodes.push(a);
+    } else nodes.push(document.createTextNode(whole));
+    last = m.index + whole.length;
+  }
+  if (last < text.length) nodes.push(...lineBreaks(text.slice(last)));
+  return nodes;
+}
+
+function lineBreaks(text) {
+  const nodes = [];
+  text.split("\n").forEach((line, i) => {
+    if (i) nodes.push(document.createElement("br"));
+    if (line) nodes.push(document.createTextNode(line));
+  });
+  return nodes;
+}
+
+const FENCE = /^\s*(```|~~~)\s*([\w+-]*)\s*$/;
+const HEADING = /^(#{1,6})\s+(.*?)\s*#*\s*$/;
+const BULLET = /^\s*[-*+]\s+(.*)$/;
+const NUMBERED = /^\s*(\d+)[.)]\s+(.*)$/;
+const QUOTE = /^\s*>\s?(.*)$/;
+const RULE = /^\s*([-*_])(\s*\1){2,}\s*$/;
+
+/** Render Markdown `text` into `container`, replacing its children. */
+export function renderMarkdown(text, container) {
+  container.replaceChildren(...blocks(text.split(/\r?\n/)));
+}
+
+function blocks(lines) {
+  const out = [];
+  let i = 0;
+  while (i < lines.length) {
+    const line = lines[i];
+    let m;
+    if (!line.trim()) {
+      i++;
+    } else if ((m = line.match(FENCE))) {
+      const body = [];
+      i++;
+      while (i < lines.length && !lines[i].trim().startsWith(m[1])) body.push(lines[i++]);
+      i++; // the closing fence (absent while a reply is still streaming)
+      const code = el("code", body.join("\n"));
+      if (m[2]) code.dataset.lang = m[2];
+      out.push(el("pre", code));
+    } else if ((m = line.match(HEADING))) {
+      out.push(el(`h${Math.min(m[1].length + 2, 6)}`, ...inline(m[2])));
+      i++;
+    } else if (RULE.test(line)) {
+      out.push(document.createElement("hr"));
+      i++;
+    } else if (BULLET.test(line) || NUMBERED.test(line)) {
+      const ordered = !BULLET.test(line);
+      const pattern = ordered ? NUMBERED : BULLET;
+      const list = document.createElement(ordered ? "ol" : "ul");
+      if (ordered) list.start = Number(line.match(NUMBERED)[1]);
+      while (i < lines.length && pattern.test(lines[i])) {
+        const itemLines = [lines[i].match(pattern).at(-1)];
+        i++;
+        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !pattern.test(lines[i])) {
+          itemLines.push(lines[i++].trim());
+        }
+        list.append(el("li", ...inline(itemLines.join("\n"))));
+      }
+      out.push(list);
+    } else if (QUOTE.test(line)) {
+      const quoted = [];
+      while (i < lines.length && QUOTE.test(lines[i])) quoted.push(lines[i++].match(QUOTE)[1]);
+      out.push(el("blockquote", ...blocks(quoted)));
+    } else {
+      const para = [];
+      while (
+        i < lines.length &&
+        lines[i].trim() &&
+        !FENCE.test(lines[i]) &&
+        !HEADING.test(lines[i]) &&
+        !BULLET.test(lines[i]) &&
+        !NUMBERED.test(lines[i]) &&
+        !QUOTE.test(lines[i])
+      ) {
+        para.push(lines[i++]);
+      }
+      out.push(el("p", ...inline(para.join("\n"))));
+    }
+  }
+  return out;
+}

@@ -1,0 +1,88 @@
+// The project page: wires the rojo picker, the chat panel, the conversation list and the files.
+
+import { ChatPanel } from "./chat.js";
+import { FileBrowser } from "./files.js";
+
+const config = JSON.parse(document.getElementById("rojo-config").textContent);
+const workspace = document.querySelector(".workspace");
+const picker = document.getElementById("rojo-picker");
+const toolList = document.querySelector(".rojo-tools");
+const storageKey = `rojo-chat:rojo:${config.project.id}`;
+
+function showTools(rojo) {
+  const names = (rojo?.tools ?? [])
+    .filter((tool) => config.canWrite || !tool.writes)
+    .map((tool) => tool.name);
+  toolList.textContent = names.length ? `Tools: ${names.join(", ")}` : "No tools";
+}
+
+for (const rojo of config.rojos) {
+  const option = document.createElement("option");
+  option.value = String(rojo.id);
+  option.textContent = `${rojo.name} · ${rojo.model}`;
+  picker.append(option);
+}
+const remembered = Number(localStorage.getItem(storageKey));
+const initial =
+  config.rojos.find((r) => r.id === config.rojo) ??
+  config.rojos.find((r) => r.id === remembered) ??
+  config.rojos[0];
+if (initial) picker.value = String(initial.id);
+else {
+  const option = document.createElement("option");
+  option.textContent = "No rojos yet: an administrator adds them in the admin";
+  picker.append(option);
+  picker.disabled = true;
+}
+showTools(initial);
+
+const files = new FileBrowser(document.querySelector(".files"), config.project.id);
+const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
+  projectId: config.project.id,
+  conversationId: config.conversation,
+  rojoId: initial?.id ?? null,
+  writingTools: config.writingTools,
+});
+
+picker.addEventListener("change", () => {
+  const rojo = config.rojos.find((r) => String(r.id) === picker.value);
+  chat.rojoId = rojo?.id ?? null;
+  localStorage.setItem(storageKey, picker.value);
+  showTools(rojo);
+});
+
+chat.addEventListener("files-changed", () => files.refresh());
+chat.addEventListener("turn-finished", () => files.refresh());
+chat.addEventListener("conversation", (event) => {
+  const id = event.detail;
+  const url = `/projects/${config.project.id}/c/${id}/`;
+  history.replaceState(null, "", url);
+  const list = document.querySelector(".conversation-list");
+  list.querySelector(".empty")?.remove();
+  for (const li of list.querySelectorAll("li")) li.removeAttribute("aria-current");
+  const li = document.createElement("li");
+  li.dataset.id = String(id);
+  li.setAttribute("aria-current", "page");
+  const link = document.createElement("a");
+  link.href = url;
+  const asked = [...document.querySelectorAll("rojo-chat-panel .bubble.user")].at(-1);
+  link.textContent = asked?.textContent?.slice(0, 80) || "New conversation";
+  li.append(link);
+  list.prepend(li);
+});
+
+for (const tab of document.querySelectorAll(".panel-tabs button")) {
+  tab.addEventListener("click", () => {
+    workspace.dataset.view = tab.dataset.show;
+    for (const other of document.querySelectorAll(".panel-tabs button")) {
+      other.setAttribute("aria-pressed", String(other === tab));
+    }
+  });
+}
+
+files.refresh();
+if (config.conversation) {
+  chat.open(config.conversation).catch((error) => chat.addError(error.message));
+} else {
+  document.getElementById("message-input").focus();
+}

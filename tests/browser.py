@@ -1,0 +1,90 @@
+"""A real Chromium (Debian's, never a downloaded one) driven by Playwright, logged in to the app."""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+CHROMIUM_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def chromium_path() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def browser(django_db_setup):
+    """One Chromium per module; skipped without one unless ROJO_REQUIRE_BROWSER is set.
+
+    Playwright's sync API keeps an event loop running in the test thread, which Django
+    takes for an async context; the tests' own ORM calls are plain sync code, so Django's
+    guard is lifted while the browser is up.
+    """
+    executable = chromium_path()
+    if executable is None:
+        if os.environ.get("ROJO_REQUIRE_BROWSER"):
+            pytest.fail("ROJO_REQUIRE_BROWSER is set but no chromium is installed")
+        pytest.skip("no chromium installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_FLAGS)
+            yield browser
+            browser.close()
+
+
+@pytest.fixture
+def page_for(browser, asgi_server):
+    """page_for(user, width=1280, height=800): a page logged in as `user` on the live server."""
+    contexts = []
+
+    def make(user=None, *, width: int = 1280, height: int = 800):
+        context = browser.new_context(
+            base_url=asgi_server, viewport={"width": width, "height": height}
+        )
+        context.set_default_timeout(10_000)
+        if user is not None:
+            client = Client()
+            client.force_login(user)
+            session = client.cookies[settings.SESSION_COOKIE_NAME].value
+            context.add_cookies(
+                [{"name": settings.SESSION_COOKIE_NAME, "value": session, "url": asgi_server}]
+            )
+        contexts.append(context)
+        page = context.new_page()
+        page.dialogs = []
+        page.on("dialog", lambda dialog: (page.dialogs.append(dialog.message), dialog.dismiss()))
+        page.console_errors = []
+        page.on(
+            "console",
+            lambda msg: page.console_errors.append(msg.text) if msg.type == "error" else None,
+        )
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()
+
+
+def screenshot(page, name: str) -> Path:
+    """Save a screenshot under test-artifacts/ (not committed) and return its path."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

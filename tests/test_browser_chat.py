@@ -1,0 +1,69 @@
+"""The chat panel in a real browser: the verification story, as a user sees it."""
+
+import pytest
+from playwright.sync_api import expect
+
+from roject.storage import project_root
+from tests.browser import screenshot
+from tests.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.helpers import PAGE, STORY, make_rojo
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+REPLY = "I created **docs/intro/index.page** with:\n\n- a page header\n- a short intro paragraph"
+
+
+def test_log_in_and_see_my_projects(page_for, users, project):
+    page = page_for()
+    page.goto("/")
+    expect(page).to_have_url("/login/?next=/")
+    page.get_by_label("Username").fill("editor")
+    page.get_by_label("Password").fill("pw-editor")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("link", name="Demo Project")).to_be_visible()
+    expect(page.locator(".project-list")).to_contain_text("Editor")
+
+
+def test_verification_story_in_the_browser(page_for, users, project, fake_provider):
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(
+        stream(*tool_call_chunks([("create_directory", {"path": "docs/intro"})])),
+        stream(
+            *tool_call_chunks(
+                [("write_text_content", {"path": "docs/intro/index.page", "text": PAGE})]
+            )
+        ),
+        stream(*text_chunks(REPLY, pieces=20), delay=0.03),
+    )
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    expect(page.locator("#rojo-picker")).to_have_value(str(rojo.pk))
+
+    page.get_by_label("Message").fill(STORY)
+    page.keyboard.press("Enter")
+
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.user")).to_have_text(STORY)
+    lines = panel.locator(".tool-line")
+    expect(lines.nth(0)).to_contain_text('⚙ create_directory("docs/intro") → ok')
+    expect(lines.nth(1)).to_contain_text('⚙ write_text_content("docs/intro/index.page", …) → ok')
+    expect(panel.locator(".busy")).to_be_visible()
+    screenshot(page, "story-mid-conversation")
+    reply = panel.locator(".bubble.assistant")
+    expect(reply.locator("strong")).to_have_text("docs/intro/index.page")
+    expect(reply.locator("li")).to_have_text(["a page header", "a short intro paragraph"])
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(page.get_by_label("Message")).to_be_enabled()
+
+    assert (project_root(project.pk) / "docs/intro/index.page").read_text() == PAGE
+    tree = page.locator(".file-tree")
+    tree.get_by_role("button", name="docs").click()
+    tree.get_by_role("button", name="intro").click()
+    tree.get_by_role("button", name="index.page").click()
+    expect(page.locator(".file-content")).to_have_text(PAGE)
+    expect(page.locator(".file-meta")).to_contain_text(f"{len(PAGE.encode())} B")
+    screenshot(page, "story-after")
+
+    lines.nth(1).locator("summary").click()
+    expect(lines.nth(1).locator(".tool-args")).to_contain_text('"path": "docs/intro/index.page"')
+    assert page.console_errors == []
