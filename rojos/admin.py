@@ -1,7 +1,11 @@
+import json
+
 from django import forms
 from django.contrib import admin
+from django.utils.html import format_html, format_html_join
 
-from .models import Conversation, Message, Rojo
+from .agent import display_args
+from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import registry
 
 
@@ -66,23 +70,78 @@ class RojoAdmin(admin.ModelAdmin):
 
 
 class MessageInline(admin.TabularInline):
+    """Messages in order, tool calls and results shown as readable JSON; nothing editable."""
+
     model = Message
     extra = 0
     can_delete = False
-    fields = ["position", "role", "content", "tool_calls", "tool_call_id", "is_error"]
+    fields = ["position", "role", "text", "calls", "outcome", "created"]
+    readonly_fields = fields
+    ordering = ["position"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="content")
+    def text(self, message: Message):
+        return format_html('<pre class="rojo-admin-text">{}</pre>', message.content or "")
+
+    @admin.display(description="tool calls")
+    def calls(self, message: Message):
+        if not message.tool_calls:
+            return ""
+        return format_html_join(
+            "",
+            '<pre class="rojo-admin-call">⚙ {}({}) · {}</pre>',
+            (
+                (
+                    call["function"]["name"],
+                    json.dumps(
+                        display_args(call["function"].get("arguments", "")), ensure_ascii=False
+                    ),
+                    call["id"],
+                )
+                for call in message.tool_calls
+            ),
+        )
+
+    @admin.display(description="result")
+    def outcome(self, message: Message):
+        if message.role != Message.Role.TOOL:
+            return ""
+        verdict = "error" if message.is_error else "ok"
+        return f"{message.name} → {verdict} ({message.tool_call_id})"
+
+
+class TurnRecordInline(admin.TabularInline):
+    model = TurnRecord
+    extra = 0
+    can_delete = False
+    fields = ["user_message", "rojo", "status", "error", "started", "finished"]
     readonly_fields = fields
 
     def has_add_permission(self, request, obj=None):
         return False
 
+    def has_change_permission(self, request, obj=None):
+        return False
+
 
 @admin.register(Conversation)
 class ConversationAdmin(admin.ModelAdmin):
+    """Read-only: conversations are what happened; the admin shows them, it does not edit."""
+
     list_display = ["id", "title", "project", "rojo", "user", "updated"]
-    list_filter = ["project", "rojo"]
-    search_fields = ["title"]
+    list_filter = ["project", "rojo", "user"]
+    search_fields = ["title", "messages__content"]
     readonly_fields = ["project", "rojo", "user", "title", "created", "updated"]
-    inlines = [MessageInline]
+    inlines = [MessageInline, TurnRecordInline]
 
     def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
         return False

@@ -1,10 +1,11 @@
 """The JSON API and the chat stream: thin endpoints that check access, call a service, encode."""
 
+import json
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
 
@@ -15,6 +16,7 @@ from roject.storage import StorageError
 
 from . import turns
 from .errors import TurnBusy
+from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, Message, Rojo
 from .selectors import aconversation_access, arojo_get, conversation_access
 from .wire import WireEvent, encoder_for
@@ -147,6 +149,26 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
         "project_id": conversation.project_id,
         "messages": list(Message.objects.filter(conversation=conversation)),
     }
+
+
+@api.get("/conversations/{conversation_id}/export", tags=["chat"])
+def conversation_export(request: HttpRequest, conversation_id: int, format: str = "json"):
+    """Download a conversation: `format=json` (stored messages) or `format=markdown`."""
+    conversation, _ = conversation_access(user=request.auth, conversation_id=conversation_id)
+    if format == "markdown":
+        body = conversation_export_markdown(conversation)
+        response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
+        extension = "md"
+    elif format == "json":
+        body = json.dumps(conversation_export_json(conversation), ensure_ascii=False, indent=2)
+        response = HttpResponse(body, content_type="application/json")
+        extension = "json"
+    else:
+        return _error(request, 400, "format must be json or markdown")
+    response["Content-Disposition"] = (
+        f'attachment; filename="conversation-{conversation.pk}.{extension}"'
+    )
+    return response
 
 
 def _stream(request: HttpRequest, events) -> StreamingHttpResponse:

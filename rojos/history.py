@@ -37,6 +37,17 @@ def tool_content(result: Any) -> str:
     return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
 
 
+def tool_result(message: Message) -> Any:
+    """A stored tool message's result as the tool returned it."""
+    content = message.content or ""
+    if (message.extra or {}).get("text_result"):
+        return content
+    try:
+        return json.loads(content)
+    except ValueError:
+        return content
+
+
 def _wire_arguments(arguments: str | None) -> str:
     """Arguments as a JSON object string: "{}" for none, and for ones that were not valid.
 
@@ -142,6 +153,8 @@ class History:
             name=call["function"]["name"],
             content=tool_content(result),
             is_error=not ok,
+            # A text result (a file's content) is stored as is; remember it was not JSON.
+            extra={"text_result": True} if isinstance(result, str) else {},
         )
 
     async def close_open_calls(self) -> None:

@@ -147,3 +147,31 @@ class Message(models.Model):
 
     def __str__(self) -> str:
         return f"{self.role} #{self.position}"
+
+
+class TurnRecord(models.Model):
+    """How one turn ended: kept so replays and exports can show errors, which no message holds."""
+
+    class Status(models.TextChoices):
+        RUNNING = "running"
+        DONE = "done"
+        ERROR = "error"
+        STOPPED = "stopped"
+        INTERRUPTED = "interrupted"
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="turns")
+    user_message = models.OneToOneField(
+        Message, on_delete=models.CASCADE, related_name="turn_record"
+    )
+    rojo = models.ForeignKey(Rojo, on_delete=models.SET_NULL, null=True, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
+    error = models.TextField(blank=True)
+    error_code = models.CharField(max_length=20, blank=True)
+    started = models.DateTimeField(auto_now_add=True)
+    finished = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["conversation", "started"]
+
+    def __str__(self) -> str:
+        return f"turn of message {self.user_message_id} ({self.status})"

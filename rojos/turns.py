@@ -27,7 +27,7 @@ from roject.access import ProjectAccess
 from .agent import agent_loop, rojo_client
 from .errors import TurnBusy, TurnError
 from .history import History
-from .models import Conversation, Message, Rojo
+from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
 from .wire import WireEvent, WireType, wire_payload
 
@@ -45,12 +45,21 @@ class Turn:
         self.events: list[WireEvent] = []
         self.finished = False
         self.task: asyncio.Task | None = None
+        self.record_id: int | None = None
+        self.error: dict = {}
+        self.status = TurnRecord.Status.DONE
         self._changed = asyncio.Event()
 
     def publish(self, type_: WireType, data: dict) -> None:
         self.events.append(WireEvent(len(self.events) + 1, type_, data))
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def fail(self, message: str, code: str, status=TurnRecord.Status.ERROR) -> None:
+        """Publish the ERROR event that ends the turn, and remember it for the record."""
+        self.status = status
+        self.error = {"message": message, "code": code}
+        self.publish("ERROR", self.error)
 
     def finish(self) -> None:
         self.finished = True
@@ -140,7 +149,14 @@ async def turn_start(
         await layer.group_add(_stop_group(conversation.pk), channel)
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
         history = await History.load(conversation)
+        # A turn still marked running here was cut off by a crash: its calls were just closed.
+        await TurnRecord.objects.filter(
+            conversation=conversation, status=TurnRecord.Status.RUNNING
+        ).aupdate(status=TurnRecord.Status.INTERRUPTED, finished=timezone.now())
         user_message = await history.add(role=Message.Role.USER, content=message)
+        record = await TurnRecord.objects.acreate(
+            conversation=conversation, user_message=user_message, rojo=rojo
+        )
         if conversation.rojo_id != rojo.pk:
             conversation.rojo = rojo
             await conversation.asave(update_fields=["rojo"])
@@ -156,6 +172,7 @@ async def turn_start(
         enabled=frozenset(rojo.tools or ()),
     )
     turn = Turn(conversation.pk)
+    turn.record_id = record.pk
     turn.publish("START", {"conversation": conversation.pk, "message": user_message.pk})
     _turns[conversation.pk] = turn
     # A fresh context: the task must not inherit the request's thread-sensitive context,
@@ -193,14 +210,12 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
             async for event in events:
                 turn.publish(*wire_payload(event))
     except TurnError as exc:
-        turn.publish("ERROR", {"message": str(exc), "code": exc.code})
+        turn.fail(str(exc), exc.code)
     except asyncio.CancelledError:
-        turn.publish("ERROR", {"message": "Stopped.", "code": "stopped"})
+        turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
     except Exception:
         logger.exception("turn in conversation %s failed", conversation_id)
-        turn.publish(
-            "ERROR", {"message": "The turn failed on the server; see its log.", "code": "internal"}
-        )
+        turn.fail("The turn failed on the server; see its log.", "internal")
     finally:
         for helper in helpers:
             helper.cancel()
@@ -212,6 +227,12 @@ async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
     try:
         await client.close()
         await layer.group_discard(_stop_group(conversation_id), channel)
+        await TurnRecord.objects.filter(pk=turn.record_id).aupdate(
+            status=turn.status,
+            error=turn.error.get("message", ""),
+            error_code=turn.error.get("code", ""),
+            finished=timezone.now(),
+        )
         await _release(conversation_id, turn_id)
     finally:
         turn.publish("DONE", {})

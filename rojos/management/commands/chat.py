@@ -1,5 +1,4 @@
 import asyncio
-import json
 import sys
 
 from django.contrib.auth import get_user_model
@@ -12,22 +11,7 @@ from roject.models import Project
 from rojos import turns
 from rojos.errors import TurnBusy
 from rojos.models import Conversation, Rojo
-from rojos.wire import encode_ndjson
-
-
-def _text_line(event) -> str | None:
-    data = event.data
-    match event.type:
-        case "START":
-            return f"[conversation {data['conversation']}]"
-        case "TOOL_CALL":
-            return f"⚙ {data['name']}({json.dumps(data['args'], ensure_ascii=False)})"
-        case "TOOL_RESULT":
-            outcome = "ok" if data["ok"] else f"error: {data['result'].get('error')}"
-            return f"  → {outcome}"
-        case "ERROR":
-            return f"ERROR: {data['message']}"
-    return None
+from rojos.transcript import EventPrinter
 
 
 class Command(BaseCommand):
@@ -59,6 +43,10 @@ class Command(BaseCommand):
         if failed:
             sys.exit(1)
 
+    def write_raw(self, text: str) -> None:
+        self.stdout.write(text, ending="")
+        self.stdout.flush()
+
     async def _chat(self, user, project, rojo, conversation_id, message, format) -> bool:
         access = await aproject_access(user=user, project_id=project.pk)
         if conversation_id is None:
@@ -74,22 +62,9 @@ class Command(BaseCommand):
         turn = await turns.turn_start(
             access=access, user=user, rojo=rojo, conversation=conversation, message=message
         )
+        printer = EventPrinter(self.write_raw, format)
         failed = False
-        text_open = False
         async for event in turn.follow():
             failed = failed or event.type == "ERROR"
-            if format == "ndjson":
-                self.stdout.write(encode_ndjson(event).decode(), ending="")
-                continue
-            if event.type == "CHAT":
-                self.stdout.write(event.data["text"], ending="")
-                text_open = True
-                continue
-            line = _text_line(event)
-            if line is not None:
-                self.stdout.write(("\n" if text_open else "") + line)
-                text_open = False
-        if format == "text" and text_open:
-            self.stdout.write("")
-        self.stdout.flush()
+            printer.write(event)
         return failed

@@ -1,0 +1,97 @@
+"""A conversation as a downloadable file: JSON (the stored messages) or a Markdown transcript."""
+
+import json
+
+from .models import Conversation, Message, TurnRecord
+from .replay import conversation_replay
+
+
+def _message_json(message: Message) -> dict:
+    data = {
+        "id": message.pk,
+        "position": message.position,
+        "role": message.role,
+        "content": message.content,
+        "created": message.created.isoformat(),
+    }
+    if message.tool_calls:
+        data["tool_calls"] = message.tool_calls
+    if message.role == Message.Role.TOOL:
+        data.update(tool_call_id=message.tool_call_id, name=message.name, is_error=message.is_error)
+    if message.reasoning:
+        data["reasoning"] = message.reasoning
+    if message.usage:
+        data["usage"] = message.usage
+    if message.extra:
+        data["extra"] = message.extra
+    return data
+
+
+def conversation_export_json(conversation: Conversation) -> dict:
+    """The stored OpenAI-format messages with the conversation's metadata and turn outcomes."""
+    rojo = conversation.rojo
+    messages = Message.objects.filter(conversation=conversation).order_by("position")
+    turns = TurnRecord.objects.filter(conversation=conversation)
+    return {
+        "conversation": {
+            "id": conversation.pk,
+            "title": conversation.title,
+            "project": {"id": conversation.project_id, "slug": conversation.project.slug},
+            "rojo": {"slug": rojo.slug, "name": rojo.name, "model": rojo.model} if rojo else None,
+            "user": conversation.user.get_username() if conversation.user else None,
+            "created": conversation.created.isoformat(),
+            "updated": conversation.updated.isoformat(),
+        },
+        "messages": [_message_json(m) for m in messages],
+        "turns": [
+            {
+                "user_message": t.user_message_id,
+                "status": t.status,
+                "error": t.error or None,
+                "started": t.started.isoformat(),
+                "finished": t.finished.isoformat() if t.finished else None,
+            }
+            for t in turns
+        ],
+    }
+
+
+def conversation_export_markdown(conversation: Conversation) -> str:
+    """A readable transcript: the people's and the rojo's words, and the tool activity."""
+    rojo = conversation.rojo
+    lines = [
+        f"# {conversation.title or f'Conversation {conversation.pk}'}",
+        "",
+        f"Project **{conversation.project.name}** · rojo **{rojo.name if rojo else 'deleted'}**"
+        f"{f' ({rojo.model})' if rojo else ''} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
+    ]
+    for turn in conversation_replay(conversation):
+        text = turn.user.content or ""
+        lines += ["", "## You", "", text]
+        speaking = False
+        for event in turn.events:
+            data = event.data
+            if event.type == "CHAT":
+                if not speaking:
+                    lines += ["", "## Rojo", ""]
+                    speaking = True
+                lines.append(data["text"])
+            elif event.type == "TOOL_CALL":
+                args = json.dumps(data["args"], ensure_ascii=False)
+                lines += ["", f"- ⚙ `{data['name']}` {_inline_code(args)}"]
+                speaking = False
+            elif event.type == "TOOL_RESULT":
+                result = data["result"]
+                error = result.get("error") if isinstance(result, dict) else result
+                lines[-1] += " → ok" if data["ok"] else f" → error: {error}"
+            elif event.type == "ERROR":
+                lines += ["", f"> **Error:** {data['message']}"]
+                speaking = False
+    return "\n".join(lines) + "\n"
+
+
+def _inline_code(text: str, limit: int = 200) -> str:
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    ticks = "``" if "`" in text else "`"
+    return f"{ticks} {text} {ticks}" if ticks == "``" else f"`{text}`"

@@ -1,0 +1,136 @@
+import asyncio
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Count
+
+from roject import storage
+from rojos.models import Conversation, Rojo
+from rojos.replay import (
+    conversation_replay,
+    conversation_rerun,
+    scratch_copy,
+    tool_call_differences,
+)
+from rojos.transcript import EventPrinter
+
+ERROR_EXIT = 2
+
+
+class Command(BaseCommand):
+    help = (
+        "Print a stored conversation as the events it produced, list conversations, or re-run "
+        "one against a rojo (on a scratch copy of the files) and report where tool calls differ. "
+        "Exit status with --rerun: 0 same tool calls, 1 different, 2 error."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("conversation", nargs="?", type=int, help="The conversation's id.")
+        parser.add_argument("--format", choices=["text", "ndjson", "sse"], default="text")
+        parser.add_argument("--list", action="store_true", help="List conversations.")
+        parser.add_argument("--project", metavar="SLUG", help="With --list: only this project.")
+        parser.add_argument("--rerun", action="store_true", help="Send the user messages again.")
+        parser.add_argument("--rojo", metavar="SLUG", help="With --rerun: use this rojo instead.")
+        parser.add_argument(
+            "--apply",
+            action="store_true",
+            help="With --rerun: run the tools on the REAL project files, not a scratch copy.",
+        )
+
+    def handle(self, *args, conversation, format, list, project, rerun, rojo, apply, **options):
+        self.printer = EventPrinter(self.write_raw, format)
+        if list:
+            return self.list_conversations(project)
+        if conversation is None:
+            raise CommandError("give a conversation id, or --list", returncode=ERROR_EXIT)
+        try:
+            conv = Conversation.objects.select_related("project", "rojo", "user").get(
+                pk=conversation
+            )
+        except Conversation.DoesNotExist:
+            raise CommandError(f"no conversation {conversation}", returncode=ERROR_EXIT) from None
+        original = conversation_replay(conv)
+        if not rerun:
+            self.print_header(conv)
+            self.print_turns(original)
+            return
+        status = self.rerun(conv, original, rojo_slug=rojo, apply=apply)
+        sys.exit(status)
+
+    def write_raw(self, text: str) -> None:
+        self.stdout.write(text, ending="")
+        self.stdout.flush()
+
+    def note(self, text: str) -> None:
+        """Commentary: on stdout for text, on stderr when stdout carries a wire format."""
+        (self.stdout if self.printer.format == "text" else self.stderr).write(text)
+
+    def list_conversations(self, project_slug: str | None) -> None:
+        conversations = (
+            Conversation.objects.select_related("project", "rojo", "user")
+            .annotate(message_count=Count("messages"))
+            .order_by("-updated")
+        )
+        if project_slug:
+            conversations = conversations.filter(project__slug=project_slug)
+        for c in conversations:
+            rojo = c.rojo.slug if c.rojo else "(deleted rojo)"
+            user = c.user.get_username() if c.user else "(deleted user)"
+            self.stdout.write(
+                f"{c.pk}\t{c.project.slug}\t{rojo}\t{user}\t"
+                f"{c.updated:%Y-%m-%d %H:%M}\t{c.message_count} messages\t{c.title}"
+            )
+
+    def print_header(self, conv: Conversation) -> None:
+        rojo = conv.rojo.slug if conv.rojo else "(deleted rojo)"
+        user = conv.user.get_username() if conv.user else "(deleted user)"
+        self.note(
+            f"# conversation {conv.pk} · project {conv.project.slug} · rojo {rojo} · "
+            f"{user} · {conv.created:%Y-%m-%d %H:%M} · {conv.title}"
+        )
+
+    def print_turns(self, turns) -> None:
+        for turn in turns:
+            self.printer.user(turn.user.content or "")
+            for event in turn.events:
+                self.printer.write(event)
+
+    def rerun(self, conv: Conversation, original, *, rojo_slug: str | None, apply: bool) -> int:
+        if rojo_slug:
+            rojo = Rojo.objects.filter(slug=rojo_slug).first()
+            if rojo is None:
+                raise CommandError(f"no rojo {rojo_slug!r}", returncode=ERROR_EXIT)
+        elif conv.rojo is None:
+            raise CommandError(
+                "the conversation's rojo was deleted; pass --rojo SLUG", returncode=ERROR_EXIT
+            )
+        else:
+            rojo = conv.rojo
+        root = storage.project_root(conv.project_id)
+        if apply:
+            self.stderr.write(
+                f"WARNING: --apply: the tools run on the REAL files of project "
+                f"{conv.project.slug!r}; they will be changed."
+            )
+        messages = [turn.user.content or "" for turn in original]
+        with scratch_copy(root) as scratch:
+            rerun = asyncio.run(self._collect(conv, rojo, root if apply else scratch, messages))
+        self.print_turns(rerun)
+        if any(e.type == "ERROR" for turn in rerun for e in turn.events):
+            self.note("re-run ended with an error (see ERROR above)")
+            return ERROR_EXIT
+        differences = tool_call_differences(original, rerun)
+        if differences:
+            self.note("tool calls differ from the original:\n  " + "\n  ".join(differences))
+            return 1
+        calls = sum(len(turn.tool_calls) for turn in rerun)
+        self.note(f"same tool calls as the original ({calls} in {len(rerun)} turns)")
+        return 0
+
+    async def _collect(self, conv, rojo, root, messages):
+        return [
+            turn
+            async for turn in conversation_rerun(
+                conversation=conv, rojo=rojo, root=root, user_messages=messages
+            )
+        ]

@@ -1,0 +1,170 @@
+"""A stored conversation as the events it produced, and re-running it against a rojo."""
+
+import contextlib
+import shutil
+import tempfile
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from roject.models import Membership, Role
+
+from .agent import agent_loop, display_args, rojo_client
+from .errors import TurnError
+from .history import History, tool_result
+from .models import Conversation, Message, Rojo, TurnRecord
+from .tools import RojoToolContext
+from .wire import WireEvent, wire_payload
+
+
+@dataclass
+class ReplayTurn:
+    """One user message and the events its turn produced."""
+
+    user: Message
+    events: list[WireEvent] = field(default_factory=list)
+
+    @property
+    def tool_calls(self) -> list[tuple[str, object]]:
+        return [(e.data["name"], e.data["args"]) for e in self.events if e.type == "TOOL_CALL"]
+
+
+class _Numbered:
+    def __init__(self) -> None:
+        self.events: list[WireEvent] = []
+
+    def add(self, type_, data: dict) -> None:
+        """Append an event; consecutive text joins one CHAT, as a stored message holds it."""
+        last = self.events[-1] if self.events else None
+        if type_ == "CHAT" and last is not None and last.type == "CHAT":
+            self.events[-1] = WireEvent(
+                last.seq, "CHAT", {"text": last.data["text"] + data["text"]}
+            )
+            return
+        self.events.append(WireEvent(len(self.events) + 1, type_, data))
+
+
+def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
+    """Rebuild each turn's wire events from the stored messages and turn records."""
+    messages = list(Message.objects.filter(conversation=conversation).order_by("position"))
+    records = {r.user_message_id: r for r in TurnRecord.objects.filter(conversation=conversation)}
+    turns: list[ReplayTurn] = []
+    numbered = _Numbered()
+    calls: dict[str, dict] = {}
+
+    def close_turn() -> None:
+        if not turns:
+            return
+        record = records.get(turns[-1].user.pk)
+        if record is not None and record.error:
+            numbered.add("ERROR", {"message": record.error, "code": record.error_code})
+        numbered.add("DONE", {})
+        turns[-1].events = numbered.events
+
+    for message in messages:
+        if message.role == Message.Role.USER:
+            close_turn()
+            numbered = _Numbered()
+            turns.append(ReplayTurn(user=message))
+            numbered.add("START", {"conversation": conversation.pk, "message": message.pk})
+        elif not turns:
+            continue
+        elif message.role == Message.Role.ASSISTANT:
+            if message.content:
+                numbered.add("CHAT", {"text": message.content})
+            calls.update({call["id"]: call for call in message.tool_calls or ()})
+        elif message.role == Message.Role.TOOL:
+            call = calls.get(message.tool_call_id, {})
+            arguments = (call.get("function") or {}).get("arguments", "")
+            base = {"id": message.tool_call_id, "name": message.name}
+            numbered.add("TOOL_CALL", {**base, "args": display_args(arguments)})
+            result = tool_result(message)
+            numbered.add("TOOL_RESULT", {**base, "result": result, "ok": not message.is_error})
+    close_turn()
+    return turns
+
+
+class ScratchHistory(History):
+    """A history kept in memory only: a re-run must not add to the stored conversation."""
+
+    async def add(self, **fields) -> Message:
+        position = self.messages[-1].position + 1 if self.messages else 0
+        message = Message(conversation=self.conversation, position=position, **fields)
+        self.messages.append(message)
+        return message
+
+
+@contextlib.contextmanager
+def scratch_copy(root: Path):
+    """A temporary copy of a project's files, removed afterwards."""
+    scratch = Path(tempfile.mkdtemp(prefix="rojo-rerun-"))
+    try:
+        copy = scratch / "root"
+        if root.is_dir():
+            shutil.copytree(root, copy, symlinks=True)
+        else:
+            copy.mkdir()
+        yield copy
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+async def conversation_rerun(
+    *, conversation: Conversation, rojo: Rojo, root: Path, user_messages: list[str]
+) -> AsyncIterator[ReplayTurn]:
+    """Send the user messages, in order, to the rojo with tools working on `root`."""
+    membership = await Membership.objects.filter(
+        project_id=conversation.project_id, user_id=conversation.user_id
+    ).afirst()
+    ctx = RojoToolContext(
+        project_id=conversation.project_id,
+        project_root=root,
+        user=None,
+        role=Role(membership.role) if membership else Role.VIEWER,
+        enabled=frozenset(rojo.tools or ()),
+    )
+    history = ScratchHistory(conversation, [])
+    client = rojo_client(rojo)
+    try:
+        for text in user_messages:
+            user = await history.add(role=Message.Role.USER, content=text)
+            turn = ReplayTurn(user=user)
+            numbered = _Numbered()
+            numbered.add("START", {"conversation": conversation.pk, "message": None})
+            try:
+                async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
+                    numbered.add(*wire_payload(event))
+            except TurnError as exc:
+                numbered.add("ERROR", {"message": str(exc), "code": exc.code})
+            numbered.add("DONE", {})
+            turn.events = numbered.events
+            yield turn
+    finally:
+        await client.close()
+
+
+def tool_call_differences(original: list[ReplayTurn], rerun: list[ReplayTurn]) -> list[str]:
+    """Where the re-run's tool calls differ from the original's, turn by turn."""
+    differences = []
+    for number, (before, after) in enumerate(zip(original, rerun, strict=False), start=1):
+        old, new = before.tool_calls, after.tool_calls
+        if old == new:
+            continue
+        for index in range(max(len(old), len(new))):
+            was = old[index] if index < len(old) else None
+            now = new[index] if index < len(new) else None
+            if was != now:
+                differences.append(
+                    f"turn {number}, call {index + 1}: {_call_text(was)} → {_call_text(now)}"
+                )
+                break
+    if len(rerun) < len(original):
+        differences.append(f"the re-run stopped after {len(rerun)} of {len(original)} turns")
+    return differences
+
+
+def _call_text(call) -> str:
+    if call is None:
+        return "(no call)"
+    name, args = call
+    return f"{name}({args!r})"
