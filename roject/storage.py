@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from django.conf import settings
 
@@ -68,8 +69,22 @@ def resolve(project_root: Path, relative_path: str) -> Path:
     return target
 
 
+def resolve_entry(project_root: Path, relative_path: str) -> Path:
+    """The directory entry itself (a final symlink is not followed), inside the root.
+
+    For operations on names rather than contents: deleting or moving a symlink must act
+    on the link, never on what it points to. The root itself is refused.
+    """
+    resolve(project_root, relative_path)  # the same checks on the path as given
+    pure = PurePosixPath(relative_path.rstrip("/"))
+    if pure.name in ("", ".", ".."):
+        raise PathError(f"path {relative_path!r} does not name a file or directory")
+    parent = resolve(project_root, str(pure.parent))
+    return parent / pure.name
+
+
 @contextlib.contextmanager
-def _reported(relative_path: str) -> Iterator[None]:
+def reported(relative_path: str) -> Iterator[None]:
     """Turn an OSError into a StorageError that names the relative path only."""
     try:
         yield
@@ -85,21 +100,23 @@ def _iso_utc(timestamp: float) -> str:
 def path_meta(project_root: Path, relative_path: str) -> dict:
     """Type, size and modification time of a file or directory."""
     path = resolve(project_root, relative_path)
-    with _reported(relative_path):
+    with reported(relative_path):
         st = path.stat()
     kind = "directory" if stat.S_ISDIR(st.st_mode) else "file"
     return {"type": kind, "size": st.st_size, "modifiedAt": _iso_utc(st.st_mtime)}
 
 
-def read_project_file(project_root: Path, relative_path: str) -> str:
-    """Read a UTF-8 text file, refusing directories, devices, FIFOs, binaries and big files.
+@contextlib.contextmanager
+def open_regular_file(
+    project_root: Path, relative_path: str, *, max_size: int | None = None
+) -> Iterator[BinaryIO]:
+    """Open a regular file for binary reading, refusing directories, devices and FIFOs.
 
     The file is opened non-blocking and checked with fstat on the open descriptor, so a FIFO
     cannot hang the reader and a file swapped between check and read is still caught.
     """
-    limit = settings.ROJO_MAX_READ_BYTES
     path = resolve(project_root, relative_path)
-    with _reported(relative_path):
+    with reported(relative_path):
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
         # The descriptor is checked and closed here: os.fdopen() refuses a directory with
         # IsADirectoryError and, given an fd, leaves it open.
@@ -109,14 +126,22 @@ def read_project_file(project_root: Path, relative_path: str) -> str:
                 raise StorageError(f"{relative_path!r} is a directory, not a file")
             if not stat.S_ISREG(st.st_mode):
                 raise StorageError(f"{relative_path!r} is not a regular file")
-            if st.st_size > limit:
+            if max_size is not None and st.st_size > max_size:
                 raise StorageError(
-                    f"{relative_path!r} is {st.st_size} bytes, over the {limit}-byte read limit"
+                    f"{relative_path!r} is {st.st_size} bytes, over the {max_size}-byte "
+                    "read limit; read it in parts with offset and limit"
                 )
             with os.fdopen(fd, "rb", closefd=False) as fh:
-                data = fh.read(limit + 1)
+                yield fh
         finally:
             os.close(fd)
+
+
+def read_project_file(project_root: Path, relative_path: str) -> str:
+    """Read a UTF-8 text file, refusing directories, devices, FIFOs, binaries and big files."""
+    limit = settings.ROJO_MAX_READ_BYTES
+    with open_regular_file(project_root, relative_path, max_size=limit) as fh:
+        data = fh.read(limit + 1)
     if len(data) > limit:
         raise StorageError(f"{relative_path!r} is over the {limit}-byte read limit")
     if b"\x00" in data:
@@ -144,7 +169,7 @@ def write_project_file(project_root: Path, relative_path: str, text: str) -> Non
     path = resolve(project_root, relative_path)
     if path == Path(project_root).resolve():
         raise PathError("cannot write to the project root itself; give a file path")
-    with _reported(relative_path):
+    with reported(relative_path):
         if path.is_dir():
             raise StorageError(f"{relative_path!r} is a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -194,7 +219,7 @@ def _stays_inside(project_root: Path, entry: os.DirEntry) -> bool:
 def list_directory(project_root: Path, relative_path: str) -> list[dict]:
     """The entries of a directory, sorted by name, each with its type."""
     path = resolve(project_root, relative_path)
-    with _reported(relative_path):
+    with reported(relative_path):
         if not path.is_dir():
             if path.exists():
                 raise StorageError(f"{relative_path!r} is a file, not a directory")
@@ -212,7 +237,7 @@ def list_directory(project_root: Path, relative_path: str) -> list[dict]:
 def create_directory(project_root: Path, relative_path: str) -> None:
     """Create a directory and its parents; an existing directory is fine, a file is not."""
     path = resolve(project_root, relative_path)
-    with _reported(relative_path):
+    with reported(relative_path):
         if path.exists() and not path.is_dir():
             raise StorageError(f"{relative_path!r} exists and is a file")
         path.mkdir(parents=True, exist_ok=True)

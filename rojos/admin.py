@@ -9,6 +9,11 @@ from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import registry
 
 
+def _tool_label(tool) -> str:
+    summary = tool.description.split(". ")[0].rstrip(".")
+    return f"{tool.name}{' (writes)' if tool.writes else ''} — {summary}"
+
+
 class RojoForm(forms.ModelForm):
     """The API key is write-only: never rendered back; leaving it empty keeps the stored one."""
 
@@ -41,9 +46,7 @@ class RojoForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["tools"].choices = [
-            (tool.name, f"{tool.name}{' (writes)' if tool.writes else ''}") for tool in registry
-        ]
+        self.fields["tools"].choices = [(tool.name, _tool_label(tool)) for tool in registry]
 
     def save(self, commit=True):
         rojo = super().save(commit=False)

@@ -25,7 +25,7 @@ def validate_base_url(value: str) -> None:
 def default_tools() -> list[str]:
     from .tools import BUILTIN_TOOLS
 
-    return [tool.name for tool in BUILTIN_TOOLS]
+    return [tool.name for tool in BUILTIN_TOOLS if tool.default_enabled]
 
 
 class Rojo(models.Model):

@@ -88,7 +88,7 @@ def test_viewer_chats_with_read_only_tools(client_for, users, project, rojo, fak
     events = client_for(users["viewer"]).chat(project.pk, rojo=rojo.slug, message="Hi")
     assert events[-1].type == "DONE"
     offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["tools"]}
-    assert offered == {"read_path_meta", "get_text_content", "list_files"}
+    assert offered == {"read_path_meta", "get_text_content", "list_files", "search_text"}
 
 
 def test_second_message_while_a_turn_runs_gets_409(client_for, users, project, rojo, fake_provider):

@@ -104,6 +104,9 @@ def test_provider_gets_the_tool_messages_back_with_matching_ids(
         "write_text_content",
         "list_files",
         "create_directory",
+        "edit_text_content",
+        "move_path",
+        "search_text",
     }
     assistant, tool = second["messages"][2:]
     assert assistant["role"] == "assistant" and "content" not in assistant

@@ -27,6 +27,9 @@ ALL_TOOLS = [
     "write_text_content",
     "list_files",
     "create_directory",
+    "edit_text_content",
+    "move_path",
+    "search_text",
 ]
 REPLY = "I created docs/intro/index.page with a header and an intro."
 
@@ -175,7 +178,8 @@ def test_create_rojo_enables_every_builtin_tool_by_default(db):
 
     rojo = Rojo.objects.get(slug="local")
     assert rojo.tools == ALL_TOOLS
-    assert sorted(rojo.tools) == sorted(registry.names())
+    # Everything but the destructive delete_path, which an administrator enables per rojo.
+    assert sorted(rojo.tools) == sorted(set(registry.names()) - {"delete_path"})
     assert rojo.max_steps == 12
 
 

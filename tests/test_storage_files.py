@@ -208,7 +208,9 @@ def test_read_over_limit_is_refused_with_clear_message(root, settings):
     (root / "big.txt").write_text("x" * 11)
     with pytest.raises(StorageError) as excinfo:
         read_project_file(root, "big.txt")
-    assert str(excinfo.value) == "'big.txt' is 11 bytes, over the 10-byte read limit"
+    assert str(excinfo.value) == (
+        "'big.txt' is 11 bytes, over the 10-byte read limit; read it in parts with offset and limit"
+    )
 
 
 def test_read_exactly_at_limit_is_allowed(root, settings):

@@ -230,7 +230,8 @@ async def test_unknown_tool_is_named_and_available_tools_listed(ctx):
     result = await registry.execute("delete_everything", {}, ctx)
     assert error_message(result) == (
         "unknown tool 'delete_everything'; available tools: read_path_meta, "
-        "get_text_content, write_text_content, list_files, create_directory"
+        "get_text_content, write_text_content, list_files, create_directory, "
+        "edit_text_content, move_path, delete_path, search_text"
     )
 
 
@@ -238,7 +239,8 @@ async def test_unknown_tool_offers_only_what_the_viewer_may_call(root):
     """The list of alternatives leaves out tools the role may not use."""
     result = await registry.execute("nope", {}, context(root, role=Role.VIEWER))
     assert error_message(result) == (
-        "unknown tool 'nope'; available tools: read_path_meta, get_text_content, list_files"
+        "unknown tool 'nope'; available tools: read_path_meta, get_text_content, list_files, "
+        "search_text"
     )
 
 
@@ -262,7 +264,7 @@ async def test_arguments_as_json_object_string(root, ctx):
         pytest.param("", "missing required argument 'path'", id="empty-is-no-arguments"),
         pytest.param(
             {"path": "notes.md", "mode": "r"},
-            "unexpected argument 'mode' (allowed: 'path')",
+            "unexpected argument 'mode' (allowed: 'path', 'offset', 'limit')",
             id="extra-argument",
         ),
         pytest.param({"path": 3}, "argument 'path' must be of type string", id="int-path"),
@@ -394,6 +396,7 @@ def test_available_tools_follow_role_and_enabled(root):
         "read_path_meta",
         "get_text_content",
         "list_files",
+        "search_text",
     ]
     assert [t.name for t in registry.available(editor)] == ["write_text_content", "list_files"]
 
@@ -401,7 +404,7 @@ def test_available_tools_follow_role_and_enabled(root):
 # Registration and definitions
 
 
-def test_builtin_registry_holds_the_five_tools():
+def test_builtin_registry_holds_the_builtin_tools():
     """The exported registry has exactly the built-in tools, in declaration order."""
     assert registry.names() == [
         "read_path_meta",
@@ -409,6 +412,10 @@ def test_builtin_registry_holds_the_five_tools():
         "write_text_content",
         "list_files",
         "create_directory",
+        "edit_text_content",
+        "move_path",
+        "delete_path",
+        "search_text",
     ]
     assert [type(tool) for tool in registry] == list(BUILTIN_TOOLS)
 
@@ -418,6 +425,9 @@ def test_only_writing_tools_are_marked_as_writes():
     assert {tool.name for tool in registry if tool.writes} == {
         "write_text_content",
         "create_directory",
+        "edit_text_content",
+        "move_path",
+        "delete_path",
     }
 
 

@@ -2,10 +2,14 @@
 
 from .base import RojoTool, RojoToolContext
 from .create_directory import CreateDirectory
+from .delete_path import DeletePath
+from .edit_text_content import EditTextContent
 from .get_text_content import GetTextContent
 from .list_files import ListFiles
+from .move_path import MovePath
 from .read_path_meta import ReadPathMeta
 from .registry import RojoToolRegistry, is_error, parse_arguments, tool_error
+from .search_text import SearchText
 from .write_text_content import WriteTextContent
 
 BUILTIN_TOOLS: tuple[type[RojoTool], ...] = (
@@ -14,6 +18,10 @@ BUILTIN_TOOLS: tuple[type[RojoTool], ...] = (
     WriteTextContent,
     ListFiles,
     CreateDirectory,
+    EditTextContent,
+    MovePath,
+    DeletePath,
+    SearchText,
 )
 
 registry = RojoToolRegistry([cls() for cls in BUILTIN_TOOLS])

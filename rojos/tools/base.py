@@ -31,6 +31,8 @@ class RojoTool(ABC):
     description: ClassVar[str]
     parameters: ClassVar[dict]
     writes: ClassVar[bool] = False
+    # Whether a new rojo gets this tool without an administrator enabling it.
+    default_enabled: ClassVar[bool] = True
 
     @property
     def definition(self) -> dict:

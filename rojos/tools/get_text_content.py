@@ -1,23 +1,41 @@
 import asyncio
 
 from roject import storage
+from roject.file_reading import read_lines
 
 from .base import RojoTool, RojoToolContext, path_parameter
 
 
 class GetTextContent(RojoTool):
-    """Read a whole text file."""
+    """Read a text file, whole or in parts."""
 
     name = "get_text_content"
     description = (
-        "Read the full content of a UTF-8 text file in the project and return it as a string. "
-        "Binary files, directories and files over the size limit are refused. Read-only."
+        "Read a UTF-8 text file in the project. Without offset and limit it returns the whole "
+        "content as a string (files over the size limit are refused). With offset (first line, "
+        'from 1) and/or limit (number of lines) it returns {"text", "startLine", '
+        '"endLine", "cut"}, where cut is true when more lines follow: use that to read '
+        "large files in pieces. Read-only."
     )
     parameters = {
         "type": "object",
-        "properties": {"path": path_parameter("Path of the file, relative to the project root.")},
+        "properties": {
+            "path": path_parameter("Path of the file, relative to the project root."),
+            "offset": {"type": "integer", "description": "First line to return, from 1."},
+            "limit": {"type": "integer", "description": "How many lines to return at most."},
+        },
         "required": ["path"],
     }
 
-    async def execute(self, args: dict, ctx: RojoToolContext) -> str:
-        return await asyncio.to_thread(storage.read_project_file, ctx.project_root, args["path"])
+    async def execute(self, args: dict, ctx: RojoToolContext):
+        if "offset" not in args and "limit" not in args:
+            return await asyncio.to_thread(
+                storage.read_project_file, ctx.project_root, args["path"]
+            )
+        return await asyncio.to_thread(
+            read_lines,
+            ctx.project_root,
+            args["path"],
+            offset=args.get("offset", 1),
+            limit=args.get("limit"),
+        )

@@ -1,0 +1,65 @@
+"""Moving and deleting inside a project root, through the storage gate."""
+
+import os
+import shutil
+from pathlib import Path
+
+from .storage import PathError, StorageError, reported, resolve, resolve_entry
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def move_path(project_root: Path, source: str, destination: str, *, overwrite: bool) -> None:
+    """Rename or move a file or directory; an existing destination only with `overwrite`."""
+    src = resolve_entry(project_root, source)
+    dst = resolve_entry(project_root, destination)
+    with reported(source):
+        if not _exists(src):
+            raise StorageError(f"No such file or directory: {source!r}")
+    if src == dst:
+        raise StorageError("source and destination are the same path")
+    if src.is_dir() and not src.is_symlink() and dst.is_relative_to(src):
+        raise PathError(f"cannot move {source!r} into itself")
+    with reported(destination):
+        if _exists(dst):
+            if not overwrite:
+                raise StorageError(
+                    f"{destination!r} already exists; pass overwrite: true to replace it"
+                )
+            replaces_directory = dst.is_dir() and not dst.is_symlink()
+            if replaces_directory and (not src.is_dir() or any(dst.iterdir())):
+                raise StorageError(
+                    f"{destination!r} is a directory that cannot be replaced by this move"
+                )
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        resolve(project_root, str(Path(destination).parent))  # still inside after mkdir
+        os.replace(src, dst)
+
+
+def delete_path(project_root: Path, path: str, *, recursive: bool) -> list[str]:
+    """Delete a file, a link or an empty directory (a full one only with `recursive`).
+
+    Returns the relative paths removed, so the caller can say what went.
+    """
+    target = resolve_entry(project_root, path)
+    root = Path(project_root).resolve()
+    with reported(path):
+        if not _exists(target):
+            raise StorageError(f"No such file or directory: {path!r}")
+        if target.is_symlink() or not target.is_dir():
+            target.unlink()
+            return [path]
+        removed = [
+            str((Path(dirpath) / name).relative_to(root))
+            for dirpath, dirnames, filenames in os.walk(target)
+            for name in dirnames + filenames
+        ]
+        if removed and not recursive:
+            raise StorageError(
+                f"{path!r} is a directory with {len(removed)} entries; "
+                "pass recursive: true to delete it with everything in it"
+            )
+        shutil.rmtree(target)
+        return [*sorted(removed), path]
