@@ -4,6 +4,7 @@ from .base import RojoTool, RojoToolContext
 from .create_directory import CreateDirectory
 from .delete_path import DeletePath
 from .edit_text_content import EditTextContent
+from .function_tool import FunctionTool, rojo_tool
 from .get_text_content import GetTextContent
 from .list_files import ListFiles
 from .move_path import MovePath
@@ -28,11 +29,13 @@ registry = RojoToolRegistry([cls() for cls in BUILTIN_TOOLS])
 
 __all__ = [
     "BUILTIN_TOOLS",
+    "FunctionTool",
     "RojoTool",
     "RojoToolContext",
     "RojoToolRegistry",
     "is_error",
     "parse_arguments",
     "registry",
+    "rojo_tool",
     "tool_error",
 ]

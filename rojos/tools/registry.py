@@ -63,6 +63,10 @@ class RojoToolRegistry:
         self._tools[name] = tool
         return tool
 
+    def unregister(self, name: str) -> None:
+        """Remove a tool (an app being unloaded, or a test cleaning up)."""
+        self._tools.pop(name, None)
+
     def __contains__(self, name: str) -> bool:
         return name in self._tools
 
