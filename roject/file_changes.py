@@ -38,28 +38,38 @@ def move_path(project_root: Path, source: str, destination: str, *, overwrite: b
         os.replace(src, dst)
 
 
-def delete_path(project_root: Path, path: str, *, recursive: bool) -> list[str]:
-    """Delete a file, a link or an empty directory (a full one only with `recursive`).
-
-    Returns the relative paths removed, so the caller can say what went.
-    """
+def paths_under(project_root: Path, path: str) -> list[str]:
+    """A path and, for a directory, everything in it: what deleting it would remove."""
     target = resolve_entry(project_root, path)
     root = Path(project_root).resolve()
     with reported(path):
         if not _exists(target):
             raise StorageError(f"No such file or directory: {path!r}")
         if target.is_symlink() or not target.is_dir():
-            target.unlink()
             return [path]
-        removed = [
+        inside = [
             str((Path(dirpath) / name).relative_to(root))
             for dirpath, dirnames, filenames in os.walk(target)
             for name in dirnames + filenames
         ]
-        if removed and not recursive:
+    return [*sorted(inside), path]
+
+
+def delete_path(project_root: Path, path: str, *, recursive: bool) -> list[str]:
+    """Delete a file, a link or an empty directory (a full one only with `recursive`).
+
+    Returns the relative paths removed, so the caller can say what went.
+    """
+    removed = paths_under(project_root, path)
+    target = resolve_entry(project_root, path)
+    with reported(path):
+        if target.is_symlink() or not target.is_dir():
+            target.unlink()
+            return removed
+        if len(removed) > 1 and not recursive:
             raise StorageError(
-                f"{path!r} is a directory with {len(removed)} entries; "
+                f"{path!r} is a directory with {len(removed) - 1} entries; "
                 "pass recursive: true to delete it with everything in it"
             )
         shutil.rmtree(target)
-        return [*sorted(removed), path]
+        return removed

@@ -2,7 +2,9 @@
 
 import os
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 from django.conf import settings
 
@@ -18,6 +20,15 @@ def _decode(raw: bytes, relative_path: str) -> str:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         raise StorageError(f"{relative_path!r} is not UTF-8 text") from None
+
+
+def _bounded_lines(fh: BinaryIO, cap: int) -> Iterator[bytes]:
+    """The file's lines; one over `cap` bytes is cut to `cap + 1`, its rest read and dropped."""
+    while raw := fh.readline(cap + 1):
+        rest = raw
+        while len(rest) > cap and not rest.endswith(b"\n"):
+            rest = fh.readline(cap + 1)
+        yield raw
 
 
 def read_lines(project_root: Path, relative_path: str, *, offset: int, limit: int | None) -> dict:
@@ -38,9 +49,14 @@ def read_lines(project_root: Path, relative_path: str, *, offset: int, limit: in
         if b"\x00" in fh.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]:
             raise StorageError(f"{relative_path!r} is a binary file, not text")
         number = 0
-        for number, raw in enumerate(fh, start=1):
+        for number, raw in enumerate(_bounded_lines(fh, budget), start=1):
             if number < offset:
                 continue
+            if not lines and len(raw) > budget:
+                raise StorageError(
+                    f"line {number} of {relative_path!r} is longer than the {budget}-byte "
+                    f"read limit; continue with offset {number + 1}"
+                )
             if (limit is not None and len(lines) >= limit) or used + len(raw) > budget:
                 cut = True
                 break

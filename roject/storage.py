@@ -41,13 +41,8 @@ def project_root_create(project_id: int) -> Path:
     return root
 
 
-def resolve(project_root: Path, relative_path: str) -> Path:
-    """Return the real location of `relative_path` inside `project_root`, or raise PathError.
-
-    The comparison is made on fully resolved paths (symlinks followed) with path semantics,
-    so neither `../`, a symlink pointing out, nor a sibling such as `root_evil/` gets through.
-    The empty path and `.` mean the root itself.
-    """
+def _check_form(relative_path: str) -> None:
+    """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes."""
     if not isinstance(relative_path, str):
         raise PathError("path must be a string")
     if "\x00" in relative_path:
@@ -58,6 +53,16 @@ def resolve(project_root: Path, relative_path: str) -> Path:
         raise PathError(
             f"path {relative_path!r} is absolute; use a path relative to the project root"
         )
+
+
+def resolve(project_root: Path, relative_path: str) -> Path:
+    """Return the real location of `relative_path` inside `project_root`, or raise PathError.
+
+    The comparison is made on fully resolved paths (symlinks followed) with path semantics,
+    so neither `../`, a symlink pointing out, nor a sibling such as `root_evil/` gets through.
+    The empty path and `.` mean the root itself.
+    """
+    _check_form(relative_path)
     root = Path(project_root).resolve()
     try:
         target = (root / PurePosixPath(relative_path)).resolve()
@@ -75,11 +80,17 @@ def resolve_entry(project_root: Path, relative_path: str) -> Path:
     For operations on names rather than contents: deleting or moving a symlink must act
     on the link, never on what it points to. The root itself is refused.
     """
-    resolve(project_root, relative_path)  # the same checks on the path as given
+    # Only the parent is resolved: a link pointing out of the root (or nowhere) is still
+    # an entry inside it, which can be moved or deleted without touching its target.
+    _check_form(relative_path)
     pure = PurePosixPath(relative_path.rstrip("/"))
     if pure.name in ("", ".", ".."):
         raise PathError(f"path {relative_path!r} does not name a file or directory")
-    parent = resolve(project_root, str(pure.parent))
+    try:
+        parent = resolve(project_root, str(pure.parent))
+    except PathError:
+        resolve(project_root, relative_path)  # to name the whole path in the message
+        raise
     return parent / pure.name
 
 

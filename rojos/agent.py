@@ -8,11 +8,12 @@ import openai
 from django.conf import settings
 
 from .errors import StepLimitReached
-from .events import AgentEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from .events import AgentEvent, TextEvent, ToolCallEvent
 from .history import History
 from .models import Message, Rojo
 from .provider import Completion, StreamAccumulator, provider_chunks
-from .tools import RojoToolContext, RojoToolRegistry, is_error, parse_arguments, registry
+from .tool_calls import Approver, ToolCallRunner
+from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
 from .tools.schema import ArgumentError
 
 
@@ -68,14 +69,26 @@ async def agent_loop(
     ctx: RojoToolContext,
     client: openai.AsyncOpenAI,
     tools: RojoToolRegistry = registry,
+    approver: Approver | None = None,
+    record_changes: bool = False,
 ) -> AsyncIterator[AgentEvent]:
     """Run the rojo on a history that ends with the user's message.
 
     Text is yielded as each delta arrives; tool calls run in order after their response
     finished. Raises a TurnError subclass when the turn cannot go on; whatever completed
-    before is stored, and calls that never ran are answered as interrupted.
+    before is stored, and calls that never ran are answered as interrupted. Calls of the
+    rojo's approval tools wait for `approver` (none: they run); with `record_changes`,
+    each change to the files is kept for undo.
     """
     definitions = [tool.definition for tool in tools.available(ctx)]
+    runner = ToolCallRunner(
+        ctx=ctx,
+        tools=tools,
+        history=history,
+        approval_tools=frozenset(rojo.approval_tools or ()),
+        approver=approver,
+        record_changes=record_changes,
+    )
     for _step in range(rojo.max_steps):
         accumulator = StreamAccumulator()
         try:
@@ -93,18 +106,17 @@ async def agent_loop(
                     history.add(role=Message.Role.ASSISTANT, content=accumulator.text)
                 )
             raise
-        await _store_completion(history, completion)
+        message = await _store_completion(history, completion)
         if not completion.tool_calls:
             return
         try:
             for call in completion.tool_calls:
-                call_id, name = call["id"], call["function"]["name"]
                 arguments = call["function"]["arguments"]
-                yield ToolCallEvent(id=call_id, name=name, args=display_args(arguments))
-                result = await tools.execute(name, arguments, ctx)
-                ok = not is_error(result)
-                await history.add_tool_result(call, result, ok=ok)
-                yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok)
+                yield ToolCallEvent(
+                    id=call["id"], name=call["function"]["name"], args=display_args(arguments)
+                )
+                async for event in runner.run(call, message.pk):
+                    yield event
         finally:
             await asyncio.shield(history.close_open_calls())
     raise StepLimitReached(

@@ -1,5 +1,6 @@
 """The JSON API and the chat stream: thin endpoints that check access, call a service, encode."""
 
+import asyncio
 import json
 from datetime import datetime
 from typing import Any
@@ -9,15 +10,16 @@ from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpRespons
 from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
 
-from roject.access import LoginRequired, aproject_access
+from roject import storage
+from roject.access import LoginRequired, aproject_access, object_id
 from roject.files_api import router as files_router
 from roject.models import Membership
 from roject.storage import StorageError
 
-from . import turns
+from . import turns, undo
 from .errors import TurnBusy
 from .export import conversation_export_json, conversation_export_markdown
-from .models import Conversation, Message, Rojo
+from .models import Conversation, FileChange, Message, Rojo
 from .selectors import aconversation_access, arojo_get, conversation_access
 from .wire import WireEvent, encoder_for
 
@@ -42,6 +44,11 @@ def _permission_denied(request, exc):
 @api.exception_handler(Http404)
 def _not_found(request, exc):
     return _error(request, 404, str(exc) or "Not found.")
+
+
+@api.exception_handler(undo.UndoRefused)
+def _undo_refused(request, exc):
+    return _error(request, 409, str(exc))
 
 
 @api.exception_handler(StorageError)
@@ -93,9 +100,29 @@ class MessageOut(Schema):
     created: datetime
 
 
+class ChangeOut(Schema):
+    id: int
+    tool_call_id: str
+    message_id: int | None
+    tool: str
+    paths: list[str]
+    created: datetime
+    undone: datetime | None
+
+
 class ConversationDetail(ConversationOut):
     project_id: int
     messages: list[MessageOut]
+    changes: list[ChangeOut]
+
+
+class ApprovalIn(Schema):
+    call: str = Field(description="The id of the tool call waiting for approval.")
+    approve: bool
+
+
+class UndoTurnIn(Schema):
+    message: int = Field(description="The id of the user message that started the turn.")
 
 
 class ChatIn(Schema):
@@ -148,7 +175,59 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
         **_conversation_out(conversation),
         "project_id": conversation.project_id,
         "messages": list(Message.objects.filter(conversation=conversation)),
+        "changes": list(FileChange.objects.filter(conversation=conversation)),
     }
+
+
+@api.post("/conversations/{conversation_id}/approve", tags=["chat"])
+async def conversation_approve(request: HttpRequest, conversation_id: int, payload: ApprovalIn):
+    """Approve or deny a tool call that is waiting; only members who may write can decide."""
+    conversation, _ = await aconversation_access(
+        user=request.auth, conversation_id=conversation_id, write=True
+    )
+    delivered = await turns.turn_approve(
+        conversation=conversation, call_id=payload.call, approve=payload.approve
+    )
+    if not delivered:
+        return _error(request, 409, "No reply is running in this conversation.")
+    return {"delivered": True}
+
+
+@api.post("/changes/{change_id}/undo", tags=["changes"])
+async def change_undo(request: HttpRequest, change_id: int):
+    """Undo one change a rojo made, unless the files changed since."""
+    change = await FileChange.objects.filter(pk=object_id(change_id, "change")).afirst()
+    if change is None:
+        raise Http404("No such change.")
+    access = await aproject_access(user=request.auth, project_id=change.project_id, write=True)
+    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
+    await undo.change_undo(change=change, root=root, user=request.auth)
+    return {"undone": [change.pk]}
+
+
+@api.post("/conversations/{conversation_id}/undo-turn", tags=["changes"])
+async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTurnIn):
+    """Undo every change of one turn, newest first; stops at the first that cannot be undone."""
+    conversation, access = await aconversation_access(
+        user=request.auth, conversation_id=conversation_id, write=True
+    )
+    start = await Message.objects.filter(
+        conversation=conversation, pk=payload.message, role=Message.Role.USER
+    ).afirst()
+    if start is None:
+        raise Http404("No such message.")
+    following = Message.objects.filter(
+        conversation=conversation, role=Message.Role.USER, position__gt=start.position
+    ).order_by("position")
+    end = await following.afirst()
+    changes = FileChange.objects.filter(
+        conversation=conversation, message__position__gt=start.position
+    )
+    if end is not None:
+        changes = changes.filter(message__position__lt=end.position)
+    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
+    done = await undo.changes_undo(changes=[c async for c in changes], root=root, user=request.auth)
+    return {"undone": [c.pk for c in done]}
 
 
 @api.get("/conversations/{conversation_id}/export", tags=["chat"])

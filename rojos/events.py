@@ -24,7 +24,17 @@ class ToolResultEvent:
     name: str
     result: Any
     ok: bool
+    change: int | None = None  # the undo record of what the call changed, if anything
     type: Literal["tool_result"] = "tool_result"
 
 
-AgentEvent = TextEvent | ToolCallEvent | ToolResultEvent
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequiredEvent:
+    id: str
+    name: str
+    args: Any
+    preview: dict  # what the call would change: a diff, a move, the paths it would delete
+    type: Literal["approval_required"] = "approval_required"
+
+
+AgentEvent = TextEvent | ToolCallEvent | ToolResultEvent | ApprovalRequiredEvent

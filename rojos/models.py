@@ -22,6 +22,11 @@ def validate_base_url(value: str) -> None:
         raise ValidationError(f"{value!r} is not an http(s) URL such as https://api.openai.com/v1")
 
 
+def default_approval_tools() -> list[str]:
+    """Deleting, moving and overwriting existing files waits for approval unless turned off."""
+    return ["write_text_content", "move_path", "delete_path"]
+
+
 def default_tools() -> list[str]:
     from .tools import BUILTIN_TOOLS
 
@@ -55,6 +60,11 @@ class Rojo(models.Model):
         help_text="Model calls per user message before the turn is stopped.",
     )
     tools = models.JSONField(default=default_tools, blank=True)
+    approval_tools = models.JSONField(
+        default=default_approval_tools,
+        blank=True,
+        help_text="Tools that wait for a person's approval before changing an existing file.",
+    )
     request_options = models.JSONField(
         default=dict,
         blank=True,
@@ -175,3 +185,38 @@ class TurnRecord(models.Model):
 
     def __str__(self) -> str:
         return f"turn of message {self.user_message_id} ({self.status})"
+
+
+class FileChange(models.Model):
+    """One tool call's change to a project's files, with what is needed to reverse it.
+
+    The previous state of each changed path is copied to storage/<project>/undo/<key>/,
+    outside the project root; `after` holds a digest of each path as the call left it,
+    so an undo can tell whether the file changed since and refuse rather than lose work.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="file_changes")
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="changes"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="changes"
+    )
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tool = models.CharField(max_length=64)
+    paths = models.JSONField(help_text="The changed paths, relative to the project root.")
+    before = models.JSONField(help_text="Per path: whether it existed before the call.")
+    after = models.JSONField(help_text="Per path: a digest of its state after the call.")
+    key = models.CharField(max_length=64, unique=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    undone = models.DateTimeField(null=True, blank=True)
+    undone_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["conversation", "tool_call_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {', '.join(self.paths)}"

@@ -1,6 +1,7 @@
 """A stored conversation as the events it produced, and re-running it against a rojo."""
 
 import contextlib
+import json
 import shutil
 import tempfile
 from collections.abc import AsyncIterator
@@ -12,7 +13,7 @@ from roject.models import Membership, Role
 from .agent import agent_loop, display_args, rojo_client
 from .errors import TurnError
 from .history import History, tool_result
-from .models import Conversation, Message, Rojo, TurnRecord
+from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
 from .wire import WireEvent, wire_payload
 
@@ -48,6 +49,7 @@ def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
     """Rebuild each turn's wire events from the stored messages and turn records."""
     messages = list(Message.objects.filter(conversation=conversation).order_by("position"))
     records = {r.user_message_id: r for r in TurnRecord.objects.filter(conversation=conversation)}
+    changes = {c.tool_call_id: c.pk for c in FileChange.objects.filter(conversation=conversation)}
     turns: list[ReplayTurn] = []
     numbered = _Numbered()
     calls: dict[str, dict] = {}
@@ -79,7 +81,10 @@ def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
             base = {"id": message.tool_call_id, "name": message.name}
             numbered.add("TOOL_CALL", {**base, "args": display_args(arguments)})
             result = tool_result(message)
-            numbered.add("TOOL_RESULT", {**base, "result": result, "ok": not message.is_error})
+            data = {**base, "result": result, "ok": not message.is_error}
+            if message.tool_call_id in changes:
+                data["change"] = changes[message.tool_call_id]
+            numbered.add("TOOL_RESULT", data)
     close_turn()
     return turns
 
@@ -167,4 +172,4 @@ def _call_text(call) -> str:
     if call is None:
         return "(no call)"
     name, args = call
-    return f"{name}({args!r})"
+    return f"{name}({json.dumps(args, ensure_ascii=False)})"

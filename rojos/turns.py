@@ -47,6 +47,8 @@ class Turn:
         self.task: asyncio.Task | None = None
         self.record_id: int | None = None
         self.error: dict = {}
+        self.approvals: dict[str, asyncio.Future] = {}
+        self.auto_approve: bool | None = None
         self.status = TurnRecord.Status.DONE
         self._changed = asyncio.Event()
 
@@ -60,6 +62,19 @@ class Turn:
         self.status = status
         self.error = {"message": message, "code": code}
         self.publish("ERROR", self.error)
+
+    async def approval(self, call_id: str) -> bool:
+        """Wait for a person's decision on a call; no answer in time counts as a denial."""
+        if self.auto_approve is not None:
+            return self.auto_approve
+        waiting = asyncio.get_running_loop().create_future()
+        self.approvals[call_id] = waiting
+        try:
+            return await asyncio.wait_for(waiting, settings.ROJO_APPROVAL_TIMEOUT)
+        except TimeoutError:
+            return False
+        finally:
+            self.approvals.pop(call_id, None)
 
     def finish(self) -> None:
         self.finished = True
@@ -85,7 +100,7 @@ def turn_get(conversation_id: int) -> Turn | None:
     return _turns.get(conversation_id)
 
 
-def _stop_group(conversation_id: int) -> str:
+def _turn_group(conversation_id: int) -> str:
     return f"rojo-turn-{conversation_id}"
 
 
@@ -114,12 +129,17 @@ async def _heartbeat(conversation_id: int, turn_id: uuid.UUID) -> None:
         )
 
 
-async def _listen_for_stop(layer, channel: str, task: asyncio.Task) -> None:
+async def _listen(layer, channel: str, turn: "Turn", task: asyncio.Task) -> None:
+    """Messages for the running turn, from whichever process received the request."""
     while True:
         message = await layer.receive(channel)
         if message.get("type") == "turn.stop":
             task.cancel()
             return
+        if message.get("type") == "turn.approval":
+            waiting = turn.approvals.get(message.get("call"))
+            if waiting is not None and not waiting.done():
+                waiting.set_result(bool(message.get("approve")))
 
 
 def _title_from(message: str) -> str:
@@ -134,11 +154,18 @@ async def conversation_create(*, access: ProjectAccess, rojo: Rojo, user, messag
 
 
 async def turn_start(
-    *, access: ProjectAccess, user, rojo: Rojo, conversation: Conversation, message: str
+    *,
+    access: ProjectAccess,
+    user,
+    rojo: Rojo,
+    conversation: Conversation,
+    message: str,
+    auto_approve: bool | None = None,
 ) -> Turn:
     """Claim the conversation, store the user's message and start the turn's task.
 
-    Raises TurnBusy, before storing anything, when a turn is already running.
+    Raises TurnBusy, before storing anything, when a turn is already running. Calls that
+    need approval wait for a person unless `auto_approve` decides them all (scripts).
     """
     turn_id = uuid.uuid4()
     if not await _claim(conversation.pk, turn_id):
@@ -146,7 +173,7 @@ async def turn_start(
     layer = get_channel_layer()
     channel = await layer.new_channel()
     try:
-        await layer.group_add(_stop_group(conversation.pk), channel)
+        await layer.group_add(_turn_group(conversation.pk), channel)
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
         history = await History.load(conversation)
         # A turn still marked running here was cut off by a crash: its calls were just closed.
@@ -161,7 +188,7 @@ async def turn_start(
             conversation.rojo = rojo
             await conversation.asave(update_fields=["rojo"])
     except BaseException:
-        await layer.group_discard(_stop_group(conversation.pk), channel)
+        await layer.group_discard(_turn_group(conversation.pk), channel)
         await _release(conversation.pk, turn_id)
         raise
     ctx = RojoToolContext(
@@ -173,6 +200,7 @@ async def turn_start(
     )
     turn = Turn(conversation.pk)
     turn.record_id = record.pk
+    turn.auto_approve = auto_approve
     turn.publish("START", {"conversation": conversation.pk, "message": user_message.pk})
     _turns[conversation.pk] = turn
     # A fresh context: the task must not inherit the request's thread-sensitive context,
@@ -199,13 +227,20 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     conversation_id = turn.conversation_id
     task = asyncio.current_task()
     helpers = [
-        asyncio.create_task(_listen_for_stop(layer, channel, task)),
+        asyncio.create_task(_listen(layer, channel, turn, task)),
         asyncio.create_task(_heartbeat(conversation_id, turn_id)),
     ]
     client = rojo_client(rojo)
     try:
         async with contextlib.aclosing(
-            agent_loop(history=history, rojo=rojo, ctx=ctx, client=client)
+            agent_loop(
+                history=history,
+                rojo=rojo,
+                ctx=ctx,
+                client=client,
+                approver=turn.approval,
+                record_changes=True,
+            )
         ) as events:
             async for event in events:
                 turn.publish(*wire_payload(event))
@@ -226,7 +261,7 @@ async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
         await client.close()
-        await layer.group_discard(_stop_group(conversation_id), channel)
+        await layer.group_discard(_turn_group(conversation_id), channel)
         await TurnRecord.objects.filter(pk=turn.record_id).aupdate(
             status=turn.status,
             error=turn.error.get("message", ""),
@@ -245,9 +280,20 @@ def _forget(turn: Turn) -> None:
         del _turns[turn.conversation_id]
 
 
+async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> bool:
+    """Deliver a decision on a call waiting for approval, to whichever process runs the turn."""
+    running = await Conversation.objects.filter(pk=conversation.pk, turn_id__isnull=False).aexists()
+    if running:
+        await get_channel_layer().group_send(
+            _turn_group(conversation.pk),
+            {"type": "turn.approval", "call": call_id, "approve": approve},
+        )
+    return running
+
+
 async def turn_stop(*, conversation: Conversation) -> bool:
     """Ask the conversation's running turn to stop, in whichever process it runs."""
     running = await Conversation.objects.filter(pk=conversation.pk, turn_id__isnull=False).aexists()
     if running:
-        await get_channel_layer().group_send(_stop_group(conversation.pk), {"type": "turn.stop"})
+        await get_channel_layer().group_send(_turn_group(conversation.pk), {"type": "turn.stop"})
     return running

@@ -4,9 +4,11 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
-from .events import AgentEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from .events import AgentEvent, ApprovalRequiredEvent, TextEvent, ToolCallEvent, ToolResultEvent
 
-WireType = Literal["START", "CHAT", "TOOL_CALL", "TOOL_RESULT", "ERROR", "DONE"]
+WireType = Literal[
+    "START", "CHAT", "TOOL_CALL", "APPROVAL_REQUIRED", "TOOL_RESULT", "ERROR", "DONE"
+]
 
 SSE = "text/event-stream"
 NDJSON = "application/x-ndjson"
@@ -28,8 +30,11 @@ def wire_payload(event: AgentEvent) -> tuple[WireType, dict]:
             return "CHAT", {"text": text}
         case ToolCallEvent(id=id_, name=name, args=args):
             return "TOOL_CALL", {"id": id_, "name": name, "args": args}
-        case ToolResultEvent(id=id_, name=name, result=result, ok=ok):
-            return "TOOL_RESULT", {"id": id_, "name": name, "result": result, "ok": ok}
+        case ToolResultEvent(id=id_, name=name, result=result, ok=ok, change=change):
+            data = {"id": id_, "name": name, "result": result, "ok": ok}
+            return "TOOL_RESULT", data if change is None else {**data, "change": change}
+        case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
+            return "APPROVAL_REQUIRED", {"id": id_, "name": name, "args": args, "preview": preview}
     raise TypeError(f"not an agent event: {event!r}")
 
 

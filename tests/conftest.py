@@ -6,7 +6,7 @@ from django.contrib.auth import get_user_model
 from roject.models import Role
 from roject.services import project_create
 
-pytest_plugins = ["tests.fake_provider", "tests.live_server", "tests.browser"]
+pytest_plugins = ["tests.fake_provider", "tests.live_server", "tests.browser", "tests.replay_story"]
 
 
 @pytest.fixture(autouse=True)

@@ -3,6 +3,7 @@
 import pytest
 
 from roject.storage import project_root
+from rojos.models import FileChange
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import PAGE, STORY, assert_history_valid, make_rojo, stored_history
 from tests.live_server import ApiClient
@@ -54,12 +55,20 @@ def test_verification_story_streams_tool_activity_then_the_reply(
         "create_directory",
         {"path": "docs/intro"},
     )
+    # Each change to the files comes with the id of its undo record.
+    change = FileChange.objects.get(tool_call_id=create_call.data["id"])
     assert create_result.data == {
         "id": create_call.data["id"],
         "name": "create_directory",
         "result": {"ok": True},
         "ok": True,
+        "change": change.pk,
     }
+    assert (change.tool, change.paths, change.before) == (
+        "create_directory",
+        ["docs/intro"],
+        [False],
+    )
     assert write_call.data["name"] == "write_text_content"
     assert write_call.data["args"] == {"path": "docs/intro/index.page", "text": PAGE}
     assert write_result.data["ok"] is True

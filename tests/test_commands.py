@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from roject.models import Membership, Project, Role
 from roject.storage import project_root
-from rojos.models import Conversation, Message, Rojo
+from rojos.models import Conversation, FileChange, Message, Rojo
 from rojos.tools import registry
 from tests.conftest import make_user
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
@@ -276,6 +276,7 @@ def test_chat_ndjson_prints_exactly_the_turn_events_and_writes_the_file(project,
         "name": "create_directory",
         "result": {"ok": True},
         "ok": True,
+        "change": FileChange.objects.get(tool_call_id=create_call["id"]).pk,
     }
     assert write_call["args"] == {"path": "docs/intro/index.page", "text": PAGE}
     assert write_result["ok"] is True

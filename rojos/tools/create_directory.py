@@ -20,6 +20,9 @@ class CreateDirectory(RojoTool):
     }
     writes = True
 
+    def changed_paths(self, args: dict) -> list[str]:
+        return [args["path"]]
+
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         await asyncio.to_thread(storage.create_directory, ctx.project_root, args["path"])
         return {"ok": True}

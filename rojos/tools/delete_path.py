@@ -1,6 +1,6 @@
 import asyncio
 
-from roject.file_changes import delete_path
+from roject.file_changes import delete_path, paths_under
 
 from .base import RojoTool, RojoToolContext, path_parameter
 
@@ -27,6 +27,12 @@ class DeletePath(RojoTool):
     }
     writes = True
     default_enabled = False  # destructive: an administrator enables it per rojo
+
+    def changed_paths(self, args: dict) -> list[str]:
+        return [args["path"]]
+
+    def preview(self, args: dict, ctx: RojoToolContext) -> dict:
+        return {"delete": paths_under(ctx.project_root, args["path"])}
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         deleted = await asyncio.to_thread(

@@ -1,10 +1,18 @@
 import asyncio
-import difflib
 
 from roject import storage
 from roject.storage import StorageError
 
-from .base import RojoTool, RojoToolContext, path_parameter
+from .base import RojoTool, RojoToolContext, path_parameter, unified_diff
+
+
+def _occurrences(text: str, old: str) -> int:
+    """How often `old` occurs, overlaps included: "aa" is in "aaa" twice, so it is ambiguous."""
+    count, start = 0, text.find(old)
+    while start != -1:
+        count += 1
+        start = text.find(old, start + 1)
+    return count
 
 
 def apply_edits(text: str, edits: list[dict]) -> str:
@@ -13,7 +21,7 @@ def apply_edits(text: str, edits: list[dict]) -> str:
         old, new = edit["old_text"], edit["new_text"]
         if not old:
             raise StorageError(f"edit {number}: old_text must not be empty")
-        count = text.count(old)
+        count = _occurrences(text, old)
         if count != 1:
             where = "does not occur" if count == 0 else f"occurs {count} times"
             raise StorageError(
@@ -54,6 +62,14 @@ class EditTextContent(RojoTool):
         "required": ["path", "edits"],
     }
     writes = True
+    follows_links = True
+
+    def changed_paths(self, args: dict) -> list[str]:
+        return [args["path"]]
+
+    def preview(self, args: dict, ctx: RojoToolContext) -> dict:
+        before = storage.read_project_file(ctx.project_root, args["path"])
+        return {"diff": unified_diff(args["path"], before, apply_edits(before, args["edits"]))}
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         return await asyncio.to_thread(self._edit, ctx, args["path"], args["edits"])
@@ -63,10 +79,4 @@ class EditTextContent(RojoTool):
         before = storage.read_project_file(ctx.project_root, path)
         after = apply_edits(before, edits)
         storage.write_project_file(ctx.project_root, path, after)
-        diff = difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"a/{path}",
-            tofile=f"b/{path}",
-        )
-        return {"ok": True, "diff": "".join(diff)}
+        return {"ok": True, "diff": unified_diff(path, before, after)}

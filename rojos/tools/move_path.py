@@ -1,5 +1,6 @@
 import asyncio
 
+from roject import storage
 from roject.file_changes import move_path
 
 from .base import RojoTool, RojoToolContext, path_parameter
@@ -27,6 +28,14 @@ class MovePath(RojoTool):
         "required": ["source", "destination"],
     }
     writes = True
+
+    def changed_paths(self, args: dict) -> list[str]:
+        return [args["source"], args["destination"]]
+
+    def preview(self, args: dict, ctx: RojoToolContext) -> dict:
+        target = storage.resolve_entry(ctx.project_root, args["destination"])
+        replaces = target.exists() or target.is_symlink()
+        return {"move": [args["source"], args["destination"]], "replaces": replaces}
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         await asyncio.to_thread(

@@ -2,7 +2,7 @@ import asyncio
 
 from roject import storage
 
-from .base import RojoTool, RojoToolContext, path_parameter
+from .base import RojoTool, RojoToolContext, path_parameter, text_diff
 
 
 class WriteTextContent(RojoTool):
@@ -22,6 +22,13 @@ class WriteTextContent(RojoTool):
         "required": ["path", "text"],
     }
     writes = True
+    follows_links = True
+
+    def changed_paths(self, args: dict) -> list[str]:
+        return [args["path"]]
+
+    def preview(self, args: dict, ctx: RojoToolContext) -> dict:
+        return {"diff": text_diff(ctx.project_root, args["path"], args["text"])}
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         await asyncio.to_thread(

@@ -24,8 +24,13 @@ class Command(BaseCommand):
         parser.add_argument("--user", required=True, metavar="USERNAME")
         parser.add_argument("--conversation", type=int)
         parser.add_argument("--format", choices=["text", "ndjson"], default="text")
+        parser.add_argument(
+            "--yes",
+            action="store_true",
+            help="Approve calls that need approval (else they are denied: nobody can answer).",
+        )
 
-    def handle(self, *args, message, project, rojo, user, conversation, format, **options):
+    def handle(self, *args, message, project, rojo, user, conversation, format, yes, **options):
         try:
             user_obj = get_user_model().objects.get(username=user)
             project_obj = Project.objects.get(slug=project)
@@ -36,7 +41,7 @@ class Command(BaseCommand):
             ) from None
         try:
             failed = asyncio.run(
-                self._chat(user_obj, project_obj, rojo_obj, conversation, message, format)
+                self._chat(user_obj, project_obj, rojo_obj, conversation, message, format, yes)
             )
         except (Http404, PermissionDenied, TurnBusy) as exc:
             raise CommandError(str(exc) or "not allowed") from None
@@ -47,7 +52,7 @@ class Command(BaseCommand):
         self.stdout.write(text, ending="")
         self.stdout.flush()
 
-    async def _chat(self, user, project, rojo, conversation_id, message, format) -> bool:
+    async def _chat(self, user, project, rojo, conversation_id, message, format, yes) -> bool:
         access = await aproject_access(user=user, project_id=project.pk)
         if conversation_id is None:
             conversation = await turns.conversation_create(
@@ -60,7 +65,12 @@ class Command(BaseCommand):
             if conversation is None:
                 raise Http404(f"no conversation {conversation_id} in project {project.slug!r}")
         turn = await turns.turn_start(
-            access=access, user=user, rojo=rojo, conversation=conversation, message=message
+            access=access,
+            user=user,
+            rojo=rojo,
+            conversation=conversation,
+            message=message,
+            auto_approve=yes,
         )
         printer = EventPrinter(self.write_raw, format)
         failed = False

@@ -1,10 +1,12 @@
 import asyncio
+import contextlib
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count
 
 from roject import storage
+from roject.models import Project
 from rojos.models import Conversation, Rojo
 from rojos.replay import (
     conversation_replay,
@@ -72,6 +74,8 @@ class Command(BaseCommand):
             .order_by("-updated")
         )
         if project_slug:
+            if not Project.objects.filter(slug=project_slug).exists():
+                raise CommandError(f"no project {project_slug!r}", returncode=ERROR_EXIT)
             conversations = conversations.filter(project__slug=project_slug)
         for c in conversations:
             rojo = c.rojo.slug if c.rojo else "(deleted rojo)"
@@ -113,8 +117,8 @@ class Command(BaseCommand):
                 f"{conv.project.slug!r}; they will be changed."
             )
         messages = [turn.user.content or "" for turn in original]
-        with scratch_copy(root) as scratch:
-            rerun = asyncio.run(self._collect(conv, rojo, root if apply else scratch, messages))
+        with contextlib.nullcontext(root) if apply else scratch_copy(root) as files:
+            rerun = asyncio.run(self._collect(conv, rojo, files, messages))
         self.print_turns(rerun)
         if any(e.type == "ERROR" for turn in rerun for e in turn.events):
             self.note("re-run ended with an error (see ERROR above)")

@@ -1,0 +1,121 @@
+"""Running one tool call: asking for approval where needed, and recording what it changed."""
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+
+from roject.storage import StorageError, resolve, resolve_entry
+
+from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
+from .history import History
+from .models import FileChange
+from .tools import RojoTool, RojoToolContext, RojoToolRegistry, is_error, parse_arguments
+from .tools.schema import ArgumentError, validate
+from .undo import Snapshot, digests, snapshot_take
+
+DENIED = {"error": "denied by the user"}
+
+# Waits for a person's decision on a call id; True to run the call.
+Approver = Callable[[str], Awaitable[bool]]
+
+
+def _exists_any(ctx: RojoToolContext, paths: list[str]) -> bool:
+    for relative in paths:
+        try:
+            entry = resolve_entry(ctx.project_root, relative)
+        except StorageError:
+            continue
+        if entry.exists() or entry.is_symlink():
+            return True
+    return False
+
+
+def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
+    try:
+        return tool.preview(args, ctx)
+    except (StorageError, OSError) as exc:
+        return {"error": str(exc)}
+
+
+@dataclass(kw_only=True)
+class ToolCallRunner:
+    """Runs the calls of a turn with its rules: who approves, and whether changes are kept.
+
+    `approver` None runs every call without asking (scripts, re-runs on scratch copies);
+    `record_changes` False keeps no undo records (a scratch copy has nothing to undo).
+    """
+
+    ctx: RojoToolContext
+    tools: RojoToolRegistry
+    history: History
+    approval_tools: frozenset[str] = frozenset()
+    approver: Approver | None = None
+    record_changes: bool = True
+
+    def _changing_tool(self, name: str, arguments: str) -> tuple[RojoTool, dict] | None:
+        """The tool and valid arguments of a call that may change files, else None."""
+        tool = self.tools.get(name)
+        if tool is None or not tool.writes or tool not in self.tools.available(self.ctx):
+            return None
+        try:
+            args = parse_arguments(arguments)
+            validate(args, tool.parameters)
+            tool.changed_paths(args)
+        except (ArgumentError, KeyError, TypeError):
+            return None  # the registry reports the bad arguments
+        return tool, args
+
+    async def run(self, call: dict, message_id: int | None) -> AsyncIterator[AgentEvent]:
+        call_id, name = call["id"], call["function"]["name"]
+        arguments = call["function"]["arguments"]
+        changing = self._changing_tool(name, arguments)
+        if changing and self.approver is not None and name in self.approval_tools:
+            tool, args = changing
+            paths = tool.changed_paths(args)
+            if await asyncio.to_thread(_exists_any, self.ctx, paths):
+                preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
+                yield ApprovalRequiredEvent(id=call_id, name=name, args=args, preview=preview)
+                if not await self.approver(call_id):
+                    await self.history.add_tool_result(call, DENIED, ok=False)
+                    yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
+                    return
+        snapshot = None
+        if changing and self.record_changes:
+            snapshot = await self._snapshot(*changing)
+        result = await self.tools.execute(name, arguments, self.ctx)
+        ok = not is_error(result)
+        change = await self._record(snapshot, name, call_id, message_id) if snapshot else None
+        await self.history.add_tool_result(call, result, ok=ok)
+        yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok, change=change)
+
+    def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
+        root = self.ctx.project_root
+        paths = tool.changed_paths(args)
+        if tool.follows_links:
+            paths = [str(resolve(root, p).relative_to(root.resolve())) for p in paths]
+        return snapshot_take(self.ctx.project_id, root, paths)
+
+    async def _snapshot(self, tool: RojoTool, args: dict) -> Snapshot | None:
+        try:
+            return await asyncio.to_thread(self._take_snapshot, tool, args)
+        except (StorageError, OSError):
+            return None  # the call fails on the same path, so there is nothing to undo
+
+    async def _record(self, snapshot: Snapshot, name: str, call_id: str, message_id) -> int | None:
+        """Keep the change for undo; a call that changed nothing leaves no record."""
+        after = await asyncio.to_thread(digests, self.ctx.project_root, snapshot.paths)
+        if after == snapshot.digests:
+            await asyncio.to_thread(snapshot.discard)
+            return None
+        change = await FileChange.objects.acreate(
+            project_id=self.ctx.project_id,
+            conversation=self.history.conversation if self.history.conversation.pk else None,
+            message_id=message_id,
+            tool_call_id=call_id,
+            tool=name,
+            paths=snapshot.paths,
+            before=snapshot.existed,
+            after=after,
+            key=snapshot.key,
+        )
+        return change.pk

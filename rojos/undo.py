@@ -1,0 +1,149 @@
+"""Undo for anything a rojo changed: snapshots before a change, and restoring them after.
+
+A snapshot copies the previous state of each changed path to ROJO_STORAGE_DIR/<project>/undo/
+<key>/<n>, outside the project root. After the change, a digest of each path is recorded; an
+undo restores the snapshot only while every path still has that digest, so newer work made
+since (by a person or a later call) is never overwritten.
+"""
+
+import asyncio
+import hashlib
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from roject.storage import StorageError, reported, resolve_entry
+
+from .models import FileChange
+
+
+class UndoRefused(StorageError):
+    """The change cannot be undone (the files changed since, or it was undone already)."""
+
+
+def undo_dir(project_id: int, key: str) -> Path:
+    return Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)) / "undo" / key
+
+
+def _exists(path: Path) -> bool:
+    return path.exists() or path.is_symlink()
+
+
+def digest(path: Path) -> str | None:
+    """A fingerprint of a file, link or directory tree as it is now; None when absent."""
+    if path.is_symlink():
+        return "link:" + os.readlink(path)
+    if not path.exists():
+        return None
+    hasher = hashlib.sha256()
+    if path.is_file():
+        with path.open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 16), b""):
+                hasher.update(block)
+        return "file:" + hasher.hexdigest()
+    for dirpath, dirnames, filenames in os.walk(path):
+        dirnames.sort()
+        for name in sorted(filenames) + dirnames:
+            entry = Path(dirpath) / name
+            hasher.update(str(entry.relative_to(path)).encode() + b"\0")
+            hasher.update(
+                (digest(entry) if entry.is_file() or entry.is_symlink() else "d").encode()
+            )
+    return "dir:" + hasher.hexdigest()
+
+
+def _copy(source: Path, target: Path) -> None:
+    if source.is_symlink() or source.is_file():
+        shutil.copy2(source, target, follow_symlinks=False)
+    else:
+        shutil.copytree(source, target, symlinks=True)
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or not path.is_dir():
+        path.unlink()
+    else:
+        shutil.rmtree(path)
+
+
+@dataclass
+class Snapshot:
+    """The state of some paths before a call, kept until the call's change is recorded."""
+
+    key: str
+    paths: list[str]
+    existed: list[bool]
+    digests: list[str | None]
+    directory: Path
+
+    def discard(self) -> None:
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
+    """Copy the current state of `paths` aside (blocking)."""
+    key = uuid.uuid4().hex
+    directory = undo_dir(project_id, key)
+    directory.mkdir(parents=True)
+    existed, before = [], []
+    for number, relative in enumerate(paths):
+        entry = resolve_entry(root, relative)
+        with reported(relative):
+            present = _exists(entry)
+            if present:
+                _copy(entry, directory / str(number))
+            before.append(digest(entry))
+        existed.append(present)
+    return Snapshot(key=key, paths=paths, existed=existed, digests=before, directory=directory)
+
+
+def digests(root: Path, paths: list[str]) -> list[str | None]:
+    return [digest(resolve_entry(root, relative)) for relative in paths]
+
+
+def _restore(project_id: int, root: Path, change: FileChange) -> None:
+    """Put every path back as the snapshot has it, if none changed since (blocking)."""
+    directory = undo_dir(project_id, change.key)
+    if digests(root, change.paths) != change.after:
+        raise UndoRefused(
+            f"{', '.join(change.paths)} changed since the rojo's {change.tool}; "
+            "undo refused so that newer work is not lost"
+        )
+    # Remove first, then restore: a move's source and destination may swap places.
+    for relative in change.paths:
+        entry = resolve_entry(root, relative)
+        with reported(relative):
+            if _exists(entry):
+                _remove(entry)
+    for number, relative in enumerate(change.paths):
+        if change.before[number]:
+            entry = resolve_entry(root, relative)
+            with reported(relative):
+                entry.parent.mkdir(parents=True, exist_ok=True)
+                _copy(directory / str(number), entry)
+    shutil.rmtree(directory, ignore_errors=True)
+
+
+async def change_undo(*, change: FileChange, root: Path, user) -> FileChange:
+    """Undo one recorded change, or raise UndoRefused."""
+    if change.undone is not None:
+        raise UndoRefused("this change was undone already")
+    await asyncio.to_thread(_restore, change.project_id, root, change)
+    change.undone = timezone.now()
+    change.undone_by = user
+    await change.asave(update_fields=["undone", "undone_by"])
+    return change
+
+
+async def changes_undo(*, changes: list[FileChange], root: Path, user) -> list[FileChange]:
+    """Undo several changes, newest first, stopping at the first that cannot be undone."""
+    done = []
+    for change in sorted(changes, key=lambda c: (c.created, c.pk), reverse=True):
+        if change.undone is None:
+            done.append(await change_undo(change=change, root=root, user=user))
+    return done
