@@ -5,7 +5,7 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
 from .agent import display_args
-from .models import Conversation, Message, Rojo, TurnRecord
+from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .tools import registry
 
 
@@ -142,6 +142,29 @@ class ConversationAdmin(admin.ModelAdmin):
     search_fields = ["title", "messages__content"]
     readonly_fields = ["project", "rojo", "user", "title", "created", "updated"]
     inlines = [MessageInline, TurnRecordInline]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(FileChange)
+class FileChangeAdmin(admin.ModelAdmin):
+    """The change log of each project: what every tool call changed, and what was undone."""
+
+    list_display = ["created", "project", "tool", "changed_paths", "conversation", "undone"]
+    list_filter = ["project", "tool", ("undone", admin.EmptyFieldListFilter)]
+    search_fields = ["paths", "tool_call_id"]
+    readonly_fields = [f.name for f in FileChange._meta.fields]
+
+    @admin.display(description="paths")
+    def changed_paths(self, change: FileChange) -> str:
+        return ", ".join(change.paths)
 
     def has_add_permission(self, request):
         return False
