@@ -16,6 +16,12 @@ function showTools(rojo) {
   toolList.textContent = names.length ? `Tools: ${names.join(", ")}` : "No tools";
 }
 
+/** The title the server gives a new conversation (rojos.turns._title_from), so a reload matches. */
+function conversationTitle(message) {
+  const line = message.split(/\s+/).filter(Boolean).join(" ");
+  return line.length <= 80 ? line : `${line.slice(0, 79)}…`;
+}
+
 for (const rojo of config.rojos) {
   const option = document.createElement("option");
   option.value = String(rojo.id);
@@ -66,7 +72,7 @@ chat.addEventListener("conversation", (event) => {
   const link = document.createElement("a");
   link.href = url;
   const asked = [...document.querySelectorAll("rojo-chat-panel .bubble.user")].at(-1);
-  link.textContent = asked?.textContent?.slice(0, 80) || "New conversation";
+  link.textContent = conversationTitle(asked?.textContent ?? "") || "New conversation";
   li.append(link);
   list.prepend(li);
 });

@@ -1,0 +1,397 @@
+"""Turns in a real browser: stopping, re-attaching, failing, reopening, and the panels around."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from roject.storage import project_root
+from rojos.models import Conversation
+from tests.browser import screenshot
+from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
+from tests.helpers import PAGE, STORY, make_rojo, stored_history
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+FIRST_QUESTION = "Plan the docs folder:\n" + "one page per topic, " * 6
+REPLY = "I created **docs/intro/index.page** with:\n\n- a page header\n- a short intro paragraph"
+LONG_TEXT = " ".join(f"word{i}" for i in range(120))
+SECRET = "sk-test-secret-key-123"
+ERROR_RED = "rgb(179, 38, 30)"  # --error in app.css
+
+
+def open_project(page, project, conversation_id: int | None = None):
+    path = f"/projects/{project.pk}/" + (f"c/{conversation_id}/" if conversation_id else "")
+    return page.goto(path)
+
+
+def send(page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.keyboard.press("Enter")
+
+
+def slow_reply(delay: float):
+    return stream(*text_chunks(LONG_TEXT, pieces=120), delay=delay)
+
+
+def story_replies():
+    return (
+        stream(*tool_call_chunks([("create_directory", {"path": "docs/intro"})])),
+        stream(
+            *tool_call_chunks(
+                [("write_text_content", {"path": "docs/intro/index.page", "text": PAGE})]
+            )
+        ),
+        stream(*text_chunks(REPLY, pieces=10), delay=0.02),
+    )
+
+
+def expect_story_shown(page) -> None:
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.user")).to_have_text(STORY)
+    lines = panel.locator(".tool-line")
+    expect(lines).to_have_count(2)
+    expect(lines.nth(0)).to_contain_text('⚙ create_directory("docs/intro") → ok')
+    expect(lines.nth(1)).to_contain_text('⚙ write_text_content("docs/intro/index.page", …) → ok')
+    reply = panel.locator(".bubble.assistant")
+    expect(reply.locator("strong")).to_have_text("docs/intro/index.page")
+    expect(reply.locator("li")).to_have_text(["a page header", "a short intro paragraph"])
+
+
+def expect_missing_file_error(page) -> None:
+    panel = page.locator("rojo-chat-panel")
+    line = panel.locator(".tool-line")
+    expect(line).to_have_count(1)
+    expect(line).to_contain_text(
+        re.compile(r'⚙ get_text_content\("missing\.page"\) → error: .*missing\.page')
+    )
+    expect(line).to_have_class(re.compile(r"\berror\b"))
+    expect(line).not_to_have_class(re.compile(r"\bok\b"))
+    expect(line.locator(".outcome")).to_have_css("color", ERROR_RED)
+    expect(panel.locator(".bubble.assistant")).to_have_text("There is no missing.page yet.")
+
+
+def transcript(page) -> list[list[str]]:
+    """Each item of the conversation log as [its class, its whole text, folded parts included]."""
+    return page.locator("rojo-chat-panel .messages").evaluate(
+        "log => [...log.children].map(node => [node.className, node.textContent])"
+    )
+
+
+def assert_within(locator, frame: dict) -> None:
+    """The element lies wholly inside `frame` (a box, or the viewport's size): nothing cut off."""
+    box = locator.bounding_box()
+    left, top = frame.get("x", 0), frame.get("y", 0)
+    assert box["x"] >= left and box["y"] >= top, (box, frame)
+    assert box["x"] + box["width"] <= left + frame["width"] + 0.01, (box, frame)
+    assert box["y"] + box["height"] <= top + frame["height"] + 0.01, (box, frame)
+
+
+def conversation_url(project) -> re.Pattern:
+    return re.compile(rf"/projects/{project.pk}/c/(\d+)/$")
+
+
+def test_stop_ends_the_turn_and_keeps_the_partial_reply(page_for, users, project, fake_provider):
+    """Stop ends a streaming reply at once; its partial text stays, shown and stored."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(slow_reply(delay=0.05), stream(*text_chunks("Picking up from there.")))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    message_input = page.get_by_label("Message")
+    panel = page.locator("rojo-chat-panel")
+
+    send(page, "Write a long text.")
+    reply = panel.locator(".bubble.assistant")
+    expect(reply).to_contain_text("word3")
+    stop = panel.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    expect(message_input).to_be_disabled()
+    expect(panel.locator(".busy")).to_be_visible()
+    stop.click()
+
+    expect(panel.locator(".chat-error.stopped")).to_have_text("Stopped.")
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(stop).to_be_hidden()
+    expect(message_input).to_be_enabled()
+    shown = reply.get_attribute("data-text")
+    assert shown.startswith("word0 word1 word2 word3")
+    assert shown != LONG_TEXT and LONG_TEXT.startswith(shown)
+    expect(reply).to_have_text(shown)
+
+    conversation = Conversation.objects.get()
+    assert conversation.turn_id is None
+    assert [(m.role, m.content) for m in stored_history(conversation.pk)] == [
+        ("user", "Write a long text."),
+        ("assistant", shown),
+    ]
+
+    send(page, "Go on.")
+    expect(reply.nth(1)).to_have_text("Picking up from there.")
+    expect(panel.locator(".busy")).to_be_hidden()
+    assert fake_provider.requests[1]["messages"][-2:] == [
+        {"role": "assistant", "content": shown},
+        {"role": "user", "content": "Go on."},
+    ]
+    assert Conversation.objects.count() == 1
+    assert page.console_errors == []
+
+
+def test_reload_mid_turn_reattaches_to_the_running_reply(page_for, users, project, fake_provider):
+    """A reload while the rojo writes shows the question once and the whole reply once."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(slow_reply(delay=0.04))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    panel = page.locator("rojo-chat-panel")
+
+    send(page, "Write a long text.")
+    expect(panel.locator(".bubble.assistant")).to_contain_text("word5")
+    conversation = Conversation.objects.get()
+    page.reload()
+
+    expect(page).to_have_url(f"/projects/{project.pk}/c/{conversation.pk}/")
+    expect(panel.locator(".bubble.user")).to_have_count(1)
+    expect(panel.locator(".bubble.user")).to_have_text("Write a long text.")
+    expect(panel.locator(".busy")).to_be_visible()
+    expect(page.get_by_label("Message")).to_be_disabled()
+    reply = panel.locator(".bubble.assistant")
+    expect(reply).to_have_text(LONG_TEXT)
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(reply).to_have_count(1)
+    assert reply.get_attribute("data-text") == LONG_TEXT
+    assert [(m.role, m.content) for m in stored_history(conversation.pk)] == [
+        ("user", "Write a long text."),
+        ("assistant", LONG_TEXT),
+    ]
+    assert page.console_errors == []
+
+
+def test_provider_error_shows_inline_without_the_key(
+    page_for, users, project, fake_provider, settings
+):
+    """A 401 names the status and the provider, never the key; the next message works."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    make_rojo(fake_provider.base_url, api_key=SECRET)
+    rejected = {"error": {"message": f"Incorrect API key provided: {SECRET}", "code": "401"}}
+    fake_provider.add(http_error(401, rejected), stream(*text_chunks("Now it works.")))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    panel = page.locator("rojo-chat-panel")
+
+    send(page, "Hello?")
+    error = panel.locator(".chat-error")
+    expect(error).to_contain_text("401")
+    expect(error).to_contain_text(fake_provider.base_url)
+    expect(error).to_contain_text("API key")
+    expect(error).not_to_contain_text(SECRET)
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(page.get_by_label("Message")).to_be_enabled()
+
+    send(page, "Hello again?")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Now it works.")
+    assert SECRET not in page.content()
+    assert Conversation.objects.count() == 1
+    asked = [m["content"] for m in fake_provider.requests[1]["messages"] if m["role"] == "user"]
+    assert asked == ["Hello?", "Hello again?"]
+
+
+def test_unreachable_provider_says_what_to_set(page_for, users, project, settings):
+    """With nothing listening at the rojo's base URL, the chat names ROJO_BASE_URL."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    make_rojo("http://127.0.0.1:9/v1")
+    page = page_for(users["editor"])
+    open_project(page, project)
+    panel = page.locator("rojo-chat-panel")
+
+    send(page, "Hello?")
+    error = panel.locator(".chat-error")
+    expect(error).to_contain_text("ROJO_BASE_URL")
+    expect(error).to_contain_text("http://127.0.0.1:9/v1")
+    expect(page.get_by_label("Message")).to_be_enabled()
+
+
+def test_reopened_conversation_shows_the_history_as_it_happened(
+    page_for, users, project, fake_provider
+):
+    """A conversation opened afresh looks exactly as it did live: bubbles, lines, Markdown."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(*story_replies())
+    page = page_for(users["editor"])
+    open_project(page, project)
+    send(page, STORY)
+    expect_story_shown(page)
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    live = transcript(page)
+
+    reopened = page_for(users["editor"])
+    open_project(reopened, project, Conversation.objects.get().pk)
+    expect_story_shown(reopened)
+    assert transcript(reopened) == live
+    assert [name for name, _ in live] == [
+        "bubble user",
+        "tool-line ok",
+        "tool-line ok",
+        "bubble assistant",
+    ]
+    assert reopened.console_errors == []
+
+
+def test_tool_error_is_shown_as_an_error_live_and_reopened(page_for, users, project, fake_provider):
+    """A failed tool call reads "→ error: …" in the error colour, then and after reopening."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(
+        stream(*tool_call_chunks([("get_text_content", {"path": "missing.page"})])),
+        stream(*text_chunks("There is no missing.page yet.")),
+    )
+    page = page_for(users["editor"])
+    open_project(page, project)
+    send(page, "Show me missing.page.")
+    expect_missing_file_error(page)
+
+    reopened = page_for(users["editor"])
+    open_project(reopened, project, Conversation.objects.get().pk)
+    expect_missing_file_error(reopened)
+
+
+def test_shift_enter_adds_a_line_and_enter_sends(page_for, users, project, fake_provider):
+    """Shift+Enter puts a newline in the message without sending; Enter sends it."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Two lines received.")))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    message_input = page.get_by_label("Message")
+    panel = page.locator("rojo-chat-panel")
+
+    message_input.click()
+    page.keyboard.type("first line")
+    page.keyboard.press("Shift+Enter")
+    page.keyboard.type("second line")
+    expect(message_input).to_have_value("first line\nsecond line")
+    expect(panel.locator(".bubble")).to_have_count(0)
+    assert fake_provider.requests == []
+
+    page.keyboard.press("Enter")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Two lines received.")
+    assert panel.locator(".bubble.user").text_content() == "first line\nsecond line"
+    expect(message_input).to_have_value("")
+    assert len(fake_provider.requests) == 1
+    assert fake_provider.requests[0]["messages"][-1] == {
+        "role": "user",
+        "content": "first line\nsecond line",
+    }
+
+
+def test_file_tree_shows_a_new_file_while_the_turn_runs(page_for, users, project, fake_provider):
+    """A file the rojo writes appears in the open root listing before its reply ends."""
+    root = project_root(project.pk)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "existing.txt").write_text("Already here.\n")
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(
+        stream(
+            *tool_call_chunks([("write_text_content", {"path": "notes.txt", "text": "Notes\n"})])
+        ),
+        stream(*text_chunks("I wrote notes.txt."), first_byte_delay=2.0),
+    )
+    page = page_for(users["editor"])
+    open_project(page, project)
+    tree = page.locator(".file-tree")
+    expect(tree.get_by_role("button")).to_have_text(["existing.txt"])
+
+    send(page, "Write notes.txt.")
+    expect(tree.get_by_role("button")).to_have_text(["existing.txt", "notes.txt"])
+    expect(page.locator("rojo-chat-panel .busy")).to_be_visible()
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("I wrote notes.txt.")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    tree.get_by_role("button", name="notes.txt").click()
+    expect(page.locator(".file-content")).to_have_text("Notes\n")
+
+
+def test_phone_width_shows_one_panel_at_a_time(page_for, users, project, fake_provider):
+    """At 390 px the tabs switch between chat and files, and the story still works."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(*story_replies())
+    page = page_for(users["editor"], width=390, height=844)
+    open_project(page, project)
+    tabs = page.get_by_role("navigation", name="Panels")
+    expect(tabs).to_be_visible()
+    expect(tabs.get_by_role("button", name="Chat")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("section.chat")).to_be_visible()
+    expect(page.locator("aside.files")).to_be_hidden()
+    expect(page.locator("aside.conversations")).to_be_hidden()
+
+    send(page, STORY)
+    expect_story_shown(page)
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    assert_within(page.locator(".composer"), page.viewport_size)
+    for line in page.locator(".tool-line").all():
+        assert_within(line.locator(".outcome"), line.locator("summary").bounding_box())
+    screenshot(page, "phone-chat")
+
+    tabs.get_by_role("button", name="Files").click()
+    expect(tabs.get_by_role("button", name="Files")).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("section.chat")).to_be_hidden()
+    tree = page.locator(".file-tree")
+    expect(tree).to_be_visible()
+    tree.get_by_role("button", name="docs").click()
+    tree.get_by_role("button", name="intro").click()
+    tree.get_by_role("button", name="index.page").click()
+    expect(page.locator(".file-content")).to_have_text(PAGE)
+    screenshot(page, "phone-files")
+
+    tabs.get_by_role("button", name="Conversations").click()
+    expect(page.locator("aside.conversations")).to_be_visible()
+    expect(page.locator(".conversation-list li[aria-current] a")).to_have_text(
+        Conversation.objects.get().title
+    )
+    assert page.console_errors == []
+
+
+def test_first_message_puts_the_conversation_on_top_of_the_list(
+    page_for, users, project, fake_provider
+):
+    """The new conversation is listed first and current; New conversation starts afresh."""
+    rojo = make_rojo(fake_provider.base_url)
+    older = Conversation.objects.create(
+        project=project, rojo=rojo, user=users["editor"], title="An older talk"
+    )
+    fake_provider.add(stream(*text_chunks("Planned.")), stream(*text_chunks("A fresh start.")))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    items = page.locator(".conversation-list li")
+    expect(items).to_have_count(1)
+    expect(items.first).to_contain_text("An older talk")
+
+    send(page, FIRST_QUESTION)
+    expect(page).to_have_url(conversation_url(project))
+    conversation_id = int(conversation_url(project).search(page.url).group(1))
+    assert conversation_id != older.pk
+    expect(items).to_have_count(2)
+    expect(items.first).to_have_attribute("aria-current", "page")
+    expect(items.first).to_have_attribute("data-id", str(conversation_id))
+    title = Conversation.objects.get(pk=conversation_id).title
+    assert title.startswith("Plan the docs folder: one page per topic,") and title.endswith("…")
+    expect(items.first.get_by_role("link")).to_have_text(title)
+    assert items.first.get_by_role("link").text_content() == title
+    expect(items.first.get_by_role("link")).to_have_attribute(
+        "href", f"/projects/{project.pk}/c/{conversation_id}/"
+    )
+    expect(items.nth(1)).not_to_have_attribute("aria-current", "page")
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("Planned.")
+
+    page.get_by_role("link", name="New conversation").click()
+    expect(page).to_have_url(f"/projects/{project.pk}/")
+    expect(page.locator("rojo-chat-panel .messages")).to_be_empty()
+    expect(page.locator(".conversation-list li[aria-current]")).to_have_count(0)
+    listed = page.locator(f".conversation-list li[data-id='{conversation_id}'] a")
+    assert listed.text_content() == title
+    send(page, "Something else.")
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("A fresh start.")
+    expect(page.locator("rojo-chat-panel .bubble.user")).to_have_text("Something else.")
+    expect(items).to_have_count(3)
+    assert Conversation.objects.count() == 3
+    new = Conversation.objects.exclude(pk__in=[older.pk, conversation_id]).get()
+    expect(page).to_have_url(f"/projects/{project.pk}/c/{new.pk}/")
+    expect(items.first).to_have_attribute("data-id", str(new.pk))
+    assert [m.content for m in stored_history(new.pk)] == ["Something else.", "A fresh start."]
