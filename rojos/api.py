@@ -19,7 +19,7 @@ from roject.storage import StorageError
 from . import turns, undo
 from .errors import TurnBusy
 from .export import conversation_export_json, conversation_export_markdown
-from .models import Conversation, FileChange, Message, Rojo
+from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .selectors import aconversation_access, arojo_get, conversation_access
 from .wire import WireEvent, encoder_for
 
@@ -110,10 +110,18 @@ class ChangeOut(Schema):
     undone: datetime | None
 
 
+class TurnOut(Schema):
+    user_message_id: int
+    status: str
+    error: str
+    error_code: str
+
+
 class ConversationDetail(ConversationOut):
     project_id: int
     messages: list[MessageOut]
     changes: list[ChangeOut]
+    turns: list[TurnOut]
 
 
 class ApprovalIn(Schema):
@@ -176,6 +184,7 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
         "project_id": conversation.project_id,
         "messages": list(Message.objects.filter(conversation=conversation)),
         "changes": list(FileChange.objects.filter(conversation=conversation)),
+        "turns": list(TurnRecord.objects.filter(conversation=conversation)),
     }
 
 

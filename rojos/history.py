@@ -124,12 +124,14 @@ class History:
     def __init__(self, conversation: Conversation, messages: list[Message]) -> None:
         self.conversation = conversation
         self.messages = messages
+        self.interrupted: list[dict] = []
 
     @classmethod
     async def load(cls, conversation: Conversation) -> "History":
         messages = [m async for m in Message.objects.filter(conversation=conversation)]
         history = cls(conversation, messages)
         await history.close_open_calls()
+        history.interrupted.clear()  # a crashed turn's calls, not this turn's
         return history
 
     async def add(self, **fields) -> Message:
@@ -157,10 +159,13 @@ class History:
             extra={"text_result": True} if isinstance(result, str) else {},
         )
 
-    async def close_open_calls(self) -> None:
-        """Answer every call that never ran with {"error": "interrupted"}."""
-        for call in unanswered_calls(self.messages):
+    async def close_open_calls(self) -> list[dict]:
+        """Answer every call that never ran with {"error": "interrupted"}; return those calls."""
+        closed = unanswered_calls(self.messages)
+        for call in closed:
             await self.add_tool_result(call, INTERRUPTED, ok=False)
+        self.interrupted.extend(closed)
+        return closed
 
     def to_wire(self, system_prompt: str = "") -> list[dict]:
         """The request's messages: the rojo's system prompt, then the history as stored."""

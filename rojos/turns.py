@@ -24,9 +24,9 @@ from django.utils import timezone
 from roject import storage
 from roject.access import ProjectAccess
 
-from .agent import agent_loop, rojo_client
+from .agent import agent_loop, display_args, rojo_client
 from .errors import TurnBusy, TurnError
-from .history import History
+from .history import INTERRUPTED, History
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
 from .wire import WireEvent, WireType, wire_payload
@@ -245,16 +245,30 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
             async for event in events:
                 turn.publish(*wire_payload(event))
     except TurnError as exc:
+        _publish_interrupted(turn, history)
         turn.fail(str(exc), exc.code)
     except asyncio.CancelledError:
+        _publish_interrupted(turn, history)
         turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
     except Exception:
         logger.exception("turn in conversation %s failed", conversation_id)
+        _publish_interrupted(turn, history)
         turn.fail("The turn failed on the server; see its log.", "internal")
     finally:
         for helper in helpers:
             helper.cancel()
         await _cleanup(turn, turn_id=turn_id, client=client, layer=layer, channel=channel)
+
+
+def _publish_interrupted(turn: Turn, history: History) -> None:
+    """Tell the browser about calls that were answered as interrupted, as the history says."""
+    announced = {e.data["id"] for e in turn.events if e.type == "TOOL_CALL"}
+    for call in history.interrupted:
+        function = call["function"]
+        base = {"id": call["id"], "name": function["name"]}
+        if call["id"] not in announced:
+            turn.publish("TOOL_CALL", {**base, "args": display_args(function["arguments"])})
+        turn.publish("TOOL_RESULT", {**base, "result": INTERRUPTED, "ok": False})
 
 
 async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:

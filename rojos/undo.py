@@ -1,18 +1,22 @@
 """Undo for anything a rojo changed: snapshots before a change, and restoring them after.
 
 A snapshot copies the previous state of each changed path to ROJO_STORAGE_DIR/<project>/undo/
-<key>/<n>, outside the project root. After the change, a digest of each path is recorded; an
-undo restores the snapshot only while every path still has that digest, so newer work made
-since (by a person or a later call) is never overwritten.
+<key>/<n>, outside the project root, with the list of parent directories that did not exist
+yet (a call creates them on the way; undo removes them again when they are empty). After the
+change, a digest of each path is recorded; an undo restores the snapshot only while every path
+still has that digest, so newer work made since (by a person or a later call) is never
+overwritten.
 """
 
 import asyncio
+import contextlib
 import hashlib
+import json
 import os
 import shutil
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from django.conf import settings
 from django.utils import timezone
@@ -20,6 +24,9 @@ from django.utils import timezone
 from roject.storage import StorageError, reported, resolve_entry
 
 from .models import FileChange
+
+# In a snapshot's directory, next to the numbered copies: the parents missing before the call.
+_MISSING_PARENTS = "missing-parents.json"
 
 
 class UndoRefused(StorageError):
@@ -85,20 +92,34 @@ class Snapshot:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+def _missing_parents(root: Path, relative: str) -> list[str]:
+    """The parent directories of a path that do not exist (yet), deepest first."""
+    missing = []
+    for parent in PurePosixPath(relative.rstrip("/")).parents:
+        if str(parent) == "." or _exists(resolve_entry(root, str(parent))):
+            break
+        missing.append(str(parent))
+    return missing
+
+
 def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
     """Copy the current state of `paths` aside (blocking)."""
     key = uuid.uuid4().hex
     directory = undo_dir(project_id, key)
     directory.mkdir(parents=True)
-    existed, before = [], []
+    existed, before, missing = [], [], set()
     for number, relative in enumerate(paths):
         entry = resolve_entry(root, relative)
         with reported(relative):
             present = _exists(entry)
             if present:
                 _copy(entry, directory / str(number))
+            else:
+                missing.update(_missing_parents(root, relative))
             before.append(digest(entry))
         existed.append(present)
+    if missing:
+        (directory / _MISSING_PARENTS).write_text(json.dumps(sorted(missing)))
     return Snapshot(key=key, paths=paths, existed=existed, digests=before, directory=directory)
 
 
@@ -126,7 +147,25 @@ def _restore(project_id: int, root: Path, change: FileChange) -> None:
             with reported(relative):
                 entry.parent.mkdir(parents=True, exist_ok=True)
                 _copy(directory / str(number), entry)
+    _remove_created_parents(root, directory)
     shutil.rmtree(directory, ignore_errors=True)
+
+
+def _remove_created_parents(root: Path, directory: Path) -> None:
+    """Remove the parents the call created, deepest first, if nothing else was put in them."""
+    listing = directory / _MISSING_PARENTS
+    if not listing.exists():
+        return
+    for relative in sorted(json.loads(listing.read_text()), key=_depth, reverse=True):
+        # Kept when not empty (it holds newer work) or no longer a directory inside the root.
+        with contextlib.suppress(StorageError, OSError):
+            entry = resolve_entry(root, relative)
+            if entry.is_dir() and not entry.is_symlink():
+                entry.rmdir()
+
+
+def _depth(relative: str) -> int:
+    return len(PurePosixPath(relative).parts)
 
 
 async def change_undo(*, change: FileChange, root: Path, user) -> FileChange:

@@ -30,9 +30,12 @@ function parseMaybe(text) {
 }
 
 export class ChatPanel extends EventTarget {
-  constructor(element, { projectId, conversationId, rojoId, writingTools }) {
+  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite }) {
     super();
     this.writingTools = new Set(writingTools);
+    this.canWrite = canWrite;
+    this.turnMessage = null;
+    this.turnChanges = [];
     this.element = element;
     this.projectId = projectId;
     this.conversationId = conversationId;
@@ -125,14 +128,130 @@ export class ChatPanel extends EventTarget {
     return this.append(line);
   }
 
-  addToolResult({ id, name, result, ok }) {
+  addToolResult({ id, name, result, ok, change, undone = false }) {
     const line = this.lines.get(id) ?? this.addToolCall({ id, name, args: {} });
     line.classList.remove("pending");
     line.classList.add(ok ? "ok" : "error");
+    line.approval?.remove();
     const outcome = line.querySelector(".outcome");
     const message = result && typeof result === "object" && "error" in result ? result.error : result;
     outcome.textContent = ok ? " → ok" : ` → error: ${short(String(message), 200)}`;
+    if (change) {
+      line.dataset.change = String(change);
+      this.turnChanges.push(change);
+      if (undone) this.markUndone(change);
+      else if (this.canWrite) this.addUndoButton(line, change);
+    }
     if (ok && this.writingTools.has(name)) this.dispatchEvent(new Event("files-changed"));
+  }
+
+  addUndoButton(line, change) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "undo";
+    button.textContent = "Undo";
+    button.title = "Put the files back as they were before this call";
+    button.addEventListener("click", () => this.undo(`/api/changes/${change}/undo`, {}));
+    line.after(button);
+    line.undoButton = button;
+  }
+
+  markUndone(change) {
+    const line = this.log.querySelector(`.tool-line[data-change="${change}"]`);
+    if (!line) return;
+    line.classList.add("undone");
+    line.undoButton?.remove();
+    const outcome = line.querySelector(".outcome");
+    if (!outcome.textContent.endsWith("(undone)")) outcome.textContent += " (undone)";
+  }
+
+  async undo(path, json) {
+    try {
+      const response = await request(path, { method: "POST", json });
+      const { undone } = await response.json();
+      for (const change of undone) this.markUndone(change);
+      this.dispatchEvent(new Event("files-changed"));
+    } catch (error) {
+      this.addError(error instanceof ApiError ? error.message : "The undo failed.");
+    }
+  }
+
+  /** After a turn that changed files: one button to undo all of it. */
+  addUndoTurn(userMessageId, changes) {
+    if (!this.canWrite || !userMessageId || !changes.length) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "undo undo-turn";
+    button.textContent = "Undo this turn";
+    button.addEventListener("click", async () => {
+      await this.undo(`/api/conversations/${this.conversationId}/undo-turn`, { message: userMessageId });
+      button.remove();
+    });
+    this.append(button);
+  }
+
+  addApproval({ id, name, preview }) {
+    const line = this.lines.get(id);
+    const box = document.createElement("div");
+    box.className = "approval";
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", `Approve ${name}?`);
+    const question = document.createElement("p");
+    question.textContent = `The rojo wants to run ${name}; it changes existing files.`;
+    box.append(question, this.previewNode(preview));
+    if (this.canWrite) {
+      const actions = document.createElement("div");
+      actions.className = "approval-actions";
+      for (const [label, approve] of [["Approve", true], ["Deny", false]]) {
+        const button = document.createElement("button");
+        button.type = "button";
+        button.textContent = label;
+        button.className = approve ? "primary approve" : "deny";
+        button.addEventListener("click", async () => {
+          for (const b of actions.querySelectorAll("button")) b.disabled = true;
+          try {
+            await request(`/api/conversations/${this.conversationId}/approve`, {
+              method: "POST",
+              json: { call: id, approve },
+            });
+          } catch (error) {
+            for (const b of actions.querySelectorAll("button")) b.disabled = false;
+            this.addError(error instanceof ApiError ? error.message : "The decision was not sent.");
+          }
+        });
+        actions.append(button);
+      }
+      box.append(actions);
+    } else {
+      const note = document.createElement("p");
+      note.className = "approval-wait";
+      note.textContent = "Waiting for an editor of this project to approve or deny.";
+      box.append(note);
+    }
+    (line ?? this.log.lastElementChild).after(box);
+    if (line) line.approval = box;
+    box.scrollIntoView({ block: "nearest" });
+  }
+
+  previewNode(preview) {
+    const pre = document.createElement("pre");
+    pre.className = "preview";
+    if (preview?.diff !== undefined) {
+      for (const text of (preview.diff || "(no change)").split("\n")) {
+        const row = document.createElement("span");
+        if (text.startsWith("+") && !text.startsWith("+++")) row.className = "added";
+        else if (text.startsWith("-") && !text.startsWith("---")) row.className = "removed";
+        row.textContent = `${text}\n`;
+        pre.append(row);
+      }
+    } else if (preview?.move) {
+      pre.textContent = `move ${preview.move[0]} → ${preview.move[1]}${preview.replaces ? " (replaces it)" : ""}`;
+    } else if (preview?.delete) {
+      pre.textContent = `delete:\n${preview.delete.map((p) => `  ${p}`).join("\n")}`;
+    } else {
+      pre.textContent = preview?.error ? `preview failed: ${preview.error}` : JSON.stringify(preview);
+    }
+    return pre;
   }
 
   addError(message, code = "error") {
@@ -151,24 +270,42 @@ export class ChatPanel extends EventTarget {
   }
 
   /** Replay stored OpenAI-format messages through the same methods as live events. */
-  renderHistory(messages) {
+  renderHistory(messages, { changes = [], turns = [] } = {}) {
+    const changeOf = new Map(changes.map((c) => [c.tool_call_id, c]));
+    const turnOf = new Map(turns.map((t) => [t.user_message_id, t]));
+    let turn = null;
+    const endTurn = () => {
+      if (!turn) return;
+      const record = turnOf.get(turn);
+      if (record?.error) this.addError(record.error, record.error_code || "error");
+      const open = changes.filter((c) => this.turnChanges.includes(c.id) && !c.undone);
+      this.addUndoTurn(turn, open.map((c) => c.id));
+      this.turnChanges = [];
+    };
     for (const message of messages) {
-      if (message.role === "user") this.addUser(message.content ?? "");
-      else if (message.role === "assistant") {
+      if (message.role === "user") {
+        endTurn();
+        turn = message.id;
+        this.addUser(message.content ?? "");
+      } else if (message.role === "assistant") {
         if (message.content) this.addAssistantText(message.content);
         for (const call of message.tool_calls ?? []) {
           const args = call.function.arguments ? parseMaybe(call.function.arguments) : {};
           this.addToolCall({ id: call.id, name: call.function.name, args });
         }
       } else if (message.role === "tool") {
+        const change = changeOf.get(message.tool_call_id);
         this.addToolResult({
           id: message.tool_call_id,
           name: message.name,
           result: parseMaybe(message.content ?? ""),
           ok: !message.is_error,
+          change: change?.id,
+          undone: Boolean(change?.undone),
         });
       }
     }
+    endTurn();
     this.bubble = null;
   }
 
@@ -189,6 +326,8 @@ export class ChatPanel extends EventTarget {
     const data = event.data;
     switch (event.type) {
       case "START":
+        this.turnMessage = data.message;
+        this.turnChanges = [];
         if (this.conversationId !== data.conversation) {
           this.conversationId = data.conversation;
           this.dispatchEvent(new CustomEvent("conversation", { detail: data.conversation }));
@@ -200,6 +339,9 @@ export class ChatPanel extends EventTarget {
       case "TOOL_CALL":
         this.addToolCall(data);
         break;
+      case "APPROVAL_REQUIRED":
+        this.addApproval(data);
+        break;
       case "TOOL_RESULT":
         this.addToolResult(data);
         break;
@@ -208,6 +350,8 @@ export class ChatPanel extends EventTarget {
         break;
       case "DONE":
         this.bubble = null;
+        this.addUndoTurn(this.turnMessage, this.turnChanges);
+        this.turnChanges = [];
         break;
     }
   }
@@ -284,7 +428,7 @@ export class ChatPanel extends EventTarget {
     this.clear();
     const detail = await getJson(`/api/conversations/${conversationId}`);
     if (!detail.running) {
-      this.renderHistory(detail.messages);
+      this.renderHistory(detail.messages, detail);
       return;
     }
     const response = await request(`/api/conversations/${conversationId}/stream`, {
@@ -295,11 +439,14 @@ export class ChatPanel extends EventTarget {
     if (first.done || first.value.type !== "START") {
       // The turn ended in between: the stored history is complete.
       const fresh = await getJson(`/api/conversations/${conversationId}`);
-      this.renderHistory(fresh.messages);
+      this.renderHistory(fresh.messages, fresh);
       return;
     }
     const turnMessage = first.value.data.message;
-    this.renderHistory(detail.messages.filter((m) => m.id < turnMessage));
+    this.renderHistory(
+      detail.messages.filter((m) => m.id < turnMessage),
+      detail,
+    );
     const own = detail.messages.find((m) => m.id === turnMessage);
     if (own) this.addUser(own.content ?? "");
     this.handle(first.value);

@@ -48,7 +48,17 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   conversationId: config.conversation,
   rojoId: initial?.id ?? null,
   writingTools: config.writingTools,
+  canWrite: config.canWrite,
 });
+
+const exportLinks = document.querySelector(".export-links");
+function showExport(id) {
+  exportLinks.hidden = !id;
+  if (!id) return;
+  exportLinks.querySelector(".export-json").href = `/api/conversations/${id}/export?format=json`;
+  exportLinks.querySelector(".export-md").href = `/api/conversations/${id}/export?format=markdown`;
+}
+showExport(config.conversation);
 
 picker.addEventListener("change", () => {
   const rojo = config.rojos.find((r) => String(r.id) === picker.value);
@@ -61,6 +71,7 @@ chat.addEventListener("files-changed", () => files.refresh());
 chat.addEventListener("turn-finished", () => files.refresh());
 chat.addEventListener("conversation", (event) => {
   const id = event.detail;
+  showExport(id);
   const url = `/projects/${config.project.id}/c/${id}/`;
   history.replaceState(null, "", url);
   const list = document.querySelector(".conversation-list");
