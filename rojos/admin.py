@@ -26,6 +26,14 @@ class RojoForm(forms.ModelForm):
     tools = forms.MultipleChoiceField(
         required=False, widget=forms.CheckboxSelectMultiple, choices=()
     )
+    approval_tools = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        choices=(),
+        label="Ask before",
+        help_text="These tools wait for an editor's approval before they change or remove "
+        "an existing file (a new file needs no approval).",
+    )
 
     class Meta:
         model = Rojo
@@ -41,12 +49,16 @@ class RojoForm(forms.ModelForm):
             "temperature",
             "max_steps",
             "tools",
+            "approval_tools",
             "request_options",
         ]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["tools"].choices = [(tool.name, _tool_label(tool)) for tool in registry]
+        self.fields["approval_tools"].choices = [
+            (tool.name, tool.name) for tool in registry if tool.writes
+        ]
 
     def save(self, commit=True):
         rojo = super().save(commit=False)

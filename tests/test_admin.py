@@ -207,3 +207,17 @@ def test_conversation_admin_has_no_add_page(admin_client):
     response = admin_client.get(reverse("admin:rojos_conversation_add"))
 
     assert response.status_code == 403
+
+
+def test_rojo_approval_tools_are_chosen_among_the_writing_tools(admin_client):
+    """Only tools that change files can ask for approval; the choice is saved as listed."""
+    html = admin_client.get(reverse("admin:rojos_rojo_add")).content.decode()
+    offered = set(re.findall(r'<input[^>]*name="approval_tools"[^>]*value="([^"]+)"', html))
+    assert offered == {tool.name for tool in registry if tool.writes}
+
+    response = admin_client.post(
+        reverse("admin:rojos_rojo_add"), rojo_form(approval_tools=["delete_path"])
+    )
+
+    assert response.status_code == 302
+    assert Rojo.objects.get(slug="admin-rojo").approval_tools == ["delete_path"]
