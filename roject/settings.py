@@ -142,6 +142,9 @@ ROJO_MAX_READ_BYTES = env_int("ROJO_MAX_READ_BYTES", 1024 * 1024)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
 # Modules imported at startup that register tools of their own (comma-separated).
 ROJO_TOOL_MODULES = env_list("ROJO_TOOL_MODULES", "")
+# Per-user limits against runaway cost (0 turns a limit off).
+ROJO_USER_MESSAGES_PER_MINUTE = env_int("ROJO_USER_MESSAGES_PER_MINUTE", 20)
+ROJO_USER_CONCURRENT_TURNS = env_int("ROJO_USER_CONCURRENT_TURNS", 3)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).

@@ -17,7 +17,7 @@ from roject.models import Membership
 from roject.storage import StorageError
 
 from . import turns, undo
-from .errors import TurnBusy
+from .errors import TurnBusy, TurnLimited
 from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .selectors import aconversation_access, arojo_get, conversation_access
@@ -59,6 +59,13 @@ def _storage_error(request, exc):
 @api.exception_handler(TurnBusy)
 def _turn_busy(request, exc):
     return _error(request, 409, str(exc))
+
+
+@api.exception_handler(TurnLimited)
+def _turn_limited(request, exc):
+    response = _error(request, 429, str(exc))
+    response["Retry-After"] = "60"
+    return response
 
 
 class ProjectOut(Schema):
@@ -281,6 +288,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     user = request.auth
     access = await aproject_access(user=user, project_id=project_id)
     rojo = await arojo_get(payload.rojo)
+    await turns.turn_limits_check(user=user)
     if payload.conversation is None:
         conversation = await turns.conversation_create(
             access=access, rojo=rojo, user=user, message=payload.message

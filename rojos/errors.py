@@ -23,3 +23,9 @@ class TurnBusy(TurnError):
     """Another turn is already running in this conversation."""
 
     code = "busy"
+
+
+class TurnLimited(TurnError):
+    """The user is over a per-user limit (messages per minute, or replies running at once)."""
+
+    code = "limited"

@@ -174,6 +174,9 @@ class TurnRecord(models.Model):
         Message, on_delete=models.CASCADE, related_name="turn_record"
     )
     rojo = models.ForeignKey(Rojo, on_delete=models.SET_NULL, null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
     error = models.TextField(blank=True)
     error_code = models.CharField(max_length=20, blank=True)
@@ -182,6 +185,7 @@ class TurnRecord(models.Model):
 
     class Meta:
         ordering = ["conversation", "started"]
+        indexes = [models.Index(fields=["user", "-started"])]
 
     def __str__(self) -> str:
         return f"turn of message {self.user_message_id} ({self.status})"

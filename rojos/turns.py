@@ -25,7 +25,7 @@ from roject import storage
 from roject.access import ProjectAccess
 
 from .agent import agent_loop, display_args, rojo_client
-from .errors import TurnBusy, TurnError
+from .errors import TurnBusy, TurnError, TurnLimited
 from .history import INTERRUPTED, History
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
@@ -147,6 +147,32 @@ def _title_from(message: str) -> str:
     return line if len(line) <= 80 else line[:79] + "…"
 
 
+async def turn_limits_check(*, user) -> None:
+    """Raise TurnLimited when the user is over a per-user limit; keeps runaway cost in check."""
+    now = timezone.now()
+    recent = TurnRecord.objects.filter(user=user, started__gte=now - timedelta(minutes=1))
+    per_minute = settings.ROJO_USER_MESSAGES_PER_MINUTE
+    if per_minute and await recent.acount() >= per_minute:
+        raise TurnLimited(
+            f"You have sent {per_minute} messages in the last minute, the most allowed; "
+            "wait a moment and send again."
+        )
+    at_once = settings.ROJO_USER_CONCURRENT_TURNS
+    stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
+    running = TurnRecord.objects.filter(
+        user=user,
+        status=TurnRecord.Status.RUNNING,
+        conversation__turn_id__isnull=False,
+        conversation__turn_heartbeat__gte=stale,
+    )
+    if at_once and await running.acount() >= at_once:
+        raise TurnLimited(
+            f"You already have {at_once} {'reply' if at_once == 1 else 'replies'} running, "
+            "the most allowed at once; "
+            "wait for one to finish or stop it."
+        )
+
+
 async def conversation_create(*, access: ProjectAccess, rojo: Rojo, user, message: str):
     return await Conversation.objects.acreate(
         project=access.project, rojo=rojo, user=user, title=_title_from(message)
@@ -182,7 +208,7 @@ async def turn_start(
         ).aupdate(status=TurnRecord.Status.INTERRUPTED, finished=timezone.now())
         user_message = await history.add(role=Message.Role.USER, content=message)
         record = await TurnRecord.objects.acreate(
-            conversation=conversation, user_message=user_message, rojo=rojo
+            conversation=conversation, user_message=user_message, rojo=rojo, user=user
         )
         if conversation.rojo_id != rojo.pk:
             conversation.rojo = rojo

@@ -249,3 +249,44 @@ def test_empty_message_is_rejected(client_for, users, project, rojo):
     )
     assert response.status_code == 422
     assert Conversation.objects.count() == 0
+
+
+def test_messages_per_minute_limit_is_a_readable_429(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    settings.ROJO_USER_MESSAGES_PER_MINUTE = 2
+    fake_provider.add(stream(*text_chunks("One.")), stream(*text_chunks("Two.")))
+    client = client_for(users["editor"])
+    client.chat(project.pk, rojo=rojo.slug, message="1")
+    client.chat(project.pk, rojo=rojo.slug, message="2")
+
+    third = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "3"}
+    )
+
+    assert third.status_code == 429 and third.headers["retry-after"] == "60"
+    assert "2 messages in the last minute" in third.json()["detail"]
+    assert Conversation.objects.count() == 2 and len(fake_provider.requests) == 2
+    other = client_for(users["owner"])
+    fake_provider.add(stream(*text_chunks("Yours.")))
+    assert other.chat(project.pk, rojo=rojo.slug, message="mine")[-1].type == "DONE"
+
+
+def test_concurrent_turns_limit_is_a_readable_429(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    settings.ROJO_USER_CONCURRENT_TURNS = 1
+    fake_provider.add(slow_reply(words=20, delay=0.05))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Long one") as response:
+        events = parse_sse(response.iter_lines())
+        next(events)
+        second = client.post(
+            f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Another"}
+        )
+        rest = list(events)
+
+    assert second.status_code == 429
+    assert "You already have 1 reply running" in second.json()["detail"]
+    assert rest[-1].type == "DONE"
+    assert Conversation.objects.count() == 1
