@@ -2,8 +2,11 @@
 
 import asyncio
 import contextlib
+import functools
+import ssl
 from collections.abc import AsyncIterator
 
+import httpx2
 import openai
 from django.conf import settings
 
@@ -17,13 +20,29 @@ from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
 from .tools.schema import ArgumentError
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """The SDK's default verifying TLS context, built once per process.
+
+    Loading the CA bundle costs about 20 ms of CPU, which each turn's new client would
+    otherwise pay again: more than the rest of a short turn's work.
+    """
+    return httpx2.create_ssl_context()
+
+
 def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
     """An SDK client for the rojo's endpoint; a missing key is sent as a placeholder."""
+    timeout = openai.Timeout(settings.ROJO_PROVIDER_TIMEOUT, connect=10.0)
     return openai.AsyncOpenAI(
         base_url=rojo.base_url,
         api_key=rojo.resolved_api_key() or "no-key",
-        timeout=openai.Timeout(settings.ROJO_PROVIDER_TIMEOUT, connect=10.0),
+        timeout=timeout,
         max_retries=settings.ROJO_PROVIDER_RETRIES,
+        # The SDK's own defaults (limits, redirects, proxies from the environment), but with
+        # the shared TLS context; closing the SDK client closes this one too.
+        http_client=openai.DefaultAsyncHttpxClient(
+            base_url=rojo.base_url, timeout=timeout, verify=_tls_context()
+        ),
     )
 
 

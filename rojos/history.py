@@ -124,14 +124,12 @@ class History:
     def __init__(self, conversation: Conversation, messages: list[Message]) -> None:
         self.conversation = conversation
         self.messages = messages
-        self.interrupted: list[dict] = []
 
     @classmethod
     async def load(cls, conversation: Conversation) -> "History":
         messages = [m async for m in Message.objects.filter(conversation=conversation)]
         history = cls(conversation, messages)
         await history.close_open_calls()
-        history.interrupted.clear()  # a crashed turn's calls, not this turn's
         return history
 
     async def add(self, **fields) -> Message:
@@ -164,7 +162,6 @@ class History:
         closed = unanswered_calls(self.messages)
         for call in closed:
             await self.add_tool_result(call, INTERRUPTED, ok=False)
-        self.interrupted.extend(closed)
         return closed
 
     def to_wire(self, system_prompt: str = "") -> list[dict]:

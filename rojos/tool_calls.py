@@ -79,14 +79,27 @@ class ToolCallRunner:
                     await self.history.add_tool_result(call, DENIED, ok=False)
                     yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
                     return
+        # A call that started finishes, even when the turn is stopped meanwhile: its thread
+        # would change the files anyway, so its real result and undo record are kept.
+        running = asyncio.ensure_future(self._execute(call, changing, message_id))
+        try:
+            result, change = await asyncio.shield(running)
+        except asyncio.CancelledError:
+            result, change = await running
+            await self.history.add_tool_result(call, result, ok=not is_error(result))
+            raise
+        ok = not is_error(result)
+        await self.history.add_tool_result(call, result, ok=ok)
+        yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok, change=change)
+
+    async def _execute(self, call: dict, changing, message_id) -> tuple[object, int | None]:
+        name, arguments = call["function"]["name"], call["function"]["arguments"]
         snapshot = None
         if changing and self.record_changes:
             snapshot = await self._snapshot(*changing)
         result = await self.tools.execute(name, arguments, self.ctx)
-        ok = not is_error(result)
-        change = await self._record(snapshot, name, call_id, message_id) if snapshot else None
-        await self.history.add_tool_result(call, result, ok=ok)
-        yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok, change=change)
+        change = await self._record(snapshot, name, call["id"], message_id) if snapshot else None
+        return result, change
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
         root = self.ctx.project_root

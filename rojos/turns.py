@@ -26,7 +26,7 @@ from roject.access import ProjectAccess
 
 from .agent import agent_loop, display_args, rojo_client
 from .errors import TurnBusy, TurnError, TurnLimited
-from .history import INTERRUPTED, History
+from .history import History, tool_result
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
 from .wire import WireEvent, WireType, wire_payload
@@ -287,14 +287,28 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
 
 
 def _publish_interrupted(turn: Turn, history: History) -> None:
-    """Tell the browser about calls that were answered as interrupted, as the history says."""
+    """Tell the browser how calls cut short by the end of the turn were answered.
+
+    A stop or failure can land between a call's result being stored and its event being
+    sent, or before a call ran at all (answered as interrupted): the stored history decides.
+    """
+    calls = {}
+    results = {e.data["id"] for e in turn.events if e.type == "TOOL_RESULT"}
     announced = {e.data["id"] for e in turn.events if e.type == "TOOL_CALL"}
-    for call in history.interrupted:
-        function = call["function"]
-        base = {"id": call["id"], "name": function["name"]}
-        if call["id"] not in announced:
-            turn.publish("TOOL_CALL", {**base, "args": display_args(function["arguments"])})
-        turn.publish("TOOL_RESULT", {**base, "result": INTERRUPTED, "ok": False})
+    started = turn.events[0].data["message"]
+    for message in history.messages:
+        if message.pk is not None and message.pk <= started:
+            continue
+        if message.role == Message.Role.ASSISTANT:
+            calls.update({call["id"]: call for call in message.tool_calls or ()})
+        elif message.role == Message.Role.TOOL and message.tool_call_id not in results:
+            function = calls.get(message.tool_call_id, {}).get("function", {})
+            base = {"id": message.tool_call_id, "name": message.name}
+            if message.tool_call_id not in announced:
+                args = display_args(function.get("arguments", ""))
+                turn.publish("TOOL_CALL", {**base, "args": args})
+            result = tool_result(message)
+            turn.publish("TOOL_RESULT", {**base, "result": result, "ok": not message.is_error})
 
 
 async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from roject.storage import StorageError, reported, resolve_entry
 
-from .models import FileChange
+from .models import Conversation, FileChange
 
 # In a snapshot's directory, next to the numbered copies: the parents missing before the call.
 _MISSING_PARENTS = "missing-parents.json"
@@ -172,6 +172,10 @@ async def change_undo(*, change: FileChange, root: Path, user) -> FileChange:
     """Undo one recorded change, or raise UndoRefused."""
     if change.undone is not None:
         raise UndoRefused("this change was undone already")
+    if await Conversation.objects.filter(
+        pk=change.conversation_id, turn_id__isnull=False
+    ).aexists():
+        raise UndoRefused("a reply is still running in this conversation; undo when it is done")
     await asyncio.to_thread(_restore, change.project_id, root, change)
     change.undone = timezone.now()
     change.undone_by = user

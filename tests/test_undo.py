@@ -4,6 +4,7 @@ Turns run on the live ASGI server with a rojo that asks no approval, so each cal
 """
 
 import os
+import uuid
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from django.urls import reverse
 
 from roject.services import project_create
 from roject.storage import project_root_create
-from rojos.models import FileChange, default_tools
+from rojos.models import Conversation, FileChange, default_tools
 from rojos.undo import Snapshot, UndoRefused, change_undo, changes_undo, digests, snapshot_take
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
@@ -463,3 +464,22 @@ def test_admin_change_log_filters_by_project_and_shows_the_paths(admin_client, p
 
     assert "docs/mine.md" in everything and "theirs.txt" in everything
     assert "docs/mine.md" in filtered and "theirs.txt" not in filtered
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_undo_waits_until_the_conversations_reply_is_done(project, users):
+    """While a turn runs in the conversation, its changes are not undone under it."""
+    conversation = await Conversation.objects.acreate(project=project, turn_id=uuid.uuid4())
+    change = await FileChange.objects.acreate(
+        project=project,
+        conversation=conversation,
+        tool="write_text_content",
+        paths=["a.txt"],
+        before=[False],
+        after=[None],
+        key=uuid.uuid4().hex,
+    )
+    with pytest.raises(UndoRefused, match="still running"):
+        await change_undo(change=change, root=project_root_create(project.pk), user=users["editor"])
+    await change.arefresh_from_db()
+    assert change.undone is None

@@ -93,7 +93,10 @@ def text_diff(project_root: Path, path: str, new_text: str) -> str:
     """The diff from a file's current text (empty when it does not exist yet) to `new_text`."""
     try:
         before = storage.read_project_file(project_root, path)
-    except storage.StorageError:
+    except storage.StorageError as exc:
+        entry = storage.resolve_entry(project_root, path)
+        if entry.exists() or entry.is_symlink():
+            return f"(replaces {path!r}, which cannot be shown as text: {exc})\n"
         before = ""
     return unified_diff(path, before, new_text)
 

@@ -34,7 +34,8 @@ class MovePath(RojoTool):
 
     def preview(self, args: dict, ctx: RojoToolContext) -> dict:
         target = storage.resolve_entry(ctx.project_root, args["destination"])
-        replaces = target.exists() or target.is_symlink()
+        exists = target.exists() or target.is_symlink()
+        replaces = exists and args.get("overwrite", False)
         return {"move": [args["source"], args["destination"]], "replaces": replaces}
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
