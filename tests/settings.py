@@ -16,3 +16,6 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(Path(tempfile.gettempdir()) / f"rojo-test-{os.getpid()}.sqlite3")  # noqa: F405
     }
+elif DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):  # noqa: F405
+    # One test database per run, so two runs on one server (CI, a developer) never collide.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_rojo_{os.getpid()}"}  # noqa: F405
