@@ -8,7 +8,7 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from .storage import StorageError, open_regular_file, reported, resolve
+from .storage import StorageError, is_temp_file, open_regular_file, reported, resolve
 
 MAX_MATCHES = 100
 MAX_LINE_CHARS = 500
@@ -90,7 +90,8 @@ def search_text(project_root: Path, relative_path: str, query: str, *, regex: bo
             dirnames.sort()
             for name in sorted(filenames):
                 path = Path(dirpath) / name
-                if path.is_symlink():
+                # A leftover temporary file holds a write that never happened (a crash).
+                if path.is_symlink() or is_temp_file(name):
                     continue
                 rel = str(path.relative_to(root))
                 if _search_file(root, rel, pattern, matches):

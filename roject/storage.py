@@ -212,7 +212,7 @@ def _fsync_dir(directory: Path) -> None:
             os.close(fd)
 
 
-def _is_temp_file(name: str) -> bool:
+def is_temp_file(name: str) -> bool:
     """Temporary files of an atomic write in progress are not part of the project."""
     return name.startswith(".rojo-") and name.endswith(".tmp")
 
@@ -239,7 +239,7 @@ def list_directory(project_root: Path, relative_path: str) -> list[dict]:
             listing = [
                 {"name": e.name, "type": "directory" if e.is_dir() else "file"}
                 for e in entries
-                if not _is_temp_file(e.name) and _stays_inside(project_root, e)
+                if not is_temp_file(e.name) and _stays_inside(project_root, e)
             ]
     listing.sort(key=lambda entry: entry["name"])
     return listing

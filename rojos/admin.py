@@ -84,7 +84,20 @@ class RojoAdmin(admin.ModelAdmin):
         return bool(rojo.api_key or rojo.api_key_env)
 
 
-class MessageInline(admin.TabularInline):
+class ReadOnly:
+    """What happened is shown, never edited: no adding, changing or deleting in the admin."""
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class MessageInline(ReadOnly, admin.TabularInline):
     """Messages in order, tool calls and results shown as readable JSON; nothing editable."""
 
     model = Message
@@ -93,12 +106,6 @@ class MessageInline(admin.TabularInline):
     fields = ["position", "role", "text", "calls", "outcome", "created"]
     readonly_fields = fields
     ordering = ["position"]
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
 
     @admin.display(description="content")
     def text(self, message: Message):
@@ -131,22 +138,16 @@ class MessageInline(admin.TabularInline):
         return f"{message.name} → {verdict} ({message.tool_call_id})"
 
 
-class TurnRecordInline(admin.TabularInline):
+class TurnRecordInline(ReadOnly, admin.TabularInline):
     model = TurnRecord
     extra = 0
     can_delete = False
     fields = ["user_message", "rojo", "status", "error", "started", "finished"]
     readonly_fields = fields
 
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(ReadOnly, admin.ModelAdmin):
     """Read-only: conversations are what happened; the admin shows them, it does not edit."""
 
     list_display = ["id", "title", "project", "rojo", "user", "updated"]
@@ -155,18 +156,9 @@ class ConversationAdmin(admin.ModelAdmin):
     readonly_fields = ["project", "rojo", "user", "title", "created", "updated"]
     inlines = [MessageInline, TurnRecordInline]
 
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
 
 @admin.register(FileChange)
-class FileChangeAdmin(admin.ModelAdmin):
+class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
     """The change log of each project: what every tool call changed, and what was undone."""
 
     list_display = ["created", "project", "tool", "changed_paths", "conversation", "undone"]
@@ -177,12 +169,3 @@ class FileChangeAdmin(admin.ModelAdmin):
     @admin.display(description="paths")
     def changed_paths(self, change: FileChange) -> str:
         return ", ".join(change.paths)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

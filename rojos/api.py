@@ -154,7 +154,7 @@ def _conversation_out(conversation: Conversation) -> dict[str, Any]:
         "user_id": conversation.user_id,
         "created": conversation.created,
         "updated": conversation.updated,
-        "running": conversation.turn_id is not None,
+        "running": conversation.running,
     }
 
 

@@ -1,12 +1,14 @@
 """Rojos (configured agents) and the conversations people have with them."""
 
 import os
+from datetime import timedelta
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+from django.utils import timezone
 
 from roject.models import Project
 
@@ -88,6 +90,13 @@ class Rojo(models.Model):
         return ""
 
 
+class ConversationQuerySet(models.QuerySet):
+    def running(self):
+        """Conversations whose turn is alive: claimed, with a fresh heartbeat."""
+        stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
+        return self.filter(turn_id__isnull=False, turn_heartbeat__gte=stale)
+
+
 class Conversation(models.Model):
     """A thread of messages between project members and one rojo."""
 
@@ -110,12 +119,22 @@ class Conversation(models.Model):
     turn_id = models.UUIDField(null=True, blank=True, editable=False)
     turn_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
 
+    objects = ConversationQuerySet.as_manager()
+
     class Meta:
         ordering = ["-updated"]
         indexes = [models.Index(fields=["project", "-updated"])]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
+
+    @property
+    def running(self) -> bool:
+        """Whether a turn is alive here; a crashed one stops counting once its claim is stale."""
+        if self.turn_id is None or self.turn_heartbeat is None:
+            return False
+        stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
+        return self.turn_heartbeat >= stale
 
 
 class Message(models.Model):

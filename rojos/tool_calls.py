@@ -11,7 +11,7 @@ from .history import History
 from .models import FileChange
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, is_error, parse_arguments
 from .tools.schema import ArgumentError, validate
-from .undo import Snapshot, digests, snapshot_take
+from .undo import Snapshot, changes_locked, digests, snapshot_take
 
 DENIED = {"error": "denied by the user"}
 
@@ -94,12 +94,14 @@ class ToolCallRunner:
 
     async def _execute(self, call: dict, changing, message_id) -> tuple[object, int | None]:
         name, arguments = call["function"]["name"], call["function"]["arguments"]
-        snapshot = None
-        if changing and self.record_changes:
+        if not (changing and self.record_changes):
+            return await self.tools.execute(name, arguments, self.ctx), None
+        async with changes_locked(self.ctx.project_id):
             snapshot = await self._snapshot(*changing)
-        result = await self.tools.execute(name, arguments, self.ctx)
-        change = await self._record(snapshot, name, call["id"], message_id) if snapshot else None
-        return result, change
+            result = await self.tools.execute(name, arguments, self.ctx)
+            if snapshot is None:
+                return result, None
+            return result, await self._record(snapshot, name, call["id"], message_id)
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
         root = self.ctx.project_root

@@ -35,6 +35,10 @@ logger = logging.getLogger(__name__)
 
 # How long a finished turn's events stay available to re-attaching clients.
 KEEP_FINISHED_SECONDS = 120
+INTERRUPTED_MESSAGE = (
+    "The server stopped while this reply was running; it ends here, "
+    "and calls it had not finished are marked interrupted."
+)
 
 
 class Turn:
@@ -158,12 +162,10 @@ async def turn_limits_check(*, user) -> None:
             "wait a moment and send again."
         )
     at_once = settings.ROJO_USER_CONCURRENT_TURNS
-    stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
     running = TurnRecord.objects.filter(
         user=user,
         status=TurnRecord.Status.RUNNING,
-        conversation__turn_id__isnull=False,
-        conversation__turn_heartbeat__gte=stale,
+        conversation__in=Conversation.objects.running(),
     )
     if at_once and await running.acount() >= at_once:
         raise TurnLimited(
@@ -203,9 +205,15 @@ async def turn_start(
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
         history = await History.load(conversation)
         # A turn still marked running here was cut off by a crash: its calls were just closed.
+        # Its error is what the chat, replay and export show where the turn ended.
         await TurnRecord.objects.filter(
             conversation=conversation, status=TurnRecord.Status.RUNNING
-        ).aupdate(status=TurnRecord.Status.INTERRUPTED, finished=timezone.now())
+        ).aupdate(
+            status=TurnRecord.Status.INTERRUPTED,
+            error=INTERRUPTED_MESSAGE,
+            error_code="interrupted",
+            finished=timezone.now(),
+        )
         user_message = await history.add(role=Message.Role.USER, content=message)
         record = await TurnRecord.objects.acreate(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
@@ -336,7 +344,7 @@ def _forget(turn: Turn) -> None:
 
 async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> bool:
     """Deliver a decision on a call waiting for approval, to whichever process runs the turn."""
-    running = await Conversation.objects.filter(pk=conversation.pk, turn_id__isnull=False).aexists()
+    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
     if running:
         await get_channel_layer().group_send(
             _turn_group(conversation.pk),
@@ -347,7 +355,7 @@ async def turn_approve(*, conversation: Conversation, call_id: str, approve: boo
 
 async def turn_stop(*, conversation: Conversation) -> bool:
     """Ask the conversation's running turn to stop, in whichever process it runs."""
-    running = await Conversation.objects.filter(pk=conversation.pk, turn_id__isnull=False).aexists()
+    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
     if running:
         await get_channel_layer().group_send(_turn_group(conversation.pk), {"type": "turn.stop"})
     return running

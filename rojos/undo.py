@@ -10,11 +10,13 @@ overwritten.
 
 import asyncio
 import contextlib
+import fcntl
 import hashlib
 import json
 import os
 import shutil
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -27,6 +29,8 @@ from .models import Conversation, FileChange
 
 # In a snapshot's directory, next to the numbered copies: the parents missing before the call.
 _MISSING_PARENTS = "missing-parents.json"
+# How often a change waiting for the project's change lock tries again.
+_LOCK_POLL_SECONDS = 0.02
 
 
 class UndoRefused(StorageError):
@@ -35,6 +39,34 @@ class UndoRefused(StorageError):
 
 def undo_dir(project_id: int, key: str) -> Path:
     return Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)) / "undo" / key
+
+
+def _lock_file_open(project_id: int) -> int:
+    path = Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)) / "changes.lock"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+@contextlib.asynccontextmanager
+async def changes_locked(project_id: int) -> AsyncIterator[None]:
+    """One recorded change or undo at a time per project, in every process sharing the storage.
+
+    Another call's change landing between a snapshot and the digest taken after would end up
+    in this call's undo record, and an undo would then restore the wrong state. The lock is
+    an flock on a file next to the project's root, tried without blocking so that no thread
+    waits on it.
+    """
+    fd = await asyncio.to_thread(_lock_file_open, project_id)
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                await asyncio.sleep(_LOCK_POLL_SECONDS)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _exists(path: Path) -> bool:
@@ -172,11 +204,10 @@ async def change_undo(*, change: FileChange, root: Path, user) -> FileChange:
     """Undo one recorded change, or raise UndoRefused."""
     if change.undone is not None:
         raise UndoRefused("this change was undone already")
-    if await Conversation.objects.filter(
-        pk=change.conversation_id, turn_id__isnull=False
-    ).aexists():
+    if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
         raise UndoRefused("a reply is still running in this conversation; undo when it is done")
-    await asyncio.to_thread(_restore, change.project_id, root, change)
+    async with changes_locked(change.project_id):
+        await asyncio.to_thread(_restore, change.project_id, root, change)
     change.undone = timezone.now()
     change.undone_by = user
     await change.asave(update_fields=["undone", "undone_by"])

@@ -6,7 +6,13 @@ from django.contrib.auth import get_user_model
 from roject.models import Role
 from roject.services import project_create
 
-pytest_plugins = ["tests.fake_provider", "tests.live_server", "tests.browser", "tests.replay_story"]
+pytest_plugins = [
+    "tests.fake_provider",
+    "tests.live_server",
+    "tests.server_process",
+    "tests.browser",
+    "tests.replay_story",
+]
 
 
 @pytest.fixture(autouse=True)
@@ -19,6 +25,22 @@ def storage_dir(settings, tmp_path):
 
 def make_user(username: str):
     return get_user_model().objects.create_user(username=username, password="pw-" + username)
+
+
+@pytest.fixture
+def root(tmp_path):
+    """An empty project root in a temporary directory."""
+    root = tmp_path / "root"
+    root.mkdir()
+    return root
+
+
+@pytest.fixture
+def ctx(root):
+    """An editor's tool context on `root`, every tool enabled."""
+    from tests.helpers import context
+
+    return context(root)
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ import pytest
 
 MODEL = "fake-model"
 NO_REPLY_MESSAGE = "fake provider: no scripted reply"
+# How long a reply waits for the others of its `together` barrier before giving up.
+TOGETHER_TIMEOUT = 10
 Chunk = dict[str, Any] | str
 
 
@@ -36,6 +38,7 @@ class Stream:
     first_byte_delay: float = 0.0
     done: bool = True
     cut: bool = False
+    together: threading.Barrier | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,13 +66,23 @@ def stream(
     first_byte_delay: float = 0.0,
     done: bool = True,
     cut: bool = False,
+    together: threading.Barrier | None = None,
 ) -> Stream:
-    """A streamed reply: dicts go out as `data: <json>`, strings verbatim, lists are flattened."""
+    """A streamed reply: dicts go out as `data: <json>`, strings verbatim, lists are flattened.
+
+    Replies given the same `together` barrier start only once all of them were requested, so
+    that concurrent turns get their replies at the same moment.
+    """
     flat: list[Chunk] = []
     for item in chunks:
         flat.extend(item if isinstance(item, list) else [item])
     return Stream(
-        chunks=tuple(flat), delay=delay, first_byte_delay=first_byte_delay, done=done, cut=cut
+        chunks=tuple(flat),
+        delay=delay,
+        first_byte_delay=first_byte_delay,
+        done=done,
+        cut=cut,
+        together=together,
     )
 
 
@@ -343,6 +356,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _send_stream(self, reply: Stream) -> None:
         try:
+            if reply.together is not None:
+                reply.together.wait(timeout=TOGETHER_TIMEOUT)
             time.sleep(reply.first_byte_delay)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream; charset=utf-8")

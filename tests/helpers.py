@@ -1,6 +1,22 @@
 """Small builders shared by the chat tests."""
 
+from pathlib import Path
+
+from roject.models import Role
 from rojos.models import Message, Rojo
+from rojos.tools import RojoToolContext
+
+# The tools a new rojo gets: every built-in but delete_path, which is enabled per rojo.
+DEFAULT_TOOLS = [
+    "read_path_meta",
+    "get_text_content",
+    "write_text_content",
+    "list_files",
+    "create_directory",
+    "edit_text_content",
+    "move_path",
+    "search_text",
+]
 
 STORY = (
     "Create a directory at docs/intro and write an index.page file there with a page header "
@@ -41,3 +57,33 @@ def assert_history_valid(messages: list[Message]) -> None:
             raise AssertionError(f"tool message at position {message.position} answers nothing")
         i += 1
     assert [m.position for m in messages] == list(range(len(messages)))
+
+
+def big_text(letter: str, lines: int = 20_000) -> str:
+    """Numbered lines of one letter: a file large enough that a torn write would show."""
+    return "".join(f"{letter} line {n:05d}\n" for n in range(lines))
+
+
+def files_in(root: Path) -> dict[str, str]:
+    """Every file under the root with its text; a leftover temporary file shows up here too."""
+    return {
+        str(path.relative_to(root)): path.read_text() for path in root.rglob("*") if path.is_file()
+    }
+
+
+def context(root: Path, role: Role = Role.EDITOR, enabled=None) -> RojoToolContext:
+    """A tool context on `root`; `enabled` limits the tools (None: all)."""
+    return RojoToolContext(
+        project_id=1,
+        project_root=root,
+        role=role,
+        enabled=None if enabled is None else frozenset(enabled),
+    )
+
+
+def error_message(result) -> str:
+    """The message of an {"error": ...} result; fails the test for anything else."""
+    assert isinstance(result, dict)
+    assert set(result) == {"error"}
+    assert isinstance(result["error"], str)
+    return result["error"]

@@ -105,6 +105,29 @@ class ApiClient:
             return list(parse_sse(response.iter_lines()))
 
 
+@pytest.fixture
+def client_for(asgi_server):
+    """Make ApiClients (logged in as a user, or anonymous) that are closed after the test."""
+    clients = []
+
+    def make(user=None, base_url: str = asgi_server) -> ApiClient:
+        client = ApiClient(base_url, user)
+        clients.append(client)
+        return client
+
+    yield make
+    for client in clients:
+        client.close()
+
+
+def read_until(events: Iterator[Event], kind: str, count: int = 1) -> list[Event]:
+    """Events up to and including the `count`-th of type `kind`."""
+    seen: list[Event] = []
+    while sum(event.type == kind for event in seen) < count:
+        seen.append(next(events))
+    return seen
+
+
 def wait_until(predicate, timeout: float = 10.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -113,4 +136,12 @@ def wait_until(predicate, timeout: float = 10.0) -> None:
         time.sleep(0.02)
 
 
-__all__ = ["ApiClient", "Event", "asgi_server", "parse_sse", "wait_until"]
+__all__ = [
+    "ApiClient",
+    "Event",
+    "asgi_server",
+    "client_for",
+    "parse_sse",
+    "read_until",
+    "wait_until",
+]

@@ -11,20 +11,11 @@ from rojos.history import wire_call_id
 from rojos.models import Message
 from tests.agent_run import rojo_for, run_turn, valid_history
 from tests.fake_provider import chunk, json_reply, stream, text_chunks, tool_call_chunks
+from tests.helpers import DEFAULT_TOOLS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-# A new rojo's tools: every built-in but delete_path, which is enabled per rojo.
-BUILTIN_NAMES = {
-    "read_path_meta",
-    "get_text_content",
-    "write_text_content",
-    "list_files",
-    "create_directory",
-    "edit_text_content",
-    "move_path",
-    "search_text",
-}
+BUILTIN_NAMES = set(DEFAULT_TOOLS)
 READ_ONLY_NAMES = {"read_path_meta", "get_text_content", "list_files", "search_text"}
 PLAIN_SCHEMA_KEYS = {"type", "properties", "required", "description", "enum", "items"}
 WIRE_ID = re.compile(r"^[A-Za-z0-9]{9}$")

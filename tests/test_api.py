@@ -7,26 +7,10 @@ from roject.services import project_create
 from rojos.models import Conversation, Message
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import PAGE, STORY, make_rojo
-from tests.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 SECRET = "sk-test-secret-key-123"
-
-
-@pytest.fixture
-def client_for(asgi_server):
-    """Make ApiClients (logged in as a user, or anonymous) that are closed after the test."""
-    clients = []
-
-    def make(user=None) -> ApiClient:
-        client = ApiClient(asgi_server, user)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
 
 
 def test_projects_lists_only_the_users_projects_with_the_role(client_for, users, project):

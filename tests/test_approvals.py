@@ -6,18 +6,11 @@ layer. With REDIS_URL set, a second server process receives some of them.
 
 import io
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import quote
 
-import httpx2
 import pytest
-from django.conf import settings as django_settings
 from django.core.management import call_command
 
 from roject.storage import project_root_create
@@ -31,21 +24,6 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 DENIED = {"error": "denied by the user"}
 REPLY = "All done."
-
-
-@pytest.fixture
-def client_for(asgi_server):
-    """Make ApiClients (logged in as a user, or anonymous) that are closed after the test."""
-    clients = []
-
-    def make(user=None, base_url: str = asgi_server) -> ApiClient:
-        client = ApiClient(base_url, user)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
 
 
 @pytest.fixture
@@ -508,76 +486,7 @@ def test_chat_command_with_yes_runs_the_call(fake_provider, rojo, root):
     assert (root / "notes.txt").read_text() == "theirs\n"
 
 
-# decision and stream in different server processes
-
-
-def _database_url() -> str:
-    db = django_settings.DATABASES["default"]
-    if db["ENGINE"] == "django.db.backends.sqlite3":
-        return f"sqlite:///{db['NAME']}"
-    credentials = quote(db["USER"] or "", safe="")
-    if db.get("PASSWORD"):
-        credentials += ":" + quote(db["PASSWORD"], safe="")
-    host = f"{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
-    return f"postgres://{credentials}@{host}/{quote(db['NAME'], safe='')}"
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-@pytest.fixture(scope="module")
-def second_server(django_db_setup, tmp_path_factory):
-    """Another server process on the same database and Redis; yields its base URL."""
-    if not os.environ.get("REDIS_URL"):
-        pytest.skip("set REDIS_URL (and DATABASE_URL) to run the cross-process approval tests")
-    port = _free_port()
-    workdir = tmp_path_factory.mktemp("second-server")
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "roject.settings",
-        "SECRET_KEY": django_settings.SECRET_KEY,
-        "DATABASE_URL": _database_url(),
-        "ROJO_STORAGE_DIR": str(workdir / "storage"),
-        "SECURE_SSL_REDIRECT": "0",
-        "SESSION_COOKIE_SECURE": "0",
-        "CSRF_COOKIE_SECURE": "0",
-        "SECURE_HSTS_SECONDS": "0",
-    }
-    log = (workdir / "server.log").open("w")
-    command = [sys.executable, "-m", "uvicorn", "roject.asgi:application"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
-    process = subprocess.Popen(
-        command,
-        cwd=django_settings.BASE_DIR,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    base_url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(
-                    "the second server did not start:\n" + (workdir / "server.log").read_text()
-                )
-            try:
-                if httpx2.get(base_url + "/api/projects", timeout=1).status_code == 401:
-                    break
-            except httpx2.TransportError:
-                time.sleep(0.1)
-        yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
+# decision and stream in different server processes (second_server: tests/server_process.py)
 
 
 def test_approval_sent_to_another_process_reaches_the_turn(

@@ -7,23 +7,9 @@ import pytest
 from rojos.models import Conversation, Message
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
-from tests.live_server import ApiClient, parse_sse, wait_until
+from tests.live_server import parse_sse, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def client_for(asgi_server):
-    clients = []
-
-    def make(user):
-        client = ApiClient(asgi_server, user)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
 
 
 @pytest.fixture
@@ -290,3 +276,24 @@ def test_concurrent_turns_limit_is_a_readable_429(
     assert "You already have 1 reply running" in second.json()["detail"]
     assert rest[-1].type == "DONE"
     assert Conversation.objects.count() == 1
+
+
+def test_a_crashed_turns_stale_claim_does_not_count_as_running(client_for, users, project, rojo):
+    """A claim whose heartbeat stopped is a dead turn: not running, nothing to stop."""
+    import uuid
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = timezone.now() - timedelta(hours=1)
+    dead = Conversation.objects.create(
+        project=project, rojo=rojo, turn_id=uuid.uuid4(), turn_heartbeat=old
+    )
+    live = Conversation.objects.create(
+        project=project, rojo=rojo, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
+    )
+    client = client_for(users["editor"])
+
+    assert client.get(f"/api/conversations/{dead.pk}").json()["running"] is False
+    assert client.get(f"/api/conversations/{live.pk}").json()["running"] is True
+    assert client.post(f"/api/conversations/{dead.pk}/stop").json() == {"stopping": False}

@@ -5,7 +5,14 @@ import pytest
 from roject.storage import project_root
 from rojos.models import FileChange
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
-from tests.helpers import PAGE, STORY, assert_history_valid, make_rojo, stored_history
+from tests.helpers import (
+    DEFAULT_TOOLS,
+    PAGE,
+    STORY,
+    assert_history_valid,
+    make_rojo,
+    stored_history,
+)
 from tests.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -107,16 +114,7 @@ def test_provider_gets_the_tool_messages_back_with_matching_ids(
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": STORY},
     ]
-    assert {t["function"]["name"] for t in first["tools"]} == {
-        "read_path_meta",
-        "get_text_content",
-        "write_text_content",
-        "list_files",
-        "create_directory",
-        "edit_text_content",
-        "move_path",
-        "search_text",
-    }
+    assert [t["function"]["name"] for t in first["tools"]] == DEFAULT_TOOLS
     assistant, tool = second["messages"][2:]
     assert assistant["role"] == "assistant" and "content" not in assistant
     (call,) = assistant["tool_calls"]

@@ -19,18 +19,16 @@ from rojos.models import Conversation, FileChange, Message, Rojo
 from rojos.tools import registry
 from tests.conftest import make_user
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
-from tests.helpers import PAGE, STORY, assert_history_valid, make_rojo, stored_history
+from tests.helpers import (
+    DEFAULT_TOOLS,
+    PAGE,
+    STORY,
+    assert_history_valid,
+    make_rojo,
+    stored_history,
+)
 
-ALL_TOOLS = [
-    "read_path_meta",
-    "get_text_content",
-    "write_text_content",
-    "list_files",
-    "create_directory",
-    "edit_text_content",
-    "move_path",
-    "search_text",
-]
+ALL_TOOLS = DEFAULT_TOOLS
 REPLY = "I created docs/intro/index.page with a header and an intro."
 
 

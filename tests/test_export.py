@@ -7,7 +7,6 @@ import pytest
 from roject.services import project_create
 from rojos.models import Conversation
 from tests.helpers import PAGE
-from tests.live_server import ApiClient
 from tests.replay_story import (
     CREATE_ARGS,
     MESSAGES,
@@ -21,21 +20,6 @@ from tests.replay_story import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 READ_ERROR = "No such file or directory: 'notes.txt'"
-
-
-@pytest.fixture
-def client_for(asgi_server):
-    """Make ApiClients (logged in as a user, or anonymous) that are closed after the test."""
-    clients = []
-
-    def make(user=None) -> ApiClient:
-        client = ApiClient(asgi_server, user)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
 
 
 def export_url(conversation_id: int, format: str | None = None) -> str:

@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import threading
 import time
 
 import httpx2
@@ -17,6 +18,7 @@ from tests.fake_provider import (
     tool_call_chunks,
     usage_chunk,
 )
+from tests.live_server import wait_until
 
 BODY = {"model": "fake-model", "messages": [{"role": "user", "content": "hi"}], "stream": True}
 CALLS = [("read_file", {"path": "notes/today.md"}), ("list_dir", {})]
@@ -102,6 +104,28 @@ def test_delay_paces_chunks_and_first_byte_delay_holds_headers(fake_provider):
         arrivals = [time.monotonic() for line in response.iter_lines() if line.startswith("data")]
     gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals[:4])]
     assert len(arrivals) == 5 and min(gaps) >= 0.03
+
+
+def test_replies_sharing_a_barrier_start_once_all_were_requested(fake_provider):
+    together = threading.Barrier(2)
+    fake_provider.add(*(stream(text_chunks(n), together=together) for n in ("one", "two")))
+    replies: dict[str, float] = {}
+
+    def fetch(name: str) -> None:
+        url = f"{fake_provider.base_url}/chat/completions"
+        with httpx2.stream("POST", url, json=BODY) as response:
+            replies[name] = time.monotonic()
+            response.read()
+
+    first = threading.Thread(target=fetch, args=("first",))
+    first.start()
+    wait_until(lambda: len(fake_provider.requests) == 1)
+    time.sleep(0.2)  # time for the first reply to start, if it did not wait
+    second_requested = time.monotonic()
+    fetch("second")
+    first.join(timeout=10)
+
+    assert replies["first"] >= second_requested and set(replies) == {"first", "second"}
 
 
 @pytest.mark.parametrize("ids", ["first", "every", "none"])

@@ -23,13 +23,6 @@ from roject.storage import (
 ISO_UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
 
 
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    root.mkdir()
-    return root
-
-
 def temp_files(directory: Path) -> list[str]:
     return [p.name for p in directory.iterdir() if p.name.startswith(".rojo-")]
 

@@ -3,43 +3,14 @@
 import json
 import logging
 import os
-from pathlib import Path
 
 import pytest
 
 from roject.models import Role
-from rojos.tools import BUILTIN_TOOLS, RojoTool, RojoToolContext, RojoToolRegistry, registry
+from rojos.tools import BUILTIN_TOOLS, RojoTool, RojoToolRegistry, registry
+from tests.helpers import context, error_message
 
 PLAIN_SCHEMA_KEYS = {"type", "properties", "required", "description", "enum", "items"}
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    root.mkdir()
-    return root
-
-
-def context(root: Path, role: Role = Role.EDITOR, enabled: set[str] | None = None):
-    return RojoToolContext(
-        project_id=1,
-        project_root=root,
-        role=role,
-        enabled=None if enabled is None else frozenset(enabled),
-    )
-
-
-@pytest.fixture
-def ctx(root: Path) -> RojoToolContext:
-    return context(root)
-
-
-def error_message(result) -> str:
-    """The message of an {"error": ...} result; fails the test for anything else."""
-    assert isinstance(result, dict)
-    assert set(result) == {"error"}
-    assert isinstance(result["error"], str)
-    return result["error"]
 
 
 class NoArguments(RojoTool):

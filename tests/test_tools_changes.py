@@ -9,14 +9,8 @@ from roject.file_changes import delete_path, move_path
 from roject.models import Role
 from roject.storage import PathError
 from rojos.models import Rojo, default_tools
-from rojos.tools import RojoToolContext, registry
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    root.mkdir()
-    return root
+from rojos.tools import registry
+from tests.helpers import context, error_message
 
 
 @pytest.fixture
@@ -27,28 +21,6 @@ def outside(tmp_path: Path, root: Path) -> Path:
     (outside / "secret.txt").write_text("secret")
     (root / "out").symlink_to(outside, target_is_directory=True)
     return outside
-
-
-def context(root: Path, role: Role = Role.EDITOR, enabled=None) -> RojoToolContext:
-    return RojoToolContext(
-        project_id=1,
-        project_root=root,
-        role=role,
-        enabled=None if enabled is None else frozenset(enabled),
-    )
-
-
-@pytest.fixture
-def ctx(root: Path) -> RojoToolContext:
-    return context(root)
-
-
-def error_message(result) -> str:
-    """The message of an {"error": ...} result; fails the test for anything else."""
-    assert isinstance(result, dict)
-    assert set(result) == {"error"}
-    assert isinstance(result["error"], str)
-    return result["error"]
 
 
 def tree(directory: Path) -> dict[str, object]:

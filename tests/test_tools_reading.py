@@ -10,13 +10,7 @@ from roject.file_reading import read_lines
 from roject.models import Role
 from roject.storage import StorageError
 from rojos.tools import RojoToolContext, registry
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    root.mkdir()
-    return root
+from tests.helpers import error_message
 
 
 @pytest.fixture
@@ -32,14 +26,6 @@ def outside(tmp_path: Path, root: Path) -> Path:
 @pytest.fixture
 def ctx(root: Path) -> RojoToolContext:
     return RojoToolContext(project_id=1, project_root=root, role=Role.VIEWER)
-
-
-def error_message(result) -> str:
-    """The message of an {"error": ...} result; fails the test for anything else."""
-    assert isinstance(result, dict)
-    assert set(result) == {"error"}
-    assert isinstance(result["error"], str)
-    return result["error"]
 
 
 def numbered(count: int) -> str:

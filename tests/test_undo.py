@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from roject.services import project_create
 from roject.storage import project_root_create
@@ -19,21 +20,6 @@ from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def client_for(asgi_server):
-    """Make ApiClients (logged in as a user, or anonymous) that are closed after the test."""
-    clients = []
-
-    def make(user=None) -> ApiClient:
-        client = ApiClient(asgi_server, user)
-        clients.append(client)
-        return client
-
-    yield make
-    for client in clients:
-        client.close()
 
 
 @pytest.fixture
@@ -469,7 +455,9 @@ def test_admin_change_log_filters_by_project_and_shows_the_paths(admin_client, p
 @pytest.mark.django_db(transaction=True)
 async def test_undo_waits_until_the_conversations_reply_is_done(project, users):
     """While a turn runs in the conversation, its changes are not undone under it."""
-    conversation = await Conversation.objects.acreate(project=project, turn_id=uuid.uuid4())
+    conversation = await Conversation.objects.acreate(
+        project=project, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
+    )
     change = await FileChange.objects.acreate(
         project=project,
         conversation=conversation,

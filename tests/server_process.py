@@ -1,0 +1,144 @@
+"""More server processes on the test database (and Redis, when REDIS_URL is set).
+
+Each is a uvicorn subprocess of the real app: another node of a multi-process deployment, and
+one a test can kill with SIGKILL mid-turn. It shares the database with the in-process
+`asgi_server`, and the storage directory it is given.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx2
+import pytest
+from django.conf import settings as django_settings
+
+START_TIMEOUT = 30
+
+
+def database_url() -> str:
+    """The test database as a DATABASE_URL, for a process that reads its settings from env."""
+    db = django_settings.DATABASES["default"]
+    if db["ENGINE"] == "django.db.backends.sqlite3":
+        return f"sqlite:///{db['NAME']}"
+    credentials = quote(db["USER"] or "", safe="")
+    if db.get("PASSWORD"):
+        credentials += ":" + quote(db["PASSWORD"], safe="")
+    host = f"{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}"
+    return f"postgres://{credentials}@{host}/{quote(db['NAME'], safe='')}"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class ServerProcess:
+    """A running server subprocess and its base URL."""
+
+    base_url: str
+    process: subprocess.Popen
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def kill(self) -> None:
+        """SIGKILL: no handler runs, nothing is cleaned up, as in a crash or an OOM kill."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def server_start(*, storage_dir: Path, log_path: Path, **env: str) -> ServerProcess:
+    """Start the app on a free port with `env` added; return once it answers requests."""
+    port = _free_port()
+    full_env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "roject.settings",
+        "SECRET_KEY": django_settings.SECRET_KEY,
+        "DATABASE_URL": database_url(),
+        "ROJO_STORAGE_DIR": str(storage_dir),
+        "SECURE_SSL_REDIRECT": "0",
+        "SESSION_COOKIE_SECURE": "0",
+        "CSRF_COOKIE_SECURE": "0",
+        "SECURE_HSTS_SECONDS": "0",
+        **env,
+    }
+    command = [sys.executable, "-m", "uvicorn", "roject.asgi:application"]
+    command += ["--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            command, cwd=django_settings.BASE_DIR, env=full_env, stdout=log, stderr=log
+        )
+    server = ServerProcess(f"http://127.0.0.1:{port}", process, log_path)
+    try:
+        _wait_ready(server)
+    except BaseException:
+        server.kill()
+        raise
+    return server
+
+
+def _wait_ready(server: ServerProcess) -> None:
+    deadline = time.monotonic() + START_TIMEOUT
+    while True:
+        if server.process.poll() is not None or time.monotonic() > deadline:
+            raise RuntimeError("the server process did not start:\n" + server.log())
+        try:
+            if httpx2.get(server.base_url + "/api/projects", timeout=1).status_code == 401:
+                return
+        except httpx2.TransportError:
+            time.sleep(0.1)
+
+
+@pytest.fixture
+def server_process(
+    transactional_db, storage_dir, tmp_path
+) -> Iterator[Callable[..., ServerProcess]]:
+    """Start server processes on the test's database and storage dir; all end with the test.
+
+    Call it with environment variables to add (ROJO_TURN_STALE_SECONDS="1", ...). Depending
+    on `transactional_db` makes them end before the database is flushed.
+    """
+    started: list[ServerProcess] = []
+
+    def start(**env: str) -> ServerProcess:
+        log_path = tmp_path / f"server-{len(started) + 1}.log"
+        server = server_start(storage_dir=storage_dir, log_path=log_path, **env)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def second_server(django_db_setup, tmp_path_factory) -> Iterator[str]:
+    """Another server process on the same database and Redis; yields its base URL."""
+    if not os.environ.get("REDIS_URL"):
+        pytest.skip("set REDIS_URL (and DATABASE_URL) to run the cross-process approval tests")
+    workdir = tmp_path_factory.mktemp("second-server")
+    server = server_start(storage_dir=workdir / "storage", log_path=workdir / "server.log")
+    try:
+        yield server.base_url
+    finally:
+        server.stop()
