@@ -158,7 +158,8 @@ async def turn_limits_check(*, user) -> None:
     per_minute = settings.ROJO_USER_MESSAGES_PER_MINUTE
     if per_minute and await recent.acount() >= per_minute:
         raise TurnLimited(
-            f"You have sent {per_minute} messages in the last minute, the most allowed; "
+            f"You have sent {per_minute} {'message' if per_minute == 1 else 'messages'} "
+            "in the last minute, the most allowed; "
             "wait a moment and send again."
         )
     at_once = settings.ROJO_USER_CONCURRENT_TURNS

@@ -166,3 +166,21 @@ def test_export_links_download_the_conversation(page_for, users, project, fake_p
         links.get_by_role("link", name="JSON").click()
     exported = json.loads(Path(download.value.path()).read_text())
     assert [m["role"] for m in exported["messages"]] == ["user", "assistant"]
+
+
+def test_a_per_user_limit_reads_clearly_in_the_chat(
+    page_for, users, project, fake_provider, settings
+):
+    settings.ROJO_USER_MESSAGES_PER_MINUTE = 1
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("First answer.")))
+    page = page_for(users["editor"])
+    open_chat(page, project)
+    send(page, "One")
+    expect(page.locator(".bubble.assistant")).to_have_text("First answer.")
+
+    send(page, "Two")
+
+    expect(page.locator(".chat-error")).to_contain_text("1 message in the last minute")
+    expect(page.get_by_label("Message")).to_be_enabled()
+    assert len(fake_provider.requests) == 1
