@@ -28,3 +28,8 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+
+.PHONY: bench
+# Benchmarks against the fake provider (about three minutes); writes docs/performance.md.
+bench: setup
+	$(BIN)/python -m bench.run

@@ -1,0 +1,99 @@
+"""The benchmark's world: a scratch database and storage dir, the app's settings, and fixtures.
+
+The benchmarking process and the server it starts share one environment: a fresh SQLite file
+and storage directory in a temporary directory, production settings (DEBUG off, so Django
+keeps no query log) with the per-user limits turned off.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+USERNAME = "bench"
+
+
+def bench_environ(scratch: Path) -> dict[str, str]:
+    """Environment variables for every process of the run."""
+    return {
+        "DJANGO_SETTINGS_MODULE": "roject.settings",
+        "DEBUG": "0",
+        "SECRET_KEY": "bench-only-not-a-secret-" + "x" * 40,
+        "SECURE_SSL_REDIRECT": "0",
+        "SESSION_COOKIE_SECURE": "0",
+        "CSRF_COOKIE_SECURE": "0",
+        "DATABASE_URL": f"sqlite:///{scratch / 'bench.sqlite3'}",
+        "ROJO_STORAGE_DIR": str(scratch / "storage"),
+        "ROJO_USER_MESSAGES_PER_MINUTE": "0",
+        "ROJO_USER_CONCURRENT_TURNS": "0",
+        "ROJO_PROVIDER_RETRIES": "0",
+        "ROJO_LOG_LEVEL": "WARNING",
+        "PYTHONPATH": str(ROOT),
+    }
+
+
+@dataclass
+class Fixtures:
+    """What the benchmarks log in as and chat with."""
+
+    user_id: int
+    session_key: str
+    csrf_token: str
+
+
+def setup(scratch: Path) -> None:
+    """Point this process at the scratch world, set Django up and migrate the database."""
+    os.environ.update(bench_environ(scratch))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
+        cwd=ROOT,
+        env={**os.environ},
+        check=True,
+    )
+
+
+def scratch_dir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="rojo-bench-"))
+
+
+def fixtures_create() -> Fixtures:
+    """A user with a logged-in session and a CSRF token, as a browser would hold them."""
+    from django.conf import settings
+    from django.contrib.auth import get_user_model
+    from django.middleware.csrf import _get_new_csrf_string
+    from django.test import Client
+
+    user = get_user_model().objects.create_user(username=USERNAME, password="bench-pw-1")
+    client = Client()
+    client.force_login(user)
+    return Fixtures(
+        user_id=user.pk,
+        session_key=client.cookies[settings.SESSION_COOKIE_NAME].value,
+        csrf_token=_get_new_csrf_string(),
+    )
+
+
+def project_new(name: str):
+    """A project owned by the bench user, with its empty file root."""
+    from django.contrib.auth import get_user_model
+
+    from roject.services import project_create
+
+    return project_create(name=name, owner=get_user_model().objects.get(username=USERNAME))
+
+
+def rojo_new(slug: str, base_url: str, model: str, **fields):
+    """A rojo on the bench provider; `model` names the provider's scenario."""
+    from rojos.models import Rojo
+
+    return Rojo.objects.create(
+        name=slug, slug=slug, base_url=base_url, model=model, api_key="bench-key", **fields
+    )

@@ -1,0 +1,111 @@
+"""Figures against their targets: printed as `name: value (target ...)` lines, and as Markdown."""
+
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("django", "openai", "httpx2", "uvicorn", "django-ninja", "channels")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measured value; `met` is None for a figure reported without a target."""
+
+    name: str
+    value: str
+    target: str = ""
+    met: bool | None = None
+    note: str = ""
+
+    def line(self) -> str:
+        text = f"{self.name}: {self.value}"
+        if self.target:
+            text += f" (target {self.target})"
+        if self.met is not None:
+            text += " ok" if self.met else " MISSED"
+        return text + (f"  [{self.note}]" if self.note else "")
+
+
+@dataclass
+class Section:
+    title: str
+    what: str
+    figures: list[Figure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *args, **kwargs) -> Figure:
+        figure = Figure(*args, **kwargs)
+        self.figures.append(figure)
+        print(figure.line(), flush=True)
+        return figure
+
+
+def load() -> str:
+    """The 1-, 5- and 15-minute load averages: anything else running skews every figure."""
+    return " / ".join(f"{n:.2f}" for n in os.getloadavg())
+
+
+def machine(load_before: str) -> dict[str, str]:
+    cpu = platform.processor() or "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    facts = {
+        "CPU": cpu,
+        "cores": str(os.cpu_count()),
+        "OS": f"{platform.system()} {platform.release()}",
+        "Python": sys.version.split()[0],
+        "load average (1 / 5 / 15 min) before the run": load_before,
+    }
+    for package in PACKAGES:
+        try:
+            facts[package] = metadata.version(package)
+        except metadata.PackageNotFoundError:
+            facts[package] = "not installed"
+    return facts
+
+
+def markdown(sections: list[Section], facts: dict[str, str], started: datetime, took: float) -> str:
+    lines = [
+        "# Performance",
+        "",
+        "Written by `make bench` (`bench/run.py`); the figures below are from its last run.",
+        "Every figure is measured against the fake provider of the tests",
+        "(`tests/fake_provider.py`), run in a process of its own; the server is",
+        "`roject.asgi:application` under uvicorn in another, on a fresh SQLite database, with",
+        "production settings (`DEBUG` off).",
+        "",
+        f"Run on {started:%Y-%m-%d %H:%M} UTC, in {took:.0f} s.",
+        "",
+        "| Machine | |",
+        "| --- | --- |",
+        *(f"| {key} | {value} |" for key, value in facts.items()),
+        "",
+    ]
+    missed = [f for s in sections for f in s.figures if f.met is False]
+    if missed:
+        lines += ["**Missed targets:** " + ", ".join(f"`{f.name}`" for f in missed) + ".", ""]
+    for section in sections:
+        lines += [f"## {section.title}", "", section.what, ""]
+        lines += ["| Figure | Value | Target | |", "| --- | --- | --- | --- |"]
+        for f in section.figures:
+            verdict = "" if f.met is None else ("ok" if f.met else "**MISSED**")
+            value = f.value + (f" ({f.note})" if f.note else "")
+            lines.append(f"| `{f.name}` | {value} | {f.target or '—'} | {verdict} |")
+        lines.append("")
+        lines += [f"- {note}" for note in section.notes]
+        if section.notes:
+            lines.append("")
+    return "\n".join(lines)
+
+
+def now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,148 @@
+"""The app served in a process of its own, as in production, with one extra route for its usage.
+
+`python -m bench.server` serves roject.asgi:application with uvicorn on a free port of
+127.0.0.1 and prints the port. GET /__bench__/usage answers the process's CPU time in ns (all
+threads, those that ended included), which /proc's 10 ms ticks could not resolve per turn,
+and how long each of its full garbage collections stopped it.
+"""
+
+import gc
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+USAGE_PATH = "/__bench__/usage"
+
+
+_gc_pauses_ms: list[float] = []
+_gc_started = 0.0
+
+
+def _gc_timer(phase: str, info: dict) -> None:
+    """Keep how long each full (generation 2) collection stopped the process."""
+    global _gc_started
+    if info["generation"] != 2:
+        return
+    if phase == "start":
+        _gc_started = time.perf_counter()
+    else:
+        _gc_pauses_ms.append((time.perf_counter() - _gc_started) * 1000)
+
+
+def _application():
+    from roject.asgi import application as app
+
+    gc.callbacks.append(_gc_timer)
+
+    async def application(scope, receive, send):
+        if scope["type"] == "http" and scope["path"] == USAGE_PATH:
+            usage = {
+                "cpu_ns": time.process_time_ns(),
+                "gc_pauses_ms": _gc_pauses_ms,
+            }
+            body = json.dumps(usage).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await app(scope, receive, send)
+
+    return application
+
+
+def main() -> None:
+    import uvicorn
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(2048)
+    print(sock.getsockname()[1], flush=True)
+    config = uvicorn.Config(
+        _application(), log_level="warning", lifespan="off", loop="asyncio", access_log=False
+    )
+    profile_to = os.environ.get("BENCH_PROFILE")
+    if profile_to:
+        from . import sampler
+
+        sampler.start()
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:
+        pass  # uvicorn re-raises the SIGINT it was stopped with, once it has shut down
+    finally:
+        if profile_to:
+            sampler.stop_and_write(f"{profile_to}.{os.getpid()}")
+
+
+@dataclass
+class Server:
+    """A running server process: where it listens, and how to read its usage."""
+
+    process: subprocess.Popen
+    host: str
+    port: int
+
+    def usage(self) -> dict:
+        """The server's CPU time so far (ns), and the pauses of its full GC collections (ms)."""
+        url = f"http://{self.host}:{self.port}{USAGE_PATH}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def cpu_ns(self) -> int:
+        return self.usage()["cpu_ns"]
+
+    def memory_kib(self) -> dict[str, int]:
+        """VmRSS (now) and VmHWM (peak) of the server process, in KiB."""
+        fields = {}
+        for line in Path(f"/proc/{self.process.pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                fields[key] = int(value.split()[0])
+        return fields
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def server_start(env: dict[str, str], log: Path) -> Server:
+    """Start `python -m bench.server`, its output going to `log`, and wait until it answers."""
+    with log.open("a") as log_file:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "bench.server"],
+            env={**os.environ, **env},
+            stdout=subprocess.PIPE,
+            stderr=log_file,
+            text=True,
+        )
+    port = int(process.stdout.readline())
+    server = Server(process=process, host="127.0.0.1", port=port)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            server.cpu_ns()
+            return server
+        except OSError:
+            if time.monotonic() > deadline or process.poll() is not None:
+                server.stop()
+                raise RuntimeError(f"the bench server did not start; see {log}") from None
+            time.sleep(0.05)
+
+
+if __name__ == "__main__":
+    main()
