@@ -403,3 +403,29 @@ async def test_long_lines_are_truncated_in_results(root, ctx):
         "matches": [{"path": "long.txt", "line": 1, "text": line[:500]}],
         "cut": False,
     }
+
+
+async def test_list_files_pages_a_large_directory(root, ctx):
+    """Past 500 entries the listing comes in pages the model walks with offset."""
+    for number in range(1203):
+        (root / f"f{number:05d}.txt").write_text("")
+    first = await registry.execute("list_files", {"path": ""}, ctx)
+    assert (first["offset"], first["total"], first["cut"]) == (0, 1203, True)
+    assert [e["name"] for e in first["entries"]][:2] == ["f00000.txt", "f00001.txt"]
+    assert len(first["entries"]) == 500
+
+    last = await registry.execute("list_files", {"path": "", "offset": 1000}, ctx)
+    assert (len(last["entries"]), last["cut"]) == (203, False)
+    assert last["entries"][-1] == {"name": "f01202.txt", "type": "file"}
+
+    small = await registry.execute("list_files", {"path": "", "offset": 10, "limit": 3}, ctx)
+    assert [e["name"] for e in small["entries"]] == ["f00010.txt", "f00011.txt", "f00012.txt"]
+    refused = await registry.execute("list_files", {"path": "", "offset": -1}, ctx)
+    assert refused == {"error": "offset must be 0 or more"}
+
+
+async def test_list_files_of_a_small_directory_stays_a_plain_list(root, ctx):
+    (root / "a.txt").write_text("")
+    assert await registry.execute("list_files", {"path": ""}, ctx) == [
+        {"name": "a.txt", "type": "file"}
+    ]
