@@ -46,6 +46,8 @@ def _outcome(result) -> str:
         return f"refused: {result['error']}"
     if isinstance(result, list):
         return f"{len(result)} entries"
+    if isinstance(result, dict) and "entries" in result:
+        return f"{len(result['entries'])} of {result['total']} entries, cut={result['cut']}"
     if isinstance(result, dict) and "text" in result:
         return f"lines {result['startLine']}-{result['endLine']}, cut={result['cut']}"
     return f"{len(result)} chars"
