@@ -1,11 +1,12 @@
 """Reading big files in parts and searching text, with bounded memory and output."""
 
 import os
-import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+import regex as regex_engine
 from django.conf import settings
 
 from .storage import StorageError, is_temp_file, open_regular_file, reported, resolve
@@ -72,14 +73,44 @@ def read_lines(project_root: Path, relative_path: str, *, offset: int, limit: in
     }
 
 
+class SearchTimeout(Exception):
+    """The search ran out of time. Not an OSError, which TimeoutError is: that would read as
+    an unreadable file and be skipped."""
+
+
+def _matches(pattern, line: str, deadline: float) -> bool:
+    remaining = deadline - time.monotonic()
+    try:
+        if remaining <= 0:
+            raise SearchTimeout
+        return pattern.search(line, timeout=remaining) is not None
+    except TimeoutError:
+        raise SearchTimeout from None
+
+
 def search_text(project_root: Path, relative_path: str, query: str, *, regex: bool = False) -> dict:
-    """Lines containing `query` (or matching it as a regex) in text files under a directory."""
+    """Lines containing `query` (or matching it as a regex) in text files under a directory.
+
+    The pattern comes from a model: a catastrophic one would hold its thread for ever with
+    `re`, so the `regex` engine runs it under a deadline for the whole search.
+    """
     if not query:
         raise StorageError("query must not be empty")
     try:
-        pattern = re.compile(query if regex else re.escape(query))
-    except re.error as exc:
+        pattern = regex_engine.compile(query if regex else regex_engine.escape(query))
+    except regex_engine.error as exc:
         raise StorageError(f"query is not a valid regular expression: {exc}") from None
+    deadline = time.monotonic() + settings.ROJO_SEARCH_SECONDS
+    try:
+        return _search_tree(project_root, relative_path, pattern, deadline)
+    except SearchTimeout:
+        raise StorageError(
+            f"the search took longer than {settings.ROJO_SEARCH_SECONDS:g} s; "
+            "use a simpler pattern or search a smaller directory"
+        ) from None
+
+
+def _search_tree(project_root: Path, relative_path: str, pattern, deadline: float) -> dict:
     start = resolve(project_root, relative_path)
     root = Path(project_root).resolve()
     matches: list[dict] = []
@@ -94,12 +125,12 @@ def search_text(project_root: Path, relative_path: str, query: str, *, regex: bo
                 if path.is_symlink() or is_temp_file(name):
                     continue
                 rel = str(path.relative_to(root))
-                if _search_file(root, rel, pattern, matches):
+                if _search_file(root, rel, pattern, matches, deadline):
                     return {"matches": matches, "cut": True}
     return {"matches": matches, "cut": False}
 
 
-def _search_file(root: Path, rel: str, pattern: re.Pattern, matches: list[dict]) -> bool:
+def _search_file(root: Path, rel: str, pattern, matches: list[dict], deadline: float) -> bool:
     """Append the file's matches; True once the cap is reached. Unreadable files are skipped."""
     try:
         with open_regular_file(root, rel, max_size=settings.ROJO_MAX_READ_BYTES) as fh:
@@ -107,7 +138,7 @@ def _search_file(root: Path, rel: str, pattern: re.Pattern, matches: list[dict])
                 return False
             for number, raw in enumerate(fh, start=1):
                 line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
-                if pattern.search(line[:10_000]):
+                if _matches(pattern, line[:10_000], deadline):
                     if len(matches) >= MAX_MATCHES:
                         return True
                     matches.append({"path": rel, "line": number, "text": line[:MAX_LINE_CHARS]})

@@ -140,6 +140,8 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 ROJO_STORAGE_DIR = Path(os.environ.get("ROJO_STORAGE_DIR") or BASE_DIR / "storage").resolve()
 ROJO_MAX_READ_BYTES = env_int("ROJO_MAX_READ_BYTES", 1024 * 1024)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
+# The longest a search_text call may run, in seconds (its pattern comes from the model).
+ROJO_SEARCH_SECONDS = float(os.environ.get("ROJO_SEARCH_SECONDS") or 5)
 # Modules imported at startup that register tools of their own (comma-separated).
 ROJO_TOOL_MODULES = env_list("ROJO_TOOL_MODULES", "")
 # Per-user limits against runaway cost (0 turns a limit off).

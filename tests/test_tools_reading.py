@@ -1,6 +1,7 @@
 """get_text_content in parts (offset and limit) and search_text, bounded in memory and output."""
 
 import re
+import time
 import tracemalloc
 from pathlib import Path
 
@@ -429,3 +430,18 @@ async def test_list_files_of_a_small_directory_stays_a_plain_list(root, ctx):
     assert await registry.execute("list_files", {"path": ""}, ctx) == [
         {"name": "a.txt", "type": "file"}
     ]
+
+
+async def test_a_catastrophic_regex_gives_up_with_a_clear_error(root, ctx, settings):
+    """A pattern that backtracks for ever is stopped at the deadline, not left hogging a thread."""
+    settings.ROJO_SEARCH_SECONDS = 0.3
+    (root / "a.txt").write_text("a" * 60 + "b\n")
+
+    started = time.monotonic()
+    result = await registry.execute("search_text", {"query": "(a|aa)+$", "regex": True}, ctx)
+
+    assert time.monotonic() - started < 3
+    assert result == {
+        "error": "the search took longer than 0.3 s; use a simpler pattern or search a "
+        "smaller directory"
+    }
