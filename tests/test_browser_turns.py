@@ -399,3 +399,23 @@ def test_first_message_puts_the_conversation_on_top_of_the_list(
     expect(page).to_have_url(f"/projects/{project.pk}/c/{new.pk}/")
     expect(items.first).to_have_attribute("data-id", str(new.pk))
     assert [m.content for m in stored_history(new.pk)] == ["Something else.", "A fresh start."]
+
+
+def test_replying_in_an_older_conversation_moves_it_to_the_top(
+    page_for, users, project, fake_provider
+):
+    """The list stays newest first while the page is open, as after a reload."""
+    rojo = make_rojo(fake_provider.base_url)
+    older = Conversation.objects.create(project=project, rojo=rojo, title="Older")
+    Conversation.objects.create(project=project, rojo=rojo, title="Newer")
+    fake_provider.add(stream(*text_chunks("Back again.")))
+    page = page_for(users["editor"])
+    open_project(page, project, older.pk)
+    items = page.locator(".conversation-list li")
+    expect(items.first).to_contain_text("Newer")
+
+    send(page, "Picking this up again")
+
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("Back again.")
+    expect(items.first).to_have_attribute("data-id", str(older.pk))
+    expect(items.first.locator("time")).to_have_count(1)

@@ -332,6 +332,7 @@ export class ChatPanel extends EventTarget {
           this.conversationId = data.conversation;
           this.dispatchEvent(new CustomEvent("conversation", { detail: data.conversation }));
         }
+        this.dispatchEvent(new CustomEvent("turn", { detail: data.conversation }));
         break;
       case "CHAT":
         this.addAssistantText(data.text);

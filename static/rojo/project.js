@@ -88,6 +88,27 @@ chat.addEventListener("conversation", (event) => {
   list.prepend(li);
 });
 
+// Each turn makes its conversation the most recent one, as the server orders them.
+chat.addEventListener("turn", (event) => {
+  const list = document.querySelector(".conversation-list");
+  const li = list.querySelector(`li[data-id="${event.detail}"]`);
+  if (!li) return;
+  let time = li.querySelector("time");
+  if (!time) {
+    time = document.createElement("time");
+    li.append(time);
+  }
+  const now = new Date();
+  time.dateTime = now.toISOString();
+  time.textContent = now.toLocaleString(undefined, {
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+  });
+  list.prepend(li);
+});
+
 for (const tab of document.querySelectorAll(".panel-tabs button")) {
   tab.addEventListener("click", () => {
     workspace.dataset.view = tab.dataset.show;
