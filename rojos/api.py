@@ -312,9 +312,11 @@ async def conversation_stream(request: HttpRequest, conversation_id: int, after:
     last_id = request.headers.get("Last-Event-ID", "")
     after = int(last_id) if last_id.isdigit() else after
     turn = turns.turn_get(conversation.pk)
-    if turn is None:
-        return _stream(request, _nothing_running())
-    return _stream(request, turn.follow(after))
+    if turn is not None:
+        return _stream(request, turn.follow(after))
+    if conversation.running:  # in another server process
+        return _stream(request, turns.turn_follow_remote(conversation.pk, after))
+    return _stream(request, _nothing_running())
 
 
 async def _nothing_running():

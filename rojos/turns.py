@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections
@@ -35,6 +36,9 @@ logger = logging.getLogger(__name__)
 
 # How long a finished turn's events stay available to re-attaching clients.
 KEEP_FINISHED_SECONDS = 120
+# A turn relaying to another process pings it this often; that long without word, it is gone.
+FOLLOW_PING_SECONDS = 10
+FOLLOW_SILENCE_SECONDS = 30
 INTERRUPTED_MESSAGE = (
     "The server stopped while this reply was running; it ends here, "
     "and calls it had not finished are marked interrupted."
@@ -52,6 +56,7 @@ class Turn:
         self.record_id: int | None = None
         self.error: dict = {}
         self.approvals: dict[str, asyncio.Future] = {}
+        self.relays: set[asyncio.Task] = set()
         self.auto_approve: bool | None = None
         self.status = TurnRecord.Status.DONE
         self._changed = asyncio.Event()
@@ -83,6 +88,10 @@ class Turn:
     def finish(self) -> None:
         self.finished = True
         self._changed.set()
+
+    async def changed(self) -> None:
+        """Wait for the next event (or the end)."""
+        await self._changed.wait()
 
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
         """Events numbered above `after`, then each new one until the turn is done."""
@@ -144,6 +153,62 @@ async def _listen(layer, channel: str, turn: "Turn", task: asyncio.Task) -> None
             waiting = turn.approvals.get(message.get("call"))
             if waiting is not None and not waiting.done():
                 waiting.set_result(bool(message.get("approve")))
+        if message.get("type") == "turn.follow":
+            relay = asyncio.create_task(_relay(layer, turn, message["channel"], message["after"]))
+            turn.relays.add(relay)
+            relay.add_done_callback(turn.relays.discard)
+
+
+async def _relay(layer, turn: "Turn", channel: str, after: int) -> None:
+    """Send a turn's events to a client re-attached through another process."""
+    position = max(after, 0)
+    try:
+        while True:
+            while position < len(turn.events):
+                event = turn.events[position]
+                position += 1
+                await layer.send(
+                    channel,
+                    {
+                        "type": "turn.event",
+                        "seq": event.seq,
+                        "kind": event.type,
+                        "data": event.data,
+                    },
+                )
+            if turn.finished:
+                return
+            try:
+                await asyncio.wait_for(turn.changed(), FOLLOW_PING_SECONDS)
+            except TimeoutError:
+                await layer.send(channel, {"type": "turn.ping"})
+    except ChannelFull:
+        logger.warning("a remote follower of conversation %s fell behind", turn.conversation_id)
+
+
+async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[WireEvent]:
+    """Follow a turn that runs in another process: it relays its events over the layer.
+
+    The process running the turn pings through quiet spells (an approval can take minutes);
+    silence beyond that means it is gone, and the stream ends for the client to reload.
+    """
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_send(
+        _turn_group(conversation_id), {"type": "turn.follow", "channel": channel, "after": after}
+    )
+    while True:
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), FOLLOW_SILENCE_SECONDS)
+        except TimeoutError:
+            yield WireEvent(0, "DONE", {})
+            return
+        if message.get("type") != "turn.event":
+            continue
+        event = WireEvent(message["seq"], message["kind"], message["data"])
+        yield event
+        if event.type == "DONE":
+            return
 
 
 def _title_from(message: str) -> str:

@@ -118,3 +118,29 @@ def test_two_processes_share_turn_claims_stops_approvals_history_and_files(
     undone = editor_on_one.post(f"/api/changes/{changes[b_conversation].pk}/undo")
     assert undone.status_code == 200, undone.text
     assert files_in(root) == {"a.txt": a_text, "b.txt": "b before\n"}
+
+
+def test_reattaching_through_the_other_process_streams_the_rest(
+    other_process, client_for, users, project, fake_provider
+):
+    """A reload that lands on a process without the turn still gets the reply, relayed."""
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("w " * 40, pieces=40), delay=0.03))
+    on_one = client_for(users["editor"])
+    on_two = client_for(users["editor"], base_url=other_process.base_url)
+
+    with on_one.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT", count=3)
+    conversation = seen[0].data["conversation"]
+
+    with on_two.http.stream(
+        "GET",
+        f"/api/conversations/{conversation}/stream",
+        headers={"Last-Event-ID": str(seen[-1].id)},
+    ) as response:
+        rest = list(parse_sse(response.iter_lines()))
+
+    assert [e.id for e in seen + rest] == list(range(1, len(seen) + len(rest) + 1))
+    assert rest[-1].type == "DONE"
+    assert chat_text(seen + rest) == "w " * 40

@@ -1,0 +1,78 @@
+"""Re-attaching through a process that does not run the turn: events relayed over the layer."""
+
+import asyncio
+import uuid
+
+import pytest
+from asgiref.sync import sync_to_async
+from django.utils import timezone
+
+from roject.access import aproject_access
+from rojos import turns
+from rojos.models import Conversation
+from tests.fake_provider import stream, text_chunks
+from tests.helpers import make_rojo
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def start_turn(project, user, fake_provider, message: str):
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    access = await aproject_access(user=user, project_id=project.pk)
+    conversation = await turns.conversation_create(
+        access=access, rojo=rojo, user=user, message=message
+    )
+    turn = await turns.turn_start(
+        access=access, user=user, rojo=rojo, conversation=conversation, message=message
+    )
+    return conversation, turn
+
+
+async def test_a_follower_elsewhere_gets_what_it_missed_then_the_rest(
+    project, users, fake_provider
+):
+    """The turn's process relays every event after Last-Event-ID, in order, through to DONE."""
+    fake_provider.add(stream(*text_chunks("w " * 30, pieces=30), delay=0.02))
+    conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
+    seen = []
+    async for event in turn.follow():
+        seen.append(event)
+        if len(seen) == 4:
+            break
+
+    relayed = [e async for e in turns.turn_follow_remote(conversation.pk, after=4)]
+
+    assert [e.seq for e in seen + relayed] == list(range(1, len(seen) + len(relayed) + 1))
+    assert relayed[-1].type == "DONE"
+    text = "".join(e.data["text"] for e in seen + relayed if e.type == "CHAT")
+    assert text == "w " * 30
+    await turn.task
+
+
+async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
+    project, users, fake_provider, monkeypatch
+):
+    """A turn with nothing to say for a while (an approval) pings, so the follower waits."""
+    monkeypatch.setattr(turns, "FOLLOW_PING_SECONDS", 0.05)
+    monkeypatch.setattr(turns, "FOLLOW_SILENCE_SECONDS", 0.2)
+    fake_provider.add(stream(*text_chunks("late", pieces=1), first_byte_delay=0.6))
+    conversation, turn = await start_turn(project, users["editor"], fake_provider, "Wait")
+
+    relayed = [e async for e in turns.turn_follow_remote(conversation.pk, after=0)]
+
+    assert [e.type for e in relayed] == ["START", "CHAT", "DONE"]
+    await turn.task
+
+
+async def test_a_follower_of_a_gone_process_ends_after_the_silence(project, monkeypatch):
+    """Nobody relays for a turn whose process died: the stream ends so the client reloads."""
+    monkeypatch.setattr(turns, "FOLLOW_SILENCE_SECONDS", 0.2)
+    conversation = await Conversation.objects.acreate(
+        project=project, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
+    )
+
+    started = asyncio.get_running_loop().time()
+    relayed = [e async for e in turns.turn_follow_remote(conversation.pk, after=0)]
+
+    assert [(e.seq, e.type) for e in relayed] == [(0, "DONE")]
+    assert asyncio.get_running_loop().time() - started < 2
