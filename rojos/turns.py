@@ -15,7 +15,6 @@ from collections.abc import AsyncIterator
 from datetime import timedelta
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections
@@ -30,15 +29,13 @@ from .errors import TurnBusy, TurnError, TurnLimited
 from .history import History, tool_result
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
+from .turn_messages import turn_group, turn_listen
 from .wire import WireEvent, WireType, wire_payload
 
 logger = logging.getLogger(__name__)
 
 # How long a finished turn's events stay available to re-attaching clients.
 KEEP_FINISHED_SECONDS = 120
-# A turn relaying to another process pings it this often; that long without word, it is gone.
-FOLLOW_PING_SECONDS = 10
-FOLLOW_SILENCE_SECONDS = 30
 INTERRUPTED_MESSAGE = (
     "The server stopped while this reply was running; it ends here, "
     "and calls it had not finished are marked interrupted."
@@ -113,10 +110,6 @@ def turn_get(conversation_id: int) -> Turn | None:
     return _turns.get(conversation_id)
 
 
-def _turn_group(conversation_id: int) -> str:
-    return f"rojo-turn-{conversation_id}"
-
-
 async def _claim(conversation_id: int, turn_id: uuid.UUID) -> bool:
     now = timezone.now()
     stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
@@ -140,75 +133,6 @@ async def _heartbeat(conversation_id: int, turn_id: uuid.UUID) -> None:
         await Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).aupdate(
             turn_heartbeat=timezone.now()
         )
-
-
-async def _listen(layer, channel: str, turn: "Turn", task: asyncio.Task) -> None:
-    """Messages for the running turn, from whichever process received the request."""
-    while True:
-        message = await layer.receive(channel)
-        if message.get("type") == "turn.stop":
-            task.cancel()
-            return
-        if message.get("type") == "turn.approval":
-            waiting = turn.approvals.get(message.get("call"))
-            if waiting is not None and not waiting.done():
-                waiting.set_result(bool(message.get("approve")))
-        if message.get("type") == "turn.follow":
-            relay = asyncio.create_task(_relay(layer, turn, message["channel"], message["after"]))
-            turn.relays.add(relay)
-            relay.add_done_callback(turn.relays.discard)
-
-
-async def _relay(layer, turn: "Turn", channel: str, after: int) -> None:
-    """Send a turn's events to a client re-attached through another process."""
-    position = max(after, 0)
-    try:
-        while True:
-            while position < len(turn.events):
-                event = turn.events[position]
-                position += 1
-                await layer.send(
-                    channel,
-                    {
-                        "type": "turn.event",
-                        "seq": event.seq,
-                        "kind": event.type,
-                        "data": event.data,
-                    },
-                )
-            if turn.finished:
-                return
-            try:
-                await asyncio.wait_for(turn.changed(), FOLLOW_PING_SECONDS)
-            except TimeoutError:
-                await layer.send(channel, {"type": "turn.ping"})
-    except ChannelFull:
-        logger.warning("a remote follower of conversation %s fell behind", turn.conversation_id)
-
-
-async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[WireEvent]:
-    """Follow a turn that runs in another process: it relays its events over the layer.
-
-    The process running the turn pings through quiet spells (an approval can take minutes);
-    silence beyond that means it is gone, and the stream ends for the client to reload.
-    """
-    layer = get_channel_layer()
-    channel = await layer.new_channel()
-    await layer.group_send(
-        _turn_group(conversation_id), {"type": "turn.follow", "channel": channel, "after": after}
-    )
-    while True:
-        try:
-            message = await asyncio.wait_for(layer.receive(channel), FOLLOW_SILENCE_SECONDS)
-        except TimeoutError:
-            yield WireEvent(0, "DONE", {})
-            return
-        if message.get("type") != "turn.event":
-            continue
-        event = WireEvent(message["seq"], message["kind"], message["data"])
-        yield event
-        if event.type == "DONE":
-            return
 
 
 def _title_from(message: str) -> str:
@@ -267,7 +191,7 @@ async def turn_start(
     layer = get_channel_layer()
     channel = await layer.new_channel()
     try:
-        await layer.group_add(_turn_group(conversation.pk), channel)
+        await layer.group_add(turn_group(conversation.pk), channel)
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
         history = await History.load(conversation)
         # A turn still marked running here was cut off by a crash: its calls were just closed.
@@ -288,7 +212,7 @@ async def turn_start(
             conversation.rojo = rojo
             await conversation.asave(update_fields=["rojo"])
     except BaseException:
-        await layer.group_discard(_turn_group(conversation.pk), channel)
+        await layer.group_discard(turn_group(conversation.pk), channel)
         await _release(conversation.pk, turn_id)
         raise
     ctx = RojoToolContext(
@@ -327,7 +251,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     conversation_id = turn.conversation_id
     task = asyncio.current_task()
     helpers = [
-        asyncio.create_task(_listen(layer, channel, turn, task)),
+        asyncio.create_task(turn_listen(layer, channel, turn, task)),
         asyncio.create_task(_heartbeat(conversation_id, turn_id)),
     ]
     client = rojo_client(rojo)
@@ -389,7 +313,7 @@ async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
         await client.close()
-        await layer.group_discard(_turn_group(conversation_id), channel)
+        await layer.group_discard(turn_group(conversation_id), channel)
         await TurnRecord.objects.filter(pk=turn.record_id).aupdate(
             status=turn.status,
             error=turn.error.get("message", ""),
@@ -406,22 +330,3 @@ async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
 def _forget(turn: Turn) -> None:
     if _turns.get(turn.conversation_id) is turn:
         del _turns[turn.conversation_id]
-
-
-async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> bool:
-    """Deliver a decision on a call waiting for approval, to whichever process runs the turn."""
-    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
-    if running:
-        await get_channel_layer().group_send(
-            _turn_group(conversation.pk),
-            {"type": "turn.approval", "call": call_id, "approve": approve},
-        )
-    return running
-
-
-async def turn_stop(*, conversation: Conversation) -> bool:
-    """Ask the conversation's running turn to stop, in whichever process it runs."""
-    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
-    if running:
-        await get_channel_layer().group_send(_turn_group(conversation.pk), {"type": "turn.stop"})
-    return running

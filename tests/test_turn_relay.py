@@ -8,7 +8,7 @@ from asgiref.sync import sync_to_async
 from django.utils import timezone
 
 from roject.access import aproject_access
-from rojos import turns
+from rojos import turn_messages, turns
 from rojos.models import Conversation
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
@@ -40,7 +40,7 @@ async def test_a_follower_elsewhere_gets_what_it_missed_then_the_rest(
         if len(seen) == 4:
             break
 
-    relayed = [e async for e in turns.turn_follow_remote(conversation.pk, after=4)]
+    relayed = [e async for e in turn_messages.turn_follow_remote(conversation.pk, after=4)]
 
     assert [e.seq for e in seen + relayed] == list(range(1, len(seen) + len(relayed) + 1))
     assert relayed[-1].type == "DONE"
@@ -53,12 +53,12 @@ async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
     project, users, fake_provider, monkeypatch
 ):
     """A turn with nothing to say for a while (an approval) pings, so the follower waits."""
-    monkeypatch.setattr(turns, "FOLLOW_PING_SECONDS", 0.05)
-    monkeypatch.setattr(turns, "FOLLOW_SILENCE_SECONDS", 0.2)
+    monkeypatch.setattr(turn_messages, "FOLLOW_PING_SECONDS", 0.05)
+    monkeypatch.setattr(turn_messages, "FOLLOW_SILENCE_SECONDS", 0.2)
     fake_provider.add(stream(*text_chunks("late", pieces=1), first_byte_delay=0.6))
     conversation, turn = await start_turn(project, users["editor"], fake_provider, "Wait")
 
-    relayed = [e async for e in turns.turn_follow_remote(conversation.pk, after=0)]
+    relayed = [e async for e in turn_messages.turn_follow_remote(conversation.pk, after=0)]
 
     assert [e.type for e in relayed] == ["START", "CHAT", "DONE"]
     await turn.task
@@ -66,13 +66,13 @@ async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
 
 async def test_a_follower_of_a_gone_process_ends_after_the_silence(project, monkeypatch):
     """Nobody relays for a turn whose process died: the stream ends so the client reloads."""
-    monkeypatch.setattr(turns, "FOLLOW_SILENCE_SECONDS", 0.2)
+    monkeypatch.setattr(turn_messages, "FOLLOW_SILENCE_SECONDS", 0.2)
     conversation = await Conversation.objects.acreate(
         project=project, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
     )
 
     started = asyncio.get_running_loop().time()
-    relayed = [e async for e in turns.turn_follow_remote(conversation.pk, after=0)]
+    relayed = [e async for e in turn_messages.turn_follow_remote(conversation.pk, after=0)]
 
     assert [(e.seq, e.type) for e in relayed] == [(0, "DONE")]
     assert asyncio.get_running_loop().time() - started < 2

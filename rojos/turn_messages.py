@@ -1,0 +1,113 @@
+"""Messages between server processes about a running turn, over the Channels layer.
+
+Stop, approve and follow requests may land on any process; the one running the turn listens
+on its group and acts, or relays the turn's events to a follower elsewhere.
+"""
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+from channels.exceptions import ChannelFull
+from channels.layers import get_channel_layer
+
+from .models import Conversation
+from .wire import WireEvent
+
+logger = logging.getLogger(__name__)
+
+# A turn relaying to another process pings it this often; that long without word, it is gone.
+FOLLOW_PING_SECONDS = 10
+FOLLOW_SILENCE_SECONDS = 30
+
+
+def turn_group(conversation_id: int) -> str:
+    return f"rojo-turn-{conversation_id}"
+
+
+async def turn_listen(layer, channel: str, turn, task: asyncio.Task) -> None:
+    """Messages for the running turn, from whichever process received the request."""
+    while True:
+        message = await layer.receive(channel)
+        if message.get("type") == "turn.stop":
+            task.cancel()
+            return
+        if message.get("type") == "turn.approval":
+            waiting = turn.approvals.get(message.get("call"))
+            if waiting is not None and not waiting.done():
+                waiting.set_result(bool(message.get("approve")))
+        if message.get("type") == "turn.follow":
+            relay = asyncio.create_task(_relay(layer, turn, message["channel"], message["after"]))
+            turn.relays.add(relay)
+            relay.add_done_callback(turn.relays.discard)
+
+
+async def _relay(layer, turn, channel: str, after: int) -> None:
+    """Send a turn's events to a client re-attached through another process."""
+    position = max(after, 0)
+    try:
+        while True:
+            while position < len(turn.events):
+                event = turn.events[position]
+                position += 1
+                await layer.send(
+                    channel,
+                    {
+                        "type": "turn.event",
+                        "seq": event.seq,
+                        "kind": event.type,
+                        "data": event.data,
+                    },
+                )
+            if turn.finished:
+                return
+            try:
+                await asyncio.wait_for(turn.changed(), FOLLOW_PING_SECONDS)
+            except TimeoutError:
+                await layer.send(channel, {"type": "turn.ping"})
+    except ChannelFull:
+        logger.warning("a remote follower of conversation %s fell behind", turn.conversation_id)
+
+
+async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[WireEvent]:
+    """Follow a turn that runs in another process: it relays its events over the layer.
+
+    The process running the turn pings through quiet spells (an approval can take minutes);
+    silence beyond that means it is gone, and the stream ends for the client to reload.
+    """
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    await layer.group_send(
+        turn_group(conversation_id), {"type": "turn.follow", "channel": channel, "after": after}
+    )
+    while True:
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), FOLLOW_SILENCE_SECONDS)
+        except TimeoutError:
+            yield WireEvent(0, "DONE", {})
+            return
+        if message.get("type") != "turn.event":
+            continue
+        event = WireEvent(message["seq"], message["kind"], message["data"])
+        yield event
+        if event.type == "DONE":
+            return
+
+
+async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> bool:
+    """Deliver a decision on a call waiting for approval, to whichever process runs the turn."""
+    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
+    if running:
+        await get_channel_layer().group_send(
+            turn_group(conversation.pk),
+            {"type": "turn.approval", "call": call_id, "approve": approve},
+        )
+    return running
+
+
+async def turn_stop(*, conversation: Conversation) -> bool:
+    """Ask the conversation's running turn to stop, in whichever process it runs."""
+    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
+    if running:
+        await get_channel_layer().group_send(turn_group(conversation.pk), {"type": "turn.stop"})
+    return running
