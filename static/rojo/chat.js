@@ -4,30 +4,8 @@
 
 import { ApiError, getJson, request } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
+import { approvalBox, parseMaybe, short, toolLine } from "./render.js";
 import { readEvents } from "./sse.js";
-
-function short(text, max = 60) {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
-/** `create_directory("docs/intro")`, `write_text_content("docs/intro/index.page", …)`. */
-export function summarize(name, args) {
-  if (args && typeof args === "object" && !Array.isArray(args)) {
-    const values = Object.values(args);
-    if (!values.length) return `${name}()`;
-    const first = short(JSON.stringify(values[0]));
-    return `${name}(${first}${values.length > 1 ? ", …" : ""})`;
-  }
-  return `${name}(${short(String(args ?? ""))})`;
-}
-
-function parseMaybe(text) {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return text;
-  }
-}
 
 export class ChatPanel extends EventTarget {
   constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite }) {
@@ -104,26 +82,7 @@ export class ChatPanel extends EventTarget {
 
   addToolCall({ id, name, args }) {
     this.bubble = null;
-    const line = document.createElement("details");
-    line.className = "tool-line pending";
-    line.dataset.id = id;
-    line.dataset.tool = name;
-    const summary = document.createElement("summary");
-    const gear = document.createElement("span");
-    gear.className = "gear";
-    gear.setAttribute("aria-hidden", "true");
-    gear.textContent = "⚙";
-    const call = document.createElement("span");
-    call.className = "call";
-    call.textContent = summarize(name, args);
-    const outcome = document.createElement("span");
-    outcome.className = "outcome";
-    outcome.textContent = " …";
-    summary.append(gear, " ", call, outcome);
-    const full = document.createElement("pre");
-    full.className = "tool-args";
-    full.textContent = typeof args === "string" ? args : JSON.stringify(args, null, 2);
-    line.append(summary, full);
+    const line = toolLine({ id, name, args });
     this.lines.set(id, line);
     return this.append(line);
   }
@@ -192,13 +151,7 @@ export class ChatPanel extends EventTarget {
 
   addApproval({ id, name, preview }) {
     const line = this.lines.get(id);
-    const box = document.createElement("div");
-    box.className = "approval";
-    box.setAttribute("role", "group");
-    box.setAttribute("aria-label", `Approve ${name}?`);
-    const question = document.createElement("p");
-    question.textContent = `The rojo wants to run ${name}; it changes existing files.`;
-    box.append(question, this.previewNode(preview));
+    const box = approvalBox({ name, preview });
     if (this.canWrite) {
       const actions = document.createElement("div");
       actions.className = "approval-actions";
@@ -231,27 +184,6 @@ export class ChatPanel extends EventTarget {
     (line ?? this.log.lastElementChild).after(box);
     if (line) line.approval = box;
     box.scrollIntoView({ block: "nearest" });
-  }
-
-  previewNode(preview) {
-    const pre = document.createElement("pre");
-    pre.className = "preview";
-    if (preview?.diff !== undefined) {
-      for (const text of (preview.diff || "(no change)").split("\n")) {
-        const row = document.createElement("span");
-        if (text.startsWith("+") && !text.startsWith("+++")) row.className = "added";
-        else if (text.startsWith("-") && !text.startsWith("---")) row.className = "removed";
-        row.textContent = `${text}\n`;
-        pre.append(row);
-      }
-    } else if (preview?.move) {
-      pre.textContent = `move ${preview.move[0]} → ${preview.move[1]}${preview.replaces ? " (replaces it)" : ""}`;
-    } else if (preview?.delete) {
-      pre.textContent = `delete:\n${preview.delete.map((p) => `  ${p}`).join("\n")}`;
-    } else {
-      pre.textContent = preview?.error ? `preview failed: ${preview.error}` : JSON.stringify(preview);
-    }
-    return pre;
   }
 
   addError(message, code = "error") {
