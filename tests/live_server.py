@@ -17,8 +17,8 @@ from django.test import Client
 
 
 class _ThreadedServer(uvicorn.Server):
-    def install_signal_handlers(self) -> None:  # the test runner owns signals
-        pass
+    def install_signal_handlers(self) -> None:
+        """Install none: the test runner owns the process's signals."""
 
 
 @pytest.fixture(scope="session")
