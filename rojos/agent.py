@@ -12,7 +12,7 @@ from django.conf import settings
 
 from .errors import StepLimitReached
 from .events import AgentEvent, TextEvent, ToolCallEvent
-from .history import History
+from .history import Draft, History
 from .models import Message, Rojo
 from .provider import Completion, StreamAccumulator, provider_chunks
 from .tool_calls import Approver, ToolCallRunner
@@ -70,9 +70,8 @@ def display_args(arguments: str):
         return arguments
 
 
-async def _store_completion(history: History, completion: Completion) -> Message:
-    return await history.add(
-        role=Message.Role.ASSISTANT,
+async def _store_completion(draft: Draft, completion: Completion) -> Message:
+    return await draft.save(
         content=completion.text or None,
         tool_calls=completion.tool_calls or None,
         reasoning=completion.reasoning,
@@ -110,6 +109,7 @@ async def agent_loop(
     )
     for _step in range(rojo.max_steps):
         accumulator = StreamAccumulator()
+        draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
             chunks = provider_chunks(client, build_request(rojo, history, definitions))
             async with contextlib.aclosing(chunks):
@@ -117,15 +117,14 @@ async def agent_loop(
                     text = accumulator.feed(chunk)
                     if text:
                         yield TextEvent(text=text)
+                        await draft.maybe_save(accumulator.text)
             completion = accumulator.result()
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.
             if accumulator.text:
-                await asyncio.shield(
-                    history.add(role=Message.Role.ASSISTANT, content=accumulator.text)
-                )
+                await asyncio.shield(draft.save(content=accumulator.text))
             raise
-        message = await _store_completion(history, completion)
+        message = await _store_completion(draft, completion)
         if not completion.tool_calls:
             return
         try:

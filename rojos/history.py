@@ -8,6 +8,7 @@ is repaired when the next turn loads the history.
 import asyncio
 import hashlib
 import json
+import time
 from typing import Any
 
 from .models import Conversation, Message
@@ -169,3 +170,32 @@ class History:
         wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
         wire.extend(message_to_wire(m) for m in self.messages)
         return wire
+
+
+class Draft:
+    """A step's assistant message while it streams, saved every so often.
+
+    The user sees text as it arrives; saving it now and then (not per chunk: one UPDATE per
+    interval) means a crashed process loses at most the last interval of it.
+    """
+
+    def __init__(self, history: History, every: float) -> None:
+        self.history = history
+        self.every = every
+        self.message: Message | None = None
+        self.saved_at = time.monotonic()
+
+    async def maybe_save(self, text: str) -> None:
+        if time.monotonic() - self.saved_at >= self.every:
+            await self.save(content=text)
+
+    async def save(self, **fields) -> Message:
+        """Store the message, or update the draft stored before."""
+        self.saved_at = time.monotonic()
+        if self.message is None:
+            self.message = await self.history.add(role=Message.Role.ASSISTANT, **fields)
+            return self.message
+        for name, value in fields.items():
+            setattr(self.message, name, value)
+        await self.message.asave(update_fields=list(fields))
+        return self.message

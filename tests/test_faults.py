@@ -181,6 +181,39 @@ def test_killed_mid_text_the_finished_call_and_its_file_are_kept(
     assert (change.conversation_id, change.paths) == (conversation, ["docs/page.md"])
 
 
+def test_killed_mid_text_the_text_saved_so_far_survives(
+    client_for, users, project, rojo, fake_provider, server_process
+):
+    """While a reply streams its text is saved every ROJO_DRAFT_SECONDS: a kill loses less."""
+    server = doomed(server_process, ROJO_DRAFT_SECONDS="0.1")
+    fake_provider.add(stream(*text_chunks("w " * 200, pieces=200), delay=0.02))
+    client = client_for(users["editor"], base_url=server.base_url)
+
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT", count=40)
+        conversation = seen[0].data["conversation"]
+        wait_until(lambda: len(stored_history(conversation)) == 2)
+        server.kill()
+        with pytest.raises(httpx2.RemoteProtocolError):
+            list(events)
+
+    streamed = "".join(e.data["text"] for e in seen if e.type == "CHAT")
+    history = stored_history(conversation)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[1].content and streamed.startswith(history[1].content)
+    assert history[1].tool_calls is None
+
+    fake_provider.add(stream(*text_chunks(REPLY)))
+    survivor = client_for(users["editor"])
+    again = send_once_free(survivor, project, rojo, conversation)
+    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
+    assert_history_valid(stored_history(conversation))
+    sent = fake_provider.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+    assert sent[1]["content"] == history[1].content
+
+
 def test_killed_mid_write_the_file_stays_whole_and_the_half_write_is_nowhere(
     client_for, users, project, fake_provider, root, server_process
 ):
