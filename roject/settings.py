@@ -150,7 +150,7 @@ ROJO_USER_CONCURRENT_TURNS = env_int("ROJO_USER_CONCURRENT_TURNS", 3)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).
-ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 2)
+ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
 ROJO_PROVIDER_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TIMEOUT") or 120)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)

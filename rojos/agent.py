@@ -117,7 +117,7 @@ async def agent_loop(
                     text = accumulator.feed(chunk)
                     if text:
                         yield TextEvent(text=text)
-                        await draft.maybe_save(accumulator.text)
+                        draft.maybe_save(accumulator.text)
             completion = accumulator.result()
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.

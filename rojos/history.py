@@ -8,10 +8,15 @@ is repaired when the next turn loads the history.
 import asyncio
 import hashlib
 import json
+import logging
 import time
 from typing import Any
 
+from django.db import DatabaseError
+
 from .models import Conversation, Message
+
+logger = logging.getLogger(__name__)
 
 INTERRUPTED = {"error": "interrupted"}
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
@@ -175,8 +180,9 @@ class History:
 class Draft:
     """A step's assistant message while it streams, saved every so often.
 
-    The user sees text as it arrives; saving it now and then (not per chunk: one UPDATE per
-    interval) means a crashed process loses at most the last interval of it.
+    The user sees text as it arrives; saving it now and then (not per chunk: one write per
+    interval) means a crashed process loses at most the last interval of it. Drafts are
+    written in the background, so the stream never waits on the database.
     """
 
     def __init__(self, history: History, every: float) -> None:
@@ -184,14 +190,28 @@ class Draft:
         self.every = every
         self.message: Message | None = None
         self.saved_at = time.monotonic()
+        self.pending: asyncio.Task | None = None
 
-    async def maybe_save(self, text: str) -> None:
-        if time.monotonic() - self.saved_at >= self.every:
-            await self.save(content=text)
+    def maybe_save(self, text: str) -> None:
+        """Start saving the text so far, if the interval has passed and no save is running."""
+        idle = self.pending is None or self.pending.done()
+        if idle and time.monotonic() - self.saved_at >= self.every:
+            self.saved_at = time.monotonic()
+            self.pending = asyncio.ensure_future(self._draft(text))
+
+    async def _draft(self, text: str) -> None:
+        try:
+            await self._write(content=text)
+        except DatabaseError:
+            logger.warning("could not save a draft of the reply", exc_info=True)
 
     async def save(self, **fields) -> Message:
-        """Store the message, or update the draft stored before."""
-        self.saved_at = time.monotonic()
+        """Store the message (after any draft being written), or update the stored draft."""
+        if self.pending is not None:
+            await asyncio.shield(self.pending)
+        return await self._write(**fields)
+
+    async def _write(self, **fields) -> Message:
         if self.message is None:
             self.message = await self.history.add(role=Message.Role.ASSISTANT, **fields)
             return self.message
