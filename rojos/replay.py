@@ -45,6 +45,16 @@ class _Numbered:
         self.events.append(WireEvent(len(self.events) + 1, type_, data))
 
 
+def tool_message_events(message: Message, call: dict | None, change: int | None = None):
+    """The TOOL_CALL and TOOL_RESULT data a stored tool message stands for."""
+    arguments = ((call or {}).get("function") or {}).get("arguments", "")
+    base = {"id": message.tool_call_id, "name": message.name}
+    outcome = {**base, "result": tool_result(message), "ok": not message.is_error}
+    if change is not None:
+        outcome["change"] = change
+    return {**base, "args": display_args(arguments)}, outcome
+
+
 def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
     """Rebuild each turn's wire events from the stored messages and turn records."""
     messages = list(Message.objects.filter(conversation=conversation).order_by("position"))
@@ -76,15 +86,11 @@ def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
                 numbered.add("CHAT", {"text": message.content})
             calls.update({call["id"]: call for call in message.tool_calls or ()})
         elif message.role == Message.Role.TOOL:
-            call = calls.get(message.tool_call_id, {})
-            arguments = (call.get("function") or {}).get("arguments", "")
-            base = {"id": message.tool_call_id, "name": message.name}
-            numbered.add("TOOL_CALL", {**base, "args": display_args(arguments)})
-            result = tool_result(message)
-            data = {**base, "result": result, "ok": not message.is_error}
-            if message.tool_call_id in changes:
-                data["change"] = changes[message.tool_call_id]
-            numbered.add("TOOL_RESULT", data)
+            call, outcome = tool_message_events(
+                message, calls.get(message.tool_call_id), changes.get(message.tool_call_id)
+            )
+            numbered.add("TOOL_CALL", call)
+            numbered.add("TOOL_RESULT", outcome)
     close_turn()
     return turns
 

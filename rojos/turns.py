@@ -24,10 +24,11 @@ from django.utils import timezone
 from roject import storage
 from roject.access import ProjectAccess
 
-from .agent import agent_loop, display_args, rojo_client
+from .agent import agent_loop, rojo_client
 from .errors import TurnBusy, TurnError, TurnLimited
-from .history import History, tool_result
+from .history import History
 from .models import Conversation, Message, Rojo, TurnRecord
+from .replay import tool_message_events
 from .tools import RojoToolContext
 from .turn_messages import turn_group, turn_listen
 from .wire import WireEvent, WireType, wire_payload
@@ -300,13 +301,10 @@ def _publish_interrupted(turn: Turn, history: History) -> None:
         if message.role == Message.Role.ASSISTANT:
             calls.update({call["id"]: call for call in message.tool_calls or ()})
         elif message.role == Message.Role.TOOL and message.tool_call_id not in results:
-            function = calls.get(message.tool_call_id, {}).get("function", {})
-            base = {"id": message.tool_call_id, "name": message.name}
+            call, outcome = tool_message_events(message, calls.get(message.tool_call_id))
             if message.tool_call_id not in announced:
-                args = display_args(function.get("arguments", ""))
-                turn.publish("TOOL_CALL", {**base, "args": args})
-            result = tool_result(message)
-            turn.publish("TOOL_RESULT", {**base, "result": result, "ok": not message.is_error})
+                turn.publish("TOOL_CALL", call)
+            turn.publish("TOOL_RESULT", outcome)
 
 
 async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
