@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import aiohttp
 import httpx2
 import openai
 
@@ -246,12 +247,12 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
                     raise ProviderError(scrub(message, client.api_key))
     except openai.APIStatusError as exc:
         raise ProviderError(_status_message(exc, client)) from None
-    except openai.APITimeoutError:
-        raise ProviderError(
-            f"The provider at {client.base_url} did not answer in time. "
-            "Check that it is running and not overloaded."
-        ) from None
-    except openai.APIConnectionError:
+    except openai.APIConnectionError as exc:  # APITimeoutError included
+        if _timed_out(exc):
+            raise ProviderError(
+                f"The provider at {client.base_url} did not answer in time. "
+                "Check that it is running and not overloaded."
+            ) from None
         raise ProviderError(
             f"Could not connect to the provider at {client.base_url}. Check that it is running "
             "and that the rojo's base URL (ROJO_BASE_URL for the demo rojo) is right."
@@ -261,6 +262,19 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
             f"The connection to the provider at {client.base_url} broke mid-response "
             f"({exc.__class__.__name__})."
         ) from None
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a transport failure was a timeout, judged by its first cause.
+
+    The SDK's aiohttp adapter maps every aiohttp connection error, a refused connection
+    included, to a connect *timeout*; aiohttp's own exception says what happened.
+    """
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, aiohttp.ClientError):
+        return isinstance(exc, TimeoutError)
+    return isinstance(exc, (TimeoutError, httpx2.TimeoutException, openai.APITimeoutError))
 
 
 def _mid_stream_message(error: Any) -> str:
