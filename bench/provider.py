@@ -152,7 +152,7 @@ class BenchProvider(FakeProvider):
         self._server.socket.listen(1024)
         self._barriers: dict[str, threading.Barrier] = {}
 
-    def _take(self, body: dict[str, Any], headers: dict[str, str]) -> Reply:
+    def _take(self, body: dict[str, Any], headers: dict[str, str], peer=None) -> Reply:
         model = str(body.get("model", ""))
         scenario = Scenario.parse(model)
         step = _step(body)

@@ -4,6 +4,7 @@ import asyncio
 import contextlib
 import functools
 import ssl
+import weakref
 from collections.abc import AsyncIterator
 
 import httpx2
@@ -30,36 +31,69 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
-def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
-    """An SDK client for the rojo's endpoint; a missing key is sent as a placeholder."""
+# One HTTP connection pool per event loop, shared by every rojo's SDK client: connections
+# to a provider stay open between turns, so a turn pays no TCP or TLS handshake.
+_pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple]" = weakref.WeakKeyDictionary()
+
+
+async def _pool_lifetime(loop: asyncio.AbstractEventLoop, pool: httpx2.AsyncClient):
+    """Waits at its yield for as long as the loop runs.
+
+    Event loops close the async generators still suspended when they shut down
+    (asyncio.run, uvicorn, pytest-asyncio all do), which closes the pool on its own loop.
+    """
+    try:
+        yield
+    finally:
+        _pools.pop(loop, None)
+        await pool.aclose()
+
+
+async def connection_pool() -> httpx2.AsyncClient:
+    """The running loop's HTTP client: the SDK's aiohttp transport with its defaults.
+
+    aiohttp (`openai[aiohttp]`) reads a stream for less than half the CPU of the SDK's
+    default httpx transport (docs/performance.md); timeouts come with each request from
+    the SDK client that sends it.
+    """
+    loop = asyncio.get_running_loop()
+    held = _pools.get(loop)
+    if held is None or held[0].is_closed:
+        pool = openai.DefaultAioHttpClient(verify=_tls_context())
+        lifetime = _pool_lifetime(loop, pool)
+        await anext(lifetime)
+        held = _pools[loop] = (pool, lifetime)
+    return held[0]
+
+
+async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
+    """An SDK client for the rojo's endpoint on the loop's shared pool; never close it.
+
+    A missing key is sent as a placeholder. Closing the SDK client would close the pool
+    of every turn on this loop; the loop closes it when it shuts down.
+    """
     timeout = openai.Timeout(settings.ROJO_PROVIDER_TIMEOUT, connect=10.0)
     return openai.AsyncOpenAI(
         base_url=rojo.base_url,
         api_key=rojo.resolved_api_key() or "no-key",
         timeout=timeout,
         max_retries=settings.ROJO_PROVIDER_RETRIES,
-        # The SDK's aiohttp transport (`openai[aiohttp]`) with the SDK's defaults and the shared
-        # TLS context: its C HTTP parser reads a stream for less than half the CPU of the
-        # default httpx transport (docs/performance.md). Closing the SDK client closes it.
-        http_client=openai.DefaultAioHttpClient(
-            base_url=rojo.base_url, timeout=timeout, verify=_tls_context()
-        ),
+        http_client=await connection_pool(),
     )
 
 
 def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
-    """Only model, messages, tools and stream, plus what the rojo itself configures."""
-    request: dict = {
-        "model": rojo.model,
-        "messages": history.to_wire(rojo.system_prompt),
-        "stream": True,
-    }
-    if tools:
-        request["tools"] = tools
+    """Only model, messages, tools and stream, plus what the rojo itself configures.
+
+    The rojo's request options are merged at the top of the body and win over everything
+    but the model, the messages, the tools and streaming, which the loop depends on.
+    """
+    request: dict = dict(rojo.request_options or {})
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
-    if rojo.request_options:
-        request["extra_body"] = dict(rojo.request_options)
+    request.update(model=rojo.model, messages=history.to_wire(rojo.system_prompt), stream=True)
+    if tools:
+        request["tools"] = tools
     return request
 
 
@@ -118,7 +152,8 @@ async def agent_loop(
                     text = accumulator.feed(chunk)
                     if text:
                         yield TextEvent(text=text)
-                        draft.maybe_save(accumulator.text)
+                        if draft.due():  # the text so far is only joined when saved
+                            draft.save_soon(accumulator.text)
             completion = accumulator.result()
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.

@@ -192,12 +192,16 @@ class Draft:
         self.saved_at = time.monotonic()
         self.pending: asyncio.Task | None = None
 
-    def maybe_save(self, text: str) -> None:
-        """Start saving the text so far, if the interval has passed and no save is running."""
-        idle = self.pending is None or self.pending.done()
-        if idle and time.monotonic() - self.saved_at >= self.every:
-            self.saved_at = time.monotonic()
-            self.pending = asyncio.ensure_future(self._draft(text))
+    def due(self) -> bool:
+        """Whether the interval has passed and no save is running: checked on every chunk."""
+        if time.monotonic() - self.saved_at < self.every:
+            return False
+        return self.pending is None or self.pending.done()
+
+    def save_soon(self, text: str) -> None:
+        """Start saving the text so far in the background."""
+        self.saved_at = time.monotonic()
+        self.pending = asyncio.ensure_future(self._draft(text))
 
     async def _draft(self, text: str) -> None:
         try:

@@ -1,10 +1,12 @@
 """Reading any OpenAI-compatible chat-completions stream: the provider quirks live here only.
 
-The stream is read as raw server-sent-event lines through the SDK's streaming response (auth,
-retries and base URL stay the SDK's), and each chunk is parsed once with json.loads: building
-a typed SDK object per chunk costs several times more CPU than the rest of a turn.
+The request goes through the SDK (auth, retries, timeouts and base URL stay the SDK's); the
+stream is read as raw server-sent-event lines and each chunk parsed once, with orjson:
+building a typed SDK object per chunk costs more CPU than the rest of a turn.
 """
 
+import asyncio
+import contextlib
 import json
 import secrets
 import string
@@ -15,6 +17,7 @@ from typing import Any
 import aiohttp
 import httpx2
 import openai
+import orjson
 
 from .errors import ProviderError
 
@@ -222,29 +225,40 @@ def error_text(error: Any) -> str:
 async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIterator[dict]:
     """Yield the parsed chunks of one streaming chat completion.
 
+    The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
+    and error types) as the plain JSON body it already is: the typed `create` would first
+    walk every message and tool definition against its parameter types, about 0.6 ms a
+    request. The body is read as raw bytes, split into lines here, each chunk parsed once.
     Transport and HTTP failures become ProviderError; a stream that ends early simply stops,
     and the accumulator then reports it as unfinished.
     """
-    extra_body = request.get("extra_body")
     try:
-        async with client.chat.completions.with_streaming_response.create(
-            **{k: v for k, v in request.items() if k != "extra_body"},
-            extra_body=extra_body,
-        ) as response:
+        response = await client.post(
+            "/chat/completions", body=request, cast_to=httpx2.Response, stream=True
+        )
+        try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
-                yield _checked(json.loads(await response.text()), client.api_key)
+                yield _checked(json.loads(await response.aread()), client.api_key)
                 return
-            async for line in response.iter_lines():
-                if line.startswith("data:"):
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        return
-                    if data:
-                        yield _checked(_parse_chunk(data), client.api_key)
-                elif line.startswith("error:"):  # older llama.cpp's non-standard error line
-                    message = f"The provider reported an error: {line[6:].strip()}"
-                    raise ProviderError(scrub(message, client.api_key))
+            rest = b""
+            body = response.aiter_bytes()
+            async for data in body:
+                lines, rest = _lines(rest + data)
+                for line in lines:
+                    if line.startswith(b"data:"):
+                        payload = line[5:].strip()
+                        if payload == b"[DONE]":
+                            await _drain(body)
+                            return
+                        if payload:
+                            yield _checked(_parse_chunk(payload), client.api_key)
+                    elif line.startswith(b"error:"):  # older llama.cpp's non-standard line
+                        text = line[6:].strip().decode(errors="replace")
+                        message = f"The provider reported an error: {text}"
+                        raise ProviderError(scrub(message, client.api_key))
+        finally:
+            await response.aclose()
     except openai.APIStatusError as exc:
         raise ProviderError(_status_message(exc, client)) from None
     except openai.APIConnectionError as exc:  # APITimeoutError included
@@ -262,6 +276,15 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
             f"The connection to the provider at {client.base_url} broke mid-response "
             f"({exc.__class__.__name__})."
         ) from None
+
+
+async def _drain(body: AsyncIterator[bytes]) -> None:
+    """Read the end of the body after [DONE], so that the connection goes back to the pool
+    (one closed unread would be dropped); a server that keeps it open gets a second."""
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError):
+        async with asyncio.timeout(1):
+            async for _ in body:
+                pass
 
 
 def _timed_out(exc: BaseException) -> bool:
@@ -288,9 +311,17 @@ def _checked(chunk: Any, secret: str | None) -> Any:
     return chunk
 
 
-def _parse_chunk(data: str) -> dict:
+def _lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines in `buffer` (ended by \\n, \\r\\n or \\r), and the unfinished rest."""
+    lines = buffer.splitlines()
+    if lines and not buffer.endswith((b"\n", b"\r")):
+        return lines, lines.pop()
+    return lines, b""
+
+
+def _parse_chunk(data: bytes) -> dict:
     try:
-        return json.loads(data)
+        return orjson.loads(data)  # a few times faster than json.loads, once per chunk
     except ValueError:
         raise ProviderError("The provider sent a stream chunk that is not valid JSON.") from None
 

@@ -135,23 +135,20 @@ async def conversation_rerun(
         enabled=frozenset(rojo.tools or ()),
     )
     history = ScratchHistory(conversation, [])
-    client = rojo_client(rojo)
-    try:
-        for text in user_messages:
-            user = await history.add(role=Message.Role.USER, content=text)
-            turn = ReplayTurn(user=user)
-            numbered = _Numbered()
-            numbered.add("START", {"conversation": conversation.pk, "message": None})
-            try:
-                async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
-                    numbered.add(*wire_payload(event))
-            except TurnError as exc:
-                numbered.add("ERROR", {"message": str(exc), "code": exc.code})
-            numbered.add("DONE", {})
-            turn.events = numbered.events
-            yield turn
-    finally:
-        await client.close()
+    client = await rojo_client(rojo)
+    for text in user_messages:
+        user = await history.add(role=Message.Role.USER, content=text)
+        turn = ReplayTurn(user=user)
+        numbered = _Numbered()
+        numbered.add("START", {"conversation": conversation.pk, "message": None})
+        try:
+            async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
+                numbered.add(*wire_payload(event))
+        except TurnError as exc:
+            numbered.add("ERROR", {"message": str(exc), "code": exc.code})
+        numbered.add("DONE", {})
+        turn.events = numbered.events
+        yield turn
 
 
 def tool_call_differences(original: list[ReplayTurn], rerun: list[ReplayTurn]) -> list[str]:

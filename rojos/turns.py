@@ -255,14 +255,13 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
         asyncio.create_task(turn_listen(layer, channel, turn, task)),
         asyncio.create_task(_heartbeat(conversation_id, turn_id)),
     ]
-    client = rojo_client(rojo)
     try:
         async with contextlib.aclosing(
             agent_loop(
                 history=history,
                 rojo=rojo,
                 ctx=ctx,
-                client=client,
+                client=await rojo_client(rojo),
                 approver=turn.approval,
                 record_changes=True,
             )
@@ -282,7 +281,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     finally:
         for helper in helpers:
             helper.cancel()
-        await _cleanup(turn, turn_id=turn_id, client=client, layer=layer, channel=channel)
+        await _cleanup(turn, turn_id=turn_id, layer=layer, channel=channel)
 
 
 def _publish_interrupted(turn: Turn, history: History) -> None:
@@ -307,10 +306,9 @@ def _publish_interrupted(turn: Turn, history: History) -> None:
             turn.publish("TOOL_RESULT", outcome)
 
 
-async def _cleanup(turn: Turn, *, turn_id, client, layer, channel) -> None:
+async def _cleanup(turn: Turn, *, turn_id, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
-        await client.close()
         await layer.group_discard(turn_group(conversation_id), channel)
         await TurnRecord.objects.filter(pk=turn.record_id).aupdate(
             status=turn.status,

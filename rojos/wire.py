@@ -4,6 +4,8 @@ import json
 from dataclasses import dataclass
 from typing import Literal
 
+import orjson
+
 from .events import AgentEvent, ApprovalRequiredEvent, TextEvent, ToolCallEvent, ToolResultEvent
 
 WireType = Literal[
@@ -38,18 +40,24 @@ def wire_payload(event: AgentEvent) -> tuple[WireType, dict]:
     raise TypeError(f"not an agent event: {event!r}")
 
 
-def _json(data: dict) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+def _json(data: dict) -> bytes:
+    """Compact UTF-8 JSON. orjson takes about a tenth of the standard library's time, which
+    counts once per streamed chunk; what it refuses (integers over 64 bits) goes the slow way.
+    """
+    try:
+        return orjson.dumps(data, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode()
 
 
 def encode_sse(event: WireEvent) -> bytes:
     """One SSE event; unnumbered (seq 0) events leave the client's Last-Event-ID alone."""
-    head = f"id: {event.seq}\n" if event.seq else ""
-    return f"{head}event: {event.type}\ndata: {_json(event.data)}\n\n".encode()
+    head = b"id: %d\n" % event.seq if event.seq else b""
+    return b"%sevent: %s\ndata: %s\n\n" % (head, event.type.encode(), _json(event.data))
 
 
 def encode_ndjson(event: WireEvent) -> bytes:
-    return (_json({"type": event.type, **event.data}) + "\n").encode()
+    return _json({"type": event.type, **event.data}) + b"\n"
 
 
 def encoder_for(accept: str):

@@ -75,12 +75,12 @@ async def run_turn(
     )
     events: list[AgentEvent] = []
     error = None
-    async with rojo_client(rojo) as client:
-        try:
-            async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
-                events.append(event)
-        except TurnError as exc:
-            error = exc
+    client = await rojo_client(rojo)
+    try:
+        async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
+            events.append(event)
+    except TurnError as exc:
+        error = exc
     return TurnRun(conversation=conversation, root=root, events=events, error=error)
 
 

@@ -203,6 +203,8 @@ class FakeProvider:
         self._leftovers_allowed = False
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        # The client's (host, port) of each request: the same for requests on one connection.
+        self.peers: list[tuple[str, int]] = []
         self._server = _Server(("127.0.0.1", 0), _Handler)
         self._server.provider = self
         host, port = self._server.server_address[:2]
@@ -228,6 +230,7 @@ class FakeProvider:
             self._script.clear()
             self.requests.clear()
             self.headers.clear()
+            self.peers.clear()
             self._leftovers_allowed = False
 
     def allow_leftovers(self) -> None:
@@ -250,10 +253,11 @@ class FakeProvider:
         self._server.server_close()
         self._thread.join()
 
-    def _take(self, body: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+    def _take(self, body: dict[str, Any], headers: dict[str, str], peer=None) -> Reply | None:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
+            self.peers.append(peer)
             return self._script.popleft() if self._script else None
 
 
@@ -318,7 +322,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, _error_body("fake provider: body is not a JSON object"))
             return
         headers = {key.lower(): value for key, value in self.headers.items()}
-        match self.server.provider._take(body, headers):
+        match self.server.provider._take(body, headers, self.client_address[:2]):
             case None:
                 self._send_json(500, _error_body(NO_REPLY_MESSAGE, "server_error"))
             case HttpError(status=status, body=error_body, headers=extra_headers):

@@ -105,6 +105,22 @@ async def test_rojo_without_tools_sends_no_tools_key(fake_provider, project, use
     assert set(fake_provider.requests[0]) == {"model", "messages", "stream"}
 
 
+async def test_turns_on_one_loop_share_one_connection_to_the_provider(
+    fake_provider, project, users
+):
+    """Connections are pooled per event loop: the next turn, even of another rojo with another
+    key, pays no new connection (over the internet: no TCP and TLS handshake)."""
+    fake_provider.add(stream(text_chunks("One.")), stream(text_chunks("Two.")))
+    first = await rojo_for(fake_provider)
+    second = await rojo_for(fake_provider, slug="second", api_key="sk-second-key-456")
+
+    runs = [await run_turn(project=project, rojo=r, user=users["editor"]) for r in (first, second)]
+
+    assert [run.text for run in runs] == ["One.", "Two."]
+    assert fake_provider.peers[0] == fake_provider.peers[1]
+    assert fake_provider.headers[1]["authorization"] == "Bearer sk-second-key-456"
+
+
 async def test_text_before_tool_calls_streams_first_and_is_sent_back(fake_provider, project, users):
     """Text, then the call: the stored assistant message and the next request hold both."""
     preface = "Let me look at the root first."

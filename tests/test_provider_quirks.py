@@ -1,6 +1,7 @@
 """One case per provider quirk from PROVIDERS.md, each through the real loop over HTTP."""
 
 import json
+import time
 
 import pytest
 
@@ -228,6 +229,51 @@ async def test_sse_comments_and_blank_data_lines_are_ignored(fake_provider, proj
     assert run.error is None and run.kinds == ["text", "text"] and run.text == "Hi!"
     history = await valid_history(run.conversation)
     assert history[-1].content == "Hi!"
+
+
+async def test_lines_end_in_cr_lf_or_cr_and_may_be_split_anywhere(fake_provider, project, users):
+    """SSE lines may end in \\r\\n or a lone \\r, and HTTP chunks may cut a line (or its
+    ending) in two: the same chunks come out either way."""
+    first, second, last = (
+        f"data: {json.dumps(item)}" for item in text_chunks("Hello, world.", pieces=2)
+    )
+    fake_provider.add(
+        stream(
+            first[:9],
+            first[9:] + "\r",
+            "\n\r\n" + second + "\r\r" + last[:-3],
+            last[-3:] + "\r\n\r\ndata: [DO",
+            "NE]\r\n\r\n",
+            done=False,
+            delay=0.01,  # each piece arrives on its own
+        )
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "Hello, world."
+    history = await valid_history(run.conversation)
+    assert history[-1].content == "Hello, world."
+
+
+async def test_a_stream_kept_open_after_done_ends_the_step_within_a_second(
+    fake_provider, project, users
+):
+    """The body after [DONE] is read so the connection can be reused, but a server that
+    keeps sending keep-alives instead of ending it does not hold the turn."""
+    pings = [": ping\n\n"] * 10
+    fake_provider.add(
+        stream(text_chunks("Done."), "data: [DONE]\n\n", *pings, done=False, delay=0.3)
+    )
+    rojo = await rojo_for(fake_provider)
+
+    started = time.monotonic()
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "Done."
+    # [DONE] comes after 0.9 s; the pings would go on for 3 s more.
+    assert time.monotonic() - started < 3.0
 
 
 async def test_mistral_typed_content_parts_stream_text_and_store_thinking(
