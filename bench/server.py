@@ -68,12 +68,7 @@ def main() -> None:
     sock.listen(2048)
     print(sock.getsockname()[1], flush=True)
     config = uvicorn.Config(
-        _application(),
-        log_level="warning",
-        lifespan="off",
-        loop=os.environ.get("EXP_LOOP", "asyncio"),
-        http=os.environ.get("EXP_HTTP", "h11"),
-        access_log=False,
+        _application(), log_level="warning", lifespan="off", loop="asyncio", access_log=False
     )
     profile_to = os.environ.get("BENCH_PROFILE")
     if profile_to:
