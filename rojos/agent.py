@@ -2,12 +2,8 @@
 
 import asyncio
 import contextlib
-import functools
-import ssl
-import weakref
 from collections.abc import AsyncIterator
 
-import httpx2
 import openai
 from django.conf import settings
 
@@ -19,67 +15,6 @@ from .provider import Completion, StreamAccumulator, provider_chunks
 from .tool_calls import Approver, ToolCallRunner
 from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
 from .tools.schema import ArgumentError
-
-
-@functools.cache
-def _tls_context() -> ssl.SSLContext:
-    """The SDK's default verifying TLS context, built once per process.
-
-    Loading the CA bundle costs about 20 ms of CPU, which each turn's new client would
-    otherwise pay again: more than the rest of a short turn's work.
-    """
-    return httpx2.create_ssl_context()
-
-
-# One HTTP connection pool per event loop, shared by every rojo's SDK client: connections
-# to a provider stay open between turns, so a turn pays no TCP or TLS handshake.
-_pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple]" = weakref.WeakKeyDictionary()
-
-
-async def _pool_lifetime(loop: asyncio.AbstractEventLoop, pool: httpx2.AsyncClient):
-    """Waits at its yield for as long as the loop runs.
-
-    Event loops close the async generators still suspended when they shut down
-    (asyncio.run, uvicorn, pytest-asyncio all do), which closes the pool on its own loop.
-    """
-    try:
-        yield
-    finally:
-        _pools.pop(loop, None)
-        await pool.aclose()
-
-
-async def connection_pool() -> httpx2.AsyncClient:
-    """The running loop's HTTP client: the SDK's aiohttp transport with its defaults.
-
-    aiohttp (`openai[aiohttp]`) reads a stream for less than half the CPU of the SDK's
-    default httpx transport (docs/performance.md); timeouts come with each request from
-    the SDK client that sends it.
-    """
-    loop = asyncio.get_running_loop()
-    held = _pools.get(loop)
-    if held is None or held[0].is_closed:
-        pool = openai.DefaultAioHttpClient(verify=_tls_context())
-        lifetime = _pool_lifetime(loop, pool)
-        await anext(lifetime)
-        held = _pools[loop] = (pool, lifetime)
-    return held[0]
-
-
-async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
-    """An SDK client for the rojo's endpoint on the loop's shared pool; never close it.
-
-    A missing key is sent as a placeholder. Closing the SDK client would close the pool
-    of every turn on this loop; the loop closes it when it shuts down.
-    """
-    timeout = openai.Timeout(settings.ROJO_PROVIDER_TIMEOUT, connect=10.0)
-    return openai.AsyncOpenAI(
-        base_url=rojo.base_url,
-        api_key=rojo.resolved_api_key() or "no-key",
-        timeout=timeout,
-        max_retries=settings.ROJO_PROVIDER_RETRIES,
-        http_client=await connection_pool(),
-    )
 
 
 def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:

@@ -6,13 +6,17 @@ is repaired when the next turn loads the history.
 """
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
 import time
+from collections.abc import Callable
 from typing import Any
 
-from django.db import DatabaseError
+from asgiref.sync import sync_to_async
+from django.db import DatabaseError, transaction
+from django.db.models import Model
 
 from .models import Conversation, Message
 
@@ -138,12 +142,15 @@ class History:
         await history.close_open_calls()
         return history
 
-    async def add(self, **fields) -> Message:
-        """Store one message. A cancellation mid-insert still records it, then propagates."""
+    async def add(self, *, with_row: Callable[[], Model | None] | None = None, **fields) -> Message:
+        """Store one message. A cancellation mid-insert still records it, then propagates.
+
+        `with_row`, a blocking function, runs first in the database thread and returns a row
+        to save in the message's transaction (a tool call's change record), or None: the
+        two are stored together or not at all.
+        """
         position = self.messages[-1].position + 1 if self.messages else 0
-        insert = asyncio.ensure_future(
-            Message.objects.acreate(conversation=self.conversation, position=position, **fields)
-        )
+        insert = asyncio.ensure_future(sync_to_async(self._insert)(position, with_row, fields))
         try:
             message = await asyncio.shield(insert)
         except asyncio.CancelledError:
@@ -152,8 +159,20 @@ class History:
         self.messages.append(message)
         return message
 
-    async def add_tool_result(self, call: dict, result: Any, *, ok: bool) -> Message:
+    def _insert(self, position: int, with_row, fields: dict) -> Message:
+        row = with_row() if with_row else None  # outside the transaction: it may hash files
+        with transaction.atomic() if row else contextlib.nullcontext():
+            if row:
+                row.save()
+            return Message.objects.create(
+                conversation=self.conversation, position=position, **fields
+            )
+
+    async def add_tool_result(
+        self, call: dict, result: Any, *, ok: bool, with_row: Callable | None = None
+    ) -> Message:
         return await self.add(
+            with_row=with_row,
             role=Message.Role.TOOL,
             tool_call_id=call["id"],
             name=call["function"]["name"],

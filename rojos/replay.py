@@ -1,5 +1,6 @@
 """A stored conversation as the events it produced, and re-running it against a rojo."""
 
+import asyncio
 import contextlib
 import json
 import shutil
@@ -10,7 +11,8 @@ from pathlib import Path
 
 from roject.models import Membership, Role
 
-from .agent import agent_loop, display_args, rojo_client
+from .agent import agent_loop, display_args
+from .clients import rojo_client
 from .errors import TurnError
 from .history import History, tool_result
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
@@ -98,7 +100,9 @@ def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
 class ScratchHistory(History):
     """A history kept in memory only: a re-run must not add to the stored conversation."""
 
-    async def add(self, **fields) -> Message:
+    async def add(self, *, with_row=None, **fields) -> Message:
+        if with_row is not None:
+            await asyncio.to_thread(with_row)  # what it returns is not saved either
         position = self.messages[-1].position + 1 if self.messages else 0
         message = Message(conversation=self.conversation, position=position, **fields)
         self.messages.append(message)

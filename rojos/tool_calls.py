@@ -85,23 +85,32 @@ class ToolCallRunner:
         try:
             result, change = await asyncio.shield(running)
         except asyncio.CancelledError:
-            result, change = await running
-            await self.history.add_tool_result(call, result, ok=not is_error(result))
+            await running
             raise
         ok = not is_error(result)
-        await self.history.add_tool_result(call, result, ok=ok)
         yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok, change=change)
 
     async def _execute(self, call: dict, changing, message_id) -> tuple[object, int | None]:
+        """Run the call and store its result, with its change record when it changed files."""
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         if not (changing and self.record_changes):
-            return await self.tools.execute(name, arguments, self.ctx), None
+            result = await self.tools.execute(name, arguments, self.ctx)
+            await self.history.add_tool_result(call, result, ok=not is_error(result))
+            return result, None
         async with changes_locked(self.ctx.project_id):
             snapshot = await self._snapshot(*changing)
             result = await self.tools.execute(name, arguments, self.ctx)
-            if snapshot is None:
-                return result, None
-            return result, await self._record(snapshot, name, call["id"], message_id)
+            kept: list[FileChange] = []
+
+            def change_row() -> FileChange | None:
+                change = self._change(snapshot, name, call["id"], message_id)
+                kept.extend([change] if change else [])
+                return change
+
+            await self.history.add_tool_result(
+                call, result, ok=not is_error(result), with_row=change_row if snapshot else None
+            )
+            return result, kept[0].pk if kept else None
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
         root = self.ctx.project_root
@@ -116,13 +125,16 @@ class ToolCallRunner:
         except (StorageError, OSError):
             return None  # the call fails on the same path, so there is nothing to undo
 
-    async def _record(self, snapshot: Snapshot, name: str, call_id: str, message_id) -> int | None:
-        """Keep the change for undo; a call that changed nothing leaves no record."""
-        after = await asyncio.to_thread(digests, self.ctx.project_root, snapshot.paths)
+    def _change(self, snapshot: Snapshot, name: str, call_id: str, message_id) -> FileChange | None:
+        """The change to keep for undo, unsaved (blocking: it hashes the files).
+
+        A call that changed nothing leaves no record.
+        """
+        after = digests(self.ctx.project_root, snapshot.paths)
         if after == snapshot.digests:
-            await asyncio.to_thread(snapshot.discard)
+            snapshot.discard()
             return None
-        change = await FileChange.objects.acreate(
+        return FileChange(
             project_id=self.ctx.project_id,
             conversation=self.history.conversation if self.history.conversation.pk else None,
             message_id=message_id,
@@ -133,4 +145,3 @@ class ToolCallRunner:
             after=after,
             key=snapshot.key,
         )
-        return change.pk

@@ -24,7 +24,8 @@ from django.utils import timezone
 from roject import storage
 from roject.access import ProjectAccess
 
-from .agent import agent_loop, rojo_client
+from .agent import agent_loop
+from .clients import rojo_client
 from .errors import TurnBusy, TurnError, TurnLimited
 from .history import History
 from .models import Conversation, Message, Rojo, TurnRecord

@@ -8,7 +8,8 @@ from asgiref.sync import sync_to_async
 
 from roject import storage
 from roject.models import Role
-from rojos.agent import agent_loop, rojo_client
+from rojos.agent import agent_loop
+from rojos.clients import rojo_client
 from rojos.errors import TurnError
 from rojos.events import AgentEvent, TextEvent, ToolCallEvent, ToolResultEvent
 from rojos.history import History
