@@ -20,7 +20,8 @@ class LatencyResult:
     errors: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     server_cpu_s: float = 0.0
-    gc_pauses_ms: list[float] = field(default_factory=list)  # the server's full collections
+    # The server's garbage-collector passes meanwhile: (generation, ms).
+    gc_pauses: list[tuple[int, float]] = field(default_factory=list)
 
     @property
     def p50(self) -> float:
@@ -70,5 +71,5 @@ async def latency(
     result.wall_s = time.monotonic() - start
     after = await asyncio.to_thread(server.usage)
     result.server_cpu_s = (after["cpu_ns"] - before["cpu_ns"]) / 1e9
-    result.gc_pauses_ms = after["gc_pauses_ms"][len(before["gc_pauses_ms"]) :]
+    result.gc_pauses = [tuple(p) for p in after["gc_pauses"][len(before["gc_pauses"]) :]]
     return result

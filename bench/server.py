@@ -3,7 +3,7 @@
 `python -m bench.server` serves roject.asgi:application with uvicorn on a free port of
 127.0.0.1 and prints the port. GET /__bench__/usage answers the process's CPU time in ns (all
 threads, those that ended included), which /proc's 10 ms ticks could not resolve per turn,
-and how long each of its full garbage collections stopped it.
+and how long each of its garbage-collector passes stopped it (generation, ms).
 """
 
 import gc
@@ -21,19 +21,17 @@ from pathlib import Path
 USAGE_PATH = "/__bench__/usage"
 
 
-_gc_pauses_ms: list[float] = []
+_gc_pauses: list[tuple[int, float]] = []
 _gc_started = 0.0
 
 
 def _gc_timer(phase: str, info: dict) -> None:
-    """Keep how long each full (generation 2) collection stopped the process."""
+    """Keep how long each collector pass stopped the process, with its generation."""
     global _gc_started
-    if info["generation"] != 2:
-        return
     if phase == "start":
         _gc_started = time.perf_counter()
     else:
-        _gc_pauses_ms.append((time.perf_counter() - _gc_started) * 1000)
+        _gc_pauses.append((info["generation"], (time.perf_counter() - _gc_started) * 1000))
 
 
 def _application():
@@ -45,7 +43,7 @@ def _application():
         if scope["type"] == "http" and scope["path"] == USAGE_PATH:
             usage = {
                 "cpu_ns": time.process_time_ns(),
-                "gc_pauses_ms": _gc_pauses_ms,
+                "gc_pauses": _gc_pauses,
             }
             body = json.dumps(usage).encode()
             headers = [
@@ -93,7 +91,7 @@ class Server:
     port: int
 
     def usage(self) -> dict:
-        """The server's CPU time so far (ns), and the pauses of its full GC collections (ms)."""
+        """The server's CPU time so far (ns), and its collector's pauses."""
         url = f"http://{self.host}:{self.port}{USAGE_PATH}"
         with urllib.request.urlopen(url, timeout=30) as response:
             return json.load(response)

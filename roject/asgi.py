@@ -16,5 +16,9 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(django_asgi_app)})
 
 # Everything loaded so far lives as long as the process: keep it out of the garbage
-# collector's full passes, which otherwise pause every stream for tens of milliseconds.
+# collector's passes. And collect less often than Python's default (every 700 net new
+# objects, older generations every 10 younger passes): streaming hundreds of replies
+# allocates fast, and with the defaults a 5-second run at 200 streams made ~380 passes,
+# three of them full ones that stopped every stream for 50-120 ms (docs/performance.md).
 gc.freeze()
+gc.set_threshold(20_000, 20, 20)

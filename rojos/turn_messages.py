@@ -48,7 +48,7 @@ async def _relay(layer, turn, channel: str, after: int) -> None:
     try:
         while True:
             while position < len(turn.events):
-                event = turn.events[position]
+                event = turn.event(position)
                 position += 1
                 await layer.send(
                     channel,

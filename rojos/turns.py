@@ -9,9 +9,11 @@ request reaches the running turn over the channel layer, whichever process recei
 import asyncio
 import contextlib
 import contextvars
+import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -49,7 +51,10 @@ class Turn:
 
     def __init__(self, conversation_id: int) -> None:
         self.conversation_id = conversation_id
-        self.events: list[WireEvent] = []
+        # (seq, type, data), but a CHAT event's data as its text alone: a tuple of strings and
+        # numbers, which the garbage collector stops tracking, so the thousands of chunks a
+        # turn keeps do not lengthen its every pause. event() gives the WireEvent back.
+        self.events: list[tuple[int, WireType, dict | str]] = []
         self.finished = False
         self.task: asyncio.Task | None = None
         self.record_id: int | None = None
@@ -61,9 +66,15 @@ class Turn:
         self._changed = asyncio.Event()
 
     def publish(self, type_: WireType, data: dict) -> None:
-        self.events.append(WireEvent(len(self.events) + 1, type_, data))
+        kept = data["text"] if type_ == "CHAT" else data
+        self.events.append((len(self.events) + 1, type_, kept))
         self._changed.set()
         self._changed = asyncio.Event()
+
+    def event(self, position: int) -> WireEvent:
+        """The event at a position (0-based) of the log."""
+        seq, type_, data = self.events[position]
+        return WireEvent(seq, type_, {"text": data} if type_ == "CHAT" else data)
 
     def fail(self, message: str, code: str, status=TurnRecord.Status.ERROR) -> None:
         """Publish the ERROR event that ends the turn, and remember it for the record."""
@@ -97,7 +108,7 @@ class Turn:
         position = max(after, 0)
         while True:
             while position < len(self.events):
-                yield self.events[position]
+                yield self.event(position)
                 position += 1
             if self.finished:
                 return
@@ -240,9 +251,21 @@ async def turn_start(
     return turn
 
 
+# The threads the turns' database calls run on. Each turn keeps to one, so its calls run in
+# order on one connection; the threads are reused rather than one started (and joined) per
+# turn, which blocked the event loop for every stream at each turn's start and end.
+_TURN_THREADS = 8
+_turn_executors = [
+    ThreadPoolExecutor(max_workers=1, thread_name_prefix="rojo-turn") for _ in range(_TURN_THREADS)
+]
+_turn_numbers = itertools.count()
+
+
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
-    """Run the turn with its ORM calls on one thread of its own, closed with the turn."""
-    async with ThreadSensitiveContext():
+    """Run the turn with its ORM calls on one of the turn threads; its connections are
+    closed when it ends (a turn sharing the thread opens them again when it needs them)."""
+    executor = _turn_executors[next(_turn_numbers) % _TURN_THREADS]
+    async with ThreadSensitiveContext(executor=executor):
         try:
             await _run(turn, **kwargs)
         finally:
@@ -292,9 +315,9 @@ def _publish_interrupted(turn: Turn, history: History) -> None:
     sent, or before a call ran at all (answered as interrupted): the stored history decides.
     """
     calls = {}
-    results = {e.data["id"] for e in turn.events if e.type == "TOOL_RESULT"}
-    announced = {e.data["id"] for e in turn.events if e.type == "TOOL_CALL"}
-    started = turn.events[0].data["message"]
+    results = {data["id"] for _, kind, data in turn.events if kind == "TOOL_RESULT"}
+    announced = {data["id"] for _, kind, data in turn.events if kind == "TOOL_CALL"}
+    started = turn.events[0][2]["message"]
     for message in history.messages:
         if message.pk is not None and message.pk <= started:
             continue
