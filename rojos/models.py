@@ -167,7 +167,7 @@ class Message(models.Model):
     created = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["conversation", "position"]
+        ordering = ["conversation_id", "position"]  # the column: ordering by the relation joins
         constraints = [
             models.UniqueConstraint(
                 fields=["conversation", "position"], name="unique_message_position"
@@ -203,7 +203,7 @@ class TurnRecord(models.Model):
     finished = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["conversation", "started"]
+        ordering = ["conversation_id", "started"]
         indexes = [models.Index(fields=["user", "-started"])]
 
     def __str__(self) -> str:

@@ -137,20 +137,23 @@ def _missing_parents(root: Path, relative: str) -> list[str]:
 def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
     """Copy the current state of `paths` aside (blocking)."""
     key = uuid.uuid4().hex
+    # Made only when there is something to keep: a call that creates a file in an existing
+    # directory needs no copy (undo removes the file), and directory operations are slow.
     directory = undo_dir(project_id, key)
-    directory.mkdir(parents=True)
     existed, before, missing = [], [], set()
     for number, relative in enumerate(paths):
         entry = resolve_entry(root, relative)
         with reported(relative):
             present = _exists(entry)
             if present:
+                directory.mkdir(parents=True, exist_ok=True)
                 _copy(entry, directory / str(number))
             else:
                 missing.update(_missing_parents(root, relative))
             before.append(digest(entry))
         existed.append(present)
     if missing:
+        directory.mkdir(parents=True, exist_ok=True)
         (directory / _MISSING_PARENTS).write_text(json.dumps(sorted(missing)))
     return Snapshot(key=key, paths=paths, existed=existed, digests=before, directory=directory)
 

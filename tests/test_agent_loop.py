@@ -367,3 +367,14 @@ async def test_calls_left_open_by_a_crash_are_answered_interrupted_before_the_ne
         "{}",
     ]
     assert messages[4] == {"role": "user", "content": "Hello?"}
+
+
+def test_a_history_loads_from_its_own_table_in_position_order():
+    """Each turn loads its history: ordering by the conversation relation would join the
+    conversations and sort by their date first."""
+    sql = str(Message.objects.filter(conversation_id=1).query)
+
+    assert "JOIN" not in sql
+    assert sql.endswith(
+        'ORDER BY "rojos_message"."conversation_id" ASC, "rojos_message"."position" ASC'
+    )
