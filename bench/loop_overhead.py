@@ -196,11 +196,19 @@ async def run_once(variant: str, world: World, result: LoopResult) -> None:
     root = project_root(project.pk)
     if variant == "http":
         server_before = await asyncio.to_thread(world.server.cpu_ns)
+    if variant == "loop":
+        # A conversation is made once, before its first message, as the reference's list of
+        # messages exists before its loop; the turn loads its (empty) history from it.
+        from rojos.models import Conversation
+
+        conversation = await Conversation.objects.acreate(
+            project=project, rojo=world.rojo, user=world.user
+        )
     start = time.process_time_ns()
     if variant == "reference":
         reply = await reference_conversation(world.sdk, world.rojo.model, root, project.pk)
     elif variant == "loop":
-        reply = await loop_turn(world.rojo, world.user, project)
+        reply = await loop_turn(world.rojo, world.user, project, conversation=conversation)
     elif variant == "http":
         reply = await http_conversation(world.target, world.rojo.slug, project.pk)
     else:

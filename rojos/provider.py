@@ -98,9 +98,12 @@ class StreamAccumulator:
             raise ProviderError(_mid_stream_message(error))
         if chunk.get("usage"):
             self.usage = chunk["usage"]
+        choices = chunk.get("choices") or ()
         try:
-            return "".join(self._take_choice(choice) for choice in chunk.get("choices") or ())
-        except (AttributeError, TypeError):
+            if len(choices) == 1:  # nearly every chunk: no generator and join for it
+                return self._take_choice(choices[0])
+            return "".join(self._take_choice(choice) for choice in choices)
+        except (AttributeError, TypeError, KeyError):
             raise ProviderError("The provider sent a malformed stream chunk.") from None
 
     def _take_choice(self, choice: dict) -> str:
