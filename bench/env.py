@@ -82,12 +82,22 @@ def fixtures_create() -> Fixtures:
 
 
 def project_new(name: str):
-    """A project owned by the bench user, with its empty file root."""
+    """A project owned by the bench user, with its empty file root.
+
+    Its storage is as after its first recorded change (the change lock's file and the undo
+    directory exist): made once in a project's life, they are not a conversation's cost.
+    """
+    import os
+
     from django.contrib.auth import get_user_model
 
     from roject.services import project_create
+    from rojos import undo
 
-    return project_create(name=name, owner=get_user_model().objects.get(username=USERNAME))
+    project = project_create(name=name, owner=get_user_model().objects.get(username=USERNAME))
+    os.close(undo._lock_file_open(project.pk))
+    undo.undo_dir(project.pk, "first").parent.mkdir()
+    return project
 
 
 def rojo_new(slug: str, base_url: str, model: str, **fields):

@@ -150,8 +150,9 @@ async def reader_only(rojo) -> str:
     for _step in range(3):
         accumulator = StreamAccumulator()
         request = {"model": rojo.model, "messages": messages, "tools": tools, "stream": True}
-        async for chunk in provider_chunks(client, request):
-            accumulator.feed(chunk)
+        async for batch in provider_chunks(client, request):
+            for chunk in batch:
+                accumulator.feed(chunk)
         text = accumulator.text
         # Each tool message after the user's moves the fake provider to its next step.
         messages = [*messages, {"role": "tool", "tool_call_id": "x", "content": "{}"}]

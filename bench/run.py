@@ -42,7 +42,9 @@ def loop_section(results: dict) -> Section:
     section = Section(
         "1. Loop overhead",
         "CPU per conversation of the verification story (create_directory, then "
-        "write_text_content, then a 200-chunk reply: 470 chunks in 3 requests); medians of "
+        "write_text_content, then a 200-chunk reply: 470 chunks in 3 requests), each in a "
+        "project of its own (whose change lock and undo directory exist, as after its first "
+        "change); medians of "
         f"{len(instant.cpu_ms['loop'])} runs of each variant, interleaved. (a) `reference`: a "
         "hand-written loop on `AsyncOpenAI.chat.completions.create(stream=True)` (typed "
         "chunks) with the same tools, on one client kept across conversations; (b) `loop`: the "

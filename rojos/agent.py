@@ -83,12 +83,13 @@ async def agent_loop(
         try:
             chunks = provider_chunks(client, build_request(rojo, history, definitions))
             async with contextlib.aclosing(chunks):
-                async for chunk in chunks:
-                    text = accumulator.feed(chunk)
-                    if text:
-                        yield TextEvent(text=text)
-                        if draft.due():  # the text so far is only joined when saved
-                            draft.save_soon(accumulator.text)
+                async for batch in chunks:
+                    for chunk in batch:
+                        text = accumulator.feed(chunk)
+                        if text:
+                            yield TextEvent(text=text)
+                            if draft.due():  # the text so far is only joined when saved
+                                draft.save_soon(accumulator.text)
             completion = accumulator.result()
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.

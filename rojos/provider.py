@@ -225,8 +225,11 @@ def error_text(error: Any) -> str:
     return str(error)[:500]
 
 
-async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIterator[dict]:
-    """Yield the parsed chunks of one streaming chat completion.
+async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIterator[list[dict]]:
+    """Yield the parsed chunks of one streaming chat completion, a list per network read.
+
+    A fast stream brings several chunks per read; handing them over together crosses this
+    generator once per read instead of once per chunk.
 
     The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
     and error types) as the plain JSON body it already is: the typed `create` would first
@@ -242,24 +245,24 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
-                yield _checked(json.loads(await response.aread()), client.api_key)
+                yield [_checked(json.loads(await response.aread()), client.api_key)]
                 return
             rest = b""
             body = response.aiter_bytes()
             async for data in body:
                 lines, rest = _lines(rest + data)
-                for line in lines:
-                    if line.startswith(b"data:"):
-                        payload = line[5:].strip()
-                        if payload == b"[DONE]":
-                            await _drain(body)
-                            return
-                        if payload:
-                            yield _checked(_parse_chunk(payload), client.api_key)
-                    elif line.startswith(b"error:"):  # older llama.cpp's non-standard line
-                        text = line[6:].strip().decode(errors="replace")
-                        message = f"The provider reported an error: {text}"
-                        raise ProviderError(scrub(message, client.api_key))
+                chunks: list[dict] = []
+                try:
+                    done = _parse_lines(lines, chunks, client.api_key)
+                except ProviderError:
+                    if chunks:
+                        yield chunks  # what came before the error in the same read counts
+                    raise
+                if chunks:
+                    yield chunks
+                if done:
+                    await _drain(body)
+                    return
         finally:
             await response.aclose()
     except openai.APIStatusError as exc:
@@ -279,6 +282,21 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
             f"The connection to the provider at {client.base_url} broke mid-response "
             f"({exc.__class__.__name__})."
         ) from None
+
+
+def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> bool:
+    """Parse SSE lines into `chunks`; True once [DONE] is read (what follows is ignored)."""
+    for line in lines:
+        if line.startswith(b"data:"):
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                return True
+            if payload:
+                chunks.append(_checked(_parse_chunk(payload), secret))
+        elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
+            text = line[6:].strip().decode(errors="replace")
+            raise ProviderError(scrub(f"The provider reported an error: {text}", secret))
+    return False
 
 
 async def _drain(body: AsyncIterator[bytes]) -> None:

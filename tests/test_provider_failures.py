@@ -79,6 +79,25 @@ async def test_error_object_mid_stream_keeps_the_text_and_drops_the_half_call(
     ]
 
 
+async def test_text_and_an_error_in_one_read_keep_the_text(fake_provider, project, users):
+    """Chunks are handed over a read at a time: text that arrived in the same read as the
+    error is still shown and stored."""
+    text, _finish = text_chunks("Almost there.")
+    error = error_chunk("The model is overloaded.")
+    fake_provider.add(stream(f"data: {json.dumps(text)}\n\ndata: {json.dumps(error)}\n\n"))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert_failed(run, "The model is overloaded.")
+    assert run.text == "Almost there."
+    history = await valid_history(run.conversation)
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "Please help."),
+        ("assistant", "Almost there."),
+    ]
+
+
 @pytest.mark.parametrize(
     "error",
     [
