@@ -8,7 +8,16 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
-PACKAGES = ("django", "openai", "httpx2", "uvicorn", "django-ninja", "channels")
+PACKAGES = (
+    "django",
+    "openai",
+    "aiohttp",
+    "httpx2",
+    "orjson",
+    "uvicorn",
+    "django-ninja",
+    "channels",
+)
 
 
 @dataclass(frozen=True)
