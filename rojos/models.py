@@ -230,6 +230,11 @@ class FileChange(models.Model):
     paths = models.JSONField(help_text="The changed paths, relative to the project root.")
     before = models.JSONField(help_text="Per path: whether it existed before the call.")
     after = models.JSONField(help_text="Per path: a digest of its state after the call.")
+    created_parents = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Directories the call created on the way; an undo removes them when empty.",
+    )
     key = models.CharField(max_length=64, unique=True, editable=False)
     created = models.DateTimeField(auto_now_add=True)
     undone = models.DateTimeField(null=True, blank=True)

@@ -143,5 +143,6 @@ class ToolCallRunner:
             paths=snapshot.paths,
             before=snapshot.existed,
             after=after,
+            created_parents=snapshot.missing_parents,
             key=snapshot.key,
         )

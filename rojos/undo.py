@@ -12,7 +12,6 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
-import json
 import os
 import shutil
 import uuid
@@ -27,8 +26,6 @@ from roject.storage import StorageError, reported, resolve_entry
 
 from .models import Conversation, FileChange
 
-# In a snapshot's directory, next to the numbered copies: the parents missing before the call.
-_MISSING_PARENTS = "missing-parents.json"
 # How often a change waiting for the project's change lock tries again.
 _LOCK_POLL_SECONDS = 0.02
 
@@ -119,6 +116,8 @@ class Snapshot:
     existed: list[bool]
     digests: list[str | None]
     directory: Path
+    # Parent directories that did not exist: the call creates them, an undo removes them.
+    missing_parents: list[str]
 
     def discard(self) -> None:
         shutil.rmtree(self.directory, ignore_errors=True)
@@ -137,8 +136,8 @@ def _missing_parents(root: Path, relative: str) -> list[str]:
 def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
     """Copy the current state of `paths` aside (blocking)."""
     key = uuid.uuid4().hex
-    # Made only when there is something to keep: a call that creates a file in an existing
-    # directory needs no copy (undo removes the file), and directory operations are slow.
+    # Made only when there is something to copy: a call that creates a path needs none (undo
+    # removes it), and directory operations are slow.
     directory = undo_dir(project_id, key)
     existed, before, missing = [], [], set()
     for number, relative in enumerate(paths):
@@ -152,10 +151,14 @@ def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
                 missing.update(_missing_parents(root, relative))
             before.append(digest(entry))
         existed.append(present)
-    if missing:
-        directory.mkdir(parents=True, exist_ok=True)
-        (directory / _MISSING_PARENTS).write_text(json.dumps(sorted(missing)))
-    return Snapshot(key=key, paths=paths, existed=existed, digests=before, directory=directory)
+    return Snapshot(
+        key=key,
+        paths=paths,
+        existed=existed,
+        digests=before,
+        directory=directory,
+        missing_parents=sorted(missing),
+    )
 
 
 def digests(root: Path, paths: list[str]) -> list[str | None]:
@@ -182,16 +185,13 @@ def _restore(project_id: int, root: Path, change: FileChange) -> None:
             with reported(relative):
                 entry.parent.mkdir(parents=True, exist_ok=True)
                 _copy(directory / str(number), entry)
-    _remove_created_parents(root, directory)
+    _remove_created_parents(root, change.created_parents)
     shutil.rmtree(directory, ignore_errors=True)
 
 
-def _remove_created_parents(root: Path, directory: Path) -> None:
+def _remove_created_parents(root: Path, created: list[str]) -> None:
     """Remove the parents the call created, deepest first, if nothing else was put in them."""
-    listing = directory / _MISSING_PARENTS
-    if not listing.exists():
-        return
-    for relative in sorted(json.loads(listing.read_text()), key=_depth, reverse=True):
+    for relative in sorted(created, key=_depth, reverse=True):
         # Kept when not empty (it holds newer work) or no longer a directory inside the root.
         with contextlib.suppress(StorageError, OSError):
             entry = resolve_entry(root, relative)
