@@ -19,6 +19,7 @@ logger = logging.getLogger(__name__)
 # A turn relaying to another process pings it this often; that long without word, it is gone.
 FOLLOW_PING_SECONDS = 10
 FOLLOW_SILENCE_SECONDS = 30
+LAYER_RETRY_SECONDS = 1
 
 
 def turn_group(conversation_id: int) -> str:
@@ -26,9 +27,18 @@ def turn_group(conversation_id: int) -> str:
 
 
 async def turn_listen(layer, channel: str, turn, task: asyncio.Task) -> None:
-    """Messages for the running turn, from whichever process received the request."""
+    """Messages for the running turn, from whichever process received the request.
+
+    A failing channel layer (Redis timing out or restarting) does not end the listening:
+    Stop and approvals must still reach the turn once it is back.
+    """
     while True:
-        message = await layer.receive(channel)
+        try:
+            message = await layer.receive(channel)
+        except Exception:
+            logger.warning("turn %s: the channel layer failed", turn.conversation_id, exc_info=True)
+            await asyncio.sleep(LAYER_RETRY_SECONDS)
+            continue
         if message.get("type") == "turn.stop":
             task.cancel()
             return

@@ -76,3 +76,30 @@ async def test_a_follower_of_a_gone_process_ends_after_the_silence(project, monk
 
     assert [(e.seq, e.type) for e in relayed] == [(0, "DONE")]
     assert asyncio.get_running_loop().time() - started < 2
+
+
+class FlakyLayer:
+    """A channel layer whose first receive fails as a Redis read timing out."""
+
+    def __init__(self, then: dict) -> None:
+        self.then = then
+        self.receives = 0
+
+    async def receive(self, channel: str) -> dict:
+        self.receives += 1
+        if self.receives == 1:
+            raise TimeoutError("Timeout reading from 127.0.0.1:6379")
+        return self.then
+
+
+async def test_a_failing_layer_does_not_stop_the_turn_from_listening(monkeypatch):
+    """A Stop sent after the layer failed once still reaches the turn."""
+    monkeypatch.setattr(turn_messages, "LAYER_RETRY_SECONDS", 0)
+    running = asyncio.ensure_future(asyncio.sleep(30))
+    layer = FlakyLayer(then={"type": "turn.stop"})
+
+    await asyncio.wait_for(turn_messages.turn_listen(layer, "c", turns.Turn(1), running), 5)
+
+    assert layer.receives == 2
+    with pytest.raises(asyncio.CancelledError):
+        await running
