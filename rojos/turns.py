@@ -51,10 +51,12 @@ class Turn:
 
     def __init__(self, conversation_id: int) -> None:
         self.conversation_id = conversation_id
-        # (seq, type, data), but a CHAT event's data as its text alone: a tuple of strings and
-        # numbers, which the garbage collector stops tracking, so the thousands of chunks a
-        # turn keeps do not lengthen its every pause. event() gives the WireEvent back.
-        self.events: list[tuple[int, WireType, dict | str]] = []
+        # The events in order (seq is the position + 1): their types, and their data, a CHAT
+        # event's as its text alone. Appending strings allocates nothing the garbage
+        # collector tracks, so the thousands of chunks a turn keeps neither trigger its
+        # passes nor lengthen them. event() gives the WireEvent back.
+        self.kinds: list[WireType] = []
+        self.data: list[dict | str] = []
         self.finished = False
         self.task: asyncio.Task | None = None
         self.record_id: int | None = None
@@ -66,15 +68,15 @@ class Turn:
         self._changed = asyncio.Event()
 
     def publish(self, type_: WireType, data: dict) -> None:
-        kept = data["text"] if type_ == "CHAT" else data
-        self.events.append((len(self.events) + 1, type_, kept))
+        self.kinds.append(type_)
+        self.data.append(data["text"] if type_ == "CHAT" else data)
         self._changed.set()
         self._changed = asyncio.Event()
 
     def event(self, position: int) -> WireEvent:
         """The event at a position (0-based) of the log."""
-        seq, type_, data = self.events[position]
-        return WireEvent(seq, type_, {"text": data} if type_ == "CHAT" else data)
+        type_, data = self.kinds[position], self.data[position]
+        return WireEvent(position + 1, type_, {"text": data} if type_ == "CHAT" else data)
 
     def fail(self, message: str, code: str, status=TurnRecord.Status.ERROR) -> None:
         """Publish the ERROR event that ends the turn, and remember it for the record."""
@@ -107,7 +109,7 @@ class Turn:
         """Events numbered above `after`, then each new one until the turn is done."""
         position = max(after, 0)
         while True:
-            while position < len(self.events):
+            while position < len(self.kinds):
                 yield self.event(position)
                 position += 1
             if self.finished:
@@ -315,9 +317,10 @@ def _publish_interrupted(turn: Turn, history: History) -> None:
     sent, or before a call ran at all (answered as interrupted): the stored history decides.
     """
     calls = {}
-    results = {data["id"] for _, kind, data in turn.events if kind == "TOOL_RESULT"}
-    announced = {data["id"] for _, kind, data in turn.events if kind == "TOOL_CALL"}
-    started = turn.events[0][2]["message"]
+    sent = list(zip(turn.kinds, turn.data, strict=True))
+    results = {data["id"] for kind, data in sent if kind == "TOOL_RESULT"}
+    announced = {data["id"] for kind, data in sent if kind == "TOOL_CALL"}
+    started = turn.data[0]["message"]
     for message in history.messages:
         if message.pk is not None and message.pk <= started:
             continue
