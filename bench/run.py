@@ -160,7 +160,7 @@ def latency_section(results) -> Section:
             "the longest here); one during a stream delays every chunk due meanwhile. The "
             "server freezes what it loaded at startup and collects every 20,000 net new "
             "objects instead of Python's 700 (roject/asgi.py); a turn keeps its streamed "
-            "chunks as tuples of plain values, which the collector stops tracking."
+            "chunks as strings in a list, which the collector does not track."
         )
     return section
 
