@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator
 
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
+from redis.exceptions import RedisError
 
 from .models import Conversation
 from .wire import WireEvent
@@ -30,12 +31,13 @@ async def turn_listen(layer, channel: str, turn, task: asyncio.Task) -> None:
     """Messages for the running turn, from whichever process received the request.
 
     A failing channel layer (Redis timing out or restarting) does not end the listening:
-    Stop and approvals must still reach the turn once it is back.
+    Stop and approvals must still reach the turn once it is back. Anything else (a layer
+    used wrongly) ends it, as before.
     """
     while True:
         try:
             message = await layer.receive(channel)
-        except Exception:
+        except (OSError, TimeoutError, RedisError):
             logger.warning("turn %s: the channel layer failed", turn.conversation_id, exc_info=True)
             await asyncio.sleep(LAYER_RETRY_SECONDS)
             continue
