@@ -9,11 +9,9 @@ request reaches the running turn over the channel layer, whichever process recei
 import asyncio
 import contextlib
 import contextvars
-import itertools
 import logging
 import uuid
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -253,21 +251,12 @@ async def turn_start(
     return turn
 
 
-# The threads the turns' database calls run on. Each turn keeps to one, so its calls run in
-# order on one connection; the threads are reused rather than one started (and joined) per
-# turn, which blocked the event loop for every stream at each turn's start and end.
-_TURN_THREADS = 8
-_turn_executors = [
-    ThreadPoolExecutor(max_workers=1, thread_name_prefix="rojo-turn") for _ in range(_TURN_THREADS)
-]
-_turn_numbers = itertools.count()
-
-
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
-    """Run the turn with its ORM calls on one of the turn threads; its connections are
-    closed when it ends (a turn sharing the thread opens them again when it needs them)."""
-    executor = _turn_executors[next(_turn_numbers) % _TURN_THREADS]
-    async with ThreadSensitiveContext(executor=executor):
+    """Run the turn with its ORM calls on one thread of its own, closed with the turn.
+
+    Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
+    """
+    async with ThreadSensitiveContext():
         try:
             await _run(turn, **kwargs)
         finally:
