@@ -20,6 +20,7 @@ import openai
 import orjson
 
 from .errors import ProviderError
+from .stream_body import Read, body_reader
 
 # Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
 _KNOWN_DELTA_KEYS = frozenset(
@@ -248,21 +249,21 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
                 yield [_checked(json.loads(await response.aread()), client.api_key)]
                 return
             rest = b""
-            body = response.aiter_bytes()
-            async for data in body:
-                lines, rest = _lines(rest + data)
-                chunks: list[dict] = []
-                try:
-                    done = _parse_lines(lines, chunks, client.api_key)
-                except ProviderError:
+            with body_reader(response, _read_timeout(client)) as read:
+                while data := await read():
+                    lines, rest = _lines(rest + data)
+                    chunks: list[dict] = []
+                    try:
+                        done = _parse_lines(lines, chunks, client.api_key)
+                    except ProviderError:
+                        if chunks:
+                            yield chunks  # what came before the error in the same read counts
+                        raise
                     if chunks:
-                        yield chunks  # what came before the error in the same read counts
-                    raise
-                if chunks:
-                    yield chunks
-                if done:
-                    await _drain(body)
-                    return
+                        yield chunks
+                    if done:
+                        await _drain(read)
+                        return
         finally:
             await response.aclose()
     except openai.APIStatusError as exc:
@@ -277,7 +278,12 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
             f"Could not connect to the provider at {client.base_url}. Check that it is running "
             "and that the rojo's base URL (ROJO_BASE_URL for the demo rojo) is right."
         ) from None
-    except (httpx2.HTTPError, ValueError) as exc:
+    except (httpx2.HTTPError, aiohttp.ClientError, ValueError) as exc:
+        if isinstance(exc, (TimeoutError, httpx2.TimeoutException)):
+            raise ProviderError(
+                f"The provider at {client.base_url} stopped sending mid-response for longer "
+                "than its timeout (ROJO_PROVIDER_TIMEOUT)."
+            ) from None
         raise ProviderError(
             f"The connection to the provider at {client.base_url} broke mid-response "
             f"({exc.__class__.__name__})."
@@ -299,12 +305,17 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
     return False
 
 
-async def _drain(body: AsyncIterator[bytes]) -> None:
+def _read_timeout(client: openai.AsyncOpenAI) -> float | None:
+    timeout = client.timeout
+    return timeout.read if isinstance(timeout, httpx2.Timeout) else timeout
+
+
+async def _drain(read: Read) -> None:
     """Read the end of the body after [DONE], so that the connection goes back to the pool
     (one closed unread would be dropped); a server that keeps it open gets a second."""
-    with contextlib.suppress(TimeoutError, httpx2.HTTPError):
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError, aiohttp.ClientError):
         async with asyncio.timeout(1):
-            async for _ in body:
+            while await read():
                 pass
 
 

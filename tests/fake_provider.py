@@ -26,7 +26,16 @@ MODEL = "fake-model"
 NO_REPLY_MESSAGE = "fake provider: no scripted reply"
 # How long a reply waits for the others of its `together` barrier before giving up.
 TOGETHER_TIMEOUT = 10
-Chunk = dict[str, Any] | str
+
+
+@dataclass(frozen=True)
+class Pause:
+    """In a stream's chunks: the provider sends nothing for this many seconds."""
+
+    seconds: float
+
+
+Chunk = dict[str, Any] | str | Pause
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -370,6 +379,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             for item in reply.chunks:
                 time.sleep(reply.delay)
+                if isinstance(item, Pause):
+                    time.sleep(item.seconds)
+                    continue
                 self._write_chunk(
                     item if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"
                 )

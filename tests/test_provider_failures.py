@@ -1,14 +1,18 @@
 """Provider failures: each ends the turn with a clear TurnError, keeps what the user saw, runs no
 half-built call, leaves a valid history, and the conversation goes on with the next message."""
 
+import asyncio
 import json
 import socket
+import time
 
 import pytest
+from asgiref.sync import sync_to_async
 
 from rojos.errors import ProviderError
 from tests.agent_run import API_KEY, rojo_for, run_turn, valid_history
 from tests.fake_provider import (
+    Pause,
     error_chunk,
     http_error,
     json_reply,
@@ -271,6 +275,62 @@ async def test_slow_first_byte_times_out(fake_provider, project, users, settings
     assert run.events == []
     history = await valid_history(run.conversation)
     assert [m.role for m in history] == ["user"]
+
+
+async def test_provider_silent_mid_stream_times_out_and_keeps_the_text(
+    fake_provider, project, users, settings
+):
+    """The stream stops sending after some text for longer than ROJO_PROVIDER_TIMEOUT."""
+    settings.ROJO_PROVIDER_TIMEOUT = 0.4
+    chunks = text_chunks("Started, then nothing", finish=None)
+    fake_provider.add(stream(chunks, Pause(3.0), text_chunks(" more.")))
+    rojo = await rojo_for(fake_provider)
+
+    started = time.monotonic()
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert_failed(run, "stopped sending", "ROJO_PROVIDER_TIMEOUT", fake_provider.base_url)
+    assert 0.4 <= time.monotonic() - started < 1.5
+    history = await valid_history(run.conversation)
+    assert [(m.role, m.content) for m in history] == [
+        ("user", "Please help."),
+        ("assistant", "Started, then nothing"),
+    ]
+    await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
+
+
+async def test_provider_slower_than_the_timeout_between_chunks_but_sending_is_not_cut(
+    fake_provider, project, users, settings
+):
+    """Gaps shorter than the timeout, adding up to more than it, are not a stall."""
+    settings.ROJO_PROVIDER_TIMEOUT = 0.4
+    fake_provider.add(stream(text_chunks("One two three four five six", pieces=6), delay=0.15))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "One two three four five six"
+
+
+async def test_a_reader_slower_than_the_timeout_is_not_a_stalled_provider(fake_provider, settings):
+    """Bytes received but not read yet are the reader's delay, not the provider's silence."""
+    from rojos.clients import rojo_client
+    from rojos.provider import StreamAccumulator, provider_chunks
+    from tests.helpers import make_rojo
+
+    settings.ROJO_PROVIDER_TIMEOUT = 0.3
+    fake_provider.add(stream(text_chunks("Slowly read, all of it.", pieces=5), delay=0.05))
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    client = await rojo_client(rojo)
+    accumulator = StreamAccumulator()
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}], "stream": True}
+
+    async for batch in provider_chunks(client, request):
+        for chunk in batch:
+            accumulator.feed(chunk)
+        await asyncio.sleep(0.6)
+
+    assert accumulator.result().text == "Slowly read, all of it."
 
 
 @pytest.mark.parametrize(

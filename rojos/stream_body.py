@@ -1,0 +1,88 @@
+"""Reading a streamed response's body as it arrives, with one stall timer per stream.
+
+On the SDK's aiohttp transport (rojo_client's), the body is read from aiohttp's own stream:
+httpx2 and the SDK's transport adapter wrap it in four generators, which cost more per
+network read than parsing what the read brings. aiohttp would also re-arm its read timeout
+on every network read; instead, one timer per stream looks every quarter of the timeout
+whether the provider sent anything, and fails the read as aiohttp does when it did not.
+Any other transport is read through httpx2, with its own timeouts.
+"""
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import Awaitable, Callable, Iterator
+
+import aiohttp
+import httpx2
+
+Read = Callable[[], Awaitable[bytes]]
+
+
+class _Body:
+    """aiohttp's stream of one response, and how much of it was read."""
+
+    def __init__(self, content: aiohttp.StreamReader) -> None:
+        self.content = content
+        self.consumed = 0
+
+    async def read(self) -> bytes:
+        data = await self.content.readany()
+        self.consumed += len(data)
+        return data
+
+
+class _StallWatch:
+    """Fails the body's read once the provider sent nothing for `seconds`.
+
+    Only silence counts: while received bytes wait to be read (a consumer slower than the
+    provider), the provider is not stalled. It fires between 1 and 1.25 times `seconds`
+    after the last byte.
+    """
+
+    def __init__(self, body: _Body, seconds: float) -> None:
+        self.body = body
+        self.seconds = seconds
+        self.loop = asyncio.get_running_loop()
+        self.seen = -1
+        self.since = self.loop.time()
+        self.handle = self.loop.call_later(seconds / 4, self._check)
+
+    def _check(self) -> None:
+        received = self.body.content.total_bytes
+        now = self.loop.time()
+        if received != self.seen or self.body.consumed != received:
+            self.seen, self.since = received, now
+        elif now - self.since >= self.seconds:
+            self.body.content.set_exception(
+                aiohttp.SocketTimeoutError("Timeout on reading data from socket")
+            )
+            return
+        self.handle = self.loop.call_later(self.seconds / 4, self._check)
+
+    def stop(self) -> None:
+        self.handle.cancel()
+
+
+@contextlib.contextmanager
+def body_reader(response: httpx2.Response, timeout: float | None) -> Iterator[Read]:
+    """A function returning the body's next bytes as they arrive, and b"" at its end.
+
+    `timeout` is the longest silence allowed between two network reads (None: no limit).
+    """
+    adapter = getattr(response.stream, "_stream", None)  # httpx2's bound stream -> adapter's
+    aiohttp_response = getattr(adapter, "_aiohttp_response", None)
+    if not isinstance(aiohttp_response, aiohttp.ClientResponse):
+        yield functools.partial(anext, response.aiter_bytes(), b"")
+        return
+    body = _Body(aiohttp_response.content)
+    connection = aiohttp_response.connection  # None once the whole body has arrived
+    if connection is None or connection.protocol is None or not timeout:
+        yield body.read
+        return
+    connection.protocol.read_timeout = None  # this watch takes over from aiohttp's timer
+    watch = _StallWatch(body, timeout)
+    try:
+        yield body.read
+    finally:
+        watch.stop()
