@@ -109,7 +109,7 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
     from rojos.clients import rojo_client
     from rojos.events import TextEvent
     from rojos.history import History
-    from rojos.models import Conversation, Message
+    from rojos.models import Conversation
     from rojos.tools import RojoToolContext
 
     mark = mark or (lambda name: None)
@@ -117,8 +117,7 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
         conversation = await Conversation.objects.acreate(project=project, rojo=rojo, user=user)
     root = await asyncio.to_thread(project_root_create, project.pk)
     mark("start")
-    history = await History.load(conversation)
-    await history.add(role=Message.Role.USER, content=STORY_MESSAGE)
+    history = await History.load(conversation, user_message=STORY_MESSAGE)
     mark("loop")
     ctx = RojoToolContext(
         project_id=project.pk,

@@ -123,6 +123,19 @@ def unanswered_calls(messages: list[Message]) -> list[dict]:
     return []
 
 
+def _tool_message(call: dict, result: Any, *, ok: bool) -> dict:
+    """The fields of the tool message answering `call`."""
+    return {
+        "role": Message.Role.TOOL,
+        "tool_call_id": call["id"],
+        "name": call["function"]["name"],
+        "content": tool_content(result),
+        "is_error": not ok,
+        # A text result (a file's content) is stored as is; remember it was not JSON.
+        "extra": {"text_result": True} if isinstance(result, str) else {},
+    }
+
+
 class History:
     """The messages of one conversation for the duration of a turn.
 
@@ -136,11 +149,38 @@ class History:
         self.messages = messages
 
     @classmethod
-    async def load(cls, conversation: Conversation) -> "History":
-        messages = [m async for m in Message.objects.filter(conversation=conversation)]
-        history = cls(conversation, messages)
-        await history.close_open_calls()
+    async def load(
+        cls, conversation: Conversation, *, user_message: str | None = None
+    ) -> "History":
+        """Load the history, then store the user's message when given: one database trip."""
+
+        def load() -> History:
+            history = cls.load_blocking(conversation)
+            if user_message is not None:
+                history.append_blocking(role=Message.Role.USER, content=user_message)
+            return history
+
+        return await sync_to_async(load)()
+
+    @classmethod
+    def load_blocking(cls, conversation: Conversation) -> "History":
+        """(Blocking) The messages, in one query; calls a crash left open are answered
+        interrupted right away."""
+        history = cls(conversation, list(Message.objects.filter(conversation=conversation)))
+        for call in unanswered_calls(history.messages):
+            history.append_blocking(**_tool_message(call, INTERRUPTED, ok=False))
         return history
+
+    def _next_position(self) -> int:
+        return self.messages[-1].position + 1 if self.messages else 0
+
+    def append_blocking(self, **fields) -> Message:
+        """(Blocking) Store one message, from the database thread."""
+        message = Message.objects.create(
+            conversation=self.conversation, position=self._next_position(), **fields
+        )
+        self.messages.append(message)
+        return message
 
     async def add(self, *, with_row: Callable[[], Model | None] | None = None, **fields) -> Message:
         """Store one message. A cancellation mid-insert still records it, then propagates.
@@ -149,7 +189,7 @@ class History:
         to save in the message's transaction (a tool call's change record), or None: the
         two are stored together or not at all.
         """
-        position = self.messages[-1].position + 1 if self.messages else 0
+        position = self._next_position()
         insert = asyncio.ensure_future(sync_to_async(self._insert)(position, with_row, fields))
         try:
             message = await asyncio.shield(insert)
@@ -171,16 +211,7 @@ class History:
     async def add_tool_result(
         self, call: dict, result: Any, *, ok: bool, with_row: Callable | None = None
     ) -> Message:
-        return await self.add(
-            with_row=with_row,
-            role=Message.Role.TOOL,
-            tool_call_id=call["id"],
-            name=call["function"]["name"],
-            content=tool_content(result),
-            is_error=not ok,
-            # A text result (a file's content) is stored as is; remember it was not JSON.
-            extra={"text_result": True} if isinstance(result, str) else {},
-        )
+        return await self.add(with_row=with_row, **_tool_message(call, result, ok=ok))
 
     async def close_open_calls(self) -> list[dict]:
         """Answer every call that never ran with {"error": "interrupted"}; return those calls."""

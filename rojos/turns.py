@@ -17,7 +17,7 @@ from datetime import timedelta
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connections
+from django.db import connections, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -206,24 +206,9 @@ async def turn_start(
     try:
         await layer.group_add(turn_group(conversation.pk), channel)
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
-        history = await History.load(conversation)
-        # A turn still marked running here was cut off by a crash: its calls were just closed.
-        # Its error is what the chat, replay and export show where the turn ended.
-        await TurnRecord.objects.filter(
-            conversation=conversation, status=TurnRecord.Status.RUNNING
-        ).aupdate(
-            status=TurnRecord.Status.INTERRUPTED,
-            error=INTERRUPTED_MESSAGE,
-            error_code="interrupted",
-            finished=timezone.now(),
+        history, user_message, record = await sync_to_async(_begin)(
+            conversation, rojo, user, message
         )
-        user_message = await history.add(role=Message.Role.USER, content=message)
-        record = await TurnRecord.objects.acreate(
-            conversation=conversation, user_message=user_message, rojo=rojo, user=user
-        )
-        if conversation.rojo_id != rojo.pk:
-            conversation.rojo = rojo
-            await conversation.asave(update_fields=["rojo"])
     except BaseException:
         await layer.group_discard(turn_group(conversation.pk), channel)
         await _release(conversation.pk, turn_id)
@@ -249,6 +234,31 @@ async def turn_start(
         context=contextvars.Context(),
     )
     return turn
+
+
+def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
+    """(Blocking) Load the history and store the user's message with the turn's record: one
+    transaction, so that a message is never stored without the turn that answers it."""
+    with transaction.atomic():
+        history = History.load_blocking(conversation)
+        # A turn still marked running here was cut off by a crash: its calls were just closed.
+        # Its error is what the chat, replay and export show where the turn ended.
+        TurnRecord.objects.filter(
+            conversation=conversation, status=TurnRecord.Status.RUNNING
+        ).update(
+            status=TurnRecord.Status.INTERRUPTED,
+            error=INTERRUPTED_MESSAGE,
+            error_code="interrupted",
+            finished=timezone.now(),
+        )
+        user_message = history.append_blocking(role=Message.Role.USER, content=message)
+        record = TurnRecord.objects.create(
+            conversation=conversation, user_message=user_message, rojo=rojo, user=user
+        )
+        if conversation.rojo_id != rojo.pk:
+            conversation.rojo = rojo
+            conversation.save(update_fields=["rojo"])
+    return history, user_message, record
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:

@@ -65,8 +65,7 @@ async def run_turn(
     if conversation is None:
         conversation = await Conversation.objects.acreate(project=project, rojo=rojo, user=user)
     root = await asyncio.to_thread(storage.project_root_create, project.pk)
-    history = await History.load(conversation)
-    await history.add(role=Message.Role.USER, content=message)
+    history = await History.load(conversation, user_message=message)
     ctx = RojoToolContext(
         project_id=project.pk,
         project_root=root,
