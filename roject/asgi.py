@@ -3,17 +3,13 @@
 import gc
 import os
 
-import django
+from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
-django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
+django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
-
-from roject.db_threads import LentThreadASGIHandler  # noqa: E402
-
-django_asgi_app = LentThreadASGIHandler()
 
 # The app serves its own few static files, so one process is all a newcomer needs; a
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead.

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections, transaction
@@ -23,7 +23,6 @@ from django.utils import timezone
 
 from roject import storage
 from roject.access import ProjectAccess
-from roject.db_threads import lent_thread
 
 from .agent import agent_loop
 from .clients import rojo_client
@@ -263,12 +262,11 @@ def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
-    """Run the turn with its ORM calls on a thread lent to it alone, its connections closed
-    at the end.
+    """Run the turn with its ORM calls on one thread of its own, closed with the turn.
 
     Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
     """
-    async with lent_thread():
+    async with ThreadSensitiveContext():
         try:
             await _run(turn, **kwargs)
         finally:
