@@ -201,11 +201,11 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
     conversation, _ = await aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    delivered = await turn_messages.turn_approve(
+    refused = await turn_messages.turn_approve(
         conversation=conversation, call_id=payload.call, approve=payload.approve
     )
-    if not delivered:
-        return _error(request, 409, "No reply is running in this conversation.")
+    if refused:
+        return _error(request, 409, refused)
     return {"delivered": True}
 
 

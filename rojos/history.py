@@ -136,6 +136,21 @@ def _tool_message(call: dict, result: Any, *, ok: bool) -> dict:
     }
 
 
+async def call_open(conversation_id: int, call_id: str) -> bool:
+    """Whether a call of the conversation's last assistant message still has no result."""
+    last = (
+        await Message.objects.filter(conversation_id=conversation_id, role=Message.Role.ASSISTANT)
+        .order_by("-position")
+        .afirst()
+    )
+    if last is None or not any(call.get("id") == call_id for call in last.tool_calls or ()):
+        return False
+    answered = Message.objects.filter(
+        conversation_id=conversation_id, position__gt=last.position, tool_call_id=call_id
+    )
+    return not await answered.aexists()
+
+
 class History:
     """The messages of one conversation for the duration of a turn.
 

@@ -12,6 +12,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from redis.exceptions import RedisError
 
+from .history import call_open
 from .models import Conversation
 from .wire import WireEvent
 
@@ -106,15 +107,22 @@ async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[
             return
 
 
-async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> bool:
-    """Deliver a decision on a call waiting for approval, to whichever process runs the turn."""
-    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
-    if running:
-        await get_channel_layer().group_send(
-            turn_group(conversation.pk),
-            {"type": "turn.approval", "call": call_id, "approve": approve},
+async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> str | None:
+    """Deliver a decision on a call waiting for approval, to whichever process runs the turn.
+
+    Returns why it was not delivered, or None.
+    """
+    if not await Conversation.objects.running().filter(pk=conversation.pk).aexists():
+        return "No reply is running in this conversation."
+    if not await call_open(conversation.pk, call_id):
+        return (
+            "That tool call is not waiting for a decision: it was decided already, or it is "
+            "not one of this reply's calls."
         )
-    return running
+    await get_channel_layer().group_send(
+        turn_group(conversation.pk), {"type": "turn.approval", "call": call_id, "approve": approve}
+    )
+    return None
 
 
 async def turn_stop(*, conversation: Conversation) -> bool:

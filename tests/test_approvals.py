@@ -214,7 +214,9 @@ def test_a_decision_for_another_call_leaves_the_waiting_call_alone(
 
     def decide(conversation: int, event: Event) -> None:
         url = f"/api/conversations/{conversation}/approve"
-        client.post(url, json={"call": "call_somewhere_else", "approve": True})
+        response = client.post(url, json={"call": "call_somewhere_else", "approve": True})
+        assert response.status_code == 409
+        assert "not waiting for a decision" in response.json()["detail"]
         time.sleep(0.2)
         assert (root / "notes.txt").read_text() == "mine\n"
         assert Conversation.objects.get(pk=conversation).turn_id is not None
@@ -224,6 +226,35 @@ def test_a_decision_for_another_call_leaves_the_waiting_call_alone(
 
     assert of_type(events, "TOOL_RESULT")[0].data["result"] == DENIED
     assert (root / "notes.txt").read_text() == "mine\n"
+
+
+def test_a_call_already_decided_cannot_be_decided_again(
+    client_for, users, project, rojo, fake_provider, root
+):
+    (root / "a.txt").write_text("a\n")
+    (root / "b.txt").write_text("b\n")
+    script(
+        fake_provider,
+        ("write_text_content", {"path": "a.txt", "text": "A\n"}),
+        ("write_text_content", {"path": "b.txt", "text": "B\n"}),
+    )
+    client = client_for(users["editor"])
+    decided: list[str] = []
+
+    def decide(conversation: int, event: Event) -> None:
+        url = f"/api/conversations/{conversation}/approve"
+        for earlier in decided:  # the first call's result is stored: it is no longer open
+            again = client.post(url, json={"call": earlier, "approve": False})
+            assert again.status_code == 409, again.content
+        response = client.post(url, json={"call": event.data["id"], "approve": True})
+        assert response.status_code == 200
+        decided.append(event.data["id"])
+
+    events = chat_deciding(client, project, rojo, decide)
+
+    assert len(decided) == 2
+    assert [r.data["ok"] for r in of_type(events, "TOOL_RESULT")] == [True, True]
+    assert (root / "a.txt").read_text() == "A\n" and (root / "b.txt").read_text() == "B\n"
 
 
 # which calls ask
