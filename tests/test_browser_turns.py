@@ -91,6 +91,37 @@ def conversation_url(project) -> re.Pattern:
     return re.compile(rf"/projects/{project.pk}/c/(\d+)/$")
 
 
+def test_stop_before_the_reply_started_stops_it_when_it_starts(
+    page_for, users, project, fake_provider
+):
+    """Stop pressed while the request is still on its way: the reply is stopped as it starts."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(slow_reply(delay=0.05))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    panel = page.locator("rojo-chat-panel")
+    held = []
+    page.route(re.compile(r"/api/projects/\d+/chat$"), lambda route: held.append(route))
+
+    send(page, "Write a long text.")
+    stop = panel.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    while not held:
+        page.wait_for_timeout(10)
+    stop.click()
+    expect(stop).to_be_disabled()
+    held[0].continue_()
+
+    expect(panel.locator(".chat-error.stopped")).to_have_text("Stopped.")
+    expect(stop).to_be_hidden()
+    expect(page.get_by_label("Message")).to_be_enabled()
+    conversation = Conversation.objects.get()
+    assert conversation.turn_id is None
+    history = stored_history(conversation.pk)
+    assert history[0].content == "Write a long text."
+    assert all(m.content != LONG_TEXT for m in history)
+
+
 def test_stop_ends_the_turn_and_keeps_the_partial_reply(page_for, users, project, fake_provider):
     """Stop ends a streaming reply at once; its partial text stays, shown and stored."""
     make_rojo(fake_provider.base_url)

@@ -245,6 +245,8 @@ export class ChatPanel extends EventTarget {
 
   setBusy(busy) {
     this.busy = busy;
+    if (!busy) this.stopWanted = false;
+    this.stopButton.disabled = false;
     this.input.disabled = busy;
     this.sendButton.disabled = busy;
     this.stopButton.hidden = !busy;
@@ -258,6 +260,7 @@ export class ChatPanel extends EventTarget {
     const data = event.data;
     switch (event.type) {
       case "START":
+        this.turnStarted = true;
         this.turnMessage = data.message;
         this.turnChanges = [];
         if (this.conversationId !== data.conversation) {
@@ -265,6 +268,7 @@ export class ChatPanel extends EventTarget {
           this.dispatchEvent(new CustomEvent("conversation", { detail: data.conversation }));
         }
         this.dispatchEvent(new CustomEvent("turn", { detail: data.conversation }));
+        if (this.stopWanted) this.stop();
         break;
       case "CHAT":
         this.addAssistantText(data.text);
@@ -313,6 +317,7 @@ export class ChatPanel extends EventTarget {
       return;
     }
     this.input.value = "";
+    this.turnStarted = false;
     this.setBusy(true);
     this.addUser(text);
     this.lastEventId = 0;
@@ -344,8 +349,14 @@ export class ChatPanel extends EventTarget {
   }
 
   async stop() {
-    if (!this.conversationId) return;
     this.stopButton.disabled = true;
+    if (!this.turnStarted) {
+      // The reply has no turn to stop yet (a new conversation has no id either): stop it
+      // as soon as it starts.
+      this.stopWanted = true;
+      return;
+    }
+    this.stopWanted = false;
     try {
       await request(`/api/conversations/${this.conversationId}/stop`, { method: "POST" });
     } catch (error) {
