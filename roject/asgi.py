@@ -3,13 +3,17 @@
 import gc
 import os
 
-from django.core.asgi import get_asgi_application
+import django
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
-django_asgi_app = get_asgi_application()
+django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
+
+from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
+
+django_asgi_app = OwnThreadASGIHandler()
 
 # The app serves its own few static files, so one process is all a newcomer needs; a
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead.

@@ -14,7 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
-from asgiref.sync import ThreadSensitiveContext, sync_to_async
+from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import connections, transaction
@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from roject import storage
 from roject.access import ProjectAccess
+from roject.db_threads import own_thread
 
 from .agent import agent_loop
 from .clients import rojo_client
@@ -266,7 +267,7 @@ async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
 
     Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
     """
-    async with ThreadSensitiveContext():
+    async with own_thread():
         try:
             await _run(turn, **kwargs)
         finally:

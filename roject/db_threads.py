@@ -1,0 +1,46 @@
+"""A thread of its own for the ORM calls of each request and each turn, started and ended
+without stopping the event loop.
+
+Each request and each turn runs its database calls on a thread of its own, so that a call
+that waits (SQLite busy, a row lock) holds up no other request or turn. asgiref starts that
+thread on the event loop, which then waits until the new thread first runs, and at the end
+starts one more thread to join it: under load, each of those stopped every stream for some
+milliseconds. Here the thread is started from a worker thread and, at the end, left to
+finish on its own.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+
+from asgiref.sync import ThreadSensitiveContext
+from django.core.handlers.asgi import ASGIHandler
+
+
+def _started(executor: ThreadPoolExecutor) -> None:
+    executor.submit(int).result()  # starts the executor's thread and waits until it runs
+
+
+@contextlib.asynccontextmanager
+async def own_thread() -> AsyncIterator[None]:
+    """Run the block's thread-sensitive calls (the ORM's) on a new thread of its own."""
+    executor = ThreadPoolExecutor(1, thread_name_prefix="db")
+    try:
+        await asyncio.to_thread(_started, executor)
+        async with ThreadSensitiveContext(executor=executor):
+            yield
+    finally:
+        # No join: the thread ends once a call the block stopped waiting for is done.
+        executor.shutdown(wait=False)
+
+
+class OwnThreadASGIHandler(ASGIHandler):
+    """Django's ASGI handler, each request on a thread of its own (own_thread).
+
+    Django's own ThreadSensitiveContext inside it then finds one entered and changes nothing.
+    """
+
+    async def __call__(self, scope, receive, send):
+        async with own_thread():
+            await super().__call__(scope, receive, send)
