@@ -229,7 +229,11 @@ class FileChange(models.Model):
     tool = models.CharField(max_length=64)
     paths = models.JSONField(help_text="The changed paths, relative to the project root.")
     before = models.JSONField(help_text="Per path: whether it existed before the call.")
-    after = models.JSONField(help_text="Per path: a digest of its state after the call.")
+    after = models.JSONField(
+        null=True,
+        help_text="Per path: a digest of its state after the call. Empty while the call runs "
+        "(stored before it, so that a call cut off by a crash still has its record).",
+    )
     created_parents = models.JSONField(
         default=list,
         blank=True,

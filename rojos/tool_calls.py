@@ -4,6 +4,8 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
+from asgiref.sync import sync_to_async
+
 from roject.storage import StorageError, resolve, resolve_entry
 
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
@@ -11,7 +13,7 @@ from .history import History
 from .models import FileChange
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, is_error, parse_arguments
 from .tools.schema import ArgumentError, validate
-from .undo import Snapshot, changes_locked, digests, snapshot_take
+from .undo import Snapshot, change_finish, changes_locked, snapshot_take
 
 DENIED = {"error": "denied by the user"}
 
@@ -91,24 +93,29 @@ class ToolCallRunner:
         yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok, change=change)
 
     async def _execute(self, call: dict, changing, message_id) -> tuple[object, int | None]:
-        """Run the call and store its result, with its change record when it changed files."""
+        """Run the call and store its result, with its change record when it changed files.
+
+        The record is stored before the call runs and finished after it, in the result's
+        transaction: a call cut off by a crash in between still leaves a record, which the
+        conversation's next turn finishes (undo.cut_off_changes_finish).
+        """
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         if not (changing and self.record_changes):
             result = await self.tools.execute(name, arguments, self.ctx)
             await self.history.add_tool_result(call, result, ok=not is_error(result))
             return result, None
         async with changes_locked(self.ctx.project_id):
-            snapshot = await self._snapshot(*changing)
+            change = await sync_to_async(self._change_start)(*changing, call["id"], message_id)
             result = await self.tools.execute(name, arguments, self.ctx)
             kept: list[FileChange] = []
 
-            def change_row() -> FileChange | None:
-                change = self._change(snapshot, name, call["id"], message_id)
-                kept.extend([change] if change else [])
-                return change
+            def change_finished() -> FileChange | None:
+                finished = change_finish(self.ctx.project_root, change)
+                kept.extend([finished] if finished else [])
+                return finished
 
             await self.history.add_tool_result(
-                call, result, ok=not is_error(result), with_row=change_row if snapshot else None
+                call, result, ok=not is_error(result), with_row=change_finished if change else None
             )
             return result, kept[0].pk if kept else None
 
@@ -119,30 +126,27 @@ class ToolCallRunner:
             paths = [str(resolve(root, p).relative_to(root.resolve())) for p in paths]
         return snapshot_take(self.ctx.project_id, root, paths)
 
-    async def _snapshot(self, tool: RojoTool, args: dict) -> Snapshot | None:
-        try:
-            return await asyncio.to_thread(self._take_snapshot, tool, args)
-        except (StorageError, OSError):
-            return None  # the call fails on the same path, so there is nothing to undo
+    def _change_start(
+        self, tool: RojoTool, args: dict, call_id: str, message_id
+    ) -> FileChange | None:
+        """(Blocking) Copy the paths' state aside and store the change's record, unfinished.
 
-    def _change(self, snapshot: Snapshot, name: str, call_id: str, message_id) -> FileChange | None:
-        """The change to keep for undo, unsaved (blocking: it hashes the files).
-
-        A call that changed nothing leaves no record.
+        None when a path cannot be read: the call then fails on it, so there is nothing to
+        undo.
         """
-        after = digests(self.ctx.project_root, snapshot.paths)
-        if after == snapshot.digests:
-            snapshot.discard()
+        try:
+            snapshot = self._take_snapshot(tool, args)
+        except (StorageError, OSError):
             return None
-        return FileChange(
+        return FileChange.objects.create(
             project_id=self.ctx.project_id,
             conversation=self.history.conversation if self.history.conversation.pk else None,
             message_id=message_id,
             tool_call_id=call_id,
-            tool=name,
+            tool=tool.name,
             paths=snapshot.paths,
             before=snapshot.existed,
-            after=after,
+            after=None,
             created_parents=snapshot.missing_parents,
             key=snapshot.key,
         )

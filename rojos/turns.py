@@ -25,11 +25,12 @@ from roject import storage
 from roject.access import ProjectAccess
 from roject.db_threads import own_thread
 
+from . import undo
 from .agent import agent_loop
 from .clients import rojo_client
 from .errors import TurnBusy, TurnError, TurnLimited
 from .history import History
-from .models import Conversation, Message, Rojo, TurnRecord
+from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import tool_message_events
 from .tools import RojoToolContext
 from .turn_messages import turn_group, turn_listen
@@ -207,9 +208,12 @@ async def turn_start(
     try:
         await layer.group_add(turn_group(conversation.pk), channel)
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
-        history, user_message, record = await sync_to_async(_begin)(
+        history, user_message, record, cut_off = await sync_to_async(_begin)(
             conversation, rojo, user, message
         )
+        if cut_off:
+            async with undo.changes_locked(access.project.pk):
+                await sync_to_async(undo.cut_off_changes_finish)(root, cut_off)
     except BaseException:
         await layer.group_discard(turn_group(conversation.pk), channel)
         await _release(conversation.pk, turn_id)
@@ -239,7 +243,8 @@ async def turn_start(
 
 def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
     """(Blocking) Load the history and store the user's message with the turn's record: one
-    transaction, so that a message is never stored without the turn that answers it."""
+    transaction, so that a message is never stored without the turn that answers it. Also
+    returns the conversation's change records that a crash left unfinished."""
     with transaction.atomic():
         history = History.load_blocking(conversation)
         # A turn still marked running here was cut off by a crash: its calls were just closed.
@@ -259,7 +264,9 @@ def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
         if conversation.rojo_id != rojo.pk:
             conversation.rojo = rojo
             conversation.save(update_fields=["rojo"])
-    return history, user_message, record
+        # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
+        cut_off = list(FileChange.objects.filter(conversation=conversation, after__isnull=True))
+    return history, user_message, record, cut_off
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:

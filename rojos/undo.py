@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.utils import timezone
 
@@ -114,7 +115,6 @@ class Snapshot:
     key: str
     paths: list[str]
     existed: list[bool]
-    digests: list[str | None]
     directory: Path
     # Parent directories that did not exist: the call creates them, an undo removes them.
     missing_parents: list[str]
@@ -139,7 +139,7 @@ def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
     # Made only when there is something to copy: a call that creates a path needs none (undo
     # removes it), and directory operations are slow.
     directory = undo_dir(project_id, key)
-    existed, before, missing = [], [], set()
+    existed, missing = [], set()
     for number, relative in enumerate(paths):
         entry = resolve_entry(root, relative)
         with reported(relative):
@@ -149,13 +149,11 @@ def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
                 _copy(entry, directory / str(number))
             else:
                 missing.update(_missing_parents(root, relative))
-            before.append(digest(entry))
         existed.append(present)
     return Snapshot(
         key=key,
         paths=paths,
         existed=existed,
-        digests=before,
         directory=directory,
         missing_parents=sorted(missing),
     )
@@ -163,6 +161,37 @@ def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
 
 def digests(root: Path, paths: list[str]) -> list[str | None]:
     return [digest(resolve_entry(root, relative)) for relative in paths]
+
+
+def change_finish(root: Path, change: FileChange) -> FileChange | None:
+    """(Blocking) Set the record's digests of the paths as its call left them, unsaved.
+
+    A call that changed nothing keeps no record: it is deleted, with its copies, and None
+    returned. What the paths were before is read off the copies (absent: they did not exist).
+    """
+    directory = undo_dir(change.project_id, change.key)
+    before = [
+        digest(directory / str(number)) if existed else None
+        for number, existed in enumerate(change.before)
+    ]
+    after = digests(root, change.paths)
+    if after == before:
+        change.delete()
+        shutil.rmtree(directory, ignore_errors=True)
+        return None
+    change.after = after
+    return change
+
+
+def cut_off_changes_finish(root: Path, changes: list[FileChange]) -> None:
+    """(Blocking) Finish the records of calls a crash cut off while they ran.
+
+    A write is atomic, so each path is as it was before its call or as the call left it;
+    either way the record can now say which, and the change is undoable like any other.
+    """
+    for change in changes:
+        if change_finish(root, change) is not None:
+            change.save(update_fields=["after"])
 
 
 def _restore(project_id: int, root: Path, change: FileChange) -> None:
@@ -210,6 +239,10 @@ async def change_undo(*, change: FileChange, root: Path, user) -> FileChange:
     if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
         raise UndoRefused("a reply is still running in this conversation; undo when it is done")
     async with changes_locked(change.project_id):
+        if change.after is None:  # its call was cut off, and its conversation not used since
+            if await sync_to_async(change_finish)(root, change) is None:
+                raise UndoRefused("the call was cut off before it changed anything")
+            await change.asave(update_fields=["after"])
         await asyncio.to_thread(_restore, change.project_id, root, change)
     change.undone = timezone.now()
     change.undone_by = user

@@ -1,19 +1,25 @@
 """Loaded into a server subprocess through ROJO_TOOL_MODULES: its atomic writes never finish.
 
 A write's temporary file is written and fsynced, then the rename waits until the process is
-killed: the moment at which a write that was not atomic would leave half a file behind.
+killed: the moment at which a write that was not atomic would leave half a file behind. With
+ROJO_TEST_HANG_AFTER_RENAME=1 the rename happens and the write waits after it, before its
+result is stored: the moment after which the file changed but nothing yet says so.
 """
 
 import os
 import threading
 
 _replace = os.replace
+_AFTER = os.environ.get("ROJO_TEST_HANG_AFTER_RENAME") == "1"
 
 
 def _replace_or_hang(src, dst, **kwargs) -> None:
-    if os.path.basename(src).startswith(".rojo-"):
+    ours = os.path.basename(src).startswith(".rojo-")
+    if ours and not _AFTER:
         threading.Event().wait()
     _replace(src, dst, **kwargs)
+    if ours:
+        threading.Event().wait()
 
 
 os.replace = _replace_or_hang

@@ -19,6 +19,7 @@ from rojos.history import INTERRUPTED, wire_call_id
 from rojos.models import Conversation, FileChange, default_tools
 from rojos.tools import RojoTool, RojoToolContext, registry
 from rojos.turns import INTERRUPTED_MESSAGE
+from rojos.undo import undo_dir
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, big_text, files_in, make_rojo, stored_history
 from tests.live_server import ApiClient, Event, parse_sse, read_until, wait_until
@@ -251,6 +252,69 @@ def test_killed_mid_write_the_file_stays_whole_and_the_half_write_is_nowhere(
     listing = survivor.get(f"/api/projects/{project.pk}/files").json()
     assert listing == [{"name": "notes.txt", "type": "file"}]
     assert FileChange.objects.count() == 0
+
+
+def test_killed_after_a_write_landed_its_change_can_still_be_undone(
+    client_for, users, project, fake_provider, root, server_process
+):
+    """The file changed, then the process died before storing the call's result."""
+    hanging = doomed(
+        server_process, ROJO_TOOL_MODULES="tests.crash_points", ROJO_TEST_HANG_AFTER_RENAME="1"
+    )
+    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+    (root / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    client = client_for(users["editor"], base_url=hanging.base_url)
+
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        seen = read_until(parse_sse(response.iter_lines()), "TOOL_CALL")
+        wait_until(lambda: (root / "notes.txt").read_text() == "theirs\n")
+        hanging.kill()
+    conversation, call_id = seen[0].data["conversation"], seen[1].data["id"]
+    assert FileChange.objects.get().after is None  # recorded before the call ran
+
+    fake_provider.add(stream(*text_chunks(REPLY)))
+    survivor = client_for(users["editor"])
+    again = send_once_free(survivor, project, rojo, conversation)
+
+    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert (history[2].tool_call_id, json.loads(history[2].content)) == (call_id, INTERRUPTED)
+    change = FileChange.objects.get()
+    assert (change.tool_call_id, change.message_id) == (call_id, history[1].pk)
+    assert change.after is not None  # finished when the conversation went on
+    undone = survivor.post(f"/api/changes/{change.pk}/undo")
+    assert undone.status_code == 200, undone.text
+    assert (root / "notes.txt").read_text() == "mine\n"
+
+
+def test_killed_before_a_write_landed_leaves_no_change_to_undo(
+    client_for, users, project, fake_provider, root, server_process
+):
+    """The record stored before the call is dropped once it shows the call changed nothing."""
+    hanging = doomed(server_process, ROJO_TOOL_MODULES="tests.crash_points")
+    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+    (root / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    client = client_for(users["editor"], base_url=hanging.base_url)
+
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        read_until(parse_sse(response.iter_lines()), "TOOL_CALL")
+        wait_until(lambda: any(root.glob(".rojo-*.tmp")))
+        hanging.kill()
+    change = FileChange.objects.get()
+    undo_copies = undo_dir(project.pk, change.key)
+    assert undo_copies.is_dir()
+
+    fake_provider.add(stream(*text_chunks(REPLY)))
+    send_once_free(client_for(users["editor"]), project, rojo, change.conversation_id)
+
+    assert FileChange.objects.count() == 0
+    assert not undo_copies.exists()
+    assert (root / "notes.txt").read_text() == "mine\n"
 
 
 # a client gone while a call runs
