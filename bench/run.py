@@ -248,9 +248,11 @@ def queries_section(counts) -> Section:
             f"{kinds}; loading the history and storing the user's message: {count.load}",
         )
     section.notes.append(
-        "A step stores its assistant message, then for each tool call its result and its "
-        "change record: 1 query plus 2 per call, whatever the length of the conversation (the "
-        "history is loaded once per turn, in one query)."
+        "A step stores its assistant message (1 query); a call that changes files then "
+        "stores its change record before it runs (1), and its result with the finished "
+        "record in one transaction (4: BEGIN, UPDATE, INSERT, COMMIT); whatever the length "
+        "of the conversation. The history is loaded once per turn, in one query, with the "
+        "user's message stored in the same trip."
     )
     return section
 

@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from asgiref.sync import ThreadSensitiveContext
 from django.core.handlers.asgi import ASGIHandler
+from django.db import connections
 
 
 def _started(executor: ThreadPoolExecutor) -> None:
@@ -24,14 +25,17 @@ def _started(executor: ThreadPoolExecutor) -> None:
 
 @contextlib.asynccontextmanager
 async def own_thread() -> AsyncIterator[None]:
-    """Run the block's thread-sensitive calls (the ORM's) on a new thread of its own."""
+    """Run the block's thread-sensitive calls (the ORM's) on a new thread of its own, whose
+    database connections are closed after it."""
     executor = ThreadPoolExecutor(1, thread_name_prefix="db")
     try:
         await asyncio.to_thread(_started, executor)
         async with ThreadSensitiveContext(executor=executor):
             yield
     finally:
-        # No join: the thread ends once a call the block stopped waiting for is done.
+        # Last on the thread: close its database connections, which would otherwise stay
+        # open until garbage collection. No join: the thread ends once that is done.
+        executor.submit(connections.close_all)
         executor.shutdown(wait=False)
 
 

@@ -17,7 +17,7 @@ from datetime import timedelta
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import connections, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -275,10 +275,7 @@ async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
     Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
     """
     async with own_thread():
-        try:
-            await _run(turn, **kwargs)
-        finally:
-            await sync_to_async(connections.close_all)()
+        await _run(turn, **kwargs)
 
 
 async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer, channel) -> None:

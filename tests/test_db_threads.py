@@ -3,7 +3,10 @@
 import asyncio
 import threading
 
+import pytest
 from asgiref.sync import sync_to_async
+from django.contrib.auth.models import User
+from django.db import connections
 
 from roject.db_threads import own_thread
 
@@ -54,3 +57,17 @@ async def test_a_slow_call_holds_up_only_its_own_block():
         await asyncio.wait_for(_thread(), timeout=1)  # not queued behind the stuck call
     gate.set()
     await task
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_the_threads_database_connection_is_closed_after_the_block():
+    def query():
+        User.objects.exists()
+        return threading.current_thread(), connections["default"]
+
+    async with own_thread():
+        thread, used = await sync_to_async(query)()
+        assert used.connection is not None
+    await asyncio.to_thread(thread.join, 5)
+    assert not thread.is_alive()
+    assert used.connection is None
