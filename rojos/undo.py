@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import shutil
 import uuid
@@ -26,6 +27,8 @@ from django.utils import timezone
 from roject.storage import StorageError, reported, resolve_entry
 
 from .models import Conversation, FileChange
+
+logger = logging.getLogger(__name__)
 
 # How often a change waiting for the project's change lock tries again.
 _LOCK_POLL_SECONDS = 0.02
@@ -119,9 +122,6 @@ class Snapshot:
     # Parent directories that did not exist: the call creates them, an undo removes them.
     missing_parents: list[str]
 
-    def discard(self) -> None:
-        shutil.rmtree(self.directory, ignore_errors=True)
-
 
 def _missing_parents(root: Path, relative: str) -> list[str]:
     """The parent directories of a path that do not exist (yet), deepest first."""
@@ -170,11 +170,12 @@ def change_finish(root: Path, change: FileChange) -> FileChange | None:
     returned. What the paths were before is read off the copies (absent: they did not exist).
     """
     directory = undo_dir(change.project_id, change.key)
-    before = [
-        digest(directory / str(number)) if existed else None
-        for number, existed in enumerate(change.before)
-    ]
-    after = digests(root, change.paths)
+    with reported(", ".join(change.paths)):
+        before = [
+            digest(directory / str(number)) if existed else None
+            for number, existed in enumerate(change.before)
+        ]
+        after = digests(root, change.paths)
     if after == before:
         change.delete()
         shutil.rmtree(directory, ignore_errors=True)
@@ -190,8 +191,13 @@ def cut_off_changes_finish(root: Path, changes: list[FileChange]) -> None:
     either way the record can now say which, and the change is undoable like any other.
     """
     for change in changes:
-        if change_finish(root, change) is not None:
-            change.save(update_fields=["after"])
+        try:
+            finished = change_finish(root, change)
+        except StorageError:  # left unfinished; an undo of it tries again and says why
+            logger.warning("could not finish the change record %s", change.pk, exc_info=True)
+            continue
+        if finished is not None:
+            finished.save(update_fields=["after"])
 
 
 def _restore(project_id: int, root: Path, change: FileChange) -> None:

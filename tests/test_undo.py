@@ -471,3 +471,32 @@ async def test_undo_waits_until_the_conversations_reply_is_done(project, users):
         await change_undo(change=change, root=project_root_create(project.pk), user=users["editor"])
     await change.arefresh_from_db()
     assert change.undone is None
+
+
+def test_a_cut_off_change_that_cannot_be_read_does_not_stop_the_next_turn(
+    editor, project, rojo, root, fake_provider, tmp_path
+):
+    """A record a crash left unfinished, whose path now leads out of the root."""
+    fake_provider.add(stream(*text_chunks("First.")))
+    conversation = editor.chat(project.pk, rojo=rojo.slug, message="Hi")[0].data["conversation"]
+    change = FileChange.objects.create(
+        project=project,
+        conversation_id=conversation,
+        tool="write_text_content",
+        tool_call_id="call_cut_off",
+        paths=["sub/f.txt"],
+        before=[False],
+        after=None,
+        key=uuid.uuid4().hex,
+    )
+    (root / "sub").symlink_to(tmp_path, target_is_directory=True)
+
+    fake_provider.add(stream(*text_chunks("Still here.")))
+    events = editor.chat(project.pk, rojo=rojo.slug, message="Again", conversation=conversation)
+
+    assert [e.type for e in events] == ["START", "CHAT", "DONE"]
+    change.refresh_from_db()
+    assert change.after is None
+    response = editor.post(f"/api/changes/{change.pk}/undo")
+    assert response.status_code == 400
+    assert "sub/f.txt" in response.json()["detail"]
