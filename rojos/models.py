@@ -231,8 +231,8 @@ class FileChange(models.Model):
     before = models.JSONField(help_text="Per path: whether it existed before the call.")
     after = models.JSONField(
         null=True,
-        help_text="Per path: a digest of its state after the call. Empty while the call runs "
-        "(stored before it, so that a call cut off by a crash still has its record).",
+        help_text="Per path: a digest of its state after the call. Empty while a call that "
+        "may replace something runs (its record is stored before it, for undo after a crash).",
     )
     created_parents = models.JSONField(
         default=list,

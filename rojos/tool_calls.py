@@ -95,9 +95,10 @@ class ToolCallRunner:
     async def _execute(self, call: dict, changing, message_id) -> tuple[object, int | None]:
         """Run the call and store its result, with its change record when it changed files.
 
-        The record is stored before the call runs and finished after it, in the result's
-        transaction: a call cut off by a crash in between still leaves a record, which the
-        conversation's next turn finishes (undo.cut_off_changes_finish).
+        The record of a call that may replace something is stored before the call runs and
+        finished after it, in the result's transaction: a call cut off by a crash in between
+        still leaves a record, which the conversation's next turn finishes
+        (undo.cut_off_changes_finish).
         """
         name, arguments = call["function"]["name"], call["function"]["arguments"]
         if not (changing and self.record_changes):
@@ -129,16 +130,19 @@ class ToolCallRunner:
     def _change_start(
         self, tool: RojoTool, args: dict, call_id: str, message_id
     ) -> FileChange | None:
-        """(Blocking) Copy the paths' state aside and store the change's record, unfinished.
+        """(Blocking) Copy the paths' state aside and make the change's record, unfinished.
 
-        None when a path cannot be read: the call then fails on it, so there is nothing to
-        undo.
+        When the call may replace or remove something, the record is stored now, so that a
+        crash during the call cannot lose the copy of what was there. A call that only
+        creates paths is recorded with its result: cut off, it leaves a new path and nothing
+        lost. None when a path cannot be read: the call then fails on it, so there is
+        nothing to undo.
         """
         try:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):
             return None
-        return FileChange.objects.create(
+        change = FileChange(
             project_id=self.ctx.project_id,
             conversation=self.history.conversation if self.history.conversation.pk else None,
             message_id=message_id,
@@ -150,3 +154,6 @@ class ToolCallRunner:
             created_parents=snapshot.missing_parents,
             key=snapshot.key,
         )
+        if any(snapshot.existed):
+            change.save()
+        return change

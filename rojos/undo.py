@@ -166,8 +166,9 @@ def digests(root: Path, paths: list[str]) -> list[str | None]:
 def change_finish(root: Path, change: FileChange) -> FileChange | None:
     """(Blocking) Set the record's digests of the paths as its call left them, unsaved.
 
-    A call that changed nothing keeps no record: it is deleted, with its copies, and None
-    returned. What the paths were before is read off the copies (absent: they did not exist).
+    A call that changed nothing keeps no record: it is deleted (if stored), with its copies,
+    and None returned. What the paths were before is read off the copies (absent: they did
+    not exist).
     """
     directory = undo_dir(change.project_id, change.key)
     with reported(", ".join(change.paths)):
@@ -177,7 +178,8 @@ def change_finish(root: Path, change: FileChange) -> FileChange | None:
         ]
         after = digests(root, change.paths)
     if after == before:
-        change.delete()
+        if change.pk is not None:
+            change.delete()
         shutil.rmtree(directory, ignore_errors=True)
         return None
     change.after = after
