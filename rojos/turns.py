@@ -136,10 +136,14 @@ async def _claim(conversation_id: int, turn_id: uuid.UUID) -> bool:
     return claimed == 1
 
 
-async def _release(conversation_id: int, turn_id: uuid.UUID) -> None:
-    await Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).aupdate(
+def _release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
+    Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
         turn_id=None, turn_heartbeat=None, updated=timezone.now()
     )
+
+
+async def _release(conversation_id: int, turn_id: uuid.UUID) -> None:
+    await sync_to_async(_release_blocking)(conversation_id, turn_id)
 
 
 async def _heartbeat(conversation_id: int, turn_id: uuid.UUID) -> None:
@@ -341,17 +345,23 @@ async def _cleanup(turn: Turn, *, turn_id, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
         await layer.group_discard(turn_group(conversation_id), channel)
-        await TurnRecord.objects.filter(pk=turn.record_id).aupdate(
+        await sync_to_async(_end)(turn, turn_id)
+    finally:
+        turn.publish("DONE", {})
+        turn.finish()
+        asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)
+
+
+def _end(turn: Turn, turn_id: uuid.UUID) -> None:
+    """(Blocking) Record how the turn ended and give the conversation up: one transaction."""
+    with transaction.atomic():
+        TurnRecord.objects.filter(pk=turn.record_id).update(
             status=turn.status,
             error=turn.error.get("message", ""),
             error_code=turn.error.get("code", ""),
             finished=timezone.now(),
         )
-        await _release(conversation_id, turn_id)
-    finally:
-        turn.publish("DONE", {})
-        turn.finish()
-        asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)
+        _release_blocking(turn.conversation_id, turn_id)
 
 
 def _forget(turn: Turn) -> None:
