@@ -1,10 +1,9 @@
 """Running one tool call: asking for approval where needed, and recording what it changed."""
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
-
-from asgiref.sync import sync_to_async
 
 from roject.storage import StorageError, resolve, resolve_entry
 
@@ -105,8 +104,9 @@ class ToolCallRunner:
             result = await self.tools.execute(name, arguments, self.ctx)
             await self.history.add_tool_result(call, result, ok=not is_error(result))
             return result, None
-        async with changes_locked(self.ctx.project_id):
-            change = await sync_to_async(self._change_start)(*changing, call["id"], message_id)
+        tool, args = changing
+        start = functools.partial(self._change_start, tool, args, call["id"], message_id)
+        async with changes_locked(self.ctx.project_id, then=start) as change:
             result = await self.tools.execute(name, arguments, self.ctx)
             kept: list[FileChange] = []
 

@@ -16,9 +16,10 @@ import logging
 import os
 import shutil
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -29,6 +30,7 @@ from roject.storage import StorageError, reported, resolve_entry
 from .models import Conversation, FileChange
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # How often a change waiting for the project's change lock tries again.
 _LOCK_POLL_SECONDS = 0.02
@@ -48,24 +50,57 @@ def _lock_file_open(project_id: int) -> int:
     return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
 
 
+def _lock_then(project_id: int, then: Callable[[], T] | None) -> tuple[int, bool, T | None]:
+    """(Blocking) Open the lock file and try the lock; once held, run `then`.
+
+    Returns the descriptor, whether the lock is held, and what `then` returned.
+    """
+    fd = _lock_file_open(project_id)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return fd, False, None
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        return fd, True, then() if then is not None else None
+    except BaseException:
+        os.close(fd)  # releases the lock
+        raise
+
+
 @contextlib.asynccontextmanager
-async def changes_locked(project_id: int) -> AsyncIterator[None]:
+async def changes_locked(
+    project_id: int, then: Callable[[], T] | None = None
+) -> AsyncIterator[T | None]:
     """One recorded change or undo at a time per project, in every process sharing the storage.
 
     Another call's change landing between a snapshot and the digest taken after would end up
     in this call's undo record, and an undo would then restore the wrong state. The lock is
     an flock on a file next to the project's root, tried without blocking so that no thread
-    waits on it.
+    waits on it. `then`, a blocking function (it may use the ORM), runs once the lock is
+    held; when the lock is free, in the same trip to the database thread as taking it. The
+    block gets what it returns.
     """
-    fd = await asyncio.to_thread(_lock_file_open, project_id)
+    trying = asyncio.ensure_future(sync_to_async(_lock_then)(project_id, then))
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                await asyncio.sleep(_LOCK_POLL_SECONDS)
-        yield
+        fd, held, value = await asyncio.shield(trying)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # the lock may be held by now: let it go
+            os.close((await trying)[0])
+        raise
+    try:
+        if not held:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(_LOCK_POLL_SECONDS)
+            if then is not None:
+                value = await sync_to_async(then)()
+        yield value
     finally:
         os.close(fd)  # releases the lock
 

@@ -3,7 +3,9 @@
 Turns run on the live ASGI server with a rojo that asks no approval, so each call runs at once.
 """
 
+import asyncio
 import os
+import threading
 import uuid
 from pathlib import Path
 
@@ -14,7 +16,15 @@ from django.utils import timezone
 from roject.services import project_create
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, default_tools
-from rojos.undo import Snapshot, UndoRefused, change_undo, changes_undo, digests, snapshot_take
+from rojos.undo import (
+    Snapshot,
+    UndoRefused,
+    change_undo,
+    changes_locked,
+    changes_undo,
+    digests,
+    snapshot_take,
+)
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event
@@ -500,3 +510,58 @@ def test_a_cut_off_change_that_cannot_be_read_does_not_stop_the_next_turn(
     response = editor.post(f"/api/changes/{change.pk}/undo")
     assert response.status_code == 400
     assert "sub/f.txt" in response.json()["detail"]
+
+
+# the project's change lock
+
+
+async def test_the_change_lock_runs_then_while_held_and_waits_for_the_holder(project):
+    order: list[str] = []
+
+    async def holder(entered: asyncio.Event, leave: asyncio.Event) -> None:
+        async with changes_locked(project.pk, then=lambda: order.append("first")):
+            entered.set()
+            await leave.wait()
+            order.append("first done")
+
+    entered, leave = asyncio.Event(), asyncio.Event()
+    first = asyncio.create_task(holder(entered, leave))
+    await entered.wait()
+    second = asyncio.create_task(_locked_value(project.pk, order))
+    await asyncio.sleep(0.1)
+    assert order == ["first"]  # the second waits, its `then` not run yet
+    leave.set()
+    await first
+    assert await second == "second's value"
+    assert order == ["first", "first done", "second"]
+
+
+async def _locked_value(project_id: int, order: list[str]) -> str:
+    def then() -> str:
+        order.append("second")
+        return "second's value"
+
+    async with changes_locked(project_id, then=then) as value:
+        return value
+
+
+async def test_cancelled_while_taking_the_change_lock_leaves_it_free(project):
+    slow = threading.Event()
+
+    def then() -> None:
+        slow.wait(5)
+
+    taking = asyncio.create_task(_hold(project.pk, then))
+    await asyncio.sleep(0.1)
+    taking.cancel()
+    slow.set()
+    with pytest.raises(asyncio.CancelledError):
+        await taking
+    async with asyncio.timeout(2):
+        async with changes_locked(project.pk):
+            pass
+
+
+async def _hold(project_id: int, then) -> None:
+    async with changes_locked(project_id, then=then):
+        await asyncio.sleep(10)
