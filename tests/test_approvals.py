@@ -184,9 +184,8 @@ def test_no_decision_within_the_timeout_counts_as_a_denial(
     assert json.loads(fake_provider.requests[1]["messages"][-1]["content"]) == DENIED
 
 
-def test_each_call_of_a_response_is_decided_on_its_own(
-    client_for, users, project, rojo, fake_provider, root
-):
+def two_overwrites(fake_provider, root: Path) -> None:
+    """a.txt and b.txt exist; one response replaces both, each call asking for approval."""
     (root / "a.txt").write_text("a\n")
     (root / "b.txt").write_text("b\n")
     script(
@@ -194,6 +193,12 @@ def test_each_call_of_a_response_is_decided_on_its_own(
         ("write_text_content", {"path": "a.txt", "text": "A\n"}),
         ("write_text_content", {"path": "b.txt", "text": "B\n"}),
     )
+
+
+def test_each_call_of_a_response_is_decided_on_its_own(
+    client_for, users, project, rojo, fake_provider, root
+):
+    two_overwrites(fake_provider, root)
 
     client = client_for(users["editor"])
     events = chat_deciding(client, project, rojo, deciding(client, True, False))
@@ -231,13 +236,7 @@ def test_a_decision_for_another_call_leaves_the_waiting_call_alone(
 def test_a_call_already_decided_cannot_be_decided_again(
     client_for, users, project, rojo, fake_provider, root
 ):
-    (root / "a.txt").write_text("a\n")
-    (root / "b.txt").write_text("b\n")
-    script(
-        fake_provider,
-        ("write_text_content", {"path": "a.txt", "text": "A\n"}),
-        ("write_text_content", {"path": "b.txt", "text": "B\n"}),
-    )
+    two_overwrites(fake_provider, root)
     client = client_for(users["editor"])
     decided: list[str] = []
 

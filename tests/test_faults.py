@@ -254,6 +254,14 @@ def test_killed_mid_write_the_file_stays_whole_and_the_half_write_is_nowhere(
     assert FileChange.objects.count() == 0
 
 
+def overwrite_of_notes(fake_provider, root: Path):
+    """notes.txt says "mine"; the model replaces it without asking. Returns the rojo."""
+    (root / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    return make_rojo(fake_provider.base_url, approval_tools=[])
+
+
 def test_killed_after_a_write_landed_its_change_can_still_be_undone(
     client_for, users, project, fake_provider, root, server_process
 ):
@@ -261,10 +269,7 @@ def test_killed_after_a_write_landed_its_change_can_still_be_undone(
     hanging = doomed(
         server_process, ROJO_TOOL_MODULES="tests.crash_points", ROJO_TEST_HANG_AFTER_RENAME="1"
     )
-    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
-    (root / "notes.txt").write_text("mine\n")
-    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
-    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    rojo = overwrite_of_notes(fake_provider, root)
     client = client_for(users["editor"], base_url=hanging.base_url)
 
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
@@ -295,10 +300,7 @@ def test_killed_before_a_write_landed_leaves_no_change_to_undo(
 ):
     """The record stored before the call is dropped once it shows the call changed nothing."""
     hanging = doomed(server_process, ROJO_TOOL_MODULES="tests.crash_points")
-    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
-    (root / "notes.txt").write_text("mine\n")
-    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
-    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    rojo = overwrite_of_notes(fake_provider, root)
     client = client_for(users["editor"], base_url=hanging.base_url)
 
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:

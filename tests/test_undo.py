@@ -558,8 +558,8 @@ async def test_cancelled_while_taking_the_change_lock_leaves_it_free(project):
     with pytest.raises(asyncio.CancelledError):
         await taking
     async with asyncio.timeout(2):
-        async with changes_locked(project.pk):
-            pass
+        async with changes_locked(project.pk, then=lambda: "taken") as value:
+            assert value == "taken"
 
 
 async def _hold(project_id: int, then) -> None:
