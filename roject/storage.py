@@ -163,6 +163,27 @@ def read_project_file(project_root: Path, relative_path: str) -> str:
         raise StorageError(f"{relative_path!r} is not UTF-8 text") from None
 
 
+# An atomic write's temporary file, next to its target until the rename.
+TEMP_PREFIX, TEMP_SUFFIX = ".rojo-", ".tmp"
+
+
+def temp_files_remove(project_root: Path, relative_dirs: set[str]) -> None:
+    """Remove the temporary files that writes killed before their rename left in these
+    directories. Only while no write can be running in them (the project's change lock)."""
+    for relative in relative_dirs:
+        try:
+            directory = resolve(project_root, relative)
+            entries = list(os.scandir(directory))
+        except (StorageError, OSError):
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
+                with contextlib.suppress(OSError):
+                    if entry.is_file(follow_symlinks=False):
+                        os.unlink(entry.path)
+
+
 def write_project_file(project_root: Path, relative_path: str, text: str) -> None:
     """Write UTF-8 text atomically, creating parent directories inside the root.
 
@@ -187,7 +208,7 @@ def write_project_file(project_root: Path, relative_path: str, text: str) -> Non
         # The parent chain may have changed since resolve(); check again before writing.
         resolve(project_root, relative_path)
         mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".rojo-", suffix=".tmp")
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=TEMP_PREFIX, suffix=TEMP_SUFFIX)
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)

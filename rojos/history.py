@@ -162,6 +162,8 @@ class History:
     def __init__(self, conversation: Conversation, messages: list[Message]) -> None:
         self.conversation = conversation
         self.messages = messages
+        # The calls that loading answered as interrupted: a crash cut them off.
+        self.cut_off: list[dict] = []
 
     @classmethod
     async def load(
@@ -182,7 +184,8 @@ class History:
         """(Blocking) The messages, in one query; calls a crash left open are answered
         interrupted right away."""
         history = cls(conversation, list(Message.objects.filter(conversation=conversation)))
-        for call in unanswered_calls(history.messages):
+        history.cut_off = unanswered_calls(history.messages)
+        for call in history.cut_off:
             history.append_blocking(**_tool_message(call, INTERRUPTED, ok=False))
         return history
 

@@ -4,8 +4,9 @@ import asyncio
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
-from roject.storage import StorageError, resolve, resolve_entry
+from roject.storage import StorageError, resolve, resolve_entry, temp_files_remove
 
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
@@ -38,6 +39,36 @@ def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
         return {"error": str(exc)}
 
 
+def changing_call(
+    tools: RojoToolRegistry, name: str, arguments: str
+) -> tuple[RojoTool, dict] | None:
+    """The tool and valid arguments of a call that may change files, else None."""
+    tool = tools.get(name)
+    if tool is None or not tool.writes:
+        return None
+    try:
+        args = parse_arguments(arguments)
+        validate(args, tool.parameters)
+        tool.changed_paths(args)
+    except (ArgumentError, KeyError, TypeError):
+        return None  # the registry reports the bad arguments
+    return tool, args
+
+
+def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry) -> None:
+    """(Blocking) Remove what writes cut off by a crash left next to their targets.
+
+    Hold the project's change lock: every write to a project runs under it.
+    """
+    directories = set()
+    for call in calls:
+        changing = changing_call(tools, call["function"]["name"], call["function"]["arguments"])
+        if changing is not None:
+            tool, args = changing
+            directories.update(str(PurePosixPath(p).parent) for p in tool.changed_paths(args))
+    temp_files_remove(root, directories)
+
+
 @dataclass(kw_only=True)
 class ToolCallRunner:
     """Runs the calls of a turn with its rules: who approves, and whether changes are kept.
@@ -55,16 +86,10 @@ class ToolCallRunner:
 
     def _changing_tool(self, name: str, arguments: str) -> tuple[RojoTool, dict] | None:
         """The tool and valid arguments of a call that may change files, else None."""
-        tool = self.tools.get(name)
-        if tool is None or not tool.writes or tool not in self.tools.available(self.ctx):
+        changing = changing_call(self.tools, name, arguments)
+        if changing is None or changing[0] not in self.tools.available(self.ctx):
             return None
-        try:
-            args = parse_arguments(arguments)
-            validate(args, tool.parameters)
-            tool.changed_paths(args)
-        except (ArgumentError, KeyError, TypeError):
-            return None  # the registry reports the bad arguments
-        return tool, args
+        return changing
 
     async def run(self, call: dict, message_id: int | None) -> AsyncIterator[AgentEvent]:
         call_id, name = call["id"], call["function"]["name"]

@@ -32,7 +32,8 @@ from .errors import TurnBusy, TurnError, TurnLimited
 from .history import History
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import tool_message_events
-from .tools import RojoToolContext
+from .tool_calls import cut_off_writes_clean
+from .tools import RojoToolContext, registry
 from .turn_messages import turn_group, turn_listen
 from .wire import WireEvent, WireType, wire_payload
 
@@ -215,9 +216,13 @@ async def turn_start(
         history, user_message, record, cut_off = await sync_to_async(_begin)(
             conversation, rojo, user, message
         )
-        if cut_off:
-            async with undo.changes_locked(access.project.pk):
-                await sync_to_async(undo.cut_off_changes_finish)(root, cut_off)
+        if cut_off or history.cut_off:  # the last turn was cut off by a crash
+
+            def recover() -> None:
+                undo.cut_off_changes_finish(root, cut_off)
+                cut_off_writes_clean(root, history.cut_off, registry)
+
+            await undo.under_changes_lock(access.project.pk, recover)
     except BaseException:
         await layer.group_discard(turn_group(conversation.pk), channel)
         await _release(conversation.pk, turn_id)

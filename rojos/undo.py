@@ -105,6 +105,12 @@ async def changes_locked(
         os.close(fd)  # releases the lock
 
 
+async def under_changes_lock(project_id: int, work: Callable[[], T]) -> T:
+    """Run `work`, a blocking function (it may use the ORM), holding the change lock."""
+    async with changes_locked(project_id, then=work) as value:
+        return value
+
+
 def _exists(path: Path) -> bool:
     return path.exists() or path.is_symlink()
 

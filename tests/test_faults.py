@@ -252,6 +252,7 @@ def test_killed_mid_write_the_file_stays_whole_and_the_half_write_is_nowhere(
     listing = survivor.get(f"/api/projects/{project.pk}/files").json()
     assert listing == [{"name": "notes.txt", "type": "file"}]
     assert FileChange.objects.count() == 0
+    assert list(root.glob(".rojo-*.tmp")) == []  # the cut-off write's leftover is gone
 
 
 def overwrite_of_notes(fake_provider, root: Path):

@@ -17,6 +17,7 @@ from roject.storage import (
     list_directory,
     path_meta,
     read_project_file,
+    temp_files_remove,
     write_project_file,
 )
 
@@ -455,3 +456,26 @@ def test_project_root_is_under_storage_dir(storage_dir):
     created = storage.project_root_create(7)
     assert created.is_dir()
     assert storage.project_root_create(7) == created
+
+
+def test_leftover_temp_files_are_removed_only_inside_the_root(tmp_path):
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".rojo-theirs.tmp").write_text("not ours")
+    (root / "out").symlink_to(outside, target_is_directory=True)
+    (root / ".rojo-a1.tmp").write_text("half")
+    (root / "sub" / ".rojo-b2.tmp").write_text("half")
+    (root / "sub" / ".rojo-link.tmp").symlink_to(outside / ".rojo-theirs.tmp")
+    (root / "keep.tmp").write_text("a file of the user's")
+
+    temp_files_remove(root, {".", "sub", "out", "../outside"})
+
+    assert sorted(str(p.relative_to(root)) for p in root.rglob("*")) == [
+        "keep.tmp",
+        "out",
+        "sub",
+        "sub/.rojo-link.tmp",
+    ]
+    assert (outside / ".rojo-theirs.tmp").read_text() == "not ours"
