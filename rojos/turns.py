@@ -213,13 +213,13 @@ async def turn_start(
     try:
         await layer.group_add(turn_group(conversation.pk), channel)
         root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
-        history, user_message, record, cut_off = await sync_to_async(_begin)(
+        history, user_message, record, unfinished = await sync_to_async(_begin)(
             conversation, rojo, user, message
         )
-        if cut_off or history.cut_off:  # the last turn was cut off by a crash
+        if unfinished or history.cut_off:  # the last turn was cut off by a crash
 
             def recover() -> None:
-                undo.cut_off_changes_finish(root, cut_off)
+                undo.cut_off_changes_finish(root, unfinished)
                 cut_off_writes_clean(root, history.cut_off, registry)
 
             await undo.under_changes_lock(access.project.pk, recover)
@@ -274,8 +274,8 @@ def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
             conversation.rojo = rojo
             conversation.save(update_fields=["rojo"])
         # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
-        cut_off = list(FileChange.objects.filter(conversation=conversation, after__isnull=True))
-    return history, user_message, record, cut_off
+        unfinished = list(FileChange.objects.filter(conversation=conversation, after__isnull=True))
+    return history, user_message, record, unfinished
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
