@@ -86,6 +86,18 @@ def send_once_free(client: ApiClient, project, rojo, conversation: int) -> list[
     return list(parse_sse(response.text.splitlines()))
 
 
+def picked_up(client_for, users, fake_provider, project, rojo, conversation: int):
+    """The next message after a kill gets a plain reply; returns the client and the valid
+    stored history."""
+    fake_provider.add(stream(*text_chunks(REPLY)))
+    survivor = client_for(users["editor"])
+    again = send_once_free(survivor, project, rojo, conversation)
+    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    return survivor, history
+
+
 def assert_killed_turn_recorded(client: ApiClient, conversation: int) -> None:
     """The killed turn reads as interrupted, with an error the chat, replay and export show."""
     detail = client.get(f"/api/conversations/{conversation}").json()
@@ -117,13 +129,8 @@ def test_killed_while_a_call_waits_for_approval_the_next_message_answers_it_inte
     assert [e.type for e in seen] == ["START", "TOOL_CALL", "APPROVAL_REQUIRED"]
     conversation, call_id = seen[0].data["conversation"], seen[1].data["id"]
 
-    fake_provider.add(stream(*text_chunks(REPLY)))
-    survivor = client_for(users["editor"])
-    again = send_once_free(survivor, project, rojo, conversation)
+    survivor, history = picked_up(client_for, users, fake_provider, project, rojo, conversation)
 
-    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
-    history = stored_history(conversation)
-    assert_history_valid(history)
     assert [m.role for m in history] == ["user", "assistant", "tool", "user", "assistant"]
     closed = history[2]
     assert (closed.tool_call_id, closed.is_error) == (call_id, True)
@@ -160,13 +167,8 @@ def test_killed_mid_text_the_finished_call_and_its_file_are_kept(
     assert [e.type for e in seen] == ["START", "TOOL_CALL", "TOOL_RESULT", "CHAT", "CHAT", "CHAT"]
     conversation = seen[0].data["conversation"]
 
-    fake_provider.add(stream(*text_chunks(REPLY)))
-    survivor = client_for(users["editor"])
-    again = send_once_free(survivor, project, rojo, conversation)
+    survivor, history = picked_up(client_for, users, fake_provider, project, rojo, conversation)
 
-    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
-    history = stored_history(conversation)
-    assert_history_valid(history)
     # The text streamed after the call was never stored: it died with the process.
     assert [m.role for m in history] == ["user", "assistant", "tool", "user", "assistant"]
     assert json.loads(history[2].content) == {"ok": True}
@@ -205,11 +207,7 @@ def test_killed_mid_text_the_text_saved_so_far_survives(
     assert history[1].content and streamed.startswith(history[1].content)
     assert history[1].tool_calls is None
 
-    fake_provider.add(stream(*text_chunks(REPLY)))
-    survivor = client_for(users["editor"])
-    again = send_once_free(survivor, project, rojo, conversation)
-    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
-    assert_history_valid(stored_history(conversation))
+    picked_up(client_for, users, fake_provider, project, rojo, conversation)
     sent = fake_provider.requests[-1]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == history[1].content
@@ -280,13 +278,8 @@ def test_killed_after_a_write_landed_its_change_can_still_be_undone(
     conversation, call_id = seen[0].data["conversation"], seen[1].data["id"]
     assert FileChange.objects.get().after is None  # recorded before the call ran
 
-    fake_provider.add(stream(*text_chunks(REPLY)))
-    survivor = client_for(users["editor"])
-    again = send_once_free(survivor, project, rojo, conversation)
+    survivor, history = picked_up(client_for, users, fake_provider, project, rojo, conversation)
 
-    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
-    history = stored_history(conversation)
-    assert_history_valid(history)
     assert (history[2].tool_call_id, json.loads(history[2].content)) == (call_id, INTERRUPTED)
     change = FileChange.objects.get()
     assert (change.tool_call_id, change.message_id) == (call_id, history[1].pk)
@@ -312,8 +305,7 @@ def test_killed_before_a_write_landed_leaves_no_change_to_undo(
     undo_copies = undo_dir(project.pk, change.key)
     assert undo_copies.is_dir()
 
-    fake_provider.add(stream(*text_chunks(REPLY)))
-    send_once_free(client_for(users["editor"]), project, rojo, change.conversation_id)
+    picked_up(client_for, users, fake_provider, project, rojo, change.conversation_id)
 
     assert FileChange.objects.count() == 0
     assert not undo_copies.exists()
