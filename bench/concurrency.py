@@ -62,7 +62,10 @@ async def _conversation(
 ) -> None:
     try:
         events = await http.chat(target, project_id, rojo_slug, "List the files, then talk.")
-    except (OSError, http.HttpStatusError, asyncio.IncompleteReadError) as exc:
+    except http.HttpStatusError as exc:
+        result.failures[f"HTTP {str(exc)[:120]}"] += 1
+        return
+    except (OSError, asyncio.IncompleteReadError) as exc:
         result.failures[exc.__class__.__name__] += 1
         return
     problem = _verdict(events)

@@ -96,7 +96,9 @@ DATABASES = {
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL and immediate transactions let the streaming turn and page requests share the file.
+    # WAL and immediate transactions let the streaming turn and page requests share the file;
+    # the writers of a process take turns in order (see roject/sqlite_backend).
+    DATABASES["default"]["ENGINE"] = "roject.sqlite_backend"
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",

@@ -11,7 +11,7 @@ ROJO_STORAGE_DIR = Path(tempfile.mkdtemp(prefix="rojo-test-storage-"))  # noqa: 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECURE_SSL_REDIRECT = False
 
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":  # noqa: F405
     # A file, not shared-cache memory, so the live ASGI server's threads can write concurrently.
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(Path(tempfile.gettempdir()) / f"rojo-test-{os.getpid()}.sqlite3")  # noqa: F405

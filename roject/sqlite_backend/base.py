@@ -1,0 +1,117 @@
+"""SQLite with the writers of one process taking turns in order, instead of polling the file lock.
+
+SQLite lets one connection write at a time; the others retry on their busy timeout, sleeping
+up to 100 ms between tries, and the one that happens to try when the lock is free wins. With
+hundreds of turns in one process (each with its own database thread) that lottery left some
+writers unlucky past the timeout ("database is locked": a lost message, a 500), and every
+loser kept a thread runnable and fighting for the GIL, which slowed the holder down. Here a
+writer first waits on a process-wide lock (blocked in the kernel, not polling), so a write
+transaction competes only with writers of other processes, which the busy timeout still
+handles. Reads never wait on it: in WAL mode they do not block or get blocked.
+"""
+
+import threading
+
+from django.db.backends.sqlite3 import base
+from django.db.utils import OperationalError
+
+_WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER")
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _writer_lock(name: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(name, threading.Lock())
+
+
+def _acquire(lock: threading.Lock, timeout: float) -> None:
+    """Wait as long as SQLite's own busy timeout would have, and fail the way it does."""
+    if not lock.acquire(timeout=timeout):
+        raise OperationalError("database is locked")
+
+
+def _writes(query: str) -> bool:
+    return query.lstrip()[:7].upper().startswith(_WRITES)
+
+
+class _Cursor(base.SQLiteCursorWrapper):
+    """A write outside a transaction (autocommit) takes the process's writer lock for itself;
+    inside one, the transaction holds it already."""
+
+    lock: threading.Lock
+    timeout: float
+
+    def execute(self, query, params=None):
+        if self.connection.in_transaction or not _writes(query):
+            return super().execute(query, params)
+        _acquire(self.lock, self.timeout)
+        try:
+            return super().execute(query, params)
+        finally:
+            self.lock.release()
+
+    def executemany(self, query, param_list):
+        if self.connection.in_transaction or not _writes(query):
+            return super().executemany(query, param_list)
+        _acquire(self.lock, self.timeout)
+        try:
+            return super().executemany(query, param_list)
+        finally:
+            self.lock.release()
+
+
+class DatabaseWrapper(base.DatabaseWrapper):
+    """Transactions (BEGIN IMMEDIATE: they all write) hold the writer lock until they end."""
+
+    _holds_writer = False
+
+    @property
+    def _writer(self) -> threading.Lock:
+        return _writer_lock(str(self.settings_dict["NAME"]))
+
+    @property
+    def _timeout(self) -> float:
+        return float(self.settings_dict["OPTIONS"].get("timeout", 5))
+
+    def create_cursor(self, name=None):
+        lock, timeout = self._writer, self._timeout
+
+        def cursor(connection):
+            made = _Cursor(connection)
+            made.lock, made.timeout = lock, timeout
+            return made
+
+        return self.connection.cursor(factory=cursor)
+
+    def _start_transaction_under_autocommit(self):
+        _acquire(self._writer, self._timeout)
+        self._holds_writer = True
+        try:
+            super()._start_transaction_under_autocommit()
+        except BaseException:
+            self._writer_release()
+            raise
+
+    def _writer_release(self) -> None:
+        if self._holds_writer:
+            self._holds_writer = False
+            self._writer.release()
+
+    def _commit(self):
+        try:
+            return super()._commit()
+        finally:
+            self._writer_release()
+
+    def _rollback(self):
+        try:
+            return super()._rollback()
+        finally:
+            self._writer_release()
+
+    def _close(self):
+        try:
+            return super()._close()
+        finally:
+            self._writer_release()

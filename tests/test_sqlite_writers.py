@@ -1,0 +1,70 @@
+"""On SQLite, the writers of one process take turns instead of racing for the file lock."""
+
+import threading
+import time
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import OperationalError, connection, connections, transaction
+
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's writer lock"),
+]
+
+THREADS = 30
+WRITES = 8
+
+
+@pytest.fixture
+def short_busy_timeout():
+    """A busy timeout that SQLite's polling misses under contention (0.5 s)."""
+    options = connections.settings["default"]["OPTIONS"]
+    before = options.get("timeout")
+    options["timeout"] = 0.5
+    yield
+    options["timeout"] = before
+
+
+def _writer(index: int, failures: list[str]) -> None:
+    try:
+        for n in range(WRITES):
+            with transaction.atomic():
+                User.objects.create(username=f"w{index}-{n}")
+                time.sleep(0.002)  # the transaction holds the lock a while, as under load
+            User.objects.filter(username=f"w{index}-{n}").update(first_name="x")  # autocommit
+    except OperationalError as exc:
+        failures.append(str(exc))
+    finally:
+        connections.close_all()
+
+
+def test_many_writing_threads_all_get_their_turn(short_busy_timeout):
+    failures: list[str] = []
+    threads = [threading.Thread(target=_writer, args=(i, failures)) for i in range(THREADS)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert failures == []
+    assert User.objects.filter(first_name="x").count() == THREADS * WRITES
+
+
+def test_a_failed_transaction_lets_the_next_writer_in():
+    with pytest.raises(RuntimeError), transaction.atomic():
+        User.objects.create(username="first")
+        raise RuntimeError("rolled back")
+    done = threading.Event()
+
+    def write() -> None:
+        try:
+            User.objects.create(username="second")
+            done.set()
+        finally:
+            connections.close_all()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    thread.join(10)
+    assert done.is_set()
+    assert list(User.objects.values_list("username", flat=True)) == ["second"]
