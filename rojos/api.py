@@ -2,10 +2,12 @@
 
 import asyncio
 import json
+import logging
 from datetime import datetime
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
+from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
@@ -22,6 +24,8 @@ from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .selectors import aconversation_access, arojo_get, conversation_access
 from .wire import WireEvent, encoder_for
+
+logger = logging.getLogger(__name__)
 
 api = NinjaAPI(title="Rojo Chat API", version="1", auth=django_auth, urls_namespace="api")
 api.add_router("/projects", files_router)
@@ -59,6 +63,16 @@ def _storage_error(request, exc):
 @api.exception_handler(TurnBusy)
 def _turn_busy(request, exc):
     return _error(request, 409, str(exc))
+
+
+@api.exception_handler(OperationalError)
+def _database_unavailable(request, exc):
+    """A database that is locked past its timeout or unreachable: a clear 503, not a 500 page.
+    Each endpoint's writes are transactions, so what failed was not half stored."""
+    logger.warning("%s %s: the database failed: %s", request.method, request.path, exc)
+    response = _error(request, 503, "The database is busy or unreachable; try again in a moment.")
+    response["Retry-After"] = "5"
+    return response
 
 
 @api.exception_handler(TurnLimited)

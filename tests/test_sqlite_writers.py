@@ -68,3 +68,26 @@ def test_a_failed_transaction_lets_the_next_writer_in():
     thread.join(10)
     assert done.is_set()
     assert list(User.objects.values_list("username", flat=True)) == ["second"]
+
+
+def test_a_database_locked_past_its_timeout_answers_503_and_stores_nothing(
+    client_for, users, project, fake_provider, short_busy_timeout
+):
+    from roject.sqlite_backend.base import _writer_lock
+    from rojos.models import Conversation, Message
+    from tests.helpers import make_rojo
+
+    rojo = make_rojo(fake_provider.base_url)
+    client = client_for(users["editor"])
+    lock = _writer_lock(str(connections.settings["default"]["NAME"]))
+    with lock:  # another writer holds the database for longer than the timeout
+        response = client.post(
+            f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
+        )
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json() == {
+        "detail": "The database is busy or unreachable; try again in a moment."
+    }
+    assert not Conversation.objects.exists() and not Message.objects.exists()
+    assert client.get("/api/projects").status_code == 200
