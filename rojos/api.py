@@ -303,11 +303,8 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     access = await aproject_access(user=user, project_id=project_id)
     rojo = await arojo_get(payload.rojo)
     await turns.turn_limits_check(user=user)
-    if payload.conversation is None:
-        conversation = await turns.conversation_create(
-            access=access, rojo=rojo, user=user, message=payload.message
-        )
-    else:
+    conversation = None
+    if payload.conversation is not None:
         conversation, _ = await aconversation_access(
             user=user, conversation_id=payload.conversation
         )

@@ -12,13 +12,14 @@ import contextvars
 import logging
 import uuid
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from roject import storage
@@ -126,25 +127,25 @@ def turn_get(conversation_id: int) -> Turn | None:
     return _turns.get(conversation_id)
 
 
-async def _claim(conversation_id: int, turn_id: uuid.UUID) -> bool:
+def _claim_blocking(conversation_id: int, turn_id: uuid.UUID) -> bool | None:
+    """(Blocking) Claim a conversation for a turn: True when it was free, False when this took
+    over the claim of a turn that a crash cut off (its heartbeat stopped), None when a turn
+    is running. Only a takeover calls for repairs: every turn that ends gives its claim up
+    in the transaction that records how it ended."""
     now = timezone.now()
+    rows = Conversation.objects.filter(pk=conversation_id)
+    if rows.filter(turn_id__isnull=True).update(turn_id=turn_id, turn_heartbeat=now):
+        return True
     stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-    claimed = await (
-        Conversation.objects.filter(pk=conversation_id)
-        .filter(Q(turn_id__isnull=True) | Q(turn_heartbeat__lt=stale))
-        .aupdate(turn_id=turn_id, turn_heartbeat=now)
-    )
-    return claimed == 1
+    if rows.filter(turn_heartbeat__lt=stale).update(turn_id=turn_id, turn_heartbeat=now):
+        return False
+    return None
 
 
 def _release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
     Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
         turn_id=None, turn_heartbeat=None, updated=timezone.now()
     )
-
-
-async def _release(conversation_id: int, turn_id: uuid.UUID) -> None:
-    await sync_to_async(_release_blocking)(conversation_id, turn_id)
 
 
 async def _heartbeat(conversation_id: int, turn_id: uuid.UUID) -> None:
@@ -161,23 +162,26 @@ def _title_from(message: str) -> str:
 
 
 async def turn_limits_check(*, user) -> None:
-    """Raise TurnLimited when the user is over a per-user limit; keeps runaway cost in check."""
-    now = timezone.now()
-    recent = TurnRecord.objects.filter(user=user, started__gte=now - timedelta(minutes=1))
+    """Raise TurnLimited when the user is over a per-user limit; keeps runaway cost in check.
+
+    Both limits are counted in one query over the user's recent and running turns.
+    """
     per_minute = settings.ROJO_USER_MESSAGES_PER_MINUTE
-    if per_minute and await recent.acount() >= per_minute:
+    at_once = settings.ROJO_USER_CONCURRENT_TURNS
+    if not per_minute and not at_once:
+        return
+    recent = Q(started__gte=timezone.now() - timedelta(minutes=1))
+    running = Q(status=TurnRecord.Status.RUNNING, conversation__in=Conversation.objects.running())
+    counts = await TurnRecord.objects.filter(recent | running, user=user).aaggregate(
+        recent=Count("pk", filter=recent), running=Count("pk", filter=running)
+    )
+    if per_minute and counts["recent"] >= per_minute:
         raise TurnLimited(
             f"You have sent {per_minute} {'message' if per_minute == 1 else 'messages'} "
             "in the last minute, the most allowed; "
             "wait a moment and send again."
         )
-    at_once = settings.ROJO_USER_CONCURRENT_TURNS
-    running = TurnRecord.objects.filter(
-        user=user,
-        status=TurnRecord.Status.RUNNING,
-        conversation__in=Conversation.objects.running(),
-    )
-    if at_once and await running.acount() >= at_once:
+    if at_once and counts["running"] >= at_once:
         raise TurnLimited(
             f"You already have {at_once} {'reply' if at_once == 1 else 'replies'} running, "
             "the most allowed at once; "
@@ -185,47 +189,48 @@ async def turn_limits_check(*, user) -> None:
         )
 
 
-async def conversation_create(*, access: ProjectAccess, rojo: Rojo, user, message: str):
-    return await Conversation.objects.acreate(
-        project=access.project, rojo=rojo, user=user, title=_title_from(message)
-    )
-
-
 async def turn_start(
     *,
     access: ProjectAccess,
     user,
     rojo: Rojo,
-    conversation: Conversation,
+    conversation: Conversation | None,
     message: str,
     auto_approve: bool | None = None,
 ) -> Turn:
-    """Claim the conversation, store the user's message and start the turn's task.
+    """Claim the conversation (a new one when None), store the user's message and start the
+    turn's task.
 
     Raises TurnBusy, before storing anything, when a turn is already running. Calls that
     need approval wait for a person unless `auto_approve` decides them all (scripts).
     """
     turn_id = uuid.uuid4()
-    if not await _claim(conversation.pk, turn_id):
+    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
+    begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id)
+    if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
+    turn = Turn(begun.conversation.pk)
+    turn.record_id = begun.record.pk
+    turn.auto_approve = auto_approve
     layer = get_channel_layer()
-    channel = await layer.new_channel()
+    channel = None
     try:
-        await layer.group_add(turn_group(conversation.pk), channel)
-        root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
-        history, user_message, record, unfinished = await sync_to_async(_begin)(
-            conversation, rojo, user, message
-        )
-        if unfinished or history.cut_off:  # the last turn was cut off by a crash
+        channel = await layer.new_channel()
+        await layer.group_add(turn_group(turn.conversation_id), channel)
+        if begun.unfinished or begun.history.cut_off:  # the last turn was cut off by a crash
 
             def recover() -> None:
-                undo.cut_off_changes_finish(root, unfinished)
-                cut_off_writes_clean(root, history.cut_off, registry)
+                undo.cut_off_changes_finish(root, begun.unfinished)
+                cut_off_writes_clean(root, begun.history.cut_off, registry)
 
             await undo.under_changes_lock(access.project.pk, recover)
     except BaseException:
-        await layer.group_discard(turn_group(conversation.pk), channel)
-        await _release(conversation.pk, turn_id)
+        # Stored, but it cannot run: end it as failed and give the conversation up.
+        turn.fail("The reply could not start on the server; see its log.", "internal")
+        with contextlib.suppress(Exception):
+            if channel is not None:
+                await layer.group_discard(turn_group(turn.conversation_id), channel)
+        await sync_to_async(_end)(turn, turn_id)
         raise
     ctx = RojoToolContext(
         project_id=access.project.pk,
@@ -234,38 +239,78 @@ async def turn_start(
         role=access.role,
         enabled=frozenset(rojo.tools or ()),
     )
-    turn = Turn(conversation.pk)
-    turn.record_id = record.pk
-    turn.auto_approve = auto_approve
-    turn.publish("START", {"conversation": conversation.pk, "message": user_message.pk})
-    _turns[conversation.pk] = turn
+    turn.publish("START", {"conversation": turn.conversation_id, "message": begun.message.pk})
+    _turns[turn.conversation_id] = turn
     # A fresh context: the task must not inherit the request's thread-sensitive context,
     # which ends with the request (its ORM calls would land on a leaked thread).
     turn.task = asyncio.create_task(
         _run_in_own_thread(
-            turn, turn_id=turn_id, history=history, rojo=rojo, ctx=ctx, layer=layer, channel=channel
+            turn,
+            turn_id=turn_id,
+            history=begun.history,
+            rojo=rojo,
+            ctx=ctx,
+            layer=layer,
+            channel=channel,
         ),
         context=contextvars.Context(),
     )
     return turn
 
 
-def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
-    """(Blocking) Load the history and store the user's message with the turn's record: one
-    transaction, so that a message is never stored without the turn that answers it. Also
-    returns the conversation's change records that a crash left unfinished."""
+@dataclass
+class _Begun:
+    conversation: Conversation
+    history: History
+    message: Message
+    record: TurnRecord
+    # The conversation's change records a crash left unfinished.
+    unfinished: list[FileChange]
+
+
+def _begin(
+    access: ProjectAccess,
+    conversation: Conversation | None,
+    rojo: Rojo,
+    user,
+    message: str,
+    turn_id: uuid.UUID,
+) -> _Begun | None:
+    """(Blocking) Claim the conversation, load its history and store the user's message with
+    the turn's record: one transaction, so that a message is never stored without the turn
+    that answers it, nor a claim left without its record. None when a turn is running.
+
+    A new conversation is made claimed, with nothing to load; a claimed one is repaired
+    only after a crash (a takeover, or calls left open).
+    """
     with transaction.atomic():
-        history = History.load_blocking(conversation)
-        # A turn still marked running here was cut off by a crash: its calls were just closed.
-        # Its error is what the chat, replay and export show where the turn ended.
-        TurnRecord.objects.filter(
-            conversation=conversation, status=TurnRecord.Status.RUNNING
-        ).update(
-            status=TurnRecord.Status.INTERRUPTED,
-            error=INTERRUPTED_MESSAGE,
-            error_code="interrupted",
-            finished=timezone.now(),
-        )
+        if conversation is None:
+            conversation = Conversation.objects.create(
+                project=access.project,
+                rojo=rojo,
+                user=user,
+                title=_title_from(message),
+                turn_id=turn_id,
+                turn_heartbeat=timezone.now(),
+            )
+            history, crashed = History(conversation, []), False
+        else:
+            free = _claim_blocking(conversation.pk, turn_id)
+            if free is None:
+                return None
+            history = History.load_blocking(conversation)
+            crashed = not free or bool(history.cut_off)
+        if crashed:
+            # A turn still marked running was cut off: its calls were just closed. Its error
+            # is what the chat, replay and export show where the turn ended.
+            TurnRecord.objects.filter(
+                conversation=conversation, status=TurnRecord.Status.RUNNING
+            ).update(
+                status=TurnRecord.Status.INTERRUPTED,
+                error=INTERRUPTED_MESSAGE,
+                error_code="interrupted",
+                finished=timezone.now(),
+            )
         user_message = history.append_blocking(role=Message.Role.USER, content=message)
         record = TurnRecord.objects.create(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
@@ -274,8 +319,12 @@ def _begin(conversation: Conversation, rojo: Rojo, user, message: str):
             conversation.rojo = rojo
             conversation.save(update_fields=["rojo"])
         # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
-        unfinished = list(FileChange.objects.filter(conversation=conversation, after__isnull=True))
-    return history, user_message, record, unfinished
+        unfinished = (
+            list(FileChange.objects.filter(conversation=conversation, after__isnull=True))
+            if crashed
+            else []
+        )
+    return _Begun(conversation, history, user_message, record, unfinished)
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:

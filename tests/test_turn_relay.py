@@ -34,13 +34,10 @@ def own_channel_layer():
 async def start_turn(project, user, fake_provider, message: str):
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     access = await aproject_access(user=user, project_id=project.pk)
-    conversation = await turns.conversation_create(
-        access=access, rojo=rojo, user=user, message=message
-    )
     turn = await turns.turn_start(
-        access=access, user=user, rojo=rojo, conversation=conversation, message=message
+        access=access, user=user, rojo=rojo, conversation=None, message=message
     )
-    return conversation, turn
+    return await Conversation.objects.aget(pk=turn.conversation_id), turn
 
 
 async def test_a_follower_elsewhere_gets_what_it_missed_then_the_rest(

@@ -54,11 +54,8 @@ class Command(BaseCommand):
 
     async def _chat(self, user, project, rojo, conversation_id, message, format, yes) -> bool:
         access = await aproject_access(user=user, project_id=project.pk)
-        if conversation_id is None:
-            conversation = await turns.conversation_create(
-                access=access, rojo=rojo, user=user, message=message
-            )
-        else:
+        conversation = None
+        if conversation_id is not None:
             conversation = await Conversation.objects.filter(
                 pk=conversation_id, project=project
             ).afirst()
