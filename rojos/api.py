@@ -6,6 +6,7 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
 from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
@@ -13,7 +14,7 @@ from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
 
 from roject import storage
-from roject.access import LoginRequired, aproject_access, object_id
+from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
 from roject.files_api import router as files_router
 from roject.models import Membership
 from roject.storage import StorageError
@@ -22,7 +23,7 @@ from . import turn_messages, turns, undo
 from .errors import TurnBusy, TurnLimited
 from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
-from .selectors import aconversation_access, arojo_get, conversation_access
+from .selectors import aconversation_access, conversation_access, rojo_get
 from .wire import WireEvent, encoder_for
 
 logger = logging.getLogger(__name__)
@@ -293,6 +294,24 @@ def _stream(request: HttpRequest, events) -> StreamingHttpResponse:
     return response
 
 
+def _chat_checks(
+    user, project_id: int, payload: ChatIn
+) -> tuple[ProjectAccess, Rojo, Conversation | None]:
+    """(Blocking) The user's access to the project, the rojo, the per-user limits and the
+    conversation (of that project) to continue, if any: one trip to the database thread."""
+    access = project_access(user=user, project_id=project_id)
+    rojo = rojo_get(payload.rojo)
+    turns.turn_limits_check(user=user)
+    if payload.conversation is None:
+        return access, rojo, None
+    conversation = Conversation.objects.filter(
+        pk=object_id(payload.conversation, "conversation"), project=access.project
+    ).first()
+    if conversation is None:
+        raise Http404("No such conversation.")
+    return access, rojo, conversation
+
+
 @api.post("/projects/{project_id}/chat", tags=["chat"])
 async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     """Send a message and stream the turn: START, CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE.
@@ -300,16 +319,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     Server-sent events by default; NDJSON lines with `Accept: application/x-ndjson`.
     """
     user = request.auth
-    access = await aproject_access(user=user, project_id=project_id)
-    rojo = await arojo_get(payload.rojo)
-    await turns.turn_limits_check(user=user)
-    conversation = None
-    if payload.conversation is not None:
-        conversation, _ = await aconversation_access(
-            user=user, conversation_id=payload.conversation
-        )
-        if conversation.project_id != access.project.pk:
-            raise Http404("No such conversation.")
+    access, rojo, conversation = await sync_to_async(_chat_checks)(user, project_id, payload)
     turn = await turns.turn_start(
         access=access, user=user, rojo=rojo, conversation=conversation, message=payload.message
     )

@@ -61,8 +61,8 @@ def _rojo_query(ref: int | str):
     return Rojo.objects.filter(slug=ref)
 
 
-async def arojo_get(ref: int | str) -> Rojo:
-    rojo = await _rojo_query(ref).afirst()
+def rojo_get(ref: int | str) -> Rojo:
+    rojo = _rojo_query(ref).first()
     if rojo is None:
         raise Http404(f"No rojo {ref!r}.")
     return rojo

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
@@ -161,8 +162,8 @@ def _title_from(message: str) -> str:
     return line if len(line) <= 80 else line[:79] + "…"
 
 
-async def turn_limits_check(*, user) -> None:
-    """Raise TurnLimited when the user is over a per-user limit; keeps runaway cost in check.
+def turn_limits_check(*, user) -> None:
+    """(Blocking) Raise TurnLimited when the user is over a per-user limit: runaway cost.
 
     Both limits are counted in one query over the user's recent and running turns.
     """
@@ -172,7 +173,7 @@ async def turn_limits_check(*, user) -> None:
         return
     recent = Q(started__gte=timezone.now() - timedelta(minutes=1))
     running = Q(status=TurnRecord.Status.RUNNING, conversation__in=Conversation.objects.running())
-    counts = await TurnRecord.objects.filter(recent | running, user=user).aaggregate(
+    counts = TurnRecord.objects.filter(recent | running, user=user).aggregate(
         recent=Count("pk", filter=recent), running=Count("pk", filter=running)
     )
     if per_minute and counts["recent"] >= per_minute:
@@ -205,7 +206,6 @@ async def turn_start(
     need approval wait for a person unless `auto_approve` decides them all (scripts).
     """
     turn_id = uuid.uuid4()
-    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
     begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id)
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
@@ -220,8 +220,8 @@ async def turn_start(
         if begun.unfinished or begun.history.cut_off:  # the last turn was cut off by a crash
 
             def recover() -> None:
-                undo.cut_off_changes_finish(root, begun.unfinished)
-                cut_off_writes_clean(root, begun.history.cut_off, registry)
+                undo.cut_off_changes_finish(begun.root, begun.unfinished)
+                cut_off_writes_clean(begun.root, begun.history.cut_off, registry)
 
             await undo.under_changes_lock(access.project.pk, recover)
     except BaseException:
@@ -234,7 +234,7 @@ async def turn_start(
         raise
     ctx = RojoToolContext(
         project_id=access.project.pk,
-        project_root=root,
+        project_root=begun.root,
         user=user,
         role=access.role,
         enabled=frozenset(rojo.tools or ()),
@@ -260,6 +260,7 @@ async def turn_start(
 
 @dataclass
 class _Begun:
+    root: Path
     conversation: Conversation
     history: History
     message: Message
@@ -281,8 +282,10 @@ def _begin(
     that answers it, nor a claim left without its record. None when a turn is running.
 
     A new conversation is made claimed, with nothing to load; a claimed one is repaired
-    only after a crash (a takeover, or calls left open).
+    only after a crash (a takeover, or calls left open). The project's root is made here
+    too, on the same thread.
     """
+    root = storage.project_root_create(access.project.pk)
     with transaction.atomic():
         if conversation is None:
             conversation = Conversation.objects.create(
@@ -324,7 +327,7 @@ def _begin(
             if crashed
             else []
         )
-    return _Begun(conversation, history, user_message, record, unfinished)
+    return _Begun(root, conversation, history, user_message, record, unfinished)
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
