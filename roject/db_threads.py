@@ -23,11 +23,41 @@ def _started(executor: ThreadPoolExecutor) -> None:
     executor.submit(int).result()  # starts the executor's thread and waits until it runs
 
 
+def _pooled_connections_return() -> None:
+    """Give the thread's pooled connections back to the pool, but one inside a transaction.
+
+    A thread keeps its connection between calls; a streaming reply (its request's thread
+    and its turn's) would hold two for minutes, and PostgreSQL's allowance (100 by default)
+    would cap the replies at about 50 across all processes.
+    """
+    for connection in connections.all(initialized_only=True):
+        if connection.connection is not None and not connection.in_atomic_block:
+            connection.close()
+
+
+class _LendingExecutor(ThreadPoolExecutor):
+    """A thread whose pooled database connections are lent for one call at a time."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        def call():
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _pooled_connections_return()
+
+        return super().submit(call)
+
+
+def _executor() -> ThreadPoolExecutor:
+    pooled = any(db.get("OPTIONS", {}).get("pool") for db in connections.settings.values())
+    return (_LendingExecutor if pooled else ThreadPoolExecutor)(1, thread_name_prefix="db")
+
+
 @contextlib.asynccontextmanager
 async def own_thread() -> AsyncIterator[None]:
     """Run the block's thread-sensitive calls (the ORM's) on a new thread of its own, whose
-    database connections are closed after it."""
-    executor = ThreadPoolExecutor(1, thread_name_prefix="db")
+    database connections are closed after it (after each call, when they come from a pool)."""
+    executor = _executor()
     try:
         await asyncio.to_thread(_started, executor)
         async with ThreadSensitiveContext(executor=executor):

@@ -105,6 +105,16 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
 
+if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
+    # A pool of connections per process, each lent for one trip to the database and given
+    # back after it (roject/db_threads.py): a streaming reply holds none, so the connections
+    # PostgreSQL allows bound the database trips at once, not the replies.
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": 1,
+        "max_size": int(os.environ.get("ROJO_DB_POOL_SIZE") or 10),
+        "timeout": 20,
+    }
+
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
     CHANNEL_LAYERS = {
