@@ -25,7 +25,9 @@ def bench_environ(scratch: Path) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "0",
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
-        "DATABASE_URL": f"sqlite:///{scratch / 'bench.sqlite3'}",
+        # SQLite, but for the PostgreSQL concurrency run (bench/postgres.py).
+        "DATABASE_URL": os.environ.get("BENCH_DATABASE_URL")
+        or f"sqlite:///{scratch / 'bench.sqlite3'}",
         "ROJO_STORAGE_DIR": str(scratch / "storage"),
         "ROJO_USER_MESSAGES_PER_MINUTE": "0",
         "ROJO_USER_CONCURRENT_TURNS": "0",

@@ -8,6 +8,7 @@ result to <path>.<pid> when it stops (see bench/sampler.py).
 
 import argparse
 import asyncio
+import os
 import shutil
 import time
 from pathlib import Path
@@ -196,6 +197,28 @@ def concurrency_section(results) -> Section:
     return section
 
 
+def postgres_section(section: Section, r) -> None:
+    """The PostgreSQL run's figures, added to the concurrency section."""
+    section.what += (
+        f" Then {r.conversations} once more with the server on PostgreSQL (bench/postgres.py): "
+        "each request and turn borrows a pooled connection per database trip, so the "
+        "connections open stay far below what PostgreSQL allows."
+    )
+    failures = ", ".join(f"{n} x {what}" for what, n in r.failures.items()) or r.error
+    section.add(
+        f"postgresql_concurrency_{r.conversations}_completed",
+        f"{r.completed}/{r.conversations}, {r.conversations - r.completed} errors",
+        "all, 0 errors",
+        r.completed == r.conversations,
+        failures,
+    )
+    section.add(
+        "postgresql_connections_open_max",
+        str(r.connections_max),
+        note=f"PostgreSQL allows {r.connections_allowed}; wall {r.wall_s:.1f} s",
+    )
+
+
 def big_files_section(costs, read_limit: int) -> Section:
     section = Section(
         "4. Big files",
@@ -358,7 +381,13 @@ class Bench:
                 )
             )
             self._server_stop()
-        return concurrency_section(results)
+        section = concurrency_section(results)
+        server_url = os.environ.get("BENCH_POSTGRES_URL")
+        if server_url and not self.quick:
+            from .postgres import postgres_concurrency
+
+            postgres_section(section, postgres_concurrency(server_url))
+        return section
 
     def big_files(self) -> Section:
         from django.conf import settings
