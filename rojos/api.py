@@ -12,6 +12,7 @@ from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
+from redis.exceptions import RedisError
 
 from roject import storage
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
@@ -72,6 +73,17 @@ def _database_unavailable(request, exc):
     Each endpoint's writes are transactions, so what failed was not half stored."""
     logger.warning("%s %s: the database failed: %s", request.method, request.path, exc)
     response = _error(request, 503, "The database is busy or unreachable; try again in a moment.")
+    response["Retry-After"] = "5"
+    return response
+
+
+@api.exception_handler(RedisError)
+def _relay_unavailable(request, exc):
+    """Redis, the channel layer that relays Stop and approvals between processes, is down."""
+    logger.warning("%s %s: the channel layer failed: %s", request.method, request.path, exc)
+    response = _error(
+        request, 503, "The server cannot reach its message relay; try again in a moment."
+    )
     response["Retry-After"] = "5"
     return response
 

@@ -1,9 +1,13 @@
 """Starting a turn: one database trip of a few statements, and a start that fails ends cleanly."""
 
+import uuid
+
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from django.db import connection
+from django.utils import timezone
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.access import aproject_access
 from rojos import turns
@@ -76,7 +80,10 @@ class BrokenLayer(InMemoryChannelLayer):
     """A channel layer that cannot be reached (Redis down)."""
 
     async def group_add(self, group, channel):
-        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    async def group_send(self, group, message):
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
 
 
 async def test_a_turn_that_cannot_start_ends_as_failed_and_frees_the_conversation(
@@ -85,7 +92,7 @@ async def test_a_turn_that_cannot_start_ends_as_failed_and_frees_the_conversatio
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, BrokenLayer())
 
-    with pytest.raises(ConnectionError):
+    with pytest.raises(RedisConnectionError):
         await _start(project, users["editor"], rojo, None, "Hi")
 
     conversation = await Conversation.objects.aget()
@@ -103,3 +110,31 @@ async def test_a_turn_that_cannot_start_ends_as_failed_and_frees_the_conversatio
         "Again",
         "Back.",
     ]
+
+
+def test_a_relay_that_is_down_answers_503_and_loses_nothing(
+    client_for, users, project, fake_provider, monkeypatch
+):
+    """Chat and Stop answer with a sentence; the message stays, its turn recorded as failed."""
+    rojo = make_rojo(fake_provider.base_url)
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, BrokenLayer())
+    client = client_for(users["editor"])
+
+    response = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
+    )
+
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "5"
+    assert response.json() == {
+        "detail": "The server cannot reach its message relay; try again in a moment."
+    }
+    conversation = Conversation.objects.get()
+    assert not conversation.running
+    assert [m.content for m in Message.objects.filter(conversation=conversation)] == ["Hi"]
+    assert TurnRecord.objects.get().status == TurnRecord.Status.ERROR
+
+    conversation.turn_id, conversation.turn_heartbeat = uuid.uuid4(), timezone.now()
+    conversation.save()  # as if a turn ran in another process
+    stop = client.post(f"/api/conversations/{conversation.pk}/stop")
+    assert stop.status_code == 503
