@@ -12,16 +12,16 @@ pytestmark = [
     pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's writer lock"),
 ]
 
-THREADS = 30
-WRITES = 8
+THREADS = 40
+WRITES = 10
 
 
 @pytest.fixture
 def short_busy_timeout():
-    """A busy timeout that SQLite's polling misses under contention (0.5 s)."""
+    """A busy timeout that SQLite's polling misses under contention (1 s)."""
     options = connections.settings["default"]["OPTIONS"]
     before = options.get("timeout")
-    options["timeout"] = 0.5
+    options["timeout"] = 1.0
     yield
     options["timeout"] = before
 
