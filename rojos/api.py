@@ -8,7 +8,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
-from django.db import OperationalError
+from django.db import OperationalError, connections
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
@@ -297,6 +297,9 @@ def _stream(request: HttpRequest, events) -> StreamingHttpResponse:
     content_type, encode = encoder_for(request.headers.get("Accept", ""))
 
     async def body():
+        # The request is done with the database: let its connection go now, not when the
+        # stream ends (SQLite's holds its page cache; a pooled one is back already).
+        await sync_to_async(connections.close_all)()
         async for event in events:
             yield encode(event)
 
