@@ -42,23 +42,20 @@ class _Cursor(base.SQLiteCursorWrapper):
     lock: threading.Lock
     timeout: float
 
-    def execute(self, query, params=None):
+    def _locked(self, run, query, *args):
         if self.connection.in_transaction or not _writes(query):
-            return super().execute(query, params)
+            return run(query, *args)
         _acquire(self.lock, self.timeout)
         try:
-            return super().execute(query, params)
+            return run(query, *args)
         finally:
             self.lock.release()
 
+    def execute(self, query, params=None):
+        return self._locked(super().execute, query, params)
+
     def executemany(self, query, param_list):
-        if self.connection.in_transaction or not _writes(query):
-            return super().executemany(query, param_list)
-        _acquire(self.lock, self.timeout)
-        try:
-            return super().executemany(query, param_list)
-        finally:
-            self.lock.release()
+        return self._locked(super().executemany, query, param_list)
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
