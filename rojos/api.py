@@ -69,8 +69,7 @@ def _turn_busy(request, exc):
 
 @api.exception_handler(OperationalError)
 def _database_unavailable(request, exc):
-    """A database that is locked past its timeout or unreachable: a clear 503, not a 500 page.
-    Each endpoint's writes are transactions, so what failed was not half stored."""
+    """A database that is locked past its timeout or unreachable: a clear 503, not a 500 page."""
     logger.warning("%s %s: the database failed: %s", request.method, request.path, exc)
     response = _error(request, 503, "The database is busy or unreachable; try again in a moment.")
     response["Retry-After"] = "5"
