@@ -21,7 +21,7 @@ from roject.models import Membership
 from roject.storage import StorageError
 
 from . import turn_messages, turns, undo
-from .errors import TurnBusy, TurnLimited
+from .errors import TurnBusy, TurnLimited, TurnNotStarted
 from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .selectors import aconversation_access, conversation_access, rojo_get
@@ -67,24 +67,41 @@ def _turn_busy(request, exc):
     return _error(request, 409, str(exc))
 
 
+_DATABASE_DOWN = "The database is busy or unreachable; try again in a moment."
+_RELAY_DOWN = "The server cannot reach its message relay; try again in a moment."
+
+
+def _unavailable(request, message: str, exc: Exception, **extra):
+    logger.warning("%s %s: %s (%s)", request.method, request.path, message, exc)
+    response = api.create_response(request, {"detail": message, **extra}, status=503)
+    response["Retry-After"] = "5"
+    return response
+
+
 @api.exception_handler(OperationalError)
 def _database_unavailable(request, exc):
     """A database that is locked past its timeout or unreachable: a clear 503, not a 500 page."""
-    logger.warning("%s %s: the database failed: %s", request.method, request.path, exc)
-    response = _error(request, 503, "The database is busy or unreachable; try again in a moment.")
-    response["Retry-After"] = "5"
-    return response
+    return _unavailable(request, _DATABASE_DOWN, exc)
 
 
 @api.exception_handler(RedisError)
 def _relay_unavailable(request, exc):
     """Redis, the channel layer that relays Stop and approvals between processes, is down."""
-    logger.warning("%s %s: the channel layer failed: %s", request.method, request.path, exc)
-    response = _error(
-        request, 503, "The server cannot reach its message relay; try again in a moment."
+    return _unavailable(request, _RELAY_DOWN, exc)
+
+
+@api.exception_handler(TurnNotStarted)
+def _turn_not_started(request, exc):
+    """The message is stored but its turn could not start: say why, and name its conversation."""
+    cause, conversation = exc.__cause__, exc.conversation_id
+    if isinstance(cause, RedisError):
+        return _unavailable(request, _RELAY_DOWN, cause, conversation=conversation)
+    if isinstance(cause, OperationalError):
+        return _unavailable(request, _DATABASE_DOWN, cause, conversation=conversation)
+    logger.error("%s %s: %s", request.method, request.path, exc, exc_info=cause)
+    return api.create_response(
+        request, {"detail": str(exc), "conversation": conversation}, status=500
     )
-    response["Retry-After"] = "5"
-    return response
 
 
 @api.exception_handler(TurnLimited)

@@ -29,3 +29,17 @@ class TurnLimited(TurnError):
     """The user is over a per-user limit (messages per minute, or replies running at once)."""
 
     code = "limited"
+
+
+class TurnNotStarted(TurnError):
+    """The user's message is stored, but its turn could not start; the cause is chained.
+
+    It names the conversation the message is in (a new chat made one), so that the client
+    can show it there and send the next message to it, not to yet another new conversation.
+    """
+
+    code = "internal"
+
+    def __init__(self, message: str, conversation_id: int):
+        super().__init__(message)
+        self.conversation_id = conversation_id

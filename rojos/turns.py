@@ -30,7 +30,7 @@ from roject.db_threads import own_thread
 from . import undo
 from .agent import agent_loop
 from .clients import rojo_client
-from .errors import TurnBusy, TurnError, TurnLimited
+from .errors import TurnBusy, TurnError, TurnLimited, TurnNotStarted
 from .history import History
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import tool_message_events
@@ -47,6 +47,8 @@ INTERRUPTED_MESSAGE = (
     "The server stopped while this reply was running; it ends here, "
     "and calls it had not finished are marked interrupted."
 )
+# The failed turn's record says this; the chat's answer says what is down, when it knows.
+_NOT_STARTED = "The reply could not start on the server; see its log."
 
 
 class Turn:
@@ -202,8 +204,10 @@ async def turn_start(
     """Claim the conversation (a new one when None), store the user's message and start the
     turn's task.
 
-    Raises TurnBusy, before storing anything, when a turn is already running. Calls that
-    need approval wait for a person unless `auto_approve` decides them all (scripts).
+    Raises TurnBusy, before storing anything, when a turn is already running, and
+    TurnNotStarted, after storing the message and recording the turn as failed, when the
+    turn cannot start (the channel layer or the database is down). Calls that need
+    approval wait for a person unless `auto_approve` decides them all (scripts).
     """
     turn_id = uuid.uuid4()
     begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id)
@@ -224,13 +228,15 @@ async def turn_start(
                 cut_off_writes_clean(begun.root, begun.history.cut_off, registry)
 
             await undo.under_changes_lock(access.project.pk, recover)
-    except BaseException:
+    except BaseException as exc:
         # Stored, but it cannot run: end it as failed and give the conversation up.
-        turn.fail("The reply could not start on the server; see its log.", "internal")
+        turn.fail(_NOT_STARTED, "internal")
         with contextlib.suppress(Exception):
             if channel is not None:
                 await layer.group_discard(turn_group(turn.conversation_id), channel)
         await sync_to_async(_end)(turn, turn_id)
+        if isinstance(exc, Exception):
+            raise TurnNotStarted(_NOT_STARTED, turn.conversation_id) from exc
         raise
     ctx = RojoToolContext(
         project_id=access.project.pk,

@@ -2,6 +2,9 @@
 
 from pathlib import Path
 
+from channels.layers import InMemoryChannelLayer
+from redis.exceptions import ConnectionError as RedisConnectionError
+
 from roject.models import Role
 from rojos.models import Message, Rojo
 from rojos.tools import RojoToolContext
@@ -87,3 +90,13 @@ def error_message(result) -> str:
     assert set(result) == {"error"}
     assert isinstance(result["error"], str)
     return result["error"]
+
+
+class BrokenLayer(InMemoryChannelLayer):
+    """A channel layer that cannot be reached (Redis down)."""
+
+    async def group_add(self, group, channel):
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    async def group_send(self, group, message):
+        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")

@@ -3,13 +3,14 @@
 import re
 
 import pytest
+from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from playwright.sync_api import expect
 
 from roject.storage import project_root
 from rojos.models import Conversation
 from tests.browser import screenshot
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
-from tests.helpers import PAGE, STORY, make_rojo, stored_history
+from tests.helpers import PAGE, STORY, BrokenLayer, make_rojo, stored_history
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -450,3 +451,38 @@ def test_replying_in_an_older_conversation_moves_it_to_the_top(
     expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("Back again.")
     expect(items.first).to_have_attribute("data-id", str(older.pk))
     expect(items.first.locator("time")).to_have_count(1)
+
+
+def test_a_reply_that_cannot_start_keeps_the_message_in_its_conversation(
+    page_for, users, project, fake_provider, monkeypatch
+):
+    """With the relay down the message is kept and listed; the next one goes on there."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Back again.")))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, BrokenLayer())
+
+    send(page, "Are you there?")
+
+    expect(page.locator(".chat-error")).to_have_text(
+        "The server cannot reach its message relay; try again in a moment."
+    )
+    conversation = Conversation.objects.get()
+    expect(page).to_have_url(f"/projects/{project.pk}/c/{conversation.pk}/")
+    items = page.locator(".conversation-list li")
+    expect(items.first).to_have_attribute("data-id", str(conversation.pk))
+    expect(items.first.get_by_role("link")).to_have_text("Are you there?")
+    expect(page.get_by_label("Message")).to_be_enabled()
+
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer())
+    send(page, "And now?")
+
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("Back again.")
+    expect(items).to_have_count(1)
+    assert Conversation.objects.count() == 1
+    assert [m.content for m in stored_history(conversation.pk)] == [
+        "Are you there?",
+        "And now?",
+        "Back again.",
+    ]

@@ -1,19 +1,23 @@
 """Starting a turn: one database trip of a few statements, and a start that fails ends cleanly."""
 
+import io
 import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
-from django.db import connection
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.db import OperationalError, connection
 from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.access import aproject_access
 from rojos import turns
+from rojos.errors import TurnNotStarted
 from rojos.models import Conversation, Message, TurnRecord
 from tests.fake_provider import stream, text_chunks
-from tests.helpers import make_rojo
+from tests.helpers import BrokenLayer, make_rojo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -76,26 +80,18 @@ async def test_a_turn_starts_with_three_inserts_then_four_statements_after(
     assert roles == ["user", "assistant", "user", "assistant"]
 
 
-class BrokenLayer(InMemoryChannelLayer):
-    """A channel layer that cannot be reached (Redis down)."""
-
-    async def group_add(self, group, channel):
-        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-
-    async def group_send(self, group, message):
-        raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
-
-
 async def test_a_turn_that_cannot_start_ends_as_failed_and_frees_the_conversation(
     project, users, fake_provider, monkeypatch
 ):
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, BrokenLayer())
 
-    with pytest.raises(RedisConnectionError):
+    with pytest.raises(TurnNotStarted) as raised:
         await _start(project, users["editor"], rojo, None, "Hi")
 
+    assert isinstance(raised.value.__cause__, RedisConnectionError)
     conversation = await Conversation.objects.aget()
+    assert raised.value.conversation_id == conversation.pk
     assert conversation.turn_id is None and not conversation.running
     record = await TurnRecord.objects.aget()
     assert (record.status, record.error_code) == (TurnRecord.Status.ERROR, "internal")
@@ -126,10 +122,11 @@ def test_a_relay_that_is_down_answers_503_and_loses_nothing(
 
     assert response.status_code == 503
     assert response.headers["retry-after"] == "5"
-    assert response.json() == {
-        "detail": "The server cannot reach its message relay; try again in a moment."
-    }
     conversation = Conversation.objects.get()
+    assert response.json() == {
+        "detail": "The server cannot reach its message relay; try again in a moment.",
+        "conversation": conversation.pk,
+    }
     assert not conversation.running
     assert [m.content for m in Message.objects.filter(conversation=conversation)] == ["Hi"]
     assert TurnRecord.objects.get().status == TurnRecord.Status.ERROR
@@ -138,3 +135,83 @@ def test_a_relay_that_is_down_answers_503_and_loses_nothing(
     conversation.save()  # as if a turn ran in another process
     stop = client.post(f"/api/conversations/{conversation.pk}/stop")
     assert stop.status_code == 503
+
+
+class FailingLayer(InMemoryChannelLayer):
+    """A channel layer whose every group_add raises the exception it was given."""
+
+    def __init__(self, error: Exception):
+        super().__init__()
+        self.error = error
+
+    async def group_add(self, group, channel):
+        raise self.error
+
+
+@pytest.mark.parametrize(
+    ("error", "status", "detail"),
+    [
+        (
+            RedisConnectionError("Connection refused."),
+            503,
+            "The server cannot reach its message relay; try again in a moment.",
+        ),
+        (
+            OperationalError("database is locked"),
+            503,
+            "The database is busy or unreachable; try again in a moment.",
+        ),
+        (
+            RuntimeError("a bug"),
+            500,
+            "The reply could not start on the server; see its log.",
+        ),
+    ],
+    ids=["relay", "database", "bug"],
+)
+def test_a_reply_that_cannot_start_names_the_conversation_its_message_is_in(
+    client_for, users, project, fake_provider, monkeypatch, error, status, detail
+):
+    """The client can then show the message where it is and send the next one there."""
+    rojo = make_rojo(fake_provider.base_url)
+    client = client_for(users["editor"])
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, FailingLayer(error))
+
+    response = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
+    )
+
+    conversation = Conversation.objects.get()
+    assert response.status_code == status
+    assert response.json() == {"detail": detail, "conversation": conversation.pk}
+
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer())
+    fake_provider.add(stream(*text_chunks("Back.", pieces=1)))
+    events = client.chat(project.pk, rojo=rojo.pk, message="Again", conversation=conversation.pk)
+    assert [e.data["text"] for e in events if e.type == "CHAT"] == ["Back."]
+    assert [m.content for m in Message.objects.filter(conversation=conversation)] == [
+        "Hi",
+        "Again",
+        "Back.",
+    ]
+
+
+def test_the_chat_command_says_where_the_message_is_kept(project, fake_provider, monkeypatch):
+    make_rojo(fake_provider.base_url)
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, BrokenLayer())
+
+    with pytest.raises(CommandError) as raised:
+        call_command(
+            "chat",
+            "Hi",
+            project="demo-project",
+            rojo="test-rojo",
+            user="editor",
+            stdout=io.StringIO(),
+        )
+
+    conversation = Conversation.objects.get()
+    assert str(raised.value) == (
+        "the reply could not start (Error 111 connecting to 127.0.0.1:6379. Connection "
+        f"refused.); the message is kept in conversation {conversation.pk}"
+    )

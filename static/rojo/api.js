@@ -6,21 +6,23 @@ export function csrfToken() {
 }
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  constructor(status, message, body = {}) {
     super(message);
     this.status = status;
+    this.body = body;
   }
 }
 
 async function failure(response) {
   let detail = "";
+  let body = {};
   try {
-    const body = await response.json();
+    body = await response.json();
     detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
   } catch {
     detail = response.statusText;
   }
-  return new ApiError(response.status, detail || `Request failed (${response.status})`);
+  return new ApiError(response.status, detail || `Request failed (${response.status})`, body);
 }
 
 /** fetch() a path of the app; non-2xx answers raise ApiError with the server's message. */

@@ -263,11 +263,7 @@ export class ChatPanel extends EventTarget {
         this.turnStarted = true;
         this.turnMessage = data.message;
         this.turnChanges = [];
-        if (this.conversationId !== data.conversation) {
-          this.conversationId = data.conversation;
-          this.dispatchEvent(new CustomEvent("conversation", { detail: data.conversation }));
-        }
-        this.dispatchEvent(new CustomEvent("turn", { detail: data.conversation }));
+        this.joinConversation(data.conversation);
         if (this.stopWanted) this.stop();
         break;
       case "CHAT":
@@ -329,11 +325,22 @@ export class ChatPanel extends EventTarget {
         accept: "text/event-stream",
       });
     } catch (error) {
+      // A reply that could not start still keeps the message, in the conversation named.
+      if (error instanceof ApiError && error.body?.conversation) this.joinConversation(error.body.conversation);
       this.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
       this.setBusy(false);
       return;
     }
     await this.consume(readEvents(response));
+  }
+
+  /** The message just sent is in this conversation (a new one, the first time). */
+  joinConversation(id) {
+    if (this.conversationId !== id) {
+      this.conversationId = id;
+      this.dispatchEvent(new CustomEvent("conversation", { detail: id }));
+    }
+    this.dispatchEvent(new CustomEvent("turn", { detail: id }));
   }
 
   async reattach() {

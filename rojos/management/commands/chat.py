@@ -9,7 +9,7 @@ from django.http import Http404
 from roject.access import aproject_access
 from roject.models import Project
 from rojos import turns
-from rojos.errors import TurnBusy
+from rojos.errors import TurnBusy, TurnNotStarted
 from rojos.models import Conversation, Rojo
 from rojos.transcript import EventPrinter
 
@@ -45,6 +45,11 @@ class Command(BaseCommand):
             )
         except (Http404, PermissionDenied, TurnBusy) as exc:
             raise CommandError(str(exc) or "not allowed") from None
+        except TurnNotStarted as exc:
+            raise CommandError(
+                f"the reply could not start ({exc.__cause__}); "
+                f"the message is kept in conversation {exc.conversation_id}"
+            ) from exc
         if failed:
             sys.exit(1)
 
