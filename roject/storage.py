@@ -177,8 +177,7 @@ def temp_files_remove(project_root: Path, relative_dirs: set[str]) -> None:
         except (StorageError, OSError):
             continue
         for entry in entries:
-            name = entry.name
-            if name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX):
+            if is_temp_file(entry.name):
                 with contextlib.suppress(OSError):
                     if entry.is_file(follow_symlinks=False):
                         os.unlink(entry.path)
@@ -235,7 +234,7 @@ def _fsync_dir(directory: Path) -> None:
 
 def is_temp_file(name: str) -> bool:
     """Temporary files of an atomic write in progress are not part of the project."""
-    return name.startswith(".rojo-") and name.endswith(".tmp")
+    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
 
 
 def _stays_inside(project_root: Path, entry: os.DirEntry) -> bool:

@@ -1,6 +1,7 @@
 """Running one tool call: asking for approval where needed, and recording what it changed."""
 
 import asyncio
+import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -63,10 +64,20 @@ def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry)
     directories = set()
     for call in calls:
         changing = changing_call(tools, call["function"]["name"], call["function"]["arguments"])
-        if changing is not None:
-            tool, args = changing
-            directories.update(str(PurePosixPath(p).parent) for p in tool.changed_paths(args))
+        if changing is None:
+            continue
+        tool, args = changing
+        for path in tool.changed_paths(args):
+            directories.add(str(PurePosixPath(path).parent))
+            if tool.follows_links:  # a write through a link writes next to its target
+                with contextlib.suppress(StorageError, OSError):
+                    directories.add(str(_through_links(root, path).parent))
     temp_files_remove(root, directories)
+
+
+def _through_links(root: Path, path: str) -> PurePosixPath:
+    """The path relative to the root after following its links (which stay inside)."""
+    return PurePosixPath(resolve(root, path).relative_to(root.resolve()))
 
 
 @dataclass(kw_only=True)
@@ -149,7 +160,7 @@ class ToolCallRunner:
         root = self.ctx.project_root
         paths = tool.changed_paths(args)
         if tool.follows_links:
-            paths = [str(resolve(root, p).relative_to(root.resolve())) for p in paths]
+            paths = [str(_through_links(root, p)) for p in paths]
         return snapshot_take(self.ctx.project_id, root, paths)
 
     def _change_start(

@@ -1,5 +1,6 @@
 """Reading, writing, listing and creating files in a project root through the storage gate."""
 
+import json
 import os
 import re
 import stat
@@ -20,6 +21,8 @@ from roject.storage import (
     temp_files_remove,
     write_project_file,
 )
+from rojos.tool_calls import cut_off_writes_clean
+from rojos.tools import registry
 
 ISO_UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
 
@@ -479,3 +482,29 @@ def test_leftover_temp_files_are_removed_only_inside_the_root(tmp_path):
         "sub/.rojo-link.tmp",
     ]
     assert (outside / ".rojo-theirs.tmp").read_text() == "not ours"
+
+
+def test_cut_off_writes_through_a_link_leave_no_temp_file_next_to_its_target(tmp_path):
+    """A write through a link puts its temporary file next to the file the link names."""
+    root = tmp_path / "root"
+    (root / "real").mkdir(parents=True)
+    (root / "real" / "notes.md").write_text("mine\n")
+    (root / "notes.md").symlink_to("real/notes.md")
+    (root / "real" / ".rojo-half.tmp").write_text("half")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / ".rojo-theirs.tmp").write_text("not ours")
+    (root / "away.md").symlink_to(outside / "away.md")
+    calls = [
+        {"function": {"name": "write_text_content", "arguments": json.dumps(arguments)}}
+        for arguments in (
+            {"path": "notes.md", "text": "new"},
+            {"path": "away.md", "text": "refused: its link leaves the root"},
+        )
+    ]
+
+    cut_off_writes_clean(root, calls, registry)
+
+    assert temp_files(root / "real") == []
+    assert (root / "real" / "notes.md").read_text() == "mine\n"
+    assert temp_files(outside) == [".rojo-theirs.tmp"]
