@@ -7,9 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from asgiref.sync import sync_to_async
-from django.core.exceptions import PermissionDenied
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import OperationalError, connections
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
 from redis.exceptions import RedisError
@@ -55,6 +57,18 @@ def _not_found(request, exc):
 @api.exception_handler(undo.UndoRefused)
 def _undo_refused(request, exc):
     return _error(request, 409, str(exc))
+
+
+@api.exception_handler(MultiPartParserError)
+@api.exception_handler(SuspiciousOperation)
+def _unreadable_request(request, exc):
+    """A body Django cannot parse: JSON like every other answer, not an HTML page (or, with
+    DEBUG, a 500)."""
+    logger.warning("%s %s: unreadable request: %s", request.method, request.path, exc)
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return _error(request, 413, f"The request is over the server's {limit:,}-byte limit.")
+    return _error(request, 400, "The request's body could not be read.")
 
 
 @api.exception_handler(StorageError)

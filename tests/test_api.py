@@ -206,3 +206,33 @@ def test_openapi_schema_lists_the_chat_endpoint(client_for, users):
     paths = response.json()["paths"]
     assert "post" in paths["/api/projects/{project_id}/chat"]
     assert "/api/conversations/{conversation_id}/stream" in paths
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "status", "detail"),
+    [
+        (
+            {"Content-Type": "multipart/form-data"},
+            b"{}",
+            400,
+            "The request's body could not be read.",
+        ),
+        (
+            {"Content-Type": "application/json"},
+            b'{"rojo": 1, "message": "' + b"x" * 3_000_000 + b'"}',
+            413,
+            "The request is over the server's 2,621,440-byte limit.",
+        ),
+    ],
+    ids=["multipart-without-boundary", "too-big"],
+)
+def test_an_unreadable_body_gets_a_json_error_and_stores_nothing(
+    client_for, users, project, headers, body, status, detail
+):
+    client = client_for(users["editor"])
+
+    response = client.post(f"/api/projects/{project.pk}/chat", content=body, headers=headers)
+
+    assert response.status_code == status
+    assert response.json() == {"detail": detail}
+    assert Conversation.objects.count() == 0

@@ -183,4 +183,25 @@ def test_a_per_user_limit_reads_clearly_in_the_chat(
 
     expect(page.locator(".chat-error")).to_contain_text("1 message in the last minute")
     expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_have_value("Two")  # not sent: back in the box
+    expect(page.locator(".bubble.user")).to_have_text(["One"])
     assert len(fake_provider.requests) == 1
+
+
+def test_a_message_over_the_size_limit_is_refused_and_kept_in_the_box(
+    page_for, users, project, fake_provider
+):
+    make_rojo(fake_provider.base_url)
+    page = page_for(users["editor"])
+    open_chat(page, project)
+    too_long = "x" * 100_001
+
+    send(page, too_long)
+
+    expect(page.locator(".chat-error")).to_have_text(
+        "message: String should have at most 100000 characters"
+    )
+    expect(page.locator(".bubble.user")).to_have_count(0)
+    assert page.get_by_label("Message").input_value() == too_long
+    assert Conversation.objects.count() == 0
+    assert fake_provider.requests == []

@@ -13,12 +13,21 @@ export class ApiError extends Error {
   }
 }
 
+/** The API's `detail`: a sentence, or the fields a request got wrong (a 422's list). */
+function describe(detail) {
+  if (typeof detail === "string") return detail;
+  if (Array.isArray(detail)) {
+    return detail.map((error) => [error.loc?.at(-1), error.msg].filter(Boolean).join(": ")).join("; ");
+  }
+  return JSON.stringify(detail);
+}
+
 async function failure(response) {
   let detail = "";
   let body = {};
   try {
     body = await response.json();
-    detail = typeof body.detail === "string" ? body.detail : JSON.stringify(body.detail);
+    detail = describe(body.detail);
   } catch {
     detail = response.statusText;
   }

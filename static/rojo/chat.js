@@ -315,7 +315,7 @@ export class ChatPanel extends EventTarget {
     this.input.value = "";
     this.turnStarted = false;
     this.setBusy(true);
-    this.addUser(text);
+    const bubble = this.addUser(text);
     this.lastEventId = 0;
     let response;
     try {
@@ -325,8 +325,14 @@ export class ChatPanel extends EventTarget {
         accept: "text/event-stream",
       });
     } catch (error) {
-      // A reply that could not start still keeps the message, in the conversation named.
-      if (error instanceof ApiError && error.body?.conversation) this.joinConversation(error.body.conversation);
+      if (error instanceof ApiError && error.body?.conversation) {
+        // Stored, but its reply could not start: the message stays, in the conversation named.
+        this.joinConversation(error.body.conversation);
+      } else {
+        // Not sent (refused, or the server is out of reach): it goes back in the box.
+        bubble.remove();
+        if (!this.input.value) this.input.value = text;
+      }
       this.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
       this.setBusy(false);
       return;
