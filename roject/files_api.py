@@ -7,6 +7,7 @@ from ninja import Router, Schema
 
 from . import storage
 from .access import aproject_access
+from .api_answers import answers
 
 router = Router(tags=["files"])
 
@@ -28,7 +29,7 @@ def _read(root, path: str) -> dict:
     return {"path": path, "text": storage.read_project_file(root, path), **meta}
 
 
-@router.get("/{project_id}/files", response=list[Entry])
+@router.get("/{project_id}/files", response=answers(list[Entry], 400, 404, 422))
 async def file_list(request: HttpRequest, project_id: int, path: str = ""):
     """A directory's entries, sorted by name."""
     access = await aproject_access(user=request.auth, project_id=project_id)
@@ -36,7 +37,7 @@ async def file_list(request: HttpRequest, project_id: int, path: str = ""):
     return await asyncio.to_thread(storage.list_directory, root, path)
 
 
-@router.get("/{project_id}/files/content", response=FileOut)
+@router.get("/{project_id}/files/content", response=answers(FileOut, 400, 404, 422))
 async def file_content(request: HttpRequest, project_id: int, path: str):
     """A text file's content with its size and modification time."""
     access = await aproject_access(user=request.auth, project_id=project_id)

@@ -18,6 +18,7 @@ from redis.exceptions import RedisError
 
 from roject import storage
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
+from roject.api_answers import answers
 from roject.files_api import router as files_router
 from roject.models import Membership
 from roject.storage import StorageError
@@ -197,6 +198,18 @@ class UndoTurnIn(Schema):
     message: int = Field(description="The id of the user message that started the turn.")
 
 
+class ApprovalOut(Schema):
+    delivered: bool
+
+
+class UndoneOut(Schema):
+    undone: list[int] = Field(description="The ids of the changes undone, newest first.")
+
+
+class StopOut(Schema):
+    stopping: bool = Field(description="False when no reply was running.")
+
+
 class ChatIn(Schema):
     rojo: int | str = Field(description="The rojo's id or slug.")
     message: str = Field(min_length=1, max_length=100_000)
@@ -215,7 +228,7 @@ def _conversation_out(conversation: Conversation) -> dict[str, Any]:
     }
 
 
-@api.get("/projects", response=list[ProjectOut], tags=["projects"])
+@api.get("/projects", response=answers(list[ProjectOut]), tags=["projects"])
 def project_list(request: HttpRequest):
     """The projects you are a member of, with your role."""
     memberships = Membership.objects.filter(user=request.auth).select_related("project")
@@ -225,13 +238,17 @@ def project_list(request: HttpRequest):
     ]
 
 
-@api.get("/rojos", response=list[RojoOut], tags=["rojos"])
+@api.get("/rojos", response=answers(list[RojoOut]), tags=["rojos"])
 def rojo_list(request: HttpRequest):
     """The rojos you can chat with (their keys are never included)."""
     return list(Rojo.objects.all())
 
 
-@api.get("/projects/{project_id}/conversations", response=list[ConversationOut], tags=["chat"])
+@api.get(
+    "/projects/{project_id}/conversations",
+    response=answers(list[ConversationOut], 404, 422),
+    tags=["chat"],
+)
 async def conversation_list(request: HttpRequest, project_id: int):
     """A project's conversations, newest first."""
     access = await aproject_access(user=request.auth, project_id=project_id)
@@ -239,7 +256,11 @@ async def conversation_list(request: HttpRequest, project_id: int):
     return [_conversation_out(c) async for c in conversations]
 
 
-@api.get("/conversations/{conversation_id}", response=ConversationDetail, tags=["chat"])
+@api.get(
+    "/conversations/{conversation_id}",
+    response=answers(ConversationDetail, 404, 422),
+    tags=["chat"],
+)
 def conversation_detail(request: HttpRequest, conversation_id: int):
     """One conversation with all its messages, tool calls and tool results."""
     conversation, _ = conversation_access(user=request.auth, conversation_id=conversation_id)
@@ -252,7 +273,11 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
     }
 
 
-@api.post("/conversations/{conversation_id}/approve", tags=["chat"])
+@api.post(
+    "/conversations/{conversation_id}/approve",
+    response=answers(ApprovalOut, 400, 403, 404, 409, 422),
+    tags=["chat"],
+)
 async def conversation_approve(request: HttpRequest, conversation_id: int, payload: ApprovalIn):
     """Approve or deny a tool call that is waiting; only members who may write can decide."""
     conversation, _ = await aconversation_access(
@@ -266,7 +291,9 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
     return {"delivered": True}
 
 
-@api.post("/changes/{change_id}/undo", tags=["changes"])
+@api.post(
+    "/changes/{change_id}/undo", response=answers(UndoneOut, 400, 403, 404, 422), tags=["changes"]
+)
 async def change_undo(request: HttpRequest, change_id: int):
     """Undo one change a rojo made, unless the files changed since."""
     change = await FileChange.objects.filter(pk=object_id(change_id, "change")).afirst()
@@ -278,7 +305,11 @@ async def change_undo(request: HttpRequest, change_id: int):
     return {"undone": [change.pk]}
 
 
-@api.post("/conversations/{conversation_id}/undo-turn", tags=["changes"])
+@api.post(
+    "/conversations/{conversation_id}/undo-turn",
+    response=answers(UndoneOut, 400, 403, 404, 422),
+    tags=["changes"],
+)
 async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTurnIn):
     """Undo every change of one turn, newest first; stops at the first that cannot be undone."""
     conversation, access = await aconversation_access(
@@ -303,7 +334,9 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     return {"undone": [c.pk for c in done]}
 
 
-@api.get("/conversations/{conversation_id}/export", tags=["chat"])
+@api.get(
+    "/conversations/{conversation_id}/export", response=answers(None, 400, 404, 422), tags=["chat"]
+)
 def conversation_export(request: HttpRequest, conversation_id: int, format: str = "json"):
     """Download a conversation: `format=json` (stored messages) or `format=markdown`."""
     conversation, _ = conversation_access(user=request.auth, conversation_id=conversation_id)
@@ -357,7 +390,11 @@ def _chat_checks(
     return access, rojo, conversation
 
 
-@api.post("/projects/{project_id}/chat", tags=["chat"])
+@api.post(
+    "/projects/{project_id}/chat",
+    response=answers(None, 400, 403, 404, 409, 413, 422, 429, 500),
+    tags=["chat"],
+)
 async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     """Send a message and stream the turn: START, CHAT, TOOL_CALL, TOOL_RESULT, ERROR, DONE.
 
@@ -371,7 +408,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     return _stream(request, turn.follow())
 
 
-@api.get("/conversations/{conversation_id}/stream", tags=["chat"])
+@api.get("/conversations/{conversation_id}/stream", response=answers(None, 404, 422), tags=["chat"])
 async def conversation_stream(request: HttpRequest, conversation_id: int, after: int = 0):
     """Re-attach to a conversation's turn: the events after `Last-Event-ID`, then the rest."""
     conversation, _ = await aconversation_access(user=request.auth, conversation_id=conversation_id)
@@ -389,7 +426,9 @@ async def _nothing_running():
     yield WireEvent(0, "DONE", {})
 
 
-@api.post("/conversations/{conversation_id}/stop", tags=["chat"])
+@api.post(
+    "/conversations/{conversation_id}/stop", response=answers(StopOut, 403, 404, 422), tags=["chat"]
+)
 async def conversation_stop(request: HttpRequest, conversation_id: int):
     """Stop the conversation's running turn; history is left consistent."""
     conversation, access = await aconversation_access(

@@ -204,8 +204,16 @@ def test_openapi_schema_lists_the_chat_endpoint(client_for, users):
 
     assert response.status_code == 200
     paths = response.json()["paths"]
-    assert "post" in paths["/api/projects/{project_id}/chat"]
+    chat = paths["/api/projects/{project_id}/chat"]["post"]
     assert "/api/conversations/{conversation_id}/stream" in paths
+    assert sorted(chat["responses"]) == [
+        "200", "400", "401", "403", "404", "409", "413", "422", "429", "500", "503"
+    ]  # fmt: skip
+    error = chat["responses"]["429"]["content"]["application/json"]["schema"]
+    assert error == {"$ref": "#/components/schemas/ErrorOut"}
+    for path, operations in paths.items():
+        for method, operation in operations.items():
+            assert {"401", "503"} <= set(operation["responses"]), (method, path)
 
 
 @pytest.mark.parametrize(
