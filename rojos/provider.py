@@ -38,6 +38,7 @@ def new_call_id() -> str:
 @dataclass(slots=True)
 class _Call:
     id: str | None = None
+    index: int | None = None
     name: str = ""
     arguments: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
@@ -138,15 +139,30 @@ class StreamAccumulator:
         return text
 
     def _take_call_delta(self, raw: dict) -> None:
+        """Add one tool-call delta to the call it continues, or start the next call.
+
+        OpenAI sends the id and name once, then the index alone. Others repeat them on
+        every delta; Ollama puts every call at index 0 with its own id; Gemini sends whole
+        calls with neither id nor index; Poolside changes the id after the first delta;
+        DeepSeek, GLM and Kimi may give parallel calls one id at different indexes. A new
+        call always brings its name, so a nameless delta continues a call.
+        """
         call_id = raw.get("id") or None
-        index = raw.get("index")
+        index = raw.get("index") if isinstance(raw.get("index"), int) else None
         function = raw.get("function") or {}
         name = function.get("name") or ""
+        at_index = self._by_index.get(index) if index is not None else None
         call = None
         if call_id and call_id in self._by_id:
-            call = self._by_id[call_id]
-        elif not call_id and isinstance(index, int) and index in self._by_index:
-            call = self._by_index[index]
+            known = self._by_id[call_id]
+            if index is None or known.index is None or known.index == index:
+                call = known
+            else:  # the same id at another index is another call
+                call = at_index
+        elif call_id and not name and (at_index is not None or (index is None and self.calls)):
+            call = at_index if at_index is not None else self.calls[-1]
+        elif not call_id and at_index is not None:
+            call = at_index
         elif not call_id and index is None and self.calls:
             last = self.calls[-1]
             # Whole calls without id or index (seen from Gemini): a named delta after a
@@ -156,11 +172,13 @@ class StreamAccumulator:
             )
             call = None if starts_new else last
         if call is None:
-            call = _Call(id=call_id)
+            call = _Call(index=index)
             self.calls.append(call)
-            if call_id:
-                self._by_id[call_id] = call
-        if isinstance(index, int):
+        if call_id and call.id is None:
+            call.id = call_id
+        if call_id and call_id not in self._by_id:
+            self._by_id[call_id] = call
+        if index is not None:
             self._by_index[index] = call
         if name and not call.name:
             call.name = name
@@ -181,13 +199,17 @@ class StreamAccumulator:
                 "nothing from the unfinished part was run."
             )
         tool_calls = []
+        seen: set[str | None] = {None}
         for call in self.calls:
             if not call.name:
                 raise ProviderError("The provider sent a tool call without a name.")
+            if call.id in seen:  # none, or one a parallel call has: each call needs its own
+                call.id = new_call_id()
+            seen.add(call.id)
             tool_calls.append(
                 {
                     **call.extra,
-                    "id": call.id or new_call_id(),
+                    "id": call.id,
                     "type": "function",
                     "function": {"name": call.name, "arguments": call.arguments_text()},
                 }

@@ -32,6 +32,12 @@ async def run_parallel(fake_provider, project, users, **quirks):
     Returns the turn, the stored history and the scripted chunks.
     """
     chunks = tool_call_chunks(PARALLEL, **quirks)
+    run, history = await run_parallel_chunks(fake_provider, project, users, chunks)
+    return run, history, chunks
+
+
+async def run_parallel_chunks(fake_provider, project, users, chunks: list[dict]):
+    """The two create_directory calls streamed as `chunks`; returns the turn and history."""
     fake_provider.add(stream(chunks), stream(text_chunks("Both made.")))
     rojo = await rojo_for(fake_provider)
 
@@ -55,7 +61,7 @@ async def run_parallel(fake_provider, project, users, **quirks):
     wire_ids = [wire_call_id(i) for i in ids]
     assert [c["id"] for c in assistant["tool_calls"]] == wire_ids
     assert [t["tool_call_id"] for t in tools] == wire_ids
-    return run, history, chunks
+    return run, history
 
 
 async def test_ids_on_the_first_delta_only_assemble_fragmented_calls(fake_provider, project, users):
@@ -119,6 +125,51 @@ async def test_whole_calls_without_id_or_index_in_separate_chunks_are_two_calls(
         fake_provider, project, users, ids="none", index="missing", arguments="whole"
     )
     assert all(c["id"].startswith("call_") for c in history[1].tool_calls)
+
+
+def call_delta(**call) -> dict:
+    return {"tool_calls": [call]}
+
+
+@pytest.mark.parametrize("late", ["changed", "late"])
+async def test_an_id_that_changes_or_comes_late_on_continuations_is_one_call(
+    fake_provider, project, users, late
+):
+    """Poolside sends one id on the first delta and another on the rest; an id may also
+    arrive only after the name. A delta without a name continues its call either way."""
+    first = {"index": 0, "type": "function", "function": {"name": "list_files", "arguments": ""}}
+    if late == "changed":
+        first["id"] = "call_A"
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", **call_delta(**first)}),
+            chunk(call_delta(index=0, id="call_B", function={"arguments": '{"path"'})),
+            chunk(call_delta(index=0, id="call_B", function={"arguments": ': ""}'})),
+            chunk({}, "tool_calls"),
+        ),
+        stream(text_chunks("Empty.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    assert [(e.name, e.args) for e in run.calls] == [("list_files", {"path": ""})]
+    history = await valid_history(run.conversation)
+    expected_id = "call_A" if late == "changed" else "call_B"
+    assert [c["id"] for c in history[1].tool_calls] == [expected_id]
+
+
+@pytest.mark.parametrize("arguments", ["whole", "fragments"])
+async def test_one_id_for_parallel_calls_at_two_indexes_stays_two_calls(
+    fake_provider, project, users, arguments
+):
+    """DeepSeek, GLM and Kimi (through vLLM, say) may give parallel calls the same id."""
+    chunks = tool_call_chunks(PARALLEL, ids="every", arguments=arguments)
+    for item in chunks:
+        for call in item["choices"][0]["delta"].get("tool_calls", ()):
+            call["id"] = "call_same"
+    await run_parallel_chunks(fake_provider, project, users, chunks)
 
 
 async def test_no_argument_call_then_another_without_id_or_index_stay_two_calls(
