@@ -90,7 +90,7 @@ async def agent_loop(
                             yield TextEvent(text=text)
                             if draft.due():  # the text so far is only joined when saved
                                 draft.save_soon(accumulator.text)
-            completion = accumulator.result()
+            completion = accumulator.result(taken=history.call_ids())
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.
             if accumulator.text:

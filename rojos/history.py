@@ -238,6 +238,10 @@ class History:
             await self.add_tool_result(call, INTERRUPTED, ok=False)
         return closed
 
+    def call_ids(self) -> frozenset[str]:
+        """The ids of the tool calls made so far in this conversation."""
+        return frozenset(call["id"] for m in self.messages for call in m.tool_calls or ())
+
     def to_wire(self, system_prompt: str = "") -> list[dict]:
         """The request's messages: the rojo's system prompt, then the history as stored."""
         wire = [{"role": "system", "content": system_prompt}] if system_prompt else []

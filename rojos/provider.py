@@ -191,19 +191,25 @@ class StreamAccumulator:
             if key not in _KNOWN_CALL_KEYS and value is not None:
                 call.extra[key] = value
 
-    def result(self) -> Completion:
-        """The finished response; raises ProviderError when the stream did not finish."""
+    def result(self, taken: frozenset[str] = frozenset()) -> Completion:
+        """The finished response; raises ProviderError when the stream did not finish.
+
+        A call without an id, or with one of `taken` (the conversation's earlier calls) or
+        of another call here, gets a new one: some servers number calls per response
+        ("create_directory:0" from vLLM's Kimi parser), and results and undo records are
+        matched to calls by id.
+        """
         if self.finish_reason is None:
             raise ProviderError(
                 "The provider's response ended before it finished (no finish reason); "
                 "nothing from the unfinished part was run."
             )
         tool_calls = []
-        seen: set[str | None] = {None}
+        seen: set[str | None] = {None, *taken}
         for call in self.calls:
             if not call.name:
                 raise ProviderError("The provider sent a tool call without a name.")
-            if call.id in seen:  # none, or one a parallel call has: each call needs its own
+            if call.id in seen:
                 call.id = new_call_id()
             seen.add(call.id)
             tool_calls.append(

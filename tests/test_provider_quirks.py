@@ -172,6 +172,40 @@ async def test_one_id_for_parallel_calls_at_two_indexes_stays_two_calls(
     await run_parallel_chunks(fake_provider, project, users, chunks)
 
 
+async def test_ids_that_restart_every_response_are_made_unique_in_the_conversation(
+    fake_provider, project, users
+):
+    """vLLM's Kimi parser names calls "create_directory:0" in every response; results are
+    matched to calls by id, and Anthropic refuses a request with an id twice."""
+
+    def make(path: str):
+        return stream(
+            chunk(
+                call_delta(
+                    index=0,
+                    id="create_directory:0",
+                    type="function",
+                    function={"name": "create_directory", "arguments": json.dumps({"path": path})},
+                ),
+                "tool_calls",
+            )
+        )
+
+    fake_provider.add(make("alpha"), make("beta"), stream(text_chunks("Both made.")))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    history = await valid_history(run.conversation)
+    first, second = history[1].tool_calls[0]["id"], history[3].tool_calls[0]["id"]
+    assert first == "create_directory:0" and second != first
+    assert [history[2].tool_call_id, history[4].tool_call_id] == [first, second]
+    wire = fake_provider.requests[2]["messages"]
+    sent = [call["id"] for m in wire for call in m.get("tool_calls") or ()]
+    assert sent == [wire_call_id(first), wire_call_id(second)]
+
+
 async def test_no_argument_call_then_another_without_id_or_index_stay_two_calls(
     fake_provider, project, users
 ):
