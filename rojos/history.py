@@ -243,9 +243,22 @@ class History:
         return frozenset(call["id"] for m in self.messages for call in m.tool_calls or ())
 
     def to_wire(self, system_prompt: str = "") -> list[dict]:
-        """The request's messages: the rojo's system prompt, then the history as stored."""
+        """The request's messages: the rojo's system prompt, then the history as stored.
+
+        Roles must alternate for the chat templates of vLLM and llama.cpp (Mistral's, Gemma's),
+        and Mistral refuses an assistant message with neither text nor calls: such a message
+        (a reply that said nothing) is left out, and user messages in a row (the turn between
+        them failed) go as one.
+        """
         wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        wire.extend(message_to_wire(m) for m in self.messages)
+        for message in self.messages:
+            item = message_to_wire(message)
+            if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
+                continue
+            if item["role"] == "user" and wire and wire[-1]["role"] == "user":
+                wire[-1] = {**wire[-1], "content": f"{wire[-1]['content']}\n\n{item['content']}"}
+                continue
+            wire.append(item)
         return wire
 
 

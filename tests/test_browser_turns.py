@@ -225,7 +225,7 @@ def test_provider_error_shows_inline_without_the_key(
     assert SECRET not in page.content()
     assert Conversation.objects.count() == 1
     asked = [m["content"] for m in fake_provider.requests[1]["messages"] if m["role"] == "user"]
-    assert asked == ["Hello?", "Hello again?"]
+    assert asked == ["Hello?\n\nHello again?"]  # the unanswered one goes with the next
 
 
 def test_unreachable_provider_says_what_to_set(page_for, users, project, settings):

@@ -442,3 +442,30 @@ async def test_gemini_thought_signature_is_stored_and_sent_back_unchanged(
     sent_call = fake_provider.requests[1]["messages"][1]["tool_calls"][0]
     assert sent_call["extra_content"] == signature
     assert sent_call["function"] == {"name": "list_files", "arguments": '{"path": ""}'}
+
+
+async def test_a_reply_that_said_nothing_is_not_sent_back_empty(fake_provider, project, users):
+    """Gemini and reasoning models may end with no text and no call; Mistral refuses an
+    assistant message with neither, and chat templates refuse two user messages in a row."""
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", "reasoning_content": "Nothing to add."}), chunk({}, "stop")
+        ),
+        stream(text_chunks("Hello.")),
+    )
+    rojo = await rojo_for(fake_provider)
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Hi")
+    assert run.error is None and run.text == ""
+
+    again = await run_turn(
+        project=project,
+        rojo=rojo,
+        user=users["editor"],
+        message="Hello?",
+        conversation=run.conversation,
+    )
+
+    assert again.error is None
+    history = await valid_history(run.conversation)
+    assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
+    assert fake_provider.requests[1]["messages"] == [{"role": "user", "content": "Hi\n\nHello?"}]
