@@ -240,18 +240,37 @@ def _thinking_text(part: dict) -> str:
 
 
 def error_text(error: Any) -> str:
-    """The human part of a provider's error body, whatever its shape."""
-    if isinstance(error, list) and error:
-        return error_text(error[0])
-    if isinstance(error, dict):
-        inner = error.get("error")
-        if inner is not None and inner is not error:
-            return error_text(inner)
-        message = error.get("message") or error.get("detail") or error.get("msg")
-        if message:
-            return str(message)
-        return json.dumps(error)[:500]
-    return str(error)[:500]
+    """The human part of a provider's error body, whatever its shape, in 500 characters."""
+    return _error_text(error)[:500]
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, list):
+        if error and all(isinstance(item, dict) and "msg" in item for item in error):
+            return "; ".join(_invalid_field(item) for item in error)  # FastAPI's 422 (Mistral)
+        return _error_text(error[0]) if error else ""
+    if not isinstance(error, dict):
+        return str(error)
+    inner = error.get("error")
+    if inner is not None and inner is not error:
+        return _error_text(inner)
+    message = error.get("message") or error.get("detail") or error.get("msg")
+    if not message:
+        return json.dumps(error)
+    text = message if isinstance(message, str) else _error_text(message)
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if raw:  # OpenRouter: the upstream provider's own error
+        with contextlib.suppress(ValueError, TypeError):
+            raw = json.loads(raw)
+        text += f" ({_error_text(raw)})"
+    return text
+
+
+def _invalid_field(item: dict) -> str:
+    """One field a FastAPI server refused: where, then why (never the input it echoes)."""
+    where = ".".join(str(part) for part in item.get("loc") or () if part != "body")
+    return f"{where}: {item['msg']}" if where else str(item["msg"])
 
 
 async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIterator[list[dict]]:

@@ -185,6 +185,15 @@ async def test_stream_cut_mid_tool_call_writes_nothing(fake_provider, project, u
     await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
 
 
+# Mistral's 422 echoes the refused input, which can be the whole conversation.
+MISTRAL_EXTRA_FIELD = {
+    "type": "extra_forbidden",
+    "loc": ["body", "messages", 1, "assistant", "reasoning_content"],
+    "msg": "Extra inputs are not permitted",
+    "input": "x" * 5000,
+}
+
+
 @pytest.mark.parametrize(
     ("status", "body", "expected"),
     [
@@ -194,8 +203,30 @@ async def test_stream_cut_mid_tool_call_writes_nothing(fake_provider, project, u
         (500, {"error": {"message": "Boom."}}, ["The provider failed.", "Boom."]),
         (400, [{"error": {"code": 400, "message": "Unknown name 'x'."}}], ["Unknown name 'x'."]),
         (502, "Bad gateway from nginx", ["Bad gateway from nginx"]),
+        (
+            422,
+            {
+                "object": "error",
+                "message": {"detail": [MISTRAL_EXTRA_FIELD]},
+                "type": "invalid_request_message_error",
+            },
+            ["messages.1.assistant.reasoning_content: Extra inputs are not permitted"],
+        ),
+        (
+            400,
+            {
+                "error": {
+                    "message": "Provider returned error",
+                    "metadata": {
+                        "raw": '{"error": {"message": "tools.0.input_schema is invalid"}}',
+                        "provider_name": "Anthropic",
+                    },
+                }
+            },
+            ["Provider returned error (tools.0.input_schema is invalid)"],
+        ),
     ],
-    ids=["401", "404", "429", "500", "400-gemini-array", "502-text"],
+    ids=["401", "404", "429", "500", "400-gemini-array", "502-text", "422-mistral", "openrouter"],
 )
 async def test_http_error_names_the_status_and_the_providers_message(
     fake_provider, project, users, status, body, expected
@@ -206,7 +237,8 @@ async def test_http_error_names_the_status_and_the_providers_message(
 
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
-    assert_failed(run, f"answered {status}", *expected)
+    message = assert_failed(run, f"answered {status}", *expected)
+    assert len(message) < 800  # the provider's part is cut at 500 characters
     assert run.events == [] and len(fake_provider.requests) == 1
     history = await valid_history(run.conversation)
     assert [m.role for m in history] == ["user"]
