@@ -9,6 +9,7 @@ from typing import BinaryIO
 import regex as regex_engine
 from django.conf import settings
 
+from .pattern_size import MAX_EXPANSION, expansion
 from .storage import StorageError, is_temp_file, open_regular_file, reported, resolve
 
 MAX_MATCHES = 100
@@ -92,10 +93,16 @@ def search_text(project_root: Path, relative_path: str, query: str, *, regex: bo
     """Lines containing `query` (or matching it as a regex) in text files under a directory.
 
     The pattern comes from a model: a catastrophic one would hold its thread for ever with
-    `re`, so the `regex` engine runs it under a deadline for the whole search.
+    `re`, so the `regex` engine runs it under a deadline for the whole search, and one that
+    would take gigabytes to compile is refused first.
     """
     if not query:
         raise StorageError("query must not be empty")
+    if regex and (size := expansion(query)) > MAX_EXPANSION:
+        raise StorageError(
+            f"query repeats too much: its counted repeats come to {size:,} characters written "
+            f"out, over {MAX_EXPANSION:,}; use smaller counts, or + and *"
+        )
     try:
         pattern = regex_engine.compile(query if regex else regex_engine.escape(query))
     except regex_engine.error as exc:

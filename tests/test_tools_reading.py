@@ -9,6 +9,7 @@ import pytest
 
 from roject.file_reading import read_lines
 from roject.models import Role
+from roject.pattern_size import expansion
 from roject.storage import StorageError
 from rojos.tools import RojoToolContext, registry
 from tests.helpers import error_message
@@ -445,3 +446,40 @@ async def test_a_catastrophic_regex_gives_up_with_a_clear_error(root, ctx, setti
         "error": "the search took longer than 0.3 s; use a simpler pattern or search a "
         "smaller directory"
     }
+
+
+async def test_a_regex_that_would_take_gigabytes_to_compile_is_refused(root, ctx):
+    """The engine writes counted repeats out in full: this one would take 2.4 GB."""
+    (root / "a.txt").write_text("2026-11 x\n")
+
+    started = time.monotonic()
+    refused = await registry.execute(
+        "search_text", {"query": "(?:x{3000}){3000}", "regex": True}, ctx
+    )
+
+    assert time.monotonic() - started < 1
+    assert refused == {
+        "error": "query repeats too much: its counted repeats come to 9,006,000 characters "
+        "written out, over 100,000; use smaller counts, or + and *"
+    }
+    found = await registry.execute("search_text", {"query": r"\d{4}-\d{2}", "regex": True}, ctx)
+    assert found["matches"] == [{"path": "a.txt", "line": 1, "text": "2026-11 x"}]
+
+
+@pytest.mark.parametrize(
+    ("pattern", "size"),
+    [
+        ("abc", 3),
+        (r"\d{4}-\d{2}", 7),
+        ("(?:ab{50}c){50}", 2700),
+        ("(?:(?:x{100}){100}){100}", 1_020_200),
+        (r"\{3000}", 6),  # an escaped brace is a literal
+        ("[{]{2}", 2),  # so is one in a class
+        ("[]{]x{5}", 6),
+        ("a{5,}", 5),
+        ("x{,5}", 5),
+        ("x{name}", 7),
+    ],
+)
+def test_pattern_expansion_counts_atoms_times_their_repeats(pattern, size):
+    assert expansion(pattern) == size
