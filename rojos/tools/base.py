@@ -1,12 +1,10 @@
 """What a tool is: a name, a description written for the model, a parameter schema, and code."""
 
-import difflib
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from roject import storage
 from roject.models import Role
 
 
@@ -71,34 +69,6 @@ class RojoTool(ABC):
         Raise roject.storage.StorageError (or OSError) for failures the model should read;
         the registry turns them into {"error": ...} results.
         """
-
-
-def _diff_lines(text: str) -> list[str]:
-    """Lines split at newlines only; splitlines() also splits at form feeds, U+2028 and more."""
-    lines = text.split("\n")
-    return [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
-
-
-def unified_diff(path: str, before: str, after: str) -> str:
-    """A unified diff; a last line without newline is marked as git marks it."""
-    lines = difflib.unified_diff(
-        _diff_lines(before), _diff_lines(after), fromfile=f"a/{path}", tofile=f"b/{path}"
-    )
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-    )
-
-
-def text_diff(project_root: Path, path: str, new_text: str) -> str:
-    """The diff from a file's current text (empty when it does not exist yet) to `new_text`."""
-    try:
-        before = storage.read_project_file(project_root, path)
-    except storage.StorageError as exc:
-        entry = storage.resolve_entry(project_root, path)
-        if entry.exists() or entry.is_symlink():
-            return f"(replaces {path!r}, which cannot be shown as text: {exc})\n"
-        before = ""
-    return unified_diff(path, before, new_text)
 
 
 def path_parameter(description: str) -> dict:

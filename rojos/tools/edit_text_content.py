@@ -3,7 +3,8 @@ import asyncio
 from roject import storage
 from roject.storage import StorageError
 
-from .base import RojoTool, RojoToolContext, path_parameter, unified_diff
+from .base import RojoTool, RojoToolContext, path_parameter
+from .diff import unified_diff
 
 
 def _occurrences(text: str, old: str) -> int:

@@ -2,7 +2,8 @@ import asyncio
 
 from roject import storage
 
-from .base import RojoTool, RojoToolContext, path_parameter, text_diff
+from .base import RojoTool, RojoToolContext, path_parameter
+from .diff import text_diff
 
 
 class WriteTextContent(RojoTool):
