@@ -2,7 +2,8 @@
 
 import os
 import shutil
-from pathlib import Path
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
 
 from .storage import PathError, StorageError, reported, resolve, resolve_entry
 
@@ -33,9 +34,47 @@ def move_path(project_root: Path, source: str, destination: str, *, overwrite: b
                 raise StorageError(
                     f"{destination!r} is a directory that cannot be replaced by this move"
                 )
+        leaving = _link_that_could_leave(project_root, src)
+        if leaving is not None:
+            raise PathError(
+                f"cannot move {source!r}: {leaving!r} is a link that points, or could point "
+                "once moved, outside the project root"
+            )
         dst.parent.mkdir(parents=True, exist_ok=True)
         resolve(project_root, str(Path(destination).parent))  # still inside after mkdir
         os.replace(src, dst)
+
+
+def _links_at(entry: Path) -> Iterator[Path]:
+    """The entry if it is a link, else the links anywhere under it (not followed)."""
+    if entry.is_symlink() or not entry.is_dir():
+        yield from [entry] if entry.is_symlink() else []
+        return
+    for dirpath, dirnames, filenames in os.walk(entry):
+        for name in dirnames + filenames:
+            if (Path(dirpath) / name).is_symlink():
+                yield Path(dirpath) / name
+
+
+def _link_that_could_leave(project_root: Path, entry: Path) -> str | None:
+    """A link at or under `entry` that leads out of the root, or could where it is moved to.
+
+    Tools make no links; a project's files may come with some. One pointing outside is
+    refused wherever it is used, but moved in place of a directory that a read has just
+    checked, it would be followed: so it stays where it is. A relative target climbing with
+    `..` means something else in another place. Returns the link's path in the root.
+    """
+    root = Path(project_root).resolve()
+    for link in _links_at(entry):
+        target = os.readlink(link)
+        climbs = not os.path.isabs(target) and ".." in PurePosixPath(target).parts
+        try:
+            outside = not link.resolve().is_relative_to(root)
+        except (OSError, RuntimeError):  # a loop
+            outside = True
+        if climbs or outside:
+            return str(link.relative_to(root))
+    return None
 
 
 def paths_under(project_root: Path, path: str) -> list[str]:

@@ -69,6 +69,9 @@ def resolve(project_root: Path, relative_path: str) -> Path:
     except RuntimeError:
         # Python < 3.13 raises RuntimeError, naming the server path, on a symlink loop.
         raise PathError(f"path {relative_path!r} runs into a symlink loop") from None
+    except OSError as exc:  # a component changed while it was read (moved, say)
+        reason = exc.strerror or exc.__class__.__name__
+        raise PathError(f"path {relative_path!r} cannot be resolved: {reason}") from None
     if not target.is_relative_to(root):
         raise PathError(f"path {relative_path!r} is outside the project root")
     return target

@@ -1,5 +1,6 @@
 """The storage gate: resolve() keeps every model-supplied path inside the project root."""
 
+import errno
 import os
 from pathlib import Path, PurePosixPath
 
@@ -184,3 +185,21 @@ def test_symlink_loops_fail_as_storage_errors_without_server_path(tree, operatio
     with pytest.raises(StorageError) as excinfo:
         operation(tree, relative_path)
     assert str(tree.parent) not in str(excinfo.value)
+
+
+def test_a_path_that_changes_while_it_is_resolved_is_a_path_error(tmp_path, monkeypatch):
+    """A component moved mid-resolve makes realpath fail (EINVAL): the caller gets a PathError
+    naming the relative path, which the API answers as 400, not a 500 with a server path."""
+    real_resolve = Path.resolve
+
+    def racing(self, strict=False):
+        if self.name == "moving":
+            raise OSError(errno.EINVAL, "Invalid argument", str(self))
+        return real_resolve(self, strict)
+
+    monkeypatch.setattr(Path, "resolve", racing)
+
+    with pytest.raises(PathError) as raised:
+        resolve(tmp_path, "moving")
+
+    assert str(raised.value) == "path 'moving' cannot be resolved: Invalid argument"

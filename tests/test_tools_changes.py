@@ -212,14 +212,48 @@ async def test_move_of_a_symlink_moves_the_link_not_its_target(root, ctx):
     assert (root / "renamed").read_text() == "T"
 
 
-async def test_move_of_a_symlink_pointing_outside_leaves_the_outside_alone(root, ctx, outside):
-    """Moving a link to an outside file moves only the link; the outside file stays put."""
-    (root / "out_link").symlink_to(outside / "secret.txt")
-    args = {"source": "out_link", "destination": "moved/link"}
-    assert await registry.execute("move_path", args, ctx) == {"ok": True}
+@pytest.mark.parametrize(
+    ("links", "source", "leaving"),
+    [
+        ({"out_link": "OUTSIDE/secret.txt"}, "out_link", "out_link"),
+        ({"x/y/up": "../.."}, "x/y/up", "x/y/up"),
+        ({"x/y/up": "../.."}, "x", "x/y/up"),
+        ({"x/y/same": "../../x/y/f.txt"}, "x", "x/y/same"),
+    ],
+    ids=["points-outside", "climbs", "directory-holding-one", "climbs-but-inside-now"],
+)
+async def test_a_link_that_leads_or_could_lead_outside_is_not_moved(
+    root, ctx, outside, links, source, leaving
+):
+    """Swapped in for a directory a read has just checked, such a link would be followed out
+    of the root (another project's files are next door). Tools make no links; files may."""
+    (root / "x" / "y").mkdir(parents=True)
+    (root / "x" / "y" / "f.txt").write_text("F")
+    for path, target in links.items():
+        (root / path).symlink_to(target.replace("OUTSIDE", str(outside)))
+    before = tree(root)
+
+    result = await registry.execute("move_path", {"source": source, "destination": "evil"}, ctx)
+
+    assert error_message(result) == (
+        f"cannot move {source!r}: {leaving!r} is a link that points, or could point once "
+        "moved, outside the project root"
+    )
+    assert tree(root) == before
     assert tree(outside) == {"secret.txt": b"secret"}
-    assert (root / "moved" / "link").is_symlink()
-    assert not (root / "out_link").is_symlink()
+
+
+async def test_a_directory_with_links_that_stay_inside_moves_with_them(root, ctx):
+    (root / "docs" / "v2").mkdir(parents=True)
+    (root / "docs" / "v2" / "a.md").write_text("A")
+    (root / "docs" / "current").symlink_to("v2", target_is_directory=True)
+    (root / "docs" / "abs").symlink_to(root / "docs" / "v2" / "a.md")
+
+    result = await registry.execute("move_path", {"source": "docs", "destination": "d"}, ctx)
+
+    assert result == {"ok": True}
+    assert (root / "d" / "current" / "a.md").read_text() == "A"
+    assert (root / "d" / "abs").is_symlink()
 
 
 async def test_move_of_a_symlink_to_a_directory_moves_the_link(root, ctx):
