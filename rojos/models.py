@@ -25,7 +25,12 @@ def validate_base_url(value: str) -> None:
 
 
 def default_approval_tools() -> list[str]:
-    """Deleting, moving and overwriting existing files waits for approval unless turned off."""
+    """Deleting, moving and overwriting existing files waits for approval unless turned off.
+
+    Edits do not ask by default, though one may replace a whole file: each shows its diff
+    and can be undone, and asking before every edit would make the rojo tiring to use. A
+    rojo that should ask lists edit_text_content too.
+    """
     return ["write_text_content", "move_path", "delete_path"]
 
 
