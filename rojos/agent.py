@@ -9,7 +9,7 @@ from django.conf import settings
 
 from .errors import StepLimitReached
 from .events import AgentEvent, TextEvent, ToolCallEvent
-from .history import Draft, History
+from .history import Draft, History, sent_back_extra
 from .models import Message, Rojo
 from .provider import Completion, StreamAccumulator, provider_chunks
 from .tool_calls import Approver, ToolCallRunner
@@ -26,7 +26,8 @@ def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
     request: dict = dict(rojo.request_options or {})
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
-    request.update(model=rojo.model, messages=history.to_wire(rojo.system_prompt), stream=True)
+    messages = history.to_wire(rojo.system_prompt, rojo.model)
+    request.update(model=rojo.model, messages=messages, stream=True)
     if tools:
         request["tools"] = tools
     return request
@@ -40,12 +41,12 @@ def display_args(arguments: str):
         return arguments
 
 
-async def _store_completion(draft: Draft, completion: Completion) -> Message:
+async def _store_completion(draft: Draft, completion: Completion, model: str) -> Message:
     return await draft.save(
         content=completion.text or None,
         tool_calls=completion.tool_calls or None,
         reasoning=completion.reasoning,
-        extra=completion.extra,
+        extra=sent_back_extra(completion.extra, completion.tool_calls, model),
         usage=completion.usage,
     )
 
@@ -96,7 +97,7 @@ async def agent_loop(
             if accumulator.text:
                 await asyncio.shield(draft.save(content=accumulator.text))
             raise
-        message = await _store_completion(draft, completion)
+        message = await _store_completion(draft, completion, rojo.model)
         if not completion.tool_calls:
             return
         try:

@@ -71,7 +71,7 @@ def _wire_arguments(arguments: str | None) -> str:
         return "{}"
 
 
-def _call_to_wire(call: dict) -> dict:
+def _call_to_wire(call: dict, sent_back: tuple[str, ...]) -> dict:
     function = call.get("function") or {}
     wire = {
         "id": wire_call_id(call["id"]),
@@ -81,14 +81,25 @@ def _call_to_wire(call: dict) -> dict:
             "arguments": _wire_arguments(function.get("arguments")),
         },
     }
-    for key in _SENT_BACK_EXTRA:
+    for key in sent_back:
         if key in call:
             wire[key] = call[key]
     return wire
 
 
-def message_to_wire(message: Message) -> dict:
-    """One stored message as a provider expects it back."""
+def sent_back_extra(completion_extra: dict, tool_calls: list[dict], model: str) -> dict:
+    """A reply's extra fields to store: with the model's name when it must get some back.
+
+    Only the model that signed them reads Gemini's thought signatures; a conversation
+    continued with another rojo (Mistral refuses unknown fields) does not get them.
+    """
+    if any(key in item for item in (completion_extra, *tool_calls) for key in _SENT_BACK_EXTRA):
+        return {**completion_extra, "model": model}
+    return completion_extra
+
+
+def message_to_wire(message: Message, model: str | None = None) -> dict:
+    """One stored message as a provider expects it back, for `model` (None: any)."""
     if message.role == Message.Role.TOOL:
         return {
             "role": "tool",
@@ -96,17 +107,20 @@ def message_to_wire(message: Message) -> dict:
             "content": message.content or "",
         }
     wire: dict = {"role": message.role}
+    extra = message.extra or {}
+    signed_by = extra.get("model")
+    sent_back = _SENT_BACK_EXTRA if None in (signed_by, model) or signed_by == model else ()
     if message.tool_calls:
         # Content is left out rather than null or "": some local servers fail on null,
         # and some gateways reject an empty text block.
         if message.content:
             wire["content"] = message.content
-        wire["tool_calls"] = [_call_to_wire(call) for call in message.tool_calls]
+        wire["tool_calls"] = [_call_to_wire(call, sent_back) for call in message.tool_calls]
     else:
         wire["content"] = message.content or ""
-    for key in _SENT_BACK_EXTRA:
-        if key in (message.extra or {}):
-            wire[key] = message.extra[key]
+    for key in sent_back:
+        if key in extra:
+            wire[key] = extra[key]
     return wire
 
 
@@ -242,7 +256,7 @@ class History:
         """The ids of the tool calls made so far in this conversation."""
         return frozenset(call["id"] for m in self.messages for call in m.tool_calls or ())
 
-    def to_wire(self, system_prompt: str = "") -> list[dict]:
+    def to_wire(self, system_prompt: str = "", model: str | None = None) -> list[dict]:
         """The request's messages: the rojo's system prompt, then the history as stored.
 
         Roles must alternate for the chat templates of vLLM and llama.cpp (Mistral's, Gemma's),
@@ -252,7 +266,7 @@ class History:
         """
         wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
         for message in self.messages:
-            item = message_to_wire(message)
+            item = message_to_wire(message, model)
             if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
                 continue
             if item["role"] == "user" and wire and wire[-1]["role"] == "user":

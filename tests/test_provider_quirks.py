@@ -469,3 +469,32 @@ async def test_a_reply_that_said_nothing_is_not_sent_back_empty(fake_provider, p
     history = await valid_history(run.conversation)
     assert [m.role for m in history] == ["user", "assistant", "user", "assistant"]
     assert fake_provider.requests[1]["messages"] == [{"role": "user", "content": "Hi\n\nHello?"}]
+
+
+async def test_a_thought_signature_goes_back_only_to_the_model_that_signed_it(
+    fake_provider, project, users
+):
+    """A conversation begun on Gemini and continued with another rojo: Mistral refuses
+    fields it does not know, and only Gemini reads its signatures."""
+    signature = {"google": {"thought_signature": "c2lnbmF0dXJl"}}
+    call = tool_call_chunks(
+        LIST_ROOT, index="missing", arguments="whole", extra={"extra_content": signature}
+    )
+    fake_provider.add(stream(call), stream(text_chunks("Empty.")), stream(text_chunks("Hi.")))
+    gemini = await rojo_for(fake_provider, model="gemini-3-flash")
+    run = await run_turn(project=project, rojo=gemini, user=users["editor"])
+    assert run.error is None
+    mistral = await rojo_for(fake_provider, model="mistral-large-latest", slug="mistral")
+
+    await run_turn(
+        project=project,
+        rojo=mistral,
+        user=users["editor"],
+        message="More",
+        conversation=run.conversation,
+    )
+
+    history = await valid_history(run.conversation)
+    assert history[1].extra == {"model": "gemini-3-flash"}
+    assert fake_provider.requests[1]["messages"][1]["tool_calls"][0]["extra_content"] == signature
+    assert "extra_content" not in json.dumps(fake_provider.requests[2]["messages"])
