@@ -14,7 +14,10 @@ from roject.models import Project
 
 
 def validate_base_url(value: str) -> None:
-    """An http(s) URL with a host; single-label hosts (a container's name) are fine."""
+    """An http(s) URL with a host; single-label hosts (a container's name) are fine.
+
+    Members see a rojo's URL (GET /api/rojos), so it must not carry credentials.
+    """
     try:
         parts = urlsplit(value)
         valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
@@ -22,6 +25,11 @@ def validate_base_url(value: str) -> None:
         valid = False
     if not valid:
         raise ValidationError(f"{value!r} is not an http(s) URL such as https://api.openai.com/v1")
+    if parts.username or parts.password:  # not repeated: it is a secret
+        raise ValidationError(
+            "the URL holds a user name or password, which every user of the app can see; "
+            "put the key in the rojo's API key setting instead"
+        )
 
 
 def default_approval_tools() -> list[str]:

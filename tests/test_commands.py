@@ -185,12 +185,16 @@ def test_create_rojo_enables_every_builtin_tool_by_default(db):
     ("options", "expected"),
     [
         ({"tools": "list_files,delete_everything"}, "unknown tools: delete_everything (known:"),
-        ({"base_url": "not a url"}, "--base-url 'not a url' is not an http(s) URL"),
+        ({"base_url": "not a url"}, "--base-url: 'not a url' is not an http(s) URL"),
         ({"base_url": "ftp://example.com/v1"}, "is not an http(s) URL"),
+        (
+            {"base_url": "https://me:sk-secret@gateway.example.com/v1"},
+            "the URL holds a user name or password, which every user of the app can see",
+        ),
         ({"name": "***"}, "gives an empty slug"),
         ({"max_steps": 0}, "--max-steps must be at least 1"),
     ],
-    ids=["unknown-tool", "bad-url", "ftp-url", "empty-slug", "zero-steps"],
+    ids=["unknown-tool", "bad-url", "ftp-url", "credentials-in-url", "empty-slug", "zero-steps"],
 )
 def test_create_rojo_rejects_bad_input_with_a_one_line_error(db, options, expected):
     base = {"name": "New Rojo", "base_url": "https://api.example.com/v1", "model": "m"}
@@ -198,6 +202,7 @@ def test_create_rojo_rejects_bad_input_with_a_one_line_error(db, options, expect
     message = command_error("create_rojo", **{**base, **options})
 
     assert expected in message
+    assert "sk-secret" not in message
     assert Rojo.objects.count() == 0
 
 

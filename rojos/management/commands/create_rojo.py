@@ -35,8 +35,8 @@ class Command(BaseCommand):
             raise CommandError(f"a rojo with slug {slug!r} already exists")
         try:
             validate_base_url(base_url)
-        except ValidationError:
-            raise CommandError(f"--base-url {base_url!r} is not an http(s) URL") from None
+        except ValidationError as exc:
+            raise CommandError(f"--base-url: {exc.messages[0]}") from None
         names = [t.strip() for t in tools.split(",") if t.strip()] or default_tools()
         unknown = [n for n in names if n not in registry]
         if unknown:
