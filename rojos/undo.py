@@ -40,6 +40,10 @@ class UndoRefused(StorageError):
     """The change cannot be undone (the files changed since, or it was undone already)."""
 
 
+class UndoneAlready(UndoRefused):
+    """Another request undid the change first (a double click, two tabs)."""
+
+
 def undo_dir(project_id: int, key: str) -> Path:
     return Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)) / "undo" / key
 
@@ -284,10 +288,12 @@ def _depth(relative: str) -> int:
 async def change_undo(*, change: FileChange, root: Path, user) -> FileChange:
     """Undo one recorded change, or raise UndoRefused."""
     if change.undone is not None:
-        raise UndoRefused("this change was undone already")
+        raise UndoneAlready("this change was undone already")
     if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
         raise UndoRefused("a reply is still running in this conversation; undo when it is done")
     async with changes_locked(change.project_id):
+        if await FileChange.objects.filter(pk=change.pk, undone__isnull=False).aexists():
+            raise UndoneAlready("this change was undone already")
         if change.after is None:  # its call was cut off, and its conversation not used since
             if await sync_to_async(change_finish)(root, change) is None:
                 raise UndoRefused("the call was cut off before it changed anything")
@@ -303,6 +309,6 @@ async def changes_undo(*, changes: list[FileChange], root: Path, user) -> list[F
     """Undo several changes, newest first, stopping at the first that cannot be undone."""
     done = []
     for change in sorted(changes, key=lambda c: (c.created, c.pk), reverse=True):
-        if change.undone is None:
+        with contextlib.suppress(UndoneAlready):
             done.append(await change_undo(change=change, root=root, user=user))
     return done

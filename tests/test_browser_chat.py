@@ -67,3 +67,20 @@ def test_verification_story_in_the_browser(page_for, users, project, fake_provid
     lines.nth(1).locator("summary").click()
     expect(lines.nth(1).locator(".tool-args")).to_contain_text('"path": "docs/intro/index.page"')
     assert page.console_errors == []
+
+
+def test_underscores_inside_names_are_not_emphasis(page_for, users, project, fake_provider):
+    """File and variable names are full of underscores; only word-edge ones emphasise, as in
+    CommonMark (which makes __init__.py a bold "init" too)."""
+    make_rojo(fake_provider.base_url)
+    reply = "See tests/test_browser_chat.py and my_var_name; _this_ and __that__."
+    fake_provider.add(stream(*text_chunks(reply)))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Where?")
+    page.keyboard.press("Enter")
+
+    bubble = page.locator(".bubble.assistant")
+    expect(bubble).to_have_text("See tests/test_browser_chat.py and my_var_name; this and that.")
+    expect(bubble.locator("em")).to_have_text(["this"])
+    expect(bubble.locator("strong")).to_have_text(["that"])

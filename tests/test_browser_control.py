@@ -130,6 +130,30 @@ def test_undo_is_refused_when_the_file_changed_since(page_for, users, project, f
     expect(page.locator(".tool-line")).not_to_contain_text("(undone)")
 
 
+def test_a_double_click_on_undo_undoes_once_without_a_false_warning(
+    page_for, users, project, fake_provider
+):
+    """The second click must not say the file "changed since": nothing did."""
+    root = project_root_create(project.pk)
+    make_rojo(fake_provider.base_url, approval_tools=[])
+    fake_provider.add(
+        stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "rojo\n"})])),
+        stream(*text_chunks("Written.")),
+    )
+    page = page_for(users["editor"])
+    open_chat(page, project)
+    send(page, "Write a.txt")
+    expect(page.locator(".bubble.assistant")).to_have_text("Written.")
+
+    page.locator(".tool-line + button.undo").dblclick()
+
+    expect(page.locator(".tool-line")).to_contain_text("(undone)")
+    expect(page.get_by_role("button", name="Undo this turn")).to_have_count(0)  # nothing left
+    page.wait_for_timeout(300)
+    expect(page.locator(".chat-error")).to_have_count(0)
+    assert not (root / "a.txt").exists()
+
+
 def test_errors_are_shown_again_when_a_conversation_is_reopened(
     page_for, users, project, fake_provider, settings
 ):

@@ -425,6 +425,26 @@ async def test_change_undo_restores_a_snapshot_taken_directly(project, users, ro
         await change_undo(change=change, root=root, user=users["owner"])
 
 
+async def test_an_undo_sent_twice_at_once_says_undone_already_not_changed_since(
+    project, users, root
+):
+    """A double click: both requests loaded the change before either undid it."""
+    (root / "f.txt").write_text("before\n")
+    snapshot = snapshot_take(project.pk, root, ["f.txt"])
+    (root / "f.txt").write_text("after\n")
+    change = await record(project, root, snapshot)
+    stale = await FileChange.objects.aget(pk=change.pk)
+
+    await change_undo(change=change, root=root, user=users["owner"])
+    with pytest.raises(UndoRefused) as refused:
+        await change_undo(change=stale, root=root, user=users["owner"])
+    done = await changes_undo(changes=[stale], root=root, user=users["owner"])
+
+    assert str(refused.value) == "this change was undone already"
+    assert done == []  # a whole turn's undo skips it
+    assert tree(root) == {"f.txt": "before\n"}
+
+
 async def test_changes_undo_goes_newest_first_whatever_order_it_is_given(project, users, root):
     (root / "f.txt").write_text("v0\n")
     changes = []

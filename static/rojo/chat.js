@@ -110,7 +110,7 @@ export class ChatPanel extends EventTarget {
     button.className = "undo";
     button.textContent = "Undo";
     button.title = "Put the files back as they were before this call";
-    button.addEventListener("click", () => this.undo(`/api/changes/${change}/undo`, {}));
+    button.addEventListener("click", () => this.undo(`/api/changes/${change}/undo`, {}, button));
     line.after(button);
     line.undoButton = button;
   }
@@ -122,16 +122,27 @@ export class ChatPanel extends EventTarget {
     line.undoButton?.remove();
     const outcome = line.querySelector(".outcome");
     if (!outcome.textContent.endsWith("(undone)")) outcome.textContent += " (undone)";
+    // A turn whose changes were all undone one by one has nothing left to undo.
+    for (const button of this.log.querySelectorAll(".undo-turn")) {
+      if (button.changes.every((id) => this.log.querySelector(`.tool-line.undone[data-change="${id}"]`))) {
+        button.remove();
+      }
+    }
   }
 
-  async undo(path, json) {
+  /** Undo through `path`; the button stays disabled while it runs. True when it worked. */
+  async undo(path, json, button) {
+    button.disabled = true;
     try {
       const response = await request(path, { method: "POST", json });
       const { undone } = await response.json();
       for (const change of undone) this.markUndone(change);
       this.dispatchEvent(new Event("files-changed"));
+      return true;
     } catch (error) {
+      button.disabled = false;
       this.addError(error instanceof ApiError ? error.message : "The undo failed.");
+      return false;
     }
   }
 
@@ -142,9 +153,10 @@ export class ChatPanel extends EventTarget {
     button.type = "button";
     button.className = "undo undo-turn";
     button.textContent = "Undo this turn";
+    button.changes = changes;
     button.addEventListener("click", async () => {
-      await this.undo(`/api/conversations/${this.conversationId}/undo-turn`, { message: userMessageId });
-      button.remove();
+      const path = `/api/conversations/${this.conversationId}/undo-turn`;
+      if (await this.undo(path, { message: userMessageId }, button)) button.remove();
     });
     this.append(button);
   }
@@ -187,7 +199,7 @@ export class ChatPanel extends EventTarget {
   }
 
   addError(message, code = "error") {
-    this.bubble = null;
+    // The reply's bubble stays open: a refused undo or approval mid-reply must not split it.
     const box = document.createElement("div");
     box.className = `chat-error ${code}`;
     box.setAttribute("role", "alert");

@@ -3,8 +3,10 @@
 // links are kept only for http(s) and mailto URLs.
 
 const SAFE_URL = /^(https?:|mailto:)/i;
+// Underscores emphasise only at word edges, as in CommonMark: my_var_name and
+// test_chat_story.py are names, not emphasis.
 const INLINE =
-  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|__([\s\S]+?)__|\*([^*\s](?:[^*]*[^*\s])?)\*|_([^_\s](?:[^_]*[^_\s])?)_|\[([^\]]+)\]\(([^)\s]+)\)/g;
+  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|(?<![\p{L}\p{N}_])__([\s\S]+?)__(?![\p{L}\p{N}_])|\*([^*\s](?:[^*]*[^*\s])?)\*|(?<![\p{L}\p{N}_])_([^_\s](?:[^_]*[^_\s])?)_(?![\p{L}\p{N}_])|\[([^\]]+)\]\(([^)\s]+)\)/gu;
 
 function el(tag, ...children) {
   const node = document.createElement(tag);
