@@ -19,7 +19,7 @@ from pathlib import Path
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -49,6 +49,10 @@ INTERRUPTED_MESSAGE = (
 )
 # The failed turn's record says this; the chat's answer says what is down, when it knows.
 _NOT_STARTED = "The reply could not start on the server; see its log."
+_CLAIM_LOST = (
+    "This reply was stopped: its server could not confirm it was still running for too long, "
+    "and the conversation was given to a new message."
+)
 
 
 class Turn:
@@ -70,6 +74,7 @@ class Turn:
         self.relays: set[asyncio.Task] = set()
         self.auto_approve: bool | None = None
         self.status = TurnRecord.Status.DONE
+        self.claim_lost = False
         self._changed = asyncio.Event()
 
     def publish(self, type_: WireType, data: dict) -> None:
@@ -111,8 +116,15 @@ class Turn:
         await self._changed.wait()
 
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
-        """Events numbered above `after`, then each new one until the turn is done."""
+        """Events numbered above `after`, then each new one until the turn is done.
+
+        An `after` this turn never gave (an id from an earlier turn, kept by a tab that lost
+        its connection) starts from the beginning: else the stream would end with nothing,
+        not even DONE, and the client would ask again at once.
+        """
         position = max(after, 0)
+        if position > len(self.kinds):
+            position = 0
         while True:
             while position < len(self.kinds):
                 yield self.event(position)
@@ -151,12 +163,26 @@ def _release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
     )
 
 
-async def _heartbeat(conversation_id: int, turn_id: uuid.UUID) -> None:
+async def _heartbeat(turn: Turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
+    """Keep the turn's claim fresh while it runs.
+
+    A beat that fails (the database locked or out of reach for a moment) is tried again at
+    the next. A claim found taken over (the beats failed for so long that another request
+    judged this turn dead) stops the turn: two must never run in one conversation.
+    """
     while True:
         await asyncio.sleep(settings.ROJO_TURN_HEARTBEAT_SECONDS)
-        await Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).aupdate(
-            turn_heartbeat=timezone.now()
-        )
+        try:
+            kept = await Conversation.objects.filter(
+                pk=turn.conversation_id, turn_id=turn_id
+            ).aupdate(turn_heartbeat=timezone.now())
+        except DatabaseError:
+            logger.warning("heartbeat of conversation %s failed", turn.conversation_id)
+            continue
+        if not kept:
+            turn.claim_lost = True
+            task.cancel()
+            return
 
 
 def _title_from(message: str) -> str:
@@ -208,7 +234,23 @@ async def turn_start(
     TurnNotStarted, after storing the message and recording the turn as failed, when the
     turn cannot start (the channel layer or the database is down). Calls that need
     approval wait for a person unless `auto_approve` decides them all (scripts).
+
+    A client that hangs up meanwhile does not stop the start half-way (a stored message
+    and a claim with no turn behind it): a turn outlives its request, so it starts, and the
+    cancellation goes on once it has.
     """
+    starting = asyncio.ensure_future(
+        _turn_start(access, user, rojo, conversation, message, auto_approve)
+    )
+    try:
+        return await asyncio.shield(starting)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await starting
+        raise
+
+
+async def _turn_start(access, user, rojo, conversation, message, auto_approve) -> Turn:
     turn_id = uuid.uuid4()
     begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id)
     if begun is None:
@@ -350,7 +392,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     task = asyncio.current_task()
     helpers = [
         asyncio.create_task(turn_listen(layer, channel, turn, task)),
-        asyncio.create_task(_heartbeat(conversation_id, turn_id)),
+        asyncio.create_task(_heartbeat(turn, turn_id, task)),
     ]
     try:
         async with contextlib.aclosing(
@@ -366,14 +408,17 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
             async for event in events:
                 turn.publish(*wire_payload(event))
     except TurnError as exc:
-        _publish_interrupted(turn, history)
+        await _publish_interrupted(turn, history)
         turn.fail(str(exc), exc.code)
     except asyncio.CancelledError:
-        _publish_interrupted(turn, history)
-        turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
+        await _publish_interrupted(turn, history)
+        if turn.claim_lost:
+            turn.fail(_CLAIM_LOST, "internal")
+        else:
+            turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
     except Exception:
         logger.exception("turn in conversation %s failed", conversation_id)
-        _publish_interrupted(turn, history)
+        await _publish_interrupted(turn, history)
         turn.fail("The turn failed on the server; see its log.", "internal")
     finally:
         for helper in helpers:
@@ -381,12 +426,15 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
         await _cleanup(turn, turn_id=turn_id, layer=layer, channel=channel)
 
 
-def _publish_interrupted(turn: Turn, history: History) -> None:
-    """Tell the browser how calls cut short by the end of the turn were answered.
+async def _publish_interrupted(turn: Turn, history: History) -> None:
+    """Answer the calls the end of the turn cut short, and tell the browser how they were.
 
     A stop or failure can land between a call's result being stored and its event being
-    sent, or before a call ran at all (answered as interrupted): the stored history decides.
+    sent, before a call ran at all, or while the reply asking for the calls was being
+    stored (answered as interrupted here): the stored history decides.
     """
+    with contextlib.suppress(Exception):  # the database may be what failed
+        await asyncio.shield(history.close_open_calls())
     calls = {}
     sent = list(zip(turn.kinds, turn.data, strict=True))
     results = {data["id"] for kind, data in sent if kind == "TOOL_RESULT"}
@@ -407,9 +455,10 @@ def _publish_interrupted(turn: Turn, history: History) -> None:
 async def _cleanup(turn: Turn, *, turn_id, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
-        await layer.group_discard(turn_group(conversation_id), channel)
         await sync_to_async(_end)(turn, turn_id)
     finally:
+        with contextlib.suppress(Exception):  # the relay may be down; the end is recorded
+            await layer.group_discard(turn_group(conversation_id), channel)
         turn.publish("DONE", {})
         turn.finish()
         asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)

@@ -1,6 +1,8 @@
 """Starting a turn: one database trip of a few statements, and a start that fails ends cleanly."""
 
+import asyncio
 import io
+import threading
 import uuid
 
 import pytest
@@ -215,3 +217,38 @@ def test_the_chat_command_says_where_the_message_is_kept(project, fake_provider,
         "the reply could not start (Error 111 connecting to 127.0.0.1:6379. Connection "
         f"refused.); the message is kept in conversation {conversation.pk}"
     )
+
+
+async def test_a_request_cancelled_while_its_turn_is_being_claimed_still_starts_the_turn(
+    project, users, fake_provider, monkeypatch
+):
+    """The client hung up while the claim and the message were being stored (the database
+    was busy). Before, they were stored with nothing running, and the conversation read as
+    running until its claim went stale; a turn outlives its request, so now it starts."""
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Answered.", pieces=1)))
+    entered, release = threading.Event(), threading.Event()
+    real_begin = turns._begin
+
+    def slow_begin(*args):
+        entered.set()
+        release.wait(5)
+        return real_begin(*args)
+
+    monkeypatch.setattr(turns, "_begin", slow_begin)
+    request = asyncio.ensure_future(_start(project, users["editor"], rojo, None, "Hi"))
+    await asyncio.to_thread(entered.wait, 5)
+
+    request.cancel()
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await request
+
+    conversation = await Conversation.objects.aget()
+    turn = turns.turn_get(conversation.pk)
+    await turn.task
+    assert [m.content async for m in Message.objects.filter(conversation=conversation)] == [
+        "Hi",
+        "Answered.",
+    ]
+    assert (await TurnRecord.objects.aget()).status == TurnRecord.Status.DONE

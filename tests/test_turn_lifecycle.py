@@ -1,0 +1,153 @@
+"""A turn's life at its edges: a heartbeat that fails once, a Stop while the reply is being
+stored, a relay gone as it ends, a re-attach with an id from another turn. Each leaves one
+turn per conversation and a valid history."""
+
+import time
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+from django.db import connection, transaction
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from roject.storage import project_root_create
+from rojos import turns
+from rojos.models import Conversation, TurnRecord
+from tests.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.helpers import assert_history_valid, make_rojo, stored_history
+from tests.live_server import parse_sse
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def quick(settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_TURN_HEARTBEAT_SECONDS = 0.2
+    settings.ROJO_TURN_STALE_SECONDS = 3
+
+
+@pytest.fixture
+def rojo(fake_provider):
+    return make_rojo(fake_provider.base_url)
+
+
+def reattach(client, conversation: int, last_id: int):
+    response = client.get(
+        f"/api/conversations/{conversation}/stream", headers={"Last-Event-ID": str(last_id)}
+    )
+    return list(parse_sse(response.text.splitlines()))
+
+
+def send(client, project, rojo, message: str, conversation: int):
+    return client.post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.slug, "message": message, "conversation": conversation},
+    )
+
+
+def test_a_reattach_with_an_id_this_turn_never_gave_gets_the_turn_from_its_start(
+    client_for, users, project, rojo, fake_provider
+):
+    """A tab kept the last id of a long turn; the next turn is shorter. Before, the stream
+    ended with nothing, not even DONE, and the page asked again at once, for two minutes."""
+    client = client_for(users["editor"])
+    fake_provider.add(stream(*text_chunks("word " * 20, pieces=20)), stream(*text_chunks("Hi.")))
+    first = client.chat(project.pk, rojo=rojo.slug, message="Long one")
+    conversation, last_id = first[0].data["conversation"], first[-1].id
+    assert last_id == 22  # START, 20 CHAT, DONE
+    client.chat(project.pk, rojo=rojo.slug, message="Short", conversation=conversation)
+
+    events = reattach(client, conversation, last_id)
+
+    assert [e.type for e in events] == ["START", "CHAT", "DONE"]
+    assert events[1].data == {"text": "Hi."}
+
+
+def test_a_heartbeat_that_fails_once_keeps_the_claim(
+    client_for, users, project, fake_provider, settings
+):
+    """The database was locked past the writers' timeout once while a call waited for
+    approval. Before, the heartbeat stopped for good, a message from another tab took the
+    conversation over and ran beside the live turn."""
+    settings.ROJO_APPROVAL_TIMEOUT = 30
+    rojo = make_rojo(fake_provider.base_url)
+    (project_root_create(project.pk) / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite])))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Overwrite") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        while next(events).type != "APPROVAL_REQUIRED":
+            pass
+        options = connection.settings_dict["OPTIONS"]
+        saved = options.get("timeout")
+        options["timeout"] = 0.5
+        try:
+            with transaction.atomic():
+                Conversation.objects.filter(pk=conversation).update(title="held")
+                time.sleep(1.0)
+        finally:
+            options["timeout"] = saved
+        time.sleep(settings.ROJO_TURN_STALE_SECONDS + 1)
+
+        other_tab = send(client_for(users["editor"]), project, rojo, "Other tab", conversation)
+        stop = client.post(f"/api/conversations/{conversation}/stop").json()
+        rest = [e.type for e in events]
+
+    assert other_tab.status_code == 409
+    assert stop == {"stopping": True}
+    assert rest[-2:] == ["ERROR", "DONE"]
+    assert_history_valid(stored_history(conversation))
+
+
+def test_stop_while_the_reply_asking_for_calls_is_stored_answers_every_call(
+    client_for, users, project, rojo, fake_provider
+):
+    """The reply with its calls was being stored (the database slow) when Stop came: the
+    calls it asked for are answered as interrupted, and the page is told."""
+    fake_provider.add(
+        stream(*tool_call_chunks([("list_files", {"path": ""})]), first_byte_delay=0.5)
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="List") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        with transaction.atomic():
+            Conversation.objects.filter(pk=conversation).update(title="held")
+            time.sleep(1.0)
+            assert client.post(f"/api/conversations/{conversation}/stop").json() == {
+                "stopping": True
+            }
+            time.sleep(0.3)
+        rest = [(e.type, e.data) for e in events]
+
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert [kind for kind, _ in rest] == ["TOOL_CALL", "TOOL_RESULT", "ERROR", "DONE"]
+    assert rest[1][1]["result"] == {"error": "interrupted"}
+
+
+def test_a_relay_gone_as_the_turn_ends_still_frees_the_conversation(
+    client_for, users, project, rojo, fake_provider, monkeypatch
+):
+    class ResettingLayer(InMemoryChannelLayer):
+        """Redis restarting as the turn ends: leaving the group fails."""
+
+        async def group_discard(self, group, channel):
+            raise RedisConnectionError("Connection reset by peer")
+
+    monkeypatch.setattr(turns, "get_channel_layer", lambda: ResettingLayer())
+    fake_provider.add(stream(*text_chunks("First.")), stream(*text_chunks("Second.")))
+    client = client_for(users["editor"])
+    first = client.chat(project.pk, rojo=rojo.slug, message="One")
+    assert [e.type for e in first] == ["START", "CHAT", "DONE"]
+    conversation = first[0].data["conversation"]
+    monkeypatch.undo()
+
+    second = send(client, project, rojo, "Two", conversation)
+
+    assert second.status_code == 200
+    statuses = TurnRecord.objects.filter(conversation=conversation).values_list("status", flat=True)
+    assert list(statuses) == ["done", "done"]
