@@ -394,19 +394,35 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
         asyncio.create_task(turn_listen(layer, channel, turn, task)),
         asyncio.create_task(_heartbeat(turn, turn_id, task)),
     ]
+    deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     try:
-        async with contextlib.aclosing(
-            agent_loop(
-                history=history,
-                rojo=rojo,
-                ctx=ctx,
-                client=await rojo_client(rojo),
-                approver=turn.approval,
-                record_changes=True,
-            )
-        ) as events:
+        async with (
+            deadline,
+            contextlib.aclosing(
+                agent_loop(
+                    history=history,
+                    rojo=rojo,
+                    ctx=ctx,
+                    client=await rojo_client(rojo),
+                    approver=turn.approval,
+                    record_changes=True,
+                )
+            ) as events,
+        ):
             async for event in events:
                 turn.publish(*wire_payload(event))
+    except TimeoutError:
+        await _publish_interrupted(turn, history)
+        if not deadline.expired():  # not the turn's limit: a failure like any other
+            logger.exception("turn in conversation %s failed", conversation_id)
+            turn.fail("The turn failed on the server; see its log.", "internal")
+        else:
+            minutes = settings.ROJO_TURN_MAX_SECONDS / 60
+            turn.fail(
+                f"The reply ran past its limit of {minutes:g} minutes (ROJO_TURN_MAX_SECONDS) "
+                "and was stopped; reply to let it go on.",
+                "timeout",
+            )
     except TurnError as exc:
         await _publish_interrupted(turn, history)
         turn.fail(str(exc), exc.code)

@@ -151,3 +151,29 @@ def test_a_relay_gone_as_the_turn_ends_still_frees_the_conversation(
     assert second.status_code == 200
     statuses = TurnRecord.objects.filter(conversation=conversation).values_list("status", flat=True)
     assert list(statuses) == ["done", "done"]
+
+
+def test_a_reply_that_runs_past_the_turn_limit_is_stopped_with_a_clear_error(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """A provider that streams (or keeps the connection alive) for ever cannot hold the
+    conversation and its cost without end."""
+    settings.ROJO_TURN_MAX_SECONDS = 0.6
+    fake_provider.add(stream(*text_chunks("word " * 40, pieces=40), delay=0.1))  # 4 s
+    client = client_for(users["editor"])
+
+    started = time.monotonic()
+    events = client.chat(project.pk, rojo=rojo.slug, message="Go on for ever")
+
+    assert time.monotonic() - started < 3
+    assert [e.type for e in events][-2:] == ["ERROR", "DONE"]
+    assert events[-2].data == {
+        "message": "The reply ran past its limit of 0.01 minutes (ROJO_TURN_MAX_SECONDS) and "
+        "was stopped; reply to let it go on.",
+        "code": "timeout",
+    }
+    conversation = events[0].data["conversation"]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert history[-1].content == "".join(e.data["text"] for e in events if e.type == "CHAT")
+    assert TurnRecord.objects.get().error_code == "timeout"
