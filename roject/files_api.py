@@ -2,6 +2,7 @@
 
 import asyncio
 
+from django.conf import settings
 from django.http import HttpRequest
 from ninja import Router, Schema
 
@@ -26,6 +27,12 @@ class FileOut(Schema):
 
 def _read(root, path: str) -> dict:
     meta = storage.path_meta(root, path)
+    limit = settings.ROJO_MAX_READ_BYTES
+    if meta.get("type") == "file" and meta["size"] > limit:  # said for people, not a model
+        raise storage.StorageError(
+            f"{path!r} is {meta['size']:,} bytes, too big to show here (the limit is "
+            f"{limit:,} bytes)"
+        )
     return {"path": path, "text": storage.read_project_file(root, path), **meta}
 
 

@@ -51,12 +51,16 @@ def browser(django_db_setup):
 
 @pytest.fixture
 def page_for(browser, asgi_server):
-    """page_for(user, width=1280, height=800): a page logged in as `user` on the live server."""
+    """page_for(user, width=1280, height=800, timezone=None): a page logged in as `user` on
+    the live server."""
     contexts = []
 
-    def make(user=None, *, width: int = 1280, height: int = 800):
+    def make(user=None, *, width: int = 1280, height: int = 800, timezone: str | None = None):
         context = browser.new_context(
-            base_url=asgi_server, viewport={"width": width, "height": height}
+            base_url=asgi_server,
+            viewport={"width": width, "height": height},
+            timezone_id=timezone,
+            locale="en-US",
         )
         context.set_default_timeout(10_000)
         if user is not None:

@@ -4,6 +4,7 @@ import pytest
 
 from roject.models import Role
 from roject.services import project_create
+from roject.storage import project_root_create
 from rojos.models import Conversation, Message
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import PAGE, STORY, make_rojo
@@ -244,3 +245,23 @@ def test_an_unreadable_body_gets_a_json_error_and_stores_nothing(
     assert response.status_code == status
     assert response.json() == {"detail": detail}
     assert Conversation.objects.count() == 0
+
+
+def test_a_file_too_big_to_show_is_refused_in_words_for_people(
+    client_for, users, project, settings
+):
+    """The tool's message tells a model to read in parts; the file viewer is for people."""
+    settings.ROJO_MAX_READ_BYTES = 100
+    root = project_root_create(project.pk)
+    (root / "big.txt").write_text("x" * 2_000)
+    (root / "small.txt").write_text("hello\n")
+    client = client_for(users["viewer"])
+
+    big = client.get(f"/api/projects/{project.pk}/files/content", params={"path": "big.txt"})
+    small = client.get(f"/api/projects/{project.pk}/files/content", params={"path": "small.txt"})
+
+    assert big.status_code == 400
+    assert big.json() == {
+        "detail": "'big.txt' is 2,000 bytes, too big to show here (the limit is 100 bytes)"
+    }
+    assert small.json()["text"] == "hello\n"

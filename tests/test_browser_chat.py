@@ -53,7 +53,7 @@ def test_verification_story_in_the_browser(page_for, users, project, fake_provid
     expect(reply.locator("strong")).to_have_text("docs/intro/index.page")
     expect(reply.locator("li")).to_have_text(["a page header", "a short intro paragraph"])
     expect(panel.locator(".busy")).to_be_hidden()
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
 
     assert (project_root(project.pk) / "docs/intro/index.page").read_text() == PAGE
     tree = page.locator(".file-tree")

@@ -206,7 +206,7 @@ def test_a_per_user_limit_reads_clearly_in_the_chat(
     send(page, "Two")
 
     expect(page.locator(".chat-error")).to_contain_text("1 message in the last minute")
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
     expect(page.get_by_label("Message")).to_have_value("Two")  # not sent: back in the box
     expect(page.locator(".bubble.user")).to_have_text(["One"])
     assert len(fake_provider.requests) == 1

@@ -164,7 +164,7 @@ def test_viewer_reads_and_chats_without_write_tools(page_for, users, project, fa
     expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text(
         "Here is what I can read."
     )
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
     offered = sorted(tool["function"]["name"] for tool in fake_provider.requests[0]["tools"])
     assert offered == read_tools
     assert page.console_errors == []

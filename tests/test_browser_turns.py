@@ -1,16 +1,18 @@
 """Turns in a real browser: stopping, re-attaching, failing, reopening, and the panels around."""
 
 import re
+from datetime import UTC, datetime
 
 import pytest
 from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from playwright.sync_api import expect
 
 from roject.storage import project_root
-from rojos.models import Conversation
+from rojos.models import Conversation, TurnRecord
 from tests.browser import screenshot
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
 from tests.helpers import PAGE, STORY, BrokenLayer, make_rojo, stored_history
+from tests.live_server import wait_until
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -115,7 +117,7 @@ def test_stop_before_the_reply_started_stops_it_when_it_starts(
 
     expect(panel.locator(".chat-error.stopped")).to_have_text("Stopped.")
     expect(stop).to_be_hidden()
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
     conversation = Conversation.objects.get()
     assert conversation.turn_id is None
     history = stored_history(conversation.pk)
@@ -137,14 +139,14 @@ def test_stop_ends_the_turn_and_keeps_the_partial_reply(page_for, users, project
     expect(reply).to_contain_text("word3")
     stop = panel.get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
-    expect(message_input).to_be_disabled()
+    expect(message_input).not_to_be_editable()
     expect(panel.locator(".busy")).to_be_visible()
     stop.click()
 
     expect(panel.locator(".chat-error.stopped")).to_have_text("Stopped.")
     expect(panel.locator(".busy")).to_be_hidden()
     expect(stop).to_be_hidden()
-    expect(message_input).to_be_enabled()
+    expect(message_input).to_be_editable()
     shown = reply.get_attribute("data-text")
     assert shown.startswith("word0 word1 word2 word3")
     assert shown != LONG_TEXT and LONG_TEXT.startswith(shown)
@@ -185,11 +187,11 @@ def test_reload_mid_turn_reattaches_to_the_running_reply(page_for, users, projec
     expect(panel.locator(".bubble.user")).to_have_count(1)
     expect(panel.locator(".bubble.user")).to_have_text("Write a long text.")
     expect(panel.locator(".busy")).to_be_visible()
-    expect(page.get_by_label("Message")).to_be_disabled()
+    expect(page.get_by_label("Message")).not_to_be_editable()
     reply = panel.locator(".bubble.assistant")
     expect(reply).to_have_text(LONG_TEXT)
     expect(panel.locator(".busy")).to_be_hidden()
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
     expect(reply).to_have_count(1)
     assert reply.get_attribute("data-text") == LONG_TEXT
     assert [(m.role, m.content) for m in stored_history(conversation.pk)] == [
@@ -218,7 +220,7 @@ def test_provider_error_shows_inline_without_the_key(
     expect(error).to_contain_text("API key")
     expect(error).not_to_contain_text(SECRET)
     expect(panel.locator(".busy")).to_be_hidden()
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
 
     send(page, "Hello again?")
     expect(panel.locator(".bubble.assistant")).to_have_text("Now it works.")
@@ -240,7 +242,7 @@ def test_unreachable_provider_says_what_to_set(page_for, users, project, setting
     error = panel.locator(".chat-error")
     expect(error).to_contain_text("ROJO_BASE_URL")
     expect(error).to_contain_text("http://127.0.0.1:9/v1")
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
 
 
 def test_reopened_conversation_shows_the_history_as_it_happened(
@@ -473,7 +475,7 @@ def test_a_reply_that_cannot_start_keeps_the_message_in_its_conversation(
     items = page.locator(".conversation-list li")
     expect(items.first).to_have_attribute("data-id", str(conversation.pk))
     expect(items.first.get_by_role("link")).to_have_text("Are you there?")
-    expect(page.get_by_label("Message")).to_be_enabled()
+    expect(page.get_by_label("Message")).to_be_editable()
 
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer())
     send(page, "And now?")
@@ -486,3 +488,83 @@ def test_a_reply_that_cannot_start_keeps_the_message_in_its_conversation(
         "And now?",
         "Back again.",
     ]
+
+
+def test_times_in_the_list_are_the_readers_local_time_in_one_format(
+    page_for, users, project, fake_provider
+):
+    """The page is rendered in UTC; before, a turn rewrote its row in local time, in another
+    format, and a reload put UTC back."""
+    rojo = make_rojo(fake_provider.base_url)
+    older = Conversation.objects.create(project=project, rojo=rojo, title="Older")
+    Conversation.objects.filter(pk=older.pk).update(
+        updated=datetime(2026, 11, 30, 20, 45, tzinfo=UTC)
+    )
+    page = page_for(users["editor"], timezone="America/Los_Angeles")
+    open_project(page, project)
+
+    expect(page.locator(".conversation-list time")).to_have_text("Nov 30, 12:45 PM")
+
+
+def test_the_keyboard_focus_stays_in_the_box_while_a_reply_runs_and_is_not_taken_after(
+    page_for, users, project, fake_provider
+):
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(slow_reply(0.02), slow_reply(0.02))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    box = page.get_by_label("Message")
+
+    send(page, "One")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_visible()
+    expect(box).to_be_focused()  # read-only while the reply runs, not disabled
+    expect(box).not_to_be_editable()
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    expect(box).to_be_focused()
+
+    send(page, "Two")
+    refresh = page.get_by_role("button", name="Refresh the file list")
+    refresh.focus()  # the reader went on to the files meanwhile
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    expect(refresh).to_be_focused()
+
+
+def test_back_on_the_chat_tab_the_reply_that_streamed_meanwhile_is_in_view(
+    page_for, users, project, fake_provider
+):
+    make_rojo(fake_provider.base_url)
+    many_lines = "\n\n".join(f"Paragraph {i}." for i in range(120))  # far past the screen
+    fake_provider.add(stream(*text_chunks(many_lines, pieces=120), delay=0.03))
+    page = page_for(users["editor"], width=390, height=844)
+    open_project(page, project)
+    tabs = page.get_by_role("navigation", name="Panels")
+    send(page, FIRST_QUESTION)
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_be_visible()
+
+    tabs.get_by_role("button", name="Files").click()
+    wait_until(lambda: TurnRecord.objects.filter(finished__isnull=False).exists(), 15)
+    page.wait_for_timeout(200)  # the last render
+    tabs.get_by_role("button", name="Chat").click()
+
+    log = page.locator("rojo-chat-panel .messages")
+    sizes = log.evaluate("log => [log.scrollHeight, log.scrollTop, log.clientHeight]")
+    assert sizes[0] > 3 * sizes[2]  # the reply is far longer than the screen
+    assert sizes[0] - sizes[1] - sizes[2] < 80, sizes  # and its end is in view
+
+
+def test_a_long_error_leaves_the_tool_name_readable(page_for, users, project, fake_provider):
+    make_rojo(fake_provider.base_url)
+    deep = "/".join(["deep"] * 40) + "/missing.txt"
+    fake_provider.add(
+        stream(*tool_call_chunks([("get_text_content", {"path": deep})])),
+        stream(*text_chunks("It is not there.")),
+    )
+    page = page_for(users["editor"])
+    open_project(page, project)
+    send(page, "Read it")
+    line = page.locator(".tool-line.error")
+    expect(line.locator(".outcome")).to_contain_text("error: No such file")
+
+    call = line.locator(".call").bounding_box()
+    summary = line.locator("summary").bounding_box()
+    assert call["width"] > 0.35 * summary["width"]  # "get_text_content(..." stays readable

@@ -28,6 +28,10 @@ export class ChatPanel extends EventTarget {
     this.lines = new Map();
     this.lastEventId = 0;
     this.busy = false;
+    this.following = true; // the reader is at the end of the log (not reading older text)
+    this.log.addEventListener("scroll", () => {
+      if (this.log.clientHeight) this.following = this.atEnd();
+    });
     this.form.addEventListener("submit", (event) => {
       event.preventDefault();
       this.send();
@@ -43,8 +47,20 @@ export class ChatPanel extends EventTarget {
 
   // Rendering
 
+  /** Whether the log shows its end: new content then keeps it in view. */
+  atEnd() {
+    // A hidden log (another tab on a phone) measures nothing: keep what was last seen.
+    if (!this.log.clientHeight) return this.following;
+    return this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+  }
+
+  /** Scroll to the end if the reader was following it (back on the chat tab, say). */
+  followEnd() {
+    if (this.following) this.log.scrollTop = this.log.scrollHeight;
+  }
+
   append(node) {
-    const atBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+    const atBottom = this.atEnd();
     this.log.append(node);
     if (atBottom) this.log.scrollTop = this.log.scrollHeight;
     return node;
@@ -74,7 +90,7 @@ export class ChatPanel extends EventTarget {
     bubble.renderPending = true;
     requestAnimationFrame(() => {
       bubble.renderPending = false;
-      const atBottom = this.log.scrollHeight - this.log.scrollTop - this.log.clientHeight < 80;
+      const atBottom = this.atEnd();
       renderMarkdown(bubble.dataset.text, bubble);
       if (atBottom) this.log.scrollTop = this.log.scrollHeight;
     });
@@ -110,6 +126,7 @@ export class ChatPanel extends EventTarget {
     button.className = "undo";
     button.textContent = "Undo";
     button.title = "Put the files back as they were before this call";
+    button.setAttribute("aria-label", `Undo ${line.querySelector(".call").textContent}`);
     button.addEventListener("click", () => this.undo(`/api/changes/${change}/undo`, {}, button));
     line.after(button);
     line.undoButton = button;
@@ -259,12 +276,17 @@ export class ChatPanel extends EventTarget {
     this.busy = busy;
     if (!busy) this.stopWanted = false;
     this.stopButton.disabled = false;
-    this.input.disabled = busy;
+    // Read-only, not disabled, while a reply runs: a disabled box drops the keyboard focus.
+    this.input.readOnly = busy;
     this.sendButton.disabled = busy;
     this.stopButton.hidden = !busy;
     this.busyNote.hidden = !busy;
     this.log.setAttribute("aria-busy", String(busy));
-    if (!busy) this.input.focus();
+    // Back to the box at the end, unless the user went on elsewhere (the files, say).
+    const focus = document.activeElement;
+    if (!busy && (!focus || focus === document.body || this.element.contains(focus))) {
+      this.input.focus();
+    }
   }
 
   handle(event) {

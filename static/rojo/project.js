@@ -88,6 +88,21 @@ chat.addEventListener("conversation", (event) => {
   list.prepend(li);
 });
 
+/** A time in the list, in the reader's time zone and one format (the page comes in UTC). */
+function showTime(time, date) {
+  time.dateTime = date.toISOString();
+  time.textContent = date.toLocaleString(undefined, {
+    month: "short",
+    day: "numeric",
+    hour: "2-digit",
+    minute: "2-digit",
+  });
+}
+
+for (const time of document.querySelectorAll(".conversation-list time")) {
+  showTime(time, new Date(time.dateTime));
+}
+
 // Each turn makes its conversation the most recent one, as the server orders them.
 chat.addEventListener("turn", (event) => {
   const list = document.querySelector(".conversation-list");
@@ -98,14 +113,7 @@ chat.addEventListener("turn", (event) => {
     time = document.createElement("time");
     li.append(time);
   }
-  const now = new Date();
-  time.dateTime = now.toISOString();
-  time.textContent = now.toLocaleString(undefined, {
-    month: "short",
-    day: "numeric",
-    hour: "2-digit",
-    minute: "2-digit",
-  });
+  showTime(time, new Date());
   list.prepend(li);
 });
 
@@ -115,6 +123,8 @@ for (const tab of document.querySelectorAll(".panel-tabs button")) {
     for (const other of document.querySelectorAll(".panel-tabs button")) {
       other.setAttribute("aria-pressed", String(other === tab));
     }
+    // What streamed while the chat was hidden could not scroll it: catch up now.
+    if (tab.dataset.show === "chat") chat.followEnd();
   });
 }
 
