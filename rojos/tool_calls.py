@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from roject.models import WRITE_ROLES, Membership
 from roject.storage import StorageError, resolve, resolve_entry, temp_files_remove
 
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
@@ -17,6 +18,15 @@ from .tools.schema import ArgumentError, validate
 from .undo import Snapshot, change_finish, changes_locked, snapshot_take
 
 DENIED = {"error": "denied by the user"}
+REVOKED = {
+    "error": "your role in this project no longer lets you change its files (you were removed "
+    "from it or made a viewer while this reply ran)"
+}
+
+
+class _Revoked(Exception):
+    """The person the turn runs for may no longer change the project's files."""
+
 
 # Waits for a person's decision on a call id; True to run the call.
 Approver = Callable[[str], Awaitable[bool]]
@@ -142,19 +152,28 @@ class ToolCallRunner:
             return result, None
         tool, args = changing
         start = functools.partial(self._change_start, tool, args, call["id"], message_id)
-        async with changes_locked(self.ctx.project_id, then=start) as change:
-            result = await self.tools.execute(name, arguments, self.ctx)
-            kept: list[FileChange] = []
+        try:
+            async with changes_locked(self.ctx.project_id, then=start) as change:
+                return await self._execute_recorded(call, change)
+        except _Revoked:  # raised by start, before the call ran
+            await self.history.add_tool_result(call, REVOKED, ok=False)
+            return REVOKED, None
 
-            def change_finished() -> FileChange | None:
-                finished = change_finish(self.ctx.project_root, change)
-                kept.extend([finished] if finished else [])
-                return finished
+    async def _execute_recorded(self, call: dict, change: FileChange | None):
+        """Run a changing call (the change lock held) and store its result with its record."""
+        name, arguments = call["function"]["name"], call["function"]["arguments"]
+        result = await self.tools.execute(name, arguments, self.ctx)
+        kept: list[FileChange] = []
 
-            await self.history.add_tool_result(
-                call, result, ok=not is_error(result), with_row=change_finished if change else None
-            )
-            return result, kept[0].pk if kept else None
+        def change_finished() -> FileChange | None:
+            finished = change_finish(self.ctx.project_root, change)
+            kept.extend([finished] if finished else [])
+            return finished
+
+        await self.history.add_tool_result(
+            call, result, ok=not is_error(result), with_row=change_finished if change else None
+        )
+        return result, kept[0].pk if kept else None
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
         root = self.ctx.project_root
@@ -168,12 +187,23 @@ class ToolCallRunner:
     ) -> FileChange | None:
         """(Blocking) Copy the paths' state aside and make the change's record, unfinished.
 
+        First, the person the turn runs for must still be allowed to write: a turn keeps
+        running after its user was removed from the project or made a viewer (_Revoked).
+
         When the call may replace or remove something, the record is stored now, so that a
         crash during the call cannot lose the copy of what was there. A call that only
         creates paths is recorded with its result: cut off, it leaves a new path and nothing
         lost. None when a path cannot be read: the call then fails on it, so there is
         nothing to undo.
         """
+        user = self.ctx.user
+        if (
+            user is not None
+            and not Membership.objects.filter(
+                project_id=self.ctx.project_id, user=user, role__in=WRITE_ROLES
+            ).exists()
+        ):
+            raise _Revoked
         try:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):

@@ -9,9 +9,11 @@ from channels.layers import InMemoryChannelLayer
 from django.db import connection, transaction
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from roject.models import Membership, Role
 from roject.storage import project_root_create
 from rojos import turns
 from rojos.models import Conversation, TurnRecord
+from rojos.tool_calls import REVOKED
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 from tests.live_server import parse_sse
@@ -177,3 +179,30 @@ def test_a_reply_that_runs_past_the_turn_limit_is_stopped_with_a_clear_error(
     assert_history_valid(history)
     assert history[-1].content == "".join(e.data["text"] for e in events if e.type == "CHAT")
     assert TurnRecord.objects.get().error_code == "timeout"
+
+
+@pytest.mark.parametrize("change", ["removed", "made-viewer"])
+def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
+    client_for, users, project, rojo, fake_provider, change
+):
+    root = project_root_create(project.pk)
+    write = ("write_text_content", {"path": "after.txt", "text": "written anyway"})
+    fake_provider.add(
+        stream(*tool_call_chunks([write], arguments="whole"), first_byte_delay=1.0),
+        stream(*text_chunks("I could not.")),
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Write") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        membership = Membership.objects.filter(project=project, user=users["editor"])
+        if change == "removed":
+            membership.delete()
+        else:
+            membership.update(role=Role.VIEWER)
+        rest = [(e.type, e.data) for e in events]
+
+    assert not (root / "after.txt").exists()
+    result = next(data for kind, data in rest if kind == "TOOL_RESULT")
+    assert result["result"] == REVOKED and result["ok"] is False
+    assert_history_valid(stored_history(conversation))
