@@ -568,3 +568,25 @@ def test_a_long_error_leaves_the_tool_name_readable(page_for, users, project, fa
     call = line.locator(".call").bounding_box()
     summary = line.locator("summary").bounding_box()
     assert call["width"] > 0.35 * summary["width"]  # "get_text_content(..." stays readable
+
+
+def test_a_tree_refresh_keeps_the_keyboard_on_the_entry_it_was_on(
+    page_for, users, project, fake_provider
+):
+    root = project_root(project.pk)
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "a.md").write_text("A\n")
+    make_rojo(fake_provider.base_url, approval_tools=[])
+    write = ("write_text_content", {"path": "b.md", "text": "B\n"})
+    fake_provider.add(
+        stream(*tool_call_chunks([write]), first_byte_delay=1.0), stream(*text_chunks("Done."))
+    )
+    page = page_for(users["editor"])
+    open_project(page, project)
+    tree = page.locator(".file-tree")
+    send(page, "Write b.md")
+
+    tree.get_by_role("button", name="a.md").focus()
+    expect(tree.get_by_role("button", name="b.md")).to_be_visible()  # the tree was refreshed
+
+    expect(tree.get_by_role("button", name="a.md")).to_be_focused()

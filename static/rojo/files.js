@@ -50,6 +50,10 @@ export class FileBrowser {
       list.replaceChildren(li);
       return;
     }
+    // A refresh replaces the entries: the one the keyboard was on gets the focus back.
+    const focused = list.contains(document.activeElement)
+      ? document.activeElement.closest("li")?.dataset.path
+      : undefined;
     const items = [];
     for (const entry of entries) items.push(await this.item(entry, dir));
     if (!items.length) {
@@ -59,12 +63,16 @@ export class FileBrowser {
       items.push(li);
     }
     list.replaceChildren(...items);
+    if (focused !== undefined) {
+      for (const li of list.querySelectorAll("li")) {
+        if (li.dataset.path === focused) li.querySelector(".entry")?.focus();
+      }
+    }
   }
 
   async item(entry, dir) {
     const path = join(dir, entry.name);
     const li = document.createElement("li");
-    li.setAttribute("role", "treeitem");
     li.dataset.path = path;
     li.dataset.type = entry.type;
     const button = document.createElement("button");
@@ -77,11 +85,10 @@ export class FileBrowser {
     li.append(button);
     if (entry.type === "directory") {
       const children = document.createElement("ul");
-      children.setAttribute("role", "group");
       li.append(children);
       const open = this.expanded.has(path);
-      li.setAttribute("aria-expanded", String(open));
-      button.addEventListener("click", () => this.toggle(li, children, path));
+      button.setAttribute("aria-expanded", String(open));
+      button.addEventListener("click", () => this.toggle(button, children, path));
       if (open) await this.fill(children, path);
     } else {
       button.addEventListener("click", () => this.openFile(path));
@@ -90,14 +97,14 @@ export class FileBrowser {
     return li;
   }
 
-  async toggle(li, children, path) {
+  async toggle(button, children, path) {
     if (this.expanded.has(path)) {
       this.expanded.delete(path);
-      li.setAttribute("aria-expanded", "false");
+      button.setAttribute("aria-expanded", "false");
       children.replaceChildren();
     } else {
       this.expanded.add(path);
-      li.setAttribute("aria-expanded", "true");
+      button.setAttribute("aria-expanded", "true");
       await this.fill(children, path);
     }
   }
