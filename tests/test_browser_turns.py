@@ -590,3 +590,21 @@ def test_a_tree_refresh_keeps_the_keyboard_on_the_entry_it_was_on(
     expect(tree.get_by_role("button", name="b.md")).to_be_visible()  # the tree was refreshed
 
     expect(tree.get_by_role("button", name="a.md")).to_be_focused()
+
+
+def test_a_streaming_reply_is_busy_for_screen_readers_until_it_is_whole(
+    page_for, users, project, fake_provider
+):
+    """Re-rendered each frame as it streams; the log itself stays live, so an approval or an
+    error during the turn is still announced."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(slow_reply(0.02))
+    page = page_for(users["editor"])
+    open_project(page, project)
+    send(page, "Talk")
+    reply = page.locator("rojo-chat-panel .bubble.assistant")
+
+    expect(reply).to_have_attribute("aria-busy", "true")
+    expect(page.locator("rojo-chat-panel .messages")).not_to_have_attribute("aria-busy", "true")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    expect(reply).not_to_have_attribute("aria-busy", "true")

@@ -66,8 +66,14 @@ export class ChatPanel extends EventTarget {
     return node;
   }
 
-  addUser(text) {
+  /** The reply's bubble is complete: later text starts a new one. */
+  closeBubble() {
+    this.bubble?.removeAttribute("aria-busy");
     this.bubble = null;
+  }
+
+  addUser(text) {
+    this.closeBubble();
     const bubble = document.createElement("div");
     bubble.className = "bubble user";
     bubble.textContent = text;
@@ -79,6 +85,8 @@ export class ChatPanel extends EventTarget {
       const bubble = document.createElement("div");
       bubble.className = "bubble assistant";
       bubble.dataset.text = "";
+      // Re-rendered as it streams: screen readers wait for the whole reply, not each frame.
+      if (this.busy) bubble.setAttribute("aria-busy", "true");
       this.bubble = this.append(bubble);
     }
     this.bubble.dataset.text += text;
@@ -97,7 +105,7 @@ export class ChatPanel extends EventTarget {
   }
 
   addToolCall({ id, name, args }) {
-    this.bubble = null;
+    this.closeBubble();
     const line = toolLine({ id, name, args });
     this.lines.set(id, line);
     return this.append(line);
@@ -227,7 +235,7 @@ export class ChatPanel extends EventTarget {
   clear() {
     this.log.replaceChildren();
     this.lines.clear();
-    this.bubble = null;
+    this.closeBubble();
   }
 
   /** Replay stored OpenAI-format messages through the same methods as live events. */
@@ -267,7 +275,7 @@ export class ChatPanel extends EventTarget {
       }
     }
     endTurn();
-    this.bubble = null;
+    this.closeBubble();
   }
 
   // Turns
@@ -281,7 +289,7 @@ export class ChatPanel extends EventTarget {
     this.sendButton.disabled = busy;
     this.stopButton.hidden = !busy;
     this.busyNote.hidden = !busy;
-    this.log.setAttribute("aria-busy", String(busy));
+    if (!busy) this.closeBubble();
     // Back to the box at the end, unless the user went on elsewhere (the files, say).
     const focus = document.activeElement;
     if (!busy && (!focus || focus === document.body || this.element.contains(focus))) {
@@ -316,7 +324,7 @@ export class ChatPanel extends EventTarget {
         this.addError(data.message, data.code);
         break;
       case "DONE":
-        this.bubble = null;
+        this.closeBubble();
         this.addUndoTurn(this.turnMessage, this.turnChanges);
         this.turnChanges = [];
         break;
