@@ -110,7 +110,8 @@ def test_undo_a_call_and_a_whole_turn(page_for, users, project, fake_provider):
     expect(reopened.locator("button.undo")).to_have_count(0)
 
 
-def test_undo_is_refused_when_the_file_changed_since(page_for, users, project, fake_provider):
+def a_txt_written(page_for, users, project, fake_provider):
+    """A page where the rojo has just written a.txt without asking; returns it and the root."""
     root = project_root_create(project.pk)
     make_rojo(fake_provider.base_url, approval_tools=[])
     fake_provider.add(
@@ -121,6 +122,11 @@ def test_undo_is_refused_when_the_file_changed_since(page_for, users, project, f
     open_chat(page, project)
     send(page, "Write a.txt")
     expect(page.locator(".bubble.assistant")).to_have_text("Written.")
+    return page, root
+
+
+def test_undo_is_refused_when_the_file_changed_since(page_for, users, project, fake_provider):
+    page, root = a_txt_written(page_for, users, project, fake_provider)
     (root / "a.txt").write_text("my newer work\n")
 
     page.locator(".tool-line + button.undo").click()
@@ -134,16 +140,7 @@ def test_a_double_click_on_undo_undoes_once_without_a_false_warning(
     page_for, users, project, fake_provider
 ):
     """The second click must not say the file "changed since": nothing did."""
-    root = project_root_create(project.pk)
-    make_rojo(fake_provider.base_url, approval_tools=[])
-    fake_provider.add(
-        stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "rojo\n"})])),
-        stream(*text_chunks("Written.")),
-    )
-    page = page_for(users["editor"])
-    open_chat(page, project)
-    send(page, "Write a.txt")
-    expect(page.locator(".bubble.assistant")).to_have_text("Written.")
+    page, root = a_txt_written(page_for, users, project, fake_provider)
 
     page.locator(".tool-line + button.undo").dblclick()
 

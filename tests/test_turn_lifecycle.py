@@ -16,7 +16,7 @@ from rojos.models import Conversation, TurnRecord
 from rojos.tool_calls import REVOKED
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
-from tests.live_server import parse_sse
+from tests.live_server import parse_sse, read_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -80,8 +80,7 @@ def test_a_heartbeat_that_fails_once_keeps_the_claim(
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Overwrite") as response:
         events = parse_sse(response.iter_lines())
         conversation = next(events).data["conversation"]
-        while next(events).type != "APPROVAL_REQUIRED":
-            pass
+        read_until(events, "APPROVAL_REQUIRED")
         options = connection.settings_dict["OPTIONS"]
         saved = options.get("timeout")
         options["timeout"] = 0.5
