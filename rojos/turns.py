@@ -449,8 +449,9 @@ async def _publish_interrupted(turn: Turn, history: History) -> None:
     sent, before a call ran at all, or while the reply asking for the calls was being
     stored (answered as interrupted here): the stored history decides.
     """
-    with contextlib.suppress(Exception):  # the database may be what failed
-        await asyncio.shield(history.close_open_calls())
+    if not turn.claim_lost:  # else the conversation is another turn's, which answered them
+        with contextlib.suppress(Exception):  # the database may be what failed
+            await asyncio.shield(history.close_open_calls())
     calls = {}
     sent = list(zip(turn.kinds, turn.data, strict=True))
     results = {data["id"] for kind, data in sent if kind == "TOOL_RESULT"}
