@@ -9,6 +9,7 @@ Error messages name only the relative path the caller gave, never a server path.
 import contextlib
 import os
 import re
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
@@ -32,6 +33,11 @@ class PathError(StorageError):
 def project_root(project_id: int) -> Path:
     """Where a project's files live: ROJO_STORAGE_DIR/<project_id>/root."""
     return Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)) / "root"
+
+
+def project_storage_remove(project_id: int) -> None:
+    """Remove everything a deleted project kept on disk: its files and its undo copies."""
+    shutil.rmtree(Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)), ignore_errors=True)
 
 
 def project_root_create(project_id: int) -> Path:

@@ -60,6 +60,11 @@ class RojoForm(forms.ModelForm):
             (tool.name, tool.name) for tool in registry if tool.writes
         ]
 
+    def clean_request_options(self):
+        """An emptied box means no options (the column holds an object, never NULL)."""
+        value = self.cleaned_data.get("request_options")
+        return {} if value in (None, "") else value
+
     def save(self, commit=True):
         rojo = super().save(commit=False)
         new_key = self.cleaned_data.get("api_key")
@@ -142,6 +147,10 @@ class TurnRecordInline(ReadOnly, admin.TabularInline):
     model = TurnRecord
     extra = 0
     can_delete = False
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).select_related("user_message", "rojo", "user")
+
     fields = ["user_message", "rojo", "status", "error", "started", "finished"]
     readonly_fields = fields
 
@@ -151,6 +160,7 @@ class ConversationAdmin(ReadOnly, admin.ModelAdmin):
     """Read-only: conversations are what happened; the admin shows them, it does not edit."""
 
     list_display = ["id", "title", "project", "rojo", "user", "updated"]
+    list_select_related = ["project", "rojo", "user"]  # rojo and user may be empty
     list_filter = ["project", "rojo", "user"]
     search_fields = ["title", "messages__content"]
     readonly_fields = ["project", "rojo", "user", "title", "created", "updated"]
@@ -162,6 +172,7 @@ class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
     """The change log of each project: what every tool call changed, and what was undone."""
 
     list_display = ["created", "project", "tool", "changed_paths", "conversation", "undone"]
+    list_select_related = ["project", "conversation"]
     list_filter = ["project", "tool", ("undone", admin.EmptyFieldListFilter)]
     search_fields = ["paths", "tool_call_id"]
     readonly_fields = [f.name for f in FileChange._meta.fields]

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 import openai
 from django.conf import settings
 
-from .errors import StepLimitReached
+from .errors import StepLimitReached, TurnError
 from .events import AgentEvent, TextEvent, ToolCallEvent
 from .history import Draft, History, sent_back_extra
 from .models import Message, Rojo
@@ -23,7 +23,13 @@ def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
     The rojo's request options are merged at the top of the body and win over everything
     but the model, the messages, the tools and streaming, which the loop depends on.
     """
-    request: dict = dict(rojo.request_options or {})
+    options = rojo.request_options or {}
+    if not isinstance(options, dict):  # stored before they were validated
+        raise TurnError(
+            f"The rojo {rojo.name!r} has request options that are not a JSON object; "
+            "an administrator can fix them in the admin."
+        )
+    request: dict = dict(options)
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
     messages = history.to_wire(rojo.system_prompt, rojo.model)

@@ -32,6 +32,14 @@ def validate_base_url(value: str) -> None:
         )
 
 
+def validate_request_options(value) -> None:
+    """Merged into every request body, so an object of parameters, nothing else."""
+    if not isinstance(value, dict):
+        raise ValidationError(
+            'request options must be a JSON object, such as {"reasoning_effort": "low"}'
+        )
+
+
 def default_approval_tools() -> list[str]:
     """Deleting, moving and overwriting existing files waits for approval unless turned off.
 
@@ -83,6 +91,7 @@ class Rojo(models.Model):
     request_options = models.JSONField(
         default=dict,
         blank=True,
+        validators=[validate_request_options],
         help_text="JSON merged into each request, for provider-specific parameters.",
     )
     created = models.DateTimeField(auto_now_add=True)

@@ -16,6 +16,7 @@ from .clients import rojo_client
 from .errors import TurnError
 from .history import History, tool_result
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
+from .tool_calls import Approver
 from .tools import RojoToolContext
 from .wire import WireEvent, wire_payload
 
@@ -125,9 +126,17 @@ def scratch_copy(root: Path):
 
 
 async def conversation_rerun(
-    *, conversation: Conversation, rojo: Rojo, root: Path, user_messages: list[str]
+    *,
+    conversation: Conversation,
+    rojo: Rojo,
+    root: Path,
+    user_messages: list[str],
+    approver: Approver | None = None,
 ) -> AsyncIterator[ReplayTurn]:
-    """Send the user messages, in order, to the rojo with tools working on `root`."""
+    """Send the user messages, in order, to the rojo with tools working on `root`.
+
+    `approver` decides the rojo's Ask-before calls (None: they run, as on a scratch copy).
+    """
     membership = await Membership.objects.filter(
         project_id=conversation.project_id, user_id=conversation.user_id
     ).afirst()
@@ -146,7 +155,10 @@ async def conversation_rerun(
         numbered = _Numbered()
         numbered.add("START", {"conversation": conversation.pk, "message": None})
         try:
-            async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
+            events = agent_loop(
+                history=history, rojo=rojo, ctx=ctx, client=client, approver=approver
+            )
+            async for event in events:
                 numbered.add(*wire_payload(event))
         except TurnError as exc:
             numbered.add("ERROR", {"message": str(exc), "code": exc.code})

@@ -221,3 +221,49 @@ def test_rojo_approval_tools_are_chosen_among_the_writing_tools(admin_client):
 
     assert response.status_code == 302
     assert Rojo.objects.get(slug="admin-rojo").approval_tools == ["delete_path"]
+
+
+def test_a_project_with_conversations_is_deleted_with_them_and_its_files(
+    admin_client, project, users, storage_dir, django_capture_on_commit_callbacks
+):
+    """Conversations cannot be deleted one by one in the admin; with their project, they go."""
+    conversation = Conversation.objects.create(
+        project=project, rojo=make_rojo("https://api.example.com/v1"), user=users["owner"]
+    )
+    Message.objects.create(conversation=conversation, position=0, role="user", content="hi")
+    (project_root(project.pk) / "notes.txt").write_text("notes")
+    url = reverse("admin:roject_project_delete", args=[project.pk])
+
+    assert "permission to delete" not in admin_client.get(url).content.decode()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = admin_client.post(url, {"post": "yes"})
+
+    assert response.status_code == 302
+    assert not Project.objects.filter(pk=project.pk).exists()
+    assert not Conversation.objects.exists() and not Message.objects.exists()
+    assert not (storage_dir / str(project.pk)).exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "saved", "error"),
+    [
+        ("", {}, None),
+        ('{"reasoning_effort": "low"}', {"reasoning_effort": "low"}, None),
+        ('"reasoning_effort=low"', None, "request options must be a JSON object"),
+        ("[1, 2]", None, "request options must be a JSON object"),
+    ],
+    ids=["emptied", "object", "string", "list"],
+)
+def test_rojo_request_options_are_a_json_object_or_nothing(admin_client, options, saved, error):
+    rojo = make_rojo("https://api.example.com/v1")
+    response = admin_client.post(
+        change_url(rojo), rojo_form(name="Test rojo", slug=rojo.slug, request_options=options)
+    )
+
+    rojo.refresh_from_db()
+    if error:
+        assert response.status_code == 200 and error in response.content.decode()
+        assert rojo.request_options == {}
+    else:
+        assert response.status_code == 302
+        assert rojo.request_options == saved

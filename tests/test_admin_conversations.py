@@ -3,12 +3,15 @@
 import html
 import json
 import re
+import uuid
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from roject.models import Project
-from rojos.models import Conversation, Message
+from rojos.models import Conversation, FileChange, Message
 from tests.helpers import make_rojo
 from tests.replay_story import MESSAGES, REPLY_1, REPLY_2, TEXT_BEFORE, WRITE_ARGS
 
@@ -134,3 +137,26 @@ def test_a_posted_change_is_refused_and_changes_nothing(admin_client, story):
     assert response.status_code == 403
     story.conversation.refresh_from_db()
     assert story.conversation.title == MESSAGES[0]
+
+
+@pytest.mark.parametrize(
+    "page", ["admin:rojos_conversation_changelist", "admin:rojos_filechange_changelist"]
+)
+def test_admin_lists_take_the_same_queries_for_2_and_40_rows(admin_client, project, users, page):
+    """Rojo and user may be empty, so Django's own select_related skipped them: 2 per row."""
+    rojo = make_rojo("https://api.example.com/v1")
+
+    def rows(count: int) -> int:
+        for _ in range(count):
+            conversation = Conversation.objects.create(
+                project=project, rojo=rojo, user=users["editor"]
+            )
+            FileChange.objects.create(
+                project=project, conversation=conversation, tool="write_text_content",
+                paths=["a.txt"], before=[False], after=["file:x"], key=uuid.uuid4().hex,
+            )  # fmt: skip
+        with CaptureQueriesContext(connection) as queries:
+            assert admin_client.get(reverse(page)).status_code == 200
+        return len(queries)
+
+    assert rows(2) == rows(38)

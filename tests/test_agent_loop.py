@@ -6,9 +6,9 @@ import re
 import pytest
 
 from roject.models import Role
-from rojos.errors import StepLimitReached
+from rojos.errors import StepLimitReached, TurnError
 from rojos.history import wire_call_id
-from rojos.models import Message
+from rojos.models import Message, Rojo
 from tests.agent_run import rojo_for, run_turn, valid_history
 from tests.fake_provider import chunk, json_reply, stream, text_chunks, tool_call_chunks
 from tests.helpers import DEFAULT_TOOLS
@@ -378,3 +378,22 @@ def test_a_history_loads_from_its_own_table_in_position_order():
     assert sql.endswith(
         'ORDER BY "rojos_message"."conversation_id" ASC, "rojos_message"."position" ASC'
     )
+
+
+async def test_request_options_stored_before_validation_fail_the_turn_with_a_clear_error(
+    fake_provider, project, users
+):
+    """A rojo saved with options that are not an object (validated since) cannot be sent."""
+    rojo = await rojo_for(fake_provider)
+    await Rojo.objects.filter(pk=rojo.pk).aupdate(request_options="reasoning_effort=low")
+    await rojo.arefresh_from_db()
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert isinstance(run.error, TurnError)
+    assert str(run.error) == (
+        "The rojo 'Test rojo' has request options that are not a JSON object; an administrator "
+        "can fix them in the admin."
+    )
+    assert fake_provider.requests == []
+    await valid_history(run.conversation)

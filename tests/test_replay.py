@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 
 from roject.models import Project
 from roject.storage import project_root
-from rojos.models import Conversation, FileChange, Message, TurnRecord
+from rojos.models import Conversation, FileChange, Message, Rojo, TurnRecord
 from rojos.replay import ReplayTurn, ScratchHistory, scratch_copy, tool_call_differences
 from rojos.wire import WireEvent
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
@@ -471,6 +471,32 @@ def test_rerun_with_apply_changes_the_real_files_and_says_so(story, fake_provide
     assert "'demo-project'" in run.err.splitlines()[0]
     assert (real_root / "docs" / "intro" / "index.page").read_text() == PAGE
     assert (real_root / "README.md").read_text() == "The real README.\n"
+
+
+@pytest.mark.parametrize("yes", [False, True], ids=["denied", "approved-with-yes"])
+def test_rerun_with_apply_asks_before_overwriting_and_nobody_can_answer(
+    story, fake_provider, real_root, yes
+):
+    """The rojo's Ask-before calls wait for a person in a chat; a re-run on the real files
+    has none, so they are denied unless --yes. Before, they ran."""
+    Rojo.objects.filter(pk=story.conversation.rojo_id).update(approval_tools=["write_text_content"])
+    overwrite = ("write_text_content", {"path": "README.md", "text": "clobbered\n"})
+    fake_provider.add(
+        stream(*tool_call_chunks([overwrite])),
+        stream(*text_chunks("Done.")),
+        stream(*text_chunks("Two.")),
+        stream(*text_chunks("Three.")),
+    )
+
+    run = replay(story.conversation.pk, rerun=True, apply=True, yes=yes, format="ndjson")
+
+    results = [e for e in ndjson(run.out) if e["type"] == "TOOL_RESULT"]
+    if yes:
+        assert results[0]["ok"] is True
+        assert (real_root / "README.md").read_text() == "clobbered\n"
+    else:
+        assert results[0]["result"] == {"error": "denied by the user"}
+        assert (real_root / "README.md").read_text() == "The real README.\n"
 
 
 def test_rerun_with_another_rojo_sends_to_its_model(story, fake_provider, real_root):

@@ -38,8 +38,16 @@ class Command(BaseCommand):
             action="store_true",
             help="With --rerun: run the tools on the REAL project files, not a scratch copy.",
         )
+        parser.add_argument(
+            "--yes",
+            action="store_true",
+            help="With --apply: approve the rojo's Ask-before calls (else they are denied: "
+            "nobody can answer).",
+        )
 
-    def handle(self, *args, conversation, format, list, project, rerun, rojo, apply, **options):
+    def handle(
+        self, *args, conversation, format, list, project, rerun, rojo, apply, yes, **options
+    ):
         self.printer = EventPrinter(self.write_raw, format)
         if list:
             return self.list_conversations(project)
@@ -56,7 +64,7 @@ class Command(BaseCommand):
             self.print_header(conv)
             self.print_turns(original)
             return
-        status = self.rerun(conv, original, rojo_slug=rojo, apply=apply)
+        status = self.rerun(conv, original, rojo_slug=rojo, apply=apply, yes=yes)
         sys.exit(status)
 
     def write_raw(self, text: str) -> None:
@@ -99,7 +107,9 @@ class Command(BaseCommand):
             for event in turn.events:
                 self.printer.write(event)
 
-    def rerun(self, conv: Conversation, original, *, rojo_slug: str | None, apply: bool) -> int:
+    def rerun(
+        self, conv: Conversation, original, *, rojo_slug: str | None, apply: bool, yes: bool
+    ) -> int:
         if rojo_slug:
             rojo = Rojo.objects.filter(slug=rojo_slug).first()
             if rojo is None:
@@ -117,8 +127,14 @@ class Command(BaseCommand):
                 f"{conv.project.slug!r}; they will be changed."
             )
         messages = [turn.user.content or "" for turn in original]
+
+        async def decide(call_id: str) -> bool:
+            return yes
+
+        # On a scratch copy every call runs; on the real files, Ask-before calls only with --yes.
+        approver = decide if apply else None
         with contextlib.nullcontext(root) if apply else scratch_copy(root) as files:
-            rerun = asyncio.run(self._collect(conv, rojo, files, messages))
+            rerun = asyncio.run(self._collect(conv, rojo, files, messages, approver))
         self.print_turns(rerun)
         if any(e.type == "ERROR" for turn in rerun for e in turn.events):
             self.note("re-run ended with an error (see ERROR above)")
@@ -131,10 +147,10 @@ class Command(BaseCommand):
         self.note(f"same tool calls as the original ({calls} in {len(rerun)} turns)")
         return 0
 
-    async def _collect(self, conv, rojo, root, messages):
+    async def _collect(self, conv, rojo, root, messages, approver):
         return [
             turn
             async for turn in conversation_rerun(
-                conversation=conv, rojo=rojo, root=root, user_messages=messages
+                conversation=conv, rojo=rojo, root=root, user_messages=messages, approver=approver
             )
         ]
