@@ -539,3 +539,30 @@ def test_demo_makes_a_recreated_demo_user_the_owner_of_the_existing_demo_project
     user = get_user_model().objects.get(username="demo")
     project = Project.objects.get(slug="demo")
     assert Membership.objects.get(project=project, user=user).role == Role.OWNER
+
+
+@pytest.mark.parametrize(
+    ("command", "options", "expected"),
+    [
+        (
+            "create_project",
+            {"name": "x" * 250, "owner": "owner"},
+            "name: Ensure this value has at most 200 characters (it has 250).",
+        ),
+        (
+            "create_rojo",
+            {"name": "Long", "base_url": "https://api.example.com/v1", "model": "m" * 250},
+            "model: Ensure this value has at most 200 characters (it has 250).",
+        ),
+    ],
+    ids=["project-name", "rojo-model"],
+)
+def test_a_value_too_long_is_a_one_line_error_on_every_database(
+    db, users, command, options, expected
+):
+    """PostgreSQL refuses what SQLite would have stored: before, a DataError traceback."""
+    message = command_error(command, **options)
+
+    assert expected in message
+    assert not Project.objects.filter(name="x" * 250).exists()
+    assert not Rojo.objects.filter(slug="long").exists()

@@ -2,6 +2,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils.text import slugify
 
+from roject.services import validation_text
 from rojos.models import Rojo, default_tools, validate_base_url
 from rojos.tools import registry
 
@@ -45,7 +46,7 @@ class Command(BaseCommand):
             )
         if max_steps < 1:
             raise CommandError("--max-steps must be at least 1")
-        rojo = Rojo.objects.create(
+        rojo = Rojo(
             name=name,
             slug=slug,
             base_url=base_url,
@@ -55,4 +56,9 @@ class Command(BaseCommand):
             system_prompt=system_prompt,
             max_steps=max_steps,
         )
+        try:
+            rojo.full_clean()  # lengths: PostgreSQL refuses what SQLite would store
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from None
+        rojo.save()
         self.stdout.write(rojo.slug)
