@@ -1,6 +1,7 @@
 """A conversation as a downloadable file: JSON (the stored messages) or a Markdown transcript."""
 
 import json
+import re
 
 from .models import Conversation, Message, TurnRecord
 from .replay import conversation_replay
@@ -67,7 +68,7 @@ def conversation_export_markdown(conversation: Conversation) -> str:
     ]
     for turn in conversation_replay(conversation):
         text = turn.user.content or ""
-        lines += ["", "## You", "", text]
+        lines += ["", "## You", "", _fences_closed(text)]
         speaking = False
         for event in turn.events:
             data = event.data
@@ -75,7 +76,7 @@ def conversation_export_markdown(conversation: Conversation) -> str:
                 if not speaking:
                     lines += ["", "## Rojo", ""]
                     speaking = True
-                lines.append(data["text"])
+                lines.append(_fences_closed(data["text"]))
             elif event.type == "TOOL_CALL":
                 args = json.dumps(data["args"], ensure_ascii=False)
                 lines += ["", f"- ⚙ `{data['name']}` {_inline_code(args)}"]
@@ -91,7 +92,29 @@ def conversation_export_markdown(conversation: Conversation) -> str:
 
 
 def _inline_code(text: str, limit: int = 200) -> str:
+    """A code span that holds any text: its backticks outnumber every run inside it."""
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    ticks = "``" if "`" in text else "`"
-    return f"{ticks} {text} {ticks}" if ticks == "``" else f"`{text}`"
+    if "`" not in text:
+        return f"`{text}`"
+    ticks = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
+    return f"{ticks} {text} {ticks}"
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _fences_closed(text: str) -> str:
+    """The text, with a code block it leaves open (a reply stopped mid-block) closed, so
+    that the headings after it are not read as code."""
+    open_fence = None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if not match:
+            continue
+        fence = match.group(1)
+        if open_fence is None:
+            open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not line.strip("`~ "):
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"

@@ -5,8 +5,9 @@ import json
 import pytest
 
 from roject.services import project_create
-from rojos.models import Conversation
-from tests.helpers import PAGE
+from rojos.export import conversation_export_markdown
+from rojos.models import Conversation, Message
+from tests.helpers import PAGE, make_rojo
 from tests.replay_story import (
     CREATE_ARGS,
     MESSAGES,
@@ -210,3 +211,30 @@ def test_exports_of_a_conversation_whose_rojo_was_deleted(client_for, users, sto
     assert "Project **Demo Project** · rojo **deleted** · started " in markdown.text
     assert data["conversation"]["rojo"] is None
     assert len(data["messages"]) == 10
+
+
+def test_markdown_code_stays_code_and_headings_stay_headings(project, users):
+    """A reply stopped inside a code block, and arguments with a double backtick (common in
+    reStructuredText): before, every later heading read as code, and the span closed early."""
+    rojo = make_rojo("https://api.example.com/v1")
+    conversation = Conversation.objects.create(project=project, rojo=rojo, user=users["editor"])
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "write_text_content", "arguments": '{"text": "Use ``pip`` here."}'},
+    }
+    for position, fields in enumerate(
+        [
+            {"role": "user", "content": "Show me"},
+            {"role": "assistant", "content": "Here:\n\n```python\nprint('cut off"},
+            {"role": "user", "content": "Write it"},
+            {"role": "assistant", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "call_1", "content": '{"ok": true}'},
+        ]
+    ):
+        Message.objects.create(conversation=conversation, position=position, **fields)
+
+    markdown = conversation_export_markdown(conversation)
+
+    assert "print('cut off\n```\n\n## You\n\nWrite it" in markdown
+    assert '``` {"text": "Use ``pip`` here."} ```' in markdown
