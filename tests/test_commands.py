@@ -497,6 +497,18 @@ def test_demo_defaults_to_a_local_ollama(db, monkeypatch):
     assert "http://127.0.0.1:8000/" in out
 
 
+def test_demo_refuses_a_base_url_without_a_scheme_in_one_line(db, monkeypatch):
+    monkeypatch.setenv("ROJO_BASE_URL", "localhost:11434/v1")
+
+    message = command_error("demo")
+
+    assert message == (
+        "ROJO_BASE_URL: 'localhost:11434/v1' is not an http(s) URL such as "
+        "https://api.openai.com/v1"
+    )
+    assert not Rojo.objects.exists() and not Project.objects.filter(slug="demo").exists()
+
+
 def test_demo_twice_changes_the_password_and_duplicates_nothing(db, monkeypatch):
     monkeypatch.setenv("ROJO_MODEL", "first-model")
     first = login_password(run("demo"))

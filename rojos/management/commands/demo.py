@@ -2,11 +2,12 @@ import os
 import secrets
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
 
 from roject.models import Membership, Project, Role
 from roject.services import project_create
-from rojos.models import Rojo
+from rojos.models import Rojo, validate_base_url
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
 DEFAULT_MODEL = "llama3.1"
@@ -23,6 +24,11 @@ class Command(BaseCommand):
         parser.add_argument("--port", default="8000")
 
     def handle(self, *args, host, port, **options):
+        base_url = os.environ.get("ROJO_BASE_URL") or DEFAULT_BASE_URL
+        try:
+            validate_base_url(base_url)
+        except ValidationError as exc:
+            raise CommandError(f"ROJO_BASE_URL: {exc.messages[0]}") from None
         password = secrets.token_urlsafe(12)
         user, _ = get_user_model().objects.get_or_create(username="demo")
         user.set_password(password)
@@ -34,7 +40,6 @@ class Command(BaseCommand):
         Membership.objects.update_or_create(
             user=user, project=project, defaults={"role": Role.OWNER}
         )
-        base_url = os.environ.get("ROJO_BASE_URL") or DEFAULT_BASE_URL
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
         Rojo.objects.update_or_create(
             slug="demo",
