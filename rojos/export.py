@@ -3,7 +3,7 @@
 import json
 import re
 
-from .models import Conversation, Message, TurnRecord
+from .models import Conversation, FileChange, Message, TurnRecord
 from .replay import conversation_replay
 
 
@@ -29,10 +29,12 @@ def _message_json(message: Message) -> dict:
 
 
 def conversation_export_json(conversation: Conversation) -> dict:
-    """The stored OpenAI-format messages with the conversation's metadata and turn outcomes."""
+    """The stored OpenAI-format messages with the conversation's metadata, turn outcomes and
+    the file changes its calls made (and whether each was undone)."""
     rojo = conversation.rojo
     messages = Message.objects.filter(conversation=conversation).order_by("position")
     turns = TurnRecord.objects.filter(conversation=conversation)
+    changes = FileChange.objects.filter(conversation=conversation).order_by("created", "pk")
     return {
         "conversation": {
             "id": conversation.pk,
@@ -49,10 +51,22 @@ def conversation_export_json(conversation: Conversation) -> dict:
                 "user_message": t.user_message_id,
                 "status": t.status,
                 "error": t.error or None,
+                "error_code": t.error_code or None,
                 "started": t.started.isoformat(),
                 "finished": t.finished.isoformat() if t.finished else None,
             }
             for t in turns
+        ],
+        "changes": [
+            {
+                "id": c.pk,
+                "tool_call_id": c.tool_call_id,
+                "tool": c.tool,
+                "paths": c.paths,
+                "created": c.created.isoformat(),
+                "undone": c.undone.isoformat() if c.undone else None,
+            }
+            for c in changes
         ],
     }
 
@@ -66,6 +80,11 @@ def conversation_export_markdown(conversation: Conversation) -> str:
         f"Project **{conversation.project.name}** · rojo **{rojo.name if rojo else 'deleted'}**"
         f"{f' ({rojo.model})' if rojo else ''} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
     ]
+    undone = set(
+        FileChange.objects.filter(conversation=conversation, undone__isnull=False).values_list(
+            "pk", flat=True
+        )
+    )
     for turn in conversation_replay(conversation):
         text = turn.user.content or ""
         lines += ["", "## You", "", _fences_closed(text)]
@@ -85,6 +104,8 @@ def conversation_export_markdown(conversation: Conversation) -> str:
                 result = data["result"]
                 error = result.get("error") if isinstance(result, dict) else result
                 lines[-1] += " → ok" if data["ok"] else f" → error: {error}"
+                if data.get("change") in undone:
+                    lines[-1] += " (undone)"
             elif event.type == "ERROR":
                 lines += ["", f"> **Error:** {data['message']}"]
                 speaking = False

@@ -3,10 +3,11 @@
 import json
 
 import pytest
+from django.utils import timezone
 
 from roject.services import project_create
 from rojos.export import conversation_export_markdown
-from rojos.models import Conversation, Message
+from rojos.models import Conversation, FileChange, Message
 from tests.helpers import PAGE, make_rojo
 from tests.replay_story import (
     CREATE_ARGS,
@@ -238,3 +239,22 @@ def test_markdown_code_stays_code_and_headings_stay_headings(project, users):
 
     assert "print('cut off\n```\n\n## You\n\nWrite it" in markdown
     assert '``` {"text": "Use ``pip`` here."} ```' in markdown
+
+
+def test_exports_say_which_changes_were_undone(client_for, users, story):
+    """An undone change reads "→ ok" no more without saying so."""
+    conversation = story.conversation
+    write = FileChange.objects.get(conversation=conversation, tool="write_text_content")
+    FileChange.objects.filter(pk=write.pk).update(undone=timezone.now())
+    client = client_for(users["editor"])
+
+    exported = client.get(export_url(conversation.pk)).json()
+    markdown = client.get(export_url(conversation.pk, "markdown")).text
+
+    changes = {c["tool"]: c for c in exported["changes"]}
+    assert changes["write_text_content"]["undone"] is not None
+    assert changes["create_directory"]["undone"] is None
+    assert changes["write_text_content"]["tool_call_id"] == write.tool_call_id
+    assert f"- ⚙ `write_text_content` `{json.dumps(WRITE_ARGS)}` → ok (undone)" in markdown
+    assert '`{"path": "docs/intro"}` → ok\n' in markdown
+    assert [t["error_code"] for t in exported["turns"]] == [None, None, "provider"]
