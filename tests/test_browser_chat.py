@@ -84,3 +84,58 @@ def test_underscores_inside_names_are_not_emphasis(page_for, users, project, fak
     expect(bubble).to_have_text("See tests/test_browser_chat.py and my_var_name; this and that.")
     expect(bubble.locator("em")).to_have_text(["this"])
     expect(bubble.locator("strong")).to_have_text(["that"])
+
+
+RICH_REPLY = """# Plan
+
+Some **bold** text and `code`,
+on two lines.
+
+- one
+- two
+  continued
+
+```python
+def f():
+
+    return 1
+```
+
+> quoted
+> more
+
+1. first
+2. second
+
+---
+
+The end, with a [link](https://example.com) and _emphasis_."""
+
+
+def test_a_reply_rendered_as_it_streams_ends_as_if_rendered_whole(
+    page_for, users, project, fake_provider
+):
+    """Only the part after the last blank line outside a code fence is rendered again as a
+    reply grows; the result must not differ from rendering it whole."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks(RICH_REPLY, pieces=60), delay=0.01))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Plan it")
+    page.keyboard.press("Enter")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    bubble = page.locator(".bubble.assistant")
+
+    whole = page.evaluate(
+        """async (text) => {
+            const { renderMarkdown } = await import("/static/rojo/markdown.js");
+            const box = document.createElement("div");
+            renderMarkdown(text, box);
+            return box.innerHTML;
+        }""",
+        RICH_REPLY,
+    )
+
+    assert bubble.evaluate("b => b.innerHTML") == whole
+    assert bubble.locator("pre code").text_content() == "def f():\n\n    return 1"
+    assert bubble.get_attribute("data-text") == RICH_REPLY

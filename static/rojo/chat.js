@@ -3,7 +3,7 @@
 // looks exactly as it did while it ran. Nothing is ever inserted as HTML.
 
 import { ApiError, getJson, request } from "./api.js";
-import { renderMarkdown } from "./markdown.js";
+import { renderGrowingMarkdown } from "./markdown.js";
 import { approvalBox, parseMaybe, short, toolLine } from "./render.js";
 import { readEvents } from "./sse.js";
 
@@ -84,12 +84,12 @@ export class ChatPanel extends EventTarget {
     if (!this.bubble) {
       const bubble = document.createElement("div");
       bubble.className = "bubble assistant";
-      bubble.dataset.text = "";
+      bubble.text = "";
       // Re-rendered as it streams: screen readers wait for the whole reply, not each frame.
       if (this.busy) bubble.setAttribute("aria-busy", "true");
       this.bubble = this.append(bubble);
     }
-    this.bubble.dataset.text += text;
+    this.bubble.text += text; // the attribute is written once a frame, not for every chunk
     this.scheduleRender(this.bubble);
   }
 
@@ -99,7 +99,8 @@ export class ChatPanel extends EventTarget {
     requestAnimationFrame(() => {
       bubble.renderPending = false;
       const atBottom = this.atEnd();
-      renderMarkdown(bubble.dataset.text, bubble);
+      bubble.dataset.text = bubble.text;
+      renderGrowingMarkdown(bubble.text, bubble);
       if (atBottom) this.log.scrollTop = this.log.scrollHeight;
     });
   }

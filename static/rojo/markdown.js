@@ -57,6 +57,34 @@ export function renderMarkdown(text, container) {
   container.replaceChildren(...blocks(text.split(/\r?\n/)));
 }
 
+/**
+ * Render a reply that is still growing into `container`, with the same result as
+ * renderMarkdown. A blank line outside a code fence ends every block, so what comes before
+ * the last such line is rendered once and kept; only the part after it is rendered again.
+ * Re-rendering the whole reply each frame made a long reply stall the page.
+ */
+export function renderGrowingMarkdown(text, container) {
+  const state = (container.markdown ??= { done: 0, tail: [] });
+  let cut = state.done;
+  let fence = null;
+  let position = state.done;
+  const lines = text.slice(state.done).split("\n");
+  for (const line of lines.slice(0, -1)) {
+    position += line.length + 1;
+    const opening = fence === null && line.match(FENCE);
+    if (opening) fence = opening[1];
+    else if (fence !== null && line.trim().startsWith(fence)) fence = null;
+    else if (fence === null && !line.trim()) cut = position;
+  }
+  for (const node of state.tail) node.remove();
+  if (cut > state.done) {
+    container.append(...blocks(text.slice(state.done, cut).split(/\r?\n/)));
+    state.done = cut;
+  }
+  state.tail = blocks(text.slice(state.done).split(/\r?\n/));
+  container.append(...state.tail);
+}
+
 function blocks(lines) {
   const out = [];
   let i = 0;
