@@ -1,8 +1,12 @@
 """Small builders shared by the chat tests."""
 
+import io
 from pathlib import Path
 
+import pytest
 from channels.layers import InMemoryChannelLayer
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.models import Role
@@ -100,3 +104,19 @@ class BrokenLayer(InMemoryChannelLayer):
 
     async def group_send(self, group, message):
         raise RedisConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+
+def run(command: str, /, *args, **options) -> str:
+    """Run a command and return what it printed on stdout."""
+    out = io.StringIO()
+    call_command(command, *args, stdout=out, stderr=io.StringIO(), **options)
+    return out.getvalue()
+
+
+def command_error(command: str, /, *args, **options) -> str:
+    """Run a command that must fail and return its one-line error message."""
+    with pytest.raises(CommandError) as excinfo:
+        run(command, *args, **options)
+    message = str(excinfo.value)
+    assert message and "\n" not in message and "Traceback" not in message
+    return message

@@ -11,7 +11,6 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import authenticate, get_user_model
 from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from roject.models import Membership, Project, Role
 from roject.storage import project_root
@@ -24,28 +23,14 @@ from tests.helpers import (
     PAGE,
     STORY,
     assert_history_valid,
+    command_error,
     make_rojo,
+    run,
     stored_history,
 )
 
 ALL_TOOLS = DEFAULT_TOOLS
 REPLY = "I created docs/intro/index.page with a header and an intro."
-
-
-def run(command: str, /, *args, **options) -> str:
-    """Run a command and return what it printed on stdout."""
-    out = io.StringIO()
-    call_command(command, *args, stdout=out, stderr=io.StringIO(), **options)
-    return out.getvalue()
-
-
-def command_error(command: str, /, *args, **options) -> str:
-    """Run a command that must fail and return its one-line error message."""
-    with pytest.raises(CommandError) as excinfo:
-        run(command, *args, **options)
-    message = str(excinfo.value)
-    assert message and "\n" not in message and "Traceback" not in message
-    return message
 
 
 # create_project

@@ -1,15 +1,12 @@
 """Starting a turn: one database trip of a few statements, and a start that fails ends cleanly."""
 
 import asyncio
-import io
 import threading
 import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
 from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
-from django.core.management import call_command
-from django.core.management.base import CommandError
 from django.db import OperationalError, connection
 from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -19,7 +16,7 @@ from rojos import turns
 from rojos.errors import TurnNotStarted
 from rojos.models import Conversation, Message, TurnRecord
 from tests.fake_provider import stream, text_chunks
-from tests.helpers import BrokenLayer, make_rojo
+from tests.helpers import BrokenLayer, command_error, make_rojo
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -202,18 +199,10 @@ def test_the_chat_command_says_where_the_message_is_kept(project, fake_provider,
     make_rojo(fake_provider.base_url)
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, BrokenLayer())
 
-    with pytest.raises(CommandError) as raised:
-        call_command(
-            "chat",
-            "Hi",
-            project="demo-project",
-            rojo="test-rojo",
-            user="editor",
-            stdout=io.StringIO(),
-        )
+    message = command_error("chat", "Hi", project="demo-project", rojo="test-rojo", user="editor")
 
     conversation = Conversation.objects.get()
-    assert str(raised.value) == (
+    assert message == (
         "the reply could not start (Error 111 connecting to 127.0.0.1:6379. Connection "
         f"refused.); the message is kept in conversation {conversation.pk}"
     )
