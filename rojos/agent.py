@@ -7,36 +7,15 @@ from collections.abc import AsyncIterator
 import openai
 from django.conf import settings
 
-from .errors import StepLimitReached, TurnError
+from .errors import StepLimitReached
 from .events import AgentEvent, TextEvent, ToolCallEvent
-from .history import Draft, History, sent_back_extra
+from .history import Draft, History
 from .models import Message, Rojo
 from .provider import Completion, StreamAccumulator, provider_chunks
+from .provider_request import build_request, sent_back_extra
 from .tool_calls import Approver, ToolCallRunner
 from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
 from .tools.schema import ArgumentError
-
-
-def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
-    """Only model, messages, tools and stream, plus what the rojo itself configures.
-
-    The rojo's request options are merged at the top of the body and win over everything
-    but the model, the messages, the tools and streaming, which the loop depends on.
-    """
-    options = rojo.request_options or {}
-    if not isinstance(options, dict):  # stored before they were validated
-        raise TurnError(
-            f"The rojo {rojo.name!r} has request options that are not a JSON object; "
-            "an administrator can fix them in the admin."
-        )
-    request: dict = dict(options)
-    if rojo.temperature is not None:
-        request["temperature"] = rojo.temperature
-    messages = history.to_wire(rojo.system_prompt, rojo.model)
-    request.update(model=rojo.model, messages=messages, stream=True)
-    if tools:
-        request["tools"] = tools
-    return request
 
 
 def display_args(arguments: str):

@@ -15,8 +15,9 @@ import httpx2
 import pytest
 
 from roject.storage import project_root_create, write_project_file
-from rojos.history import INTERRUPTED, wire_call_id
+from rojos.history import INTERRUPTED
 from rojos.models import Conversation, FileChange, default_tools
+from rojos.provider_request import wire_call_id
 from rojos.tools import RojoTool, RojoToolContext, registry
 from rojos.turns import INTERRUPTED_MESSAGE
 from rojos.undo import undo_dir

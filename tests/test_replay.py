@@ -15,6 +15,7 @@ from django.core.management.base import CommandError
 from roject.models import Project
 from roject.storage import project_root
 from rojos.models import Conversation, FileChange, Message, Rojo, TurnRecord
+from rojos.provider_request import request_messages
 from rojos.replay import ReplayTurn, ScratchHistory, scratch_copy, tool_call_differences
 from rojos.wire import WireEvent
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
@@ -593,7 +594,7 @@ async def test_scratch_history_keeps_messages_in_memory_only(story):
 
     assert (first.position, second.position) == (0, 1)
     assert first.pk is None and second.pk is None
-    assert history.to_wire() == [
+    assert request_messages(history.messages) == [
         {"role": "user", "content": "one"},
         {"role": "assistant", "content": "two"},
     ]
