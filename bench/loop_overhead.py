@@ -139,7 +139,8 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
 async def reader_only(rojo) -> str:
     """The story's three responses through rojo_client and the stream reader, nothing else."""
     from rojos.clients import rojo_client
-    from rojos.provider import StreamAccumulator, provider_chunks
+    from rojos.provider import provider_chunks
+    from rojos.stream_accumulator import StreamAccumulator
     from rojos.tools import registry
 
     tools = [registry.get(name).definition for name in rojo.tools]

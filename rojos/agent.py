@@ -11,8 +11,9 @@ from .errors import StepLimitReached
 from .events import AgentEvent, TextEvent, ToolCallEvent
 from .history import Draft, History
 from .models import Message, Rojo
-from .provider import Completion, StreamAccumulator, provider_chunks
+from .provider import provider_chunks
 from .provider_request import build_request, sent_back_extra
+from .stream_accumulator import Completion, StreamAccumulator
 from .tool_calls import Approver, ToolCallRunner
 from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
 from .tools.schema import ArgumentError

@@ -1,0 +1,118 @@
+"""What a provider's failure tells the user: the provider's own words, a hint, no API key.
+
+Providers put their error in different shapes (an object, a FastAPI list of fields, a JSON
+array from Gemini, OpenRouter's upstream error inside its own); the user sees the human part
+of any of them, with a hint per HTTP status and the rojo's key scrubbed out. Transport
+failures say which provider, and what to check.
+"""
+
+import contextlib
+import json
+from typing import Any
+
+import aiohttp
+import httpx2
+import openai
+
+
+def error_text(error: Any) -> str:
+    """The human part of a provider's error body, whatever its shape, in 500 characters."""
+    return _error_text(error)[:500]
+
+
+def _error_text(error: Any) -> str:
+    if isinstance(error, list):
+        if error and all(isinstance(item, dict) and "msg" in item for item in error):
+            return "; ".join(_invalid_field(item) for item in error)  # FastAPI's 422 (Mistral)
+        return _error_text(error[0]) if error else ""
+    if not isinstance(error, dict):
+        return str(error)
+    inner = error.get("error")
+    if inner is not None and inner is not error:
+        return _error_text(inner)
+    message = error.get("message") or error.get("detail") or error.get("msg")
+    if not message:
+        return json.dumps(error)
+    text = message if isinstance(message, str) else _error_text(message)
+    metadata = error.get("metadata")
+    raw = metadata.get("raw") if isinstance(metadata, dict) else None
+    if raw:  # OpenRouter: the upstream provider's own error
+        with contextlib.suppress(ValueError, TypeError):
+            raw = json.loads(raw)
+        text += f" ({_error_text(raw)})"
+    return text
+
+
+def _invalid_field(item: dict) -> str:
+    """One field a FastAPI server refused: where, then why (never the input it echoes)."""
+    where = ".".join(str(part) for part in item.get("loc") or () if part != "body")
+    return f"{where}: {item['msg']}" if where else str(item["msg"])
+
+
+def mid_stream_message(error: Any) -> str:
+    """The message for an error object the provider sent inside the stream."""
+    return f"The provider reported an error mid-stream: {error_text(error)}"
+
+
+def failure_message(exc: Exception, client: openai.AsyncOpenAI) -> str:
+    """The message for a failed request or read: an HTTP status, a timeout, a broken stream."""
+    if isinstance(exc, openai.APIStatusError):
+        return _status_message(exc, client)
+    if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
+        if _timed_out(exc):
+            return (
+                f"The provider at {client.base_url} did not answer in time. "
+                "Check that it is running and not overloaded."
+            )
+        return (
+            f"Could not connect to the provider at {client.base_url}. Check that it is running "
+            "and that the rojo's base URL (ROJO_BASE_URL for the demo rojo) is right."
+        )
+    if isinstance(exc, (TimeoutError, httpx2.TimeoutException)):
+        return (
+            f"The provider at {client.base_url} stopped sending mid-response for longer "
+            "than its timeout (ROJO_PROVIDER_TIMEOUT)."
+        )
+    return (
+        f"The connection to the provider at {client.base_url} broke mid-response "
+        f"({exc.__class__.__name__})."
+    )
+
+
+def _timed_out(exc: BaseException) -> bool:
+    """Whether a transport failure was a timeout, judged by its first cause.
+
+    The SDK's aiohttp adapter maps every aiohttp connection error, a refused connection
+    included, to a connect *timeout*; aiohttp's own exception says what happened.
+    """
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    if isinstance(exc, aiohttp.ClientError):
+        return isinstance(exc, TimeoutError)
+    return isinstance(exc, (TimeoutError, httpx2.TimeoutException, openai.APITimeoutError))
+
+
+_HINTS = {
+    400: "The provider rejected the request.",
+    401: "The provider rejected the API key: set the rojo's API key (ROJO_API_KEY for the demo).",
+    403: "The provider refused access with this API key.",
+    404: "The model or endpoint was not found: check the rojo's base URL and model name.",
+    408: "The provider timed out.",
+    413: "The request was too large for the provider.",
+    422: "The provider could not process the request.",
+    429: "The provider is rate-limiting or the quota is used up; try again later.",
+}
+
+
+def _status_message(exc: openai.APIStatusError, client: openai.AsyncOpenAI) -> str:
+    status = exc.status_code
+    hint = _HINTS.get(status, "The provider failed." if status >= 500 else "")
+    detail = scrub(error_text(exc.body) if exc.body is not None else exc.message, client.api_key)
+    return f"{hint} The provider at {client.base_url} answered {status}: {detail}".strip()
+
+
+def scrub(text: str, secret: str | None) -> str:
+    """Remove a secret (an API key) from a message before anyone sees it."""
+    if secret and len(secret) >= 4:
+        text = text.replace(secret, "***")
+    return text
