@@ -8,13 +8,12 @@ import openai
 from django.conf import settings
 
 from .errors import StepLimitReached, TurnError
-from .events import AgentEvent, TextEvent, ToolCallEvent
+from .events import AgentEvent, ChatEvent, ToolCallEvent
 from .history import Draft, History, sent_back_extra
 from .models import Message, Rojo
 from .provider import Completion, StreamAccumulator, provider_chunks
 from .tool_calls import Approver, ToolCallRunner
-from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
-from .tools.schema import ArgumentError
+from .tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 
 
 def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
@@ -37,14 +36,6 @@ def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
     if tools:
         request["tools"] = tools
     return request
-
-
-def display_args(arguments: str):
-    """Arguments for display: the parsed object, or the raw text when it is not valid JSON."""
-    try:
-        return parse_arguments(arguments)
-    except ArgumentError:
-        return arguments
 
 
 async def _store_completion(draft: Draft, completion: Completion, model: str) -> Message:
@@ -94,7 +85,7 @@ async def agent_loop(
                     for chunk in batch:
                         text = accumulator.feed(chunk)
                         if text:
-                            yield TextEvent(text=text)
+                            yield ChatEvent(text=text)
                             if draft.due():  # the text so far is only joined when saved
                                 draft.save_soon(accumulator.text)
             completion = accumulator.result(taken=history.call_ids())
@@ -108,11 +99,9 @@ async def agent_loop(
             return
         try:
             for call in completion.tool_calls:
-                arguments = call["function"]["arguments"]
-                yield ToolCallEvent(
-                    id=call["id"], name=call["function"]["name"], args=display_args(arguments)
-                )
-                async for event in runner.run(call, message.pk):
+                parsed = ToolCall.of(call)  # the one parse of its arguments
+                yield ToolCallEvent(id=parsed.id, name=parsed.name, args=parsed.shown_args)
+                async for event in runner.run(call, parsed, message.pk):
                     yield event
         finally:
             await asyncio.shield(history.close_open_calls())
