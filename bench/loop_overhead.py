@@ -107,7 +107,7 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
     from roject.storage import project_root_create
     from rojos.agent import agent_loop
     from rojos.clients import rojo_client
-    from rojos.events import TextEvent
+    from rojos.events import ChatEvent
     from rojos.history import History
     from rojos.models import Conversation
     from rojos.tools import RojoToolContext
@@ -131,7 +131,7 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
     async for event in agent_loop(
         history=history, rojo=rojo, ctx=ctx, client=client, record_changes=True
     ):
-        if isinstance(event, TextEvent):
+        if isinstance(event, ChatEvent):
             text.append(event.text)
     return "".join(text)
 

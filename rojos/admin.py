@@ -4,9 +4,8 @@ from django import forms
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
-from .agent import display_args
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
-from .tools import registry
+from .tools import display_args, registry
 
 
 def _tool_label(tool) -> str:

@@ -8,23 +8,14 @@ import openai
 from django.conf import settings
 
 from .errors import StepLimitReached
-from .events import AgentEvent, TextEvent, ToolCallEvent
+from .events import AgentEvent, ChatEvent, ToolCallEvent
 from .history import Draft, History
 from .models import Message, Rojo
 from .provider import provider_chunks
 from .provider_request import build_request, sent_back_extra
 from .stream_accumulator import Completion, StreamAccumulator
 from .tool_calls import Approver, ToolCallRunner
-from .tools import RojoToolContext, RojoToolRegistry, parse_arguments, registry
-from .tools.schema import ArgumentError
-
-
-def display_args(arguments: str):
-    """Arguments for display: the parsed object, or the raw text when it is not valid JSON."""
-    try:
-        return parse_arguments(arguments)
-    except ArgumentError:
-        return arguments
+from .tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 
 
 async def _store_completion(draft: Draft, completion: Completion, model: str) -> Message:
@@ -74,7 +65,7 @@ async def agent_loop(
                     for chunk in batch:
                         text = accumulator.feed(chunk)
                         if text:
-                            yield TextEvent(text=text)
+                            yield ChatEvent(text=text)
                             if draft.due():  # the text so far is only joined when saved
                                 draft.save_soon(accumulator.text)
             completion = accumulator.result(taken=history.call_ids())
@@ -88,11 +79,9 @@ async def agent_loop(
             return
         try:
             for call in completion.tool_calls:
-                arguments = call["function"]["arguments"]
-                yield ToolCallEvent(
-                    id=call["id"], name=call["function"]["name"], args=display_args(arguments)
-                )
-                async for event in runner.run(call, message.pk):
+                parsed = ToolCall.of(call)  # the one parse of its arguments
+                yield ToolCallEvent(id=parsed.id, name=parsed.name, args=parsed.shown_args)
+                async for event in runner.run(call, parsed, message.pk):
                     yield event
         finally:
             await asyncio.shield(history.close_open_calls())

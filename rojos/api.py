@@ -23,7 +23,7 @@ from roject.files_api import router as files_router
 from roject.models import Membership
 from roject.storage import StorageError
 
-from . import turn_messages, turns, undo
+from . import turn_relay, turns, undo
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
 from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
@@ -283,7 +283,7 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
     conversation, _ = await aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    refused = await turn_messages.turn_approve(
+    refused = await turn_relay.turn_approve(
         conversation=conversation, call_id=payload.call, approve=payload.approve
     )
     if refused:
@@ -418,7 +418,7 @@ async def conversation_stream(request: HttpRequest, conversation_id: int, after:
     if turn is not None:
         return _stream(request, turn.follow(after))
     if conversation.running:  # in another server process
-        return _stream(request, turn_messages.turn_follow_remote(conversation.pk, after))
+        return _stream(request, turn_relay.turn_follow_remote(conversation.pk, after))
     return _stream(request, _nothing_running())
 
 
@@ -436,4 +436,4 @@ async def conversation_stop(request: HttpRequest, conversation_id: int):
     )
     if not access.can_write and conversation.user_id != request.auth.pk:
         raise PermissionDenied("Only the person who started it or an editor can stop it.")
-    return {"stopping": await turn_messages.turn_stop(conversation=conversation)}
+    return {"stopping": await turn_relay.turn_stop(conversation=conversation)}

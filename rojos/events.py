@@ -1,13 +1,30 @@
-"""What the agent loop yields: text as it streams, each tool call, and each tool result."""
+"""The events of a turn: one vocabulary from the agent loop to the browser.
+
+Each event is a frozen dataclass whose `type` is its wire name; `TurnEvent` is the union of
+them all, and `AgentEvent` the part the agent loop yields (the turn runner adds START, ERROR
+and DONE around it). `rojos.wire` numbers and encodes them; `rojos.stored_events` rebuilds
+them from stored messages, so a replayed or reopened turn shows what the live one did.
+"""
 
 from dataclasses import dataclass
 from typing import Any, Literal
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TextEvent:
+class StartEvent:
+    """A turn began: the conversation it is in and the user message it answers."""
+
+    conversation: int
+    message: int | None  # None in a re-run, whose messages are not stored
+    type: Literal["START"] = "START"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatEvent:
+    """Text of the reply, as it streams."""
+
     text: str
-    type: Literal["text"] = "text"
+    type: Literal["CHAT"] = "CHAT"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -15,7 +32,16 @@ class ToolCallEvent:
     id: str
     name: str
     args: Any  # the parsed JSON object, or the raw string when it was not valid JSON
-    type: Literal["tool_call"] = "tool_call"
+    type: Literal["TOOL_CALL"] = "TOOL_CALL"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequiredEvent:
+    id: str
+    name: str
+    args: Any
+    preview: dict  # what the call would change: a diff, a move, the paths it would delete
+    type: Literal["APPROVAL_REQUIRED"] = "APPROVAL_REQUIRED"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -25,16 +51,24 @@ class ToolResultEvent:
     result: Any
     ok: bool
     change: int | None = None  # the undo record of what the call changed, if anything
-    type: Literal["tool_result"] = "tool_result"
+    type: Literal["TOOL_RESULT"] = "TOOL_RESULT"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ApprovalRequiredEvent:
-    id: str
-    name: str
-    args: Any
-    preview: dict  # what the call would change: a diff, a move, the paths it would delete
-    type: Literal["approval_required"] = "approval_required"
+class ErrorEvent:
+    """The turn ended early; `code` says why (provider, stopped, timeout, internal, ...)."""
+
+    message: str
+    code: str
+    type: Literal["ERROR"] = "ERROR"
 
 
-AgentEvent = TextEvent | ToolCallEvent | ToolResultEvent | ApprovalRequiredEvent
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoneEvent:
+    """The last event of every turn, however it ended."""
+
+    type: Literal["DONE"] = "DONE"
+
+
+AgentEvent = ChatEvent | ToolCallEvent | ApprovalRequiredEvent | ToolResultEvent
+TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent

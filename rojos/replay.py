@@ -11,14 +11,16 @@ from pathlib import Path
 
 from roject.models import Membership, Role
 
-from .agent import agent_loop, display_args
+from .agent import agent_loop
 from .clients import rojo_client
 from .errors import TurnError
-from .history import History, tool_result
-from .models import Conversation, FileChange, Message, Rojo, TurnRecord
+from .events import ChatEvent, DoneEvent, ErrorEvent, StartEvent, TurnEvent
+from .history import History
+from .models import Conversation, Message, Rojo
+from .stored_events import conversation_turns
 from .tool_calls import Approver
 from .tools import RojoToolContext
-from .wire import WireEvent, wire_payload
+from .wire import WireEvent, numbered
 
 
 @dataclass
@@ -37,64 +39,23 @@ class _Numbered:
     def __init__(self) -> None:
         self.events: list[WireEvent] = []
 
-    def add(self, type_, data: dict) -> None:
+    def add(self, event: TurnEvent) -> None:
         """Append an event; consecutive text joins one CHAT, as a stored message holds it."""
         last = self.events[-1] if self.events else None
-        if type_ == "CHAT" and last is not None and last.type == "CHAT":
-            self.events[-1] = WireEvent(
-                last.seq, "CHAT", {"text": last.data["text"] + data["text"]}
-            )
+        if isinstance(event, ChatEvent) and last is not None and last.type == "CHAT":
+            self.events[-1] = WireEvent(last.seq, "CHAT", {"text": last.data["text"] + event.text})
             return
-        self.events.append(WireEvent(len(self.events) + 1, type_, data))
-
-
-def tool_message_events(message: Message, call: dict | None, change: int | None = None):
-    """The TOOL_CALL and TOOL_RESULT data a stored tool message stands for."""
-    arguments = ((call or {}).get("function") or {}).get("arguments", "")
-    base = {"id": message.tool_call_id, "name": message.name}
-    outcome = {**base, "result": tool_result(message), "ok": not message.is_error}
-    if change is not None:
-        outcome["change"] = change
-    return {**base, "args": display_args(arguments)}, outcome
+        self.events.append(numbered(len(self.events) + 1, event))
 
 
 def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
     """Rebuild each turn's wire events from the stored messages and turn records."""
-    messages = list(Message.objects.filter(conversation=conversation).order_by("position"))
-    records = {r.user_message_id: r for r in TurnRecord.objects.filter(conversation=conversation)}
-    changes = {c.tool_call_id: c.pk for c in FileChange.objects.filter(conversation=conversation)}
-    turns: list[ReplayTurn] = []
-    numbered = _Numbered()
-    calls: dict[str, dict] = {}
-
-    def close_turn() -> None:
-        if not turns:
-            return
-        record = records.get(turns[-1].user.pk)
-        if record is not None and record.error:
-            numbered.add("ERROR", {"message": record.error, "code": record.error_code})
-        numbered.add("DONE", {})
-        turns[-1].events = numbered.events
-
-    for message in messages:
-        if message.role == Message.Role.USER:
-            close_turn()
-            numbered = _Numbered()
-            turns.append(ReplayTurn(user=message))
-            numbered.add("START", {"conversation": conversation.pk, "message": message.pk})
-        elif not turns:
-            continue
-        elif message.role == Message.Role.ASSISTANT:
-            if message.content:
-                numbered.add("CHAT", {"text": message.content})
-            calls.update({call["id"]: call for call in message.tool_calls or ()})
-        elif message.role == Message.Role.TOOL:
-            call, outcome = tool_message_events(
-                message, calls.get(message.tool_call_id), changes.get(message.tool_call_id)
-            )
-            numbered.add("TOOL_CALL", call)
-            numbered.add("TOOL_RESULT", outcome)
-    close_turn()
+    turns = []
+    for user, events in conversation_turns(conversation):
+        numbering = _Numbered()
+        for event in events:
+            numbering.add(event)
+        turns.append(ReplayTurn(user=user, events=numbering.events))
     return turns
 
 
@@ -152,18 +113,18 @@ async def conversation_rerun(
     for text in user_messages:
         user = await history.add(role=Message.Role.USER, content=text)
         turn = ReplayTurn(user=user)
-        numbered = _Numbered()
-        numbered.add("START", {"conversation": conversation.pk, "message": None})
+        numbering = _Numbered()
+        numbering.add(StartEvent(conversation=conversation.pk, message=None))
         try:
             events = agent_loop(
                 history=history, rojo=rojo, ctx=ctx, client=client, approver=approver
             )
             async for event in events:
-                numbered.add(*wire_payload(event))
+                numbering.add(event)
         except TurnError as exc:
-            numbered.add("ERROR", {"message": str(exc), "code": exc.code})
-        numbered.add("DONE", {})
-        turn.events = numbered.events
+            numbering.add(ErrorEvent(message=str(exc), code=exc.code))
+        numbering.add(DoneEvent())
+        turn.events = numbering.events
         yield turn
 
 

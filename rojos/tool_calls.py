@@ -13,15 +13,17 @@ from roject.storage import StorageError, resolve, resolve_entry, temp_files_remo
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
 from .models import FileChange
-from .tools import RojoTool, RojoToolContext, RojoToolRegistry, is_error, parse_arguments
-from .tools.schema import ArgumentError, validate
+from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
+from .tools.schema import validate
 from .undo import Snapshot, change_finish, changes_locked, snapshot_take
 
-DENIED = {"error": "denied by the user"}
-REVOKED = {
-    "error": "your role in this project no longer lets you change its files (you were removed "
+DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
+DENIED = DENIED_OUTCOME.result
+REVOKED_OUTCOME = ToolOutcome.failure(
+    "your role in this project no longer lets you change its files (you were removed "
     "from it or made a viewer while this reply ran)"
-}
+)
+REVOKED = REVOKED_OUTCOME.result
 
 
 class _Revoked(Exception):
@@ -46,24 +48,21 @@ def _exists_any(ctx: RojoToolContext, paths: list[str]) -> bool:
 def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
     try:
         return tool.preview(args, ctx)
-    except (StorageError, OSError) as exc:
+    except (ToolError, StorageError, OSError) as exc:
         return {"error": str(exc)}
 
 
-def changing_call(
-    tools: RojoToolRegistry, name: str, arguments: str
-) -> tuple[RojoTool, dict] | None:
+def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
     """The tool and valid arguments of a call that may change files, else None."""
-    tool = tools.get(name)
-    if tool is None or not tool.writes:
+    tool = tools.get(call.name)
+    if tool is None or not tool.writes or call.args is None:
         return None
     try:
-        args = parse_arguments(arguments)
-        validate(args, tool.parameters)
-        tool.changed_paths(args)
-    except (ArgumentError, KeyError, TypeError):
+        validate(call.args, tool.parameters)
+        tool.changed_paths(call.args)
+    except (ToolError, KeyError, TypeError):
         return None  # the registry reports the bad arguments
-    return tool, args
+    return tool, call.args
 
 
 def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry) -> None:
@@ -73,7 +72,7 @@ def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry)
     """
     directories = set()
     for call in calls:
-        changing = changing_call(tools, call["function"]["name"], call["function"]["arguments"])
+        changing = changing_call(tools, ToolCall.of(call))
         if changing is None:
             continue
         tool, args = changing
@@ -105,17 +104,19 @@ class ToolCallRunner:
     approver: Approver | None = None
     record_changes: bool = True
 
-    def _changing_tool(self, name: str, arguments: str) -> tuple[RojoTool, dict] | None:
+    def _changing_tool(self, call: ToolCall) -> tuple[RojoTool, dict] | None:
         """The tool and valid arguments of a call that may change files, else None."""
-        changing = changing_call(self.tools, name, arguments)
+        changing = changing_call(self.tools, call)
         if changing is None or changing[0] not in self.tools.available(self.ctx):
             return None
         return changing
 
-    async def run(self, call: dict, message_id: int | None) -> AsyncIterator[AgentEvent]:
-        call_id, name = call["id"], call["function"]["name"]
-        arguments = call["function"]["arguments"]
-        changing = self._changing_tool(name, arguments)
+    async def run(
+        self, call: dict, parsed: ToolCall, message_id: int | None
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one call of the stored reply `call` (`parsed`: the same, arguments parsed)."""
+        call_id, name = parsed.id, parsed.name
+        changing = self._changing_tool(parsed)
         if changing and self.approver is not None and name in self.approval_tools:
             tool, args = changing
             paths = tool.changed_paths(args)
@@ -123,21 +124,27 @@ class ToolCallRunner:
                 preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
                 yield ApprovalRequiredEvent(id=call_id, name=name, args=args, preview=preview)
                 if not await self.approver(call_id):
-                    await self.history.add_tool_result(call, DENIED, ok=False)
+                    await self._store(call, DENIED_OUTCOME)
                     yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
                     return
         # A call that started finishes, even when the turn is stopped meanwhile: its thread
         # would change the files anyway, so its real result and undo record are kept.
-        running = asyncio.ensure_future(self._execute(call, changing, message_id))
+        running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
         try:
-            result, change = await asyncio.shield(running)
+            outcome, change = await asyncio.shield(running)
         except asyncio.CancelledError:
             await running
             raise
-        ok = not is_error(result)
-        yield ToolResultEvent(id=call_id, name=name, result=result, ok=ok, change=change)
+        yield ToolResultEvent(
+            id=call_id, name=name, result=outcome.result, ok=outcome.ok, change=change
+        )
 
-    async def _execute(self, call: dict, changing, message_id) -> tuple[object, int | None]:
+    async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
+        await self.history.add_tool_result(call, outcome.result, ok=outcome.ok, with_row=with_row)
+
+    async def _execute(
+        self, call: dict, parsed: ToolCall, changing, message_id
+    ) -> tuple[ToolOutcome, int | None]:
         """Run the call and store its result, with its change record when it changed files.
 
         The record of a call that may replace something is stored before the call runs and
@@ -145,24 +152,22 @@ class ToolCallRunner:
         still leaves a record, which the conversation's next turn finishes
         (undo.cut_off_changes_finish).
         """
-        name, arguments = call["function"]["name"], call["function"]["arguments"]
         if not (changing and self.record_changes):
-            result = await self.tools.execute(name, arguments, self.ctx)
-            await self.history.add_tool_result(call, result, ok=not is_error(result))
-            return result, None
+            outcome = await self.tools.run(parsed, self.ctx)
+            await self._store(call, outcome)
+            return outcome, None
         tool, args = changing
-        start = functools.partial(self._change_start, tool, args, call["id"], message_id)
+        start = functools.partial(self._change_start, tool, args, parsed.id, message_id)
         try:
             async with changes_locked(self.ctx.project_id, then=start) as change:
-                return await self._execute_recorded(call, change)
+                return await self._execute_recorded(call, parsed, change)
         except _Revoked:  # raised by start, before the call ran
-            await self.history.add_tool_result(call, REVOKED, ok=False)
-            return REVOKED, None
+            await self._store(call, REVOKED_OUTCOME)
+            return REVOKED_OUTCOME, None
 
-    async def _execute_recorded(self, call: dict, change: FileChange | None):
+    async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
         """Run a changing call (the change lock held) and store its result with its record."""
-        name, arguments = call["function"]["name"], call["function"]["arguments"]
-        result = await self.tools.execute(name, arguments, self.ctx)
+        outcome = await self.tools.run(parsed, self.ctx)
         kept: list[FileChange] = []
 
         def change_finished() -> FileChange | None:
@@ -170,10 +175,8 @@ class ToolCallRunner:
             kept.extend([finished] if finished else [])
             return finished
 
-        await self.history.add_tool_result(
-            call, result, ok=not is_error(result), with_row=change_finished if change else None
-        )
-        return result, kept[0].pk if kept else None
+        await self._store(call, outcome, with_row=change_finished if change else None)
+        return outcome, kept[0].pk if kept else None
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
         root = self.ctx.project_root

@@ -6,7 +6,16 @@ from typing import Literal
 
 import orjson
 
-from .events import AgentEvent, ApprovalRequiredEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from .events import (
+    ApprovalRequiredEvent,
+    ChatEvent,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEvent,
+)
 
 WireType = Literal[
     "START", "CHAT", "TOOL_CALL", "APPROVAL_REQUIRED", "TOOL_RESULT", "ERROR", "DONE"
@@ -18,26 +27,37 @@ NDJSON = "application/x-ndjson"
 
 @dataclass(frozen=True, slots=True)
 class WireEvent:
-    """A numbered event of a turn, as the browser sees it."""
+    """A numbered event of a turn, as the browser sees it: its wire name and its data."""
 
     seq: int
     type: WireType
     data: dict
 
 
-def wire_payload(event: AgentEvent) -> tuple[WireType, dict]:
-    """Map an agent event to its wire type and data."""
+def event_data(event: TurnEvent) -> dict:
+    """An event's data on the wire: its fields but the tag (a result's change only if any)."""
     match event:
-        case TextEvent(text=text):
-            return "CHAT", {"text": text}
+        case ChatEvent(text=text):
+            return {"text": text}
         case ToolCallEvent(id=id_, name=name, args=args):
-            return "TOOL_CALL", {"id": id_, "name": name, "args": args}
+            return {"id": id_, "name": name, "args": args}
         case ToolResultEvent(id=id_, name=name, result=result, ok=ok, change=change):
             data = {"id": id_, "name": name, "result": result, "ok": ok}
-            return "TOOL_RESULT", data if change is None else {**data, "change": change}
+            return data if change is None else {**data, "change": change}
         case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
-            return "APPROVAL_REQUIRED", {"id": id_, "name": name, "args": args, "preview": preview}
-    raise TypeError(f"not an agent event: {event!r}")
+            return {"id": id_, "name": name, "args": args, "preview": preview}
+        case StartEvent(conversation=conversation, message=message):
+            return {"conversation": conversation, "message": message}
+        case ErrorEvent(message=message, code=code):
+            return {"message": message, "code": code}
+        case DoneEvent():
+            return {}
+    raise TypeError(f"not a turn event: {event!r}")
+
+
+def numbered(seq: int, event: TurnEvent) -> WireEvent:
+    """The event as the wire carries it, numbered `seq` (0: unnumbered)."""
+    return WireEvent(seq, event.type, event_data(event))
 
 
 def _json(data: dict) -> bytes:

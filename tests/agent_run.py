@@ -11,13 +11,26 @@ from roject.models import Role
 from rojos.agent import agent_loop
 from rojos.clients import rojo_client
 from rojos.errors import TurnError
-from rojos.events import AgentEvent, TextEvent, ToolCallEvent, ToolResultEvent
+from rojos.events import (
+    AgentEvent,
+    ApprovalRequiredEvent,
+    ChatEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+)
 from rojos.history import History
 from rojos.models import Conversation, Message, Rojo
 from rojos.tools import RojoToolContext
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 
 API_KEY = "sk-test-secret-key-123"  # what make_rojo stores
+# The loop's tests name the kinds of what it yields in the words they were written with.
+KINDS = {
+    ChatEvent: "text",
+    ToolCallEvent: "tool_call",
+    ToolResultEvent: "tool_result",
+    ApprovalRequiredEvent: "approval_required",
+}
 
 
 @dataclass
@@ -31,11 +44,11 @@ class TurnRun:
 
     @property
     def kinds(self) -> list[str]:
-        return [event.type for event in self.events]
+        return [KINDS[type(event)] for event in self.events]
 
     @property
     def text(self) -> str:
-        return "".join(e.text for e in self.events if isinstance(e, TextEvent))
+        return "".join(e.text for e in self.events if isinstance(e, ChatEvent))
 
     @property
     def calls(self) -> list[ToolCallEvent]:

@@ -61,9 +61,9 @@ def project(users):
 @pytest.fixture(autouse=True)
 def forget_finished_turns():
     """Finished turns are kept for re-attach; ids restart after a flush, so drop them per test."""
-    from rojos import turns
+    from rojos import turn_log
 
     yield
-    for conversation_id, turn in list(turns._turns.items()):
+    for conversation_id, turn in list(turn_log._turns.items()):
         if turn.finished:
-            turns._turns.pop(conversation_id, None)
+            turn_log._turns.pop(conversation_id, None)

@@ -35,7 +35,7 @@ def schema_keys(schema: dict) -> set[str]:
 
 
 async def test_plain_text_reply_streams_and_is_stored(fake_provider, project, users):
-    """Each content delta is one TextEvent, and the whole reply is one assistant message."""
+    """Each content delta is one ChatEvent, and the whole reply is one assistant message."""
     fake_provider.add(stream(text_chunks("Hello from the rojo.", pieces=4)))
     rojo = await rojo_for(fake_provider)
 

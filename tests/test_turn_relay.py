@@ -9,7 +9,7 @@ from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
 from django.utils import timezone
 
 from roject.access import aproject_access
-from rojos import turn_messages, turns
+from rojos import turn_relay, turns
 from rojos.models import Conversation
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
@@ -52,7 +52,7 @@ async def test_a_follower_elsewhere_gets_what_it_missed_then_the_rest(
         if len(seen) == 4:
             break
 
-    relayed = [e async for e in turn_messages.turn_follow_remote(conversation.pk, after=4)]
+    relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=4)]
 
     assert [e.seq for e in seen + relayed] == list(range(1, len(seen) + len(relayed) + 1))
     assert relayed[-1].type == "DONE"
@@ -65,12 +65,12 @@ async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
     project, users, fake_provider, monkeypatch
 ):
     """A turn with nothing to say for a while (an approval) pings, so the follower waits."""
-    monkeypatch.setattr(turn_messages, "FOLLOW_PING_SECONDS", 0.05)
-    monkeypatch.setattr(turn_messages, "FOLLOW_SILENCE_SECONDS", 0.2)
+    monkeypatch.setattr(turn_relay, "FOLLOW_PING_SECONDS", 0.05)
+    monkeypatch.setattr(turn_relay, "FOLLOW_SILENCE_SECONDS", 0.2)
     fake_provider.add(stream(*text_chunks("late", pieces=1), first_byte_delay=0.6))
     conversation, turn = await start_turn(project, users["editor"], fake_provider, "Wait")
 
-    relayed = [e async for e in turn_messages.turn_follow_remote(conversation.pk, after=0)]
+    relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=0)]
 
     assert [e.type for e in relayed] == ["START", "CHAT", "DONE"]
     await turn.task
@@ -78,13 +78,13 @@ async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
 
 async def test_a_follower_of_a_gone_process_ends_after_the_silence(project, monkeypatch):
     """Nobody relays for a turn whose process died: the stream ends so the client reloads."""
-    monkeypatch.setattr(turn_messages, "FOLLOW_SILENCE_SECONDS", 0.2)
+    monkeypatch.setattr(turn_relay, "FOLLOW_SILENCE_SECONDS", 0.2)
     conversation = await Conversation.objects.acreate(
         project=project, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
     )
 
     started = asyncio.get_running_loop().time()
-    relayed = [e async for e in turn_messages.turn_follow_remote(conversation.pk, after=0)]
+    relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=0)]
 
     assert [(e.seq, e.type) for e in relayed] == [(0, "DONE")]
     assert asyncio.get_running_loop().time() - started < 2
@@ -106,11 +106,11 @@ class FlakyLayer:
 
 async def test_a_failing_layer_does_not_stop_the_turn_from_listening(monkeypatch):
     """A Stop sent after the layer failed once still reaches the turn."""
-    monkeypatch.setattr(turn_messages, "LAYER_RETRY_SECONDS", 0)
+    monkeypatch.setattr(turn_relay, "LAYER_RETRY_SECONDS", 0)
     running = asyncio.ensure_future(asyncio.sleep(30))
     layer = FlakyLayer(then={"type": "turn.stop"})
 
-    await asyncio.wait_for(turn_messages.turn_listen(layer, "c", turns.Turn(1), running), 5)
+    await asyncio.wait_for(turn_relay.turn_listen(layer, "c", turns.Turn(1), running), 5)
 
     assert layer.receives == 2
     with pytest.raises(asyncio.CancelledError):

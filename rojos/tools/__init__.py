@@ -1,5 +1,6 @@
 """Tools the rojos call, one module each, and the registry that holds the built-ins."""
 
+from .arguments import ToolCall, display_args, parse_arguments
 from .base import RojoTool, RojoToolContext
 from .create_directory import CreateDirectory
 from .delete_path import DeletePath
@@ -8,8 +9,9 @@ from .function_tool import FunctionTool, rojo_tool
 from .get_text_content import GetTextContent
 from .list_files import ListFiles
 from .move_path import MovePath
+from .outcome import ToolError, ToolOutcome
 from .read_path_meta import ReadPathMeta
-from .registry import RojoToolRegistry, is_error, parse_arguments, tool_error
+from .registry import RojoToolRegistry
 from .search_text import SearchText
 from .write_text_content import WriteTextContent
 
@@ -33,9 +35,11 @@ __all__ = [
     "RojoTool",
     "RojoToolContext",
     "RojoToolRegistry",
-    "is_error",
+    "ToolCall",
+    "ToolError",
+    "ToolOutcome",
+    "display_args",
     "parse_arguments",
     "registry",
     "rojo_tool",
-    "tool_error",
 ]

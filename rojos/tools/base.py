@@ -66,8 +66,8 @@ class RojoTool(ABC):
     async def execute(self, args: dict, ctx: RojoToolContext) -> Any:
         """Run with validated arguments and return JSON-serialisable data.
 
-        Raise roject.storage.StorageError (or OSError) for failures the model should read;
-        the registry turns them into {"error": ...} results.
+        Raise ToolError for failures the model should read (the storage gate's StorageError
+        and OSError count the same); the registry turns them into failed outcomes.
         """
 
 

@@ -1,10 +1,10 @@
 import asyncio
 
 from roject import storage
-from roject.storage import StorageError
 
 from .base import RojoTool, RojoToolContext, path_parameter
 from .diff import unified_diff
+from .outcome import ToolError
 
 
 def _occurrences(text: str, old: str) -> int:
@@ -21,11 +21,11 @@ def apply_edits(text: str, edits: list[dict]) -> str:
     for number, edit in enumerate(edits, start=1):
         old, new = edit["old_text"], edit["new_text"]
         if not old:
-            raise StorageError(f"edit {number}: old_text must not be empty")
+            raise ToolError(f"edit {number}: old_text must not be empty")
         count = _occurrences(text, old)
         if count != 1:
             where = "does not occur" if count == 0 else f"occurs {count} times"
-            raise StorageError(
+            raise ToolError(
                 f"edit {number}: old_text {where} in the file; it must match exactly once "
                 "(include more surrounding text to make it unique). Nothing was written."
             )

@@ -3,6 +3,7 @@ import asyncio
 from roject import storage
 
 from .base import RojoTool, RojoToolContext, path_parameter
+from .outcome import ToolError
 
 PAGE_SIZE = 500
 
@@ -35,7 +36,7 @@ class ListFiles(RojoTool):
         offset = args.get("offset", 0)
         limit = min(max(args.get("limit", PAGE_SIZE), 1), PAGE_SIZE)
         if offset < 0:
-            raise storage.StorageError("offset must be 0 or more")
+            raise ToolError("offset must be 0 or more")
         if offset == 0 and len(listing) <= limit and "limit" not in args:
             return listing
         page = listing[offset : offset + limit]

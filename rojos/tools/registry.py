@@ -1,47 +1,19 @@
 """The tool registry: name -> tool, and the boundary where every failure becomes a value."""
 
-import json
 import logging
 import re
 from typing import Any
 
 from roject.storage import StorageError
 
+from .arguments import ToolCall
 from .base import RojoTool, RojoToolContext
-from .schema import ArgumentError, validate
+from .outcome import ToolError, ToolOutcome
+from .schema import validate
 
 logger = logging.getLogger(__name__)
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-
-
-def tool_error(message: str) -> dict:
-    return {"error": message}
-
-
-def is_error(result: Any) -> bool:
-    """True for the {"error": ...} values that failed tool calls return."""
-    return isinstance(result, dict) and set(result) == {"error"}
-
-
-def parse_arguments(arguments: str | dict | None) -> dict:
-    """Tool-call arguments as a dict: a JSON object string, "" or None (no arguments)."""
-    if isinstance(arguments, dict):
-        return arguments
-    if arguments is not None and not isinstance(arguments, str):
-        raise ArgumentError("arguments must be a JSON object")
-    if arguments is None or arguments.strip() == "":
-        return {}
-    try:
-        parsed = json.loads(arguments)
-    except json.JSONDecodeError as exc:
-        raise ArgumentError(
-            f"arguments are not valid JSON ({exc.msg} at position {exc.pos}); "
-            "send a JSON object matching the tool's parameters"
-        ) from None
-    if not isinstance(parsed, dict):
-        raise ArgumentError("arguments must be a JSON object")
-    return parsed
 
 
 class RojoToolRegistry:
@@ -96,23 +68,30 @@ class RojoToolRegistry:
             return f"tool {tool.name!r} changes files, and your role in this project is read-only"
         return None
 
-    async def execute(self, name: str, arguments: str | dict | None, ctx: RojoToolContext) -> Any:
-        """Run a tool call. Never raises: every failure comes back as {"error": "..."}."""
-        tool = self._tools.get(name)
+    async def run(self, call: ToolCall, ctx: RojoToolContext) -> ToolOutcome:
+        """Run a parsed call. Never raises: every failure is an outcome the model reads."""
+        tool = self._tools.get(call.name)
         if tool is None:
             offered = ", ".join(t.name for t in self.available(ctx)) or "none"
-            return tool_error(f"unknown tool {name!r}; available tools: {offered}")
+            return ToolOutcome.failure(f"unknown tool {call.name!r}; available tools: {offered}")
         refusal = self._refusal(tool, ctx)
         if refusal:
-            return tool_error(refusal)
+            return ToolOutcome.failure(refusal)
+        if call.args is None:
+            return ToolOutcome.failure(call.problem)
         try:
-            args = parse_arguments(arguments)
-            validate(args, tool.parameters)
-            return await tool.execute(args, ctx)
-        except (ArgumentError, StorageError) as exc:
-            return tool_error(str(exc))
+            validate(call.args, tool.parameters)
+            return ToolOutcome.success(await tool.execute(call.args, ctx))
+        except (ToolError, StorageError) as exc:
+            return ToolOutcome.failure(str(exc))
         except OSError as exc:
-            return tool_error(exc.strerror or exc.__class__.__name__)
+            return ToolOutcome.failure(exc.strerror or exc.__class__.__name__)
         except Exception:
-            logger.exception("tool %r failed", name)
-            return tool_error(f"tool {name!r} failed unexpectedly; see the server log")
+            logger.exception("tool %r failed", call.name)
+            return ToolOutcome.failure(
+                f"tool {call.name!r} failed unexpectedly; see the server log"
+            )
+
+    async def execute(self, name: str, arguments: str | dict | None, ctx: RojoToolContext) -> Any:
+        """Run a call and return what the model reads: the value, or {"error": "..."}."""
+        return (await self.run(ToolCall.parse("", name, arguments), ctx)).result

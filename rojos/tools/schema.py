@@ -6,6 +6,8 @@ Providers are sent only `type`, `properties`, `required`, `description`, `enum` 
 
 from typing import Any
 
+from .outcome import ToolError
+
 _TYPES: dict[str, tuple[type, ...]] = {
     "object": (dict,),
     "array": (list,),
@@ -16,7 +18,7 @@ _TYPES: dict[str, tuple[type, ...]] = {
 }
 
 
-class ArgumentError(ValueError):
+class ArgumentError(ToolError, ValueError):
     """Arguments that do not match the tool's schema."""
 
 

@@ -12,9 +12,10 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from redis.exceptions import RedisError
 
+from .events import DoneEvent
 from .history import call_open
 from .models import Conversation
-from .wire import WireEvent
+from .wire import WireEvent, numbered
 
 logger = logging.getLogger(__name__)
 
@@ -97,7 +98,7 @@ async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[
         try:
             message = await asyncio.wait_for(layer.receive(channel), FOLLOW_SILENCE_SECONDS)
         except TimeoutError:
-            yield WireEvent(0, "DONE", {})
+            yield numbered(0, DoneEvent())
             return
         if message.get("type") != "turn.event":
             continue

@@ -1,0 +1,89 @@
+"""Stored messages as the events their turns produced: the one place that rebuilds them.
+
+Replay and export of a conversation, a reopened chat, and a turn that was stopped or cut off
+(whose last calls were answered in the database, not live) all show the events built here,
+so a stored turn reads as the live one did.
+"""
+
+from collections.abc import Iterable, Iterator
+
+from .events import (
+    ChatEvent,
+    DoneEvent,
+    ErrorEvent,
+    StartEvent,
+    ToolCallEvent,
+    ToolResultEvent,
+    TurnEvent,
+)
+from .history import tool_result
+from .models import Conversation, FileChange, Message, TurnRecord
+from .tools import display_args
+
+
+def tool_message_events(
+    message: Message, call: dict | None, change: int | None = None
+) -> tuple[ToolCallEvent, ToolResultEvent]:
+    """The call and result a stored tool message stands for (`call`: its assistant's call)."""
+    arguments = ((call or {}).get("function") or {}).get("arguments", "")
+    return (
+        ToolCallEvent(id=message.tool_call_id, name=message.name, args=display_args(arguments)),
+        ToolResultEvent(
+            id=message.tool_call_id,
+            name=message.name,
+            result=tool_result(message),
+            ok=not message.is_error,
+            change=change,
+        ),
+    )
+
+
+def message_events(
+    messages: Iterable[Message], *, changes: dict[str, int] | None = None
+) -> Iterator[tuple[Message, TurnEvent]]:
+    """The events of the replies among `messages`, each with the message it comes from.
+
+    An assistant message gives its text; each tool message gives its call and its result
+    (with the id of its change record, from `changes` by call id). User messages give
+    nothing: they frame turns, which `conversation_turns` does.
+    """
+    calls: dict[str, dict] = {}
+    for message in messages:
+        if message.role == Message.Role.ASSISTANT:
+            if message.content:
+                yield message, ChatEvent(text=message.content)
+            calls.update({call["id"]: call for call in message.tool_calls or ()})
+        elif message.role == Message.Role.TOOL:
+            change = (changes or {}).get(message.tool_call_id)
+            for event in tool_message_events(message, calls.get(message.tool_call_id), change):
+                yield message, event
+
+
+def conversation_turns(conversation: Conversation) -> list[tuple[Message, list[TurnEvent]]]:
+    """(Blocking) Each user message of the conversation with the events of its turn: START,
+    the reply's events, the turn's ERROR if it ended with one, and DONE. Four queries."""
+    messages = list(Message.objects.filter(conversation=conversation).order_by("position"))
+    records = {r.user_message_id: r for r in TurnRecord.objects.filter(conversation=conversation)}
+    changes = {c.tool_call_id: c.pk for c in FileChange.objects.filter(conversation=conversation)}
+    turns: list[tuple[Message, list[TurnEvent]]] = []
+    replies: list[Message] = []
+
+    def close_turn() -> None:
+        if not turns:
+            return
+        user, events = turns[-1]
+        events.extend(event for _, event in message_events(replies, changes=changes))
+        record = records.get(user.pk)
+        if record is not None and record.error:
+            events.append(ErrorEvent(message=record.error, code=record.error_code))
+        events.append(DoneEvent())
+
+    for message in messages:
+        if message.role == Message.Role.USER:
+            close_turn()
+            replies = []
+            turns.append((message, [StartEvent(conversation=conversation.pk, message=message.pk)]))
+        elif turns:
+            replies.append(message)
+    close_turn()
+    return turns

@@ -1,0 +1,34 @@
+"""What a tool call came to: a value for the model, or an error message it can act on."""
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class ToolError(Exception):
+    """A failure the model should read and can correct: its message is what it reads.
+
+    Tools raise it (the storage gate's StorageError counts the same); the registry turns it
+    into a failed ToolOutcome, so nothing a tool raises ever ends the turn.
+    """
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutcome:
+    """A finished call: `value` when it worked, else `error` for the model."""
+
+    ok: bool
+    value: Any = None
+    error: str = ""
+
+    @classmethod
+    def success(cls, value: Any) -> "ToolOutcome":
+        return cls(True, value)
+
+    @classmethod
+    def failure(cls, message: str) -> "ToolOutcome":
+        return cls(False, None, message)
+
+    @property
+    def result(self) -> Any:
+        """As the model reads it and the history stores it: the value, or {"error": ...}."""
+        return self.value if self.ok else {"error": self.error}

@@ -1,0 +1,144 @@
+"""A turn's event log: its numbered events, kept in memory while it runs and a while after.
+
+A client that loses its connection re-attaches and gets what it missed from here (in this
+process; another process relays them, see rojos.turn_relay). The log also holds what the
+running turn waits for: people's decisions on its calls.
+"""
+
+import asyncio
+from collections.abc import AsyncIterator
+
+from django.conf import settings
+
+from .events import ChatEvent, ErrorEvent, ToolCallEvent, TurnEvent
+from .models import Message, TurnRecord
+from .stored_events import message_events
+from .wire import WireEvent, WireType, event_data
+
+# How long a finished turn's events stay available to re-attaching clients.
+KEEP_FINISHED_SECONDS = 120
+
+
+class Turn:
+    """The numbered events of one turn, and a way to follow them as they come."""
+
+    def __init__(self, conversation_id: int) -> None:
+        self.conversation_id = conversation_id
+        # The events in order (seq is the position + 1): their types, and their data, a CHAT
+        # event's as its text alone. Appending strings allocates nothing the garbage
+        # collector tracks, so the thousands of chunks a turn keeps neither trigger its
+        # passes nor lengthen them. event() gives the WireEvent back.
+        self.kinds: list[WireType] = []
+        self.data: list[dict | str] = []
+        self.finished = False
+        self.task: asyncio.Task | None = None
+        self.record_id: int | None = None
+        self.error: dict = {}
+        self.approvals: dict[str, asyncio.Future] = {}
+        self.relays: set[asyncio.Task] = set()
+        self.auto_approve: bool | None = None
+        self.status = TurnRecord.Status.DONE
+        self.claim_lost = False
+        self._changed = asyncio.Event()
+
+    def publish(self, event: TurnEvent) -> None:
+        if type(event) is ChatEvent:
+            self.kinds.append("CHAT")
+            self.data.append(event.text)
+        else:
+            self.kinds.append(event.type)
+            self.data.append(event_data(event))
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    def event(self, position: int) -> WireEvent:
+        """The event at a position (0-based) of the log."""
+        type_, data = self.kinds[position], self.data[position]
+        return WireEvent(position + 1, type_, {"text": data} if type_ == "CHAT" else data)
+
+    def fail(self, message: str, code: str, status=TurnRecord.Status.ERROR) -> None:
+        """Publish the ERROR event that ends the turn, and remember it for the record."""
+        self.status = status
+        self.error = {"message": message, "code": code}
+        self.publish(ErrorEvent(message=message, code=code))
+
+    async def approval(self, call_id: str) -> bool:
+        """Wait for a person's decision on a call; no answer in time counts as a denial."""
+        if self.auto_approve is not None:
+            return self.auto_approve
+        waiting = asyncio.get_running_loop().create_future()
+        self.approvals[call_id] = waiting
+        try:
+            return await asyncio.wait_for(waiting, settings.ROJO_APPROVAL_TIMEOUT)
+        except TimeoutError:
+            return False
+        finally:
+            self.approvals.pop(call_id, None)
+
+    def publish_unsent(self, messages: list[Message]) -> None:
+        """Publish the calls and results of this turn that are stored but were never sent.
+
+        A stop or failure can land between a call's result being stored and its event being
+        sent, or before a call ran at all (it was then answered as interrupted): the stored
+        history decides what the browser is told.
+        """
+        sent = list(zip(self.kinds, self.data, strict=True))
+        results = {data["id"] for kind, data in sent if kind == "TOOL_RESULT"}
+        announced = {data["id"] for kind, data in sent if kind == "TOOL_CALL"}
+        started = self.data[0]["message"]
+        since = [m for m in messages if m.pk is None or m.pk > started]
+        for message, event in message_events(since):
+            if message.role != Message.Role.TOOL or message.tool_call_id in results:
+                continue  # text was streamed as it came; results sent are not sent again
+            if isinstance(event, ToolCallEvent) and message.tool_call_id in announced:
+                continue
+            self.publish(event)
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed.set()
+
+    async def changed(self) -> None:
+        """Wait for the next event (or the end)."""
+        await self._changed.wait()
+
+    async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
+        """Events numbered above `after`, then each new one until the turn is done.
+
+        An `after` this turn never gave (an id from an earlier turn, kept by a tab that lost
+        its connection) starts from the beginning: else the stream would end with nothing,
+        not even DONE, and the client would ask again at once.
+        """
+        position = max(after, 0)
+        if position > len(self.kinds):
+            position = 0
+        while True:
+            while position < len(self.kinds):
+                yield self.event(position)
+                position += 1
+            if self.finished:
+                return
+            await self._changed.wait()
+
+
+_turns: dict[int, Turn] = {}  # this process's running and recently finished turns
+
+
+def turn_get(conversation_id: int) -> Turn | None:
+    """The running or recently finished turn of a conversation in this process."""
+    return _turns.get(conversation_id)
+
+
+def turn_register(turn: Turn) -> None:
+    """Make the turn the one re-attaching clients of its conversation follow."""
+    _turns[turn.conversation_id] = turn
+
+
+def turn_forget_later(turn: Turn) -> None:
+    """Drop a finished turn's log once re-attaching clients no longer need it."""
+    asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)
+
+
+def _forget(turn: Turn) -> None:
+    if _turns.get(turn.conversation_id) is turn:
+        del _turns[turn.conversation_id]
