@@ -145,7 +145,7 @@ def test_conversation_detail_events_are_what_the_turns_streamed(
 ):
     """The page renders stored history from these events through its live handler."""
     rojo = make_rojo(fake_provider.base_url)
-    (project_root_create(project.pk) / "notes.txt").write_text("{not json}\n")
+    (project_root_create(project.pk) / "notes.txt").write_text('{"title": "Notes"}\n')
     fake_provider.add(
         stream(*tool_call_chunks([("get_text_content", {"path": "notes.txt"})])),
         stream(*tool_call_chunks([("create_directory", {"path": "docs"})])),
@@ -173,7 +173,7 @@ def test_conversation_detail_events_are_what_the_turns_streamed(
         "CHAT",
         "DONE",
     ]
-    assert detail["events"][2]["data"]["result"] == "{not json}\n"  # text, as the tool said
+    assert detail["events"][2]["data"]["result"] == '{"title": "Notes"}\n'  # text, not JSON
 
 
 def test_conversation_detail_is_404_for_an_outsider(client_for, users, project):
