@@ -27,6 +27,7 @@ from . import turn_relay, turns, undo
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
 from .export import conversation_export_json, conversation_export_markdown
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
+from .replay import conversation_events
 from .selectors import aconversation_access, conversation_access, rojo_get
 from .wire import WireEvent, encoder_for
 
@@ -187,6 +188,7 @@ class ConversationDetail(ConversationOut):
     messages: list[MessageOut]
     changes: list[ChangeOut]
     turns: list[TurnOut]
+    events: list[dict] = Field(description="Each stored turn's events, as the chat streams them.")
 
 
 class ApprovalIn(Schema):
@@ -270,6 +272,7 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
         "messages": list(Message.objects.filter(conversation=conversation)),
         "changes": list(FileChange.objects.filter(conversation=conversation)),
         "turns": list(TurnRecord.objects.filter(conversation=conversation)),
+        "events": conversation_events(conversation),
     }
 
 

@@ -153,3 +153,13 @@ def _call_text(call) -> str:
         return "(no call)"
     name, args = call
     return f"{name}({json.dumps(args, ensure_ascii=False)})"
+
+
+def conversation_events(conversation: Conversation) -> list[dict]:
+    """Every stored turn's events in order, as {type, data}: the page renders stored history
+    through the handler it uses live, so the two cannot disagree."""
+    return [
+        {"type": event.type, "data": event.data}
+        for turn in conversation_replay(conversation)
+        for event in turn.events
+    ]

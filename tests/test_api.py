@@ -126,6 +126,56 @@ def test_conversation_detail_has_tool_calls_and_results_after_a_story(
     assert messages[5]["tool_calls"] is None
 
 
+def joined_text(events) -> list[dict]:
+    """Events as {type, data}, consecutive CHAT pieces joined as a stored message holds them."""
+    joined: list[dict] = []
+    for event in events:
+        if event["type"] == "CHAT" and joined and joined[-1]["type"] == "CHAT":
+            joined[-1] = {
+                "type": "CHAT",
+                "data": {"text": joined[-1]["data"]["text"] + event["data"]["text"]},
+            }
+        else:
+            joined.append(event)
+    return joined
+
+
+def test_conversation_detail_events_are_what_the_turns_streamed(
+    client_for, users, project, fake_provider
+):
+    """The page renders stored history from these events through its live handler."""
+    rojo = make_rojo(fake_provider.base_url)
+    (project_root_create(project.pk) / "notes.txt").write_text('{"title": "Notes"}\n')
+    fake_provider.add(
+        stream(*tool_call_chunks([("get_text_content", {"path": "notes.txt"})])),
+        stream(*tool_call_chunks([("create_directory", {"path": "docs"})])),
+        stream(*text_chunks("Read it and made docs.", pieces=5)),
+        stream(*text_chunks("Hello again.")),
+    )
+    editor = client_for(users["editor"])
+    first = editor.chat(project.pk, rojo=rojo.slug, message="Read notes.txt")
+    conversation_id = first[0].data["conversation"]
+    second = editor.chat(project.pk, rojo=rojo.slug, message="Hi", conversation=conversation_id)
+
+    detail = client_for(users["viewer"]).get(f"/api/conversations/{conversation_id}").json()
+
+    streamed = [{"type": e.type, "data": e.data} for e in [*first, *second]]
+    assert detail["events"] == joined_text(streamed)
+    assert [e["type"] for e in detail["events"]] == [
+        "START",
+        "TOOL_CALL",
+        "TOOL_RESULT",
+        "TOOL_CALL",
+        "TOOL_RESULT",
+        "CHAT",
+        "DONE",
+        "START",
+        "CHAT",
+        "DONE",
+    ]
+    assert detail["events"][2]["data"]["result"] == '{"title": "Notes"}\n'  # text, not JSON
+
+
 def test_conversation_detail_is_404_for_an_outsider(client_for, users, project):
     conversation = Conversation.objects.create(project=project, user=users["owner"])
     Message.objects.create(conversation=conversation, position=0, role="user", content="hush")

@@ -1,0 +1,117 @@
+// The conversation log's DOM: bubbles for people and the rojo, dim activity lines for its tool
+// calls, errors. It keeps the reader's place at the end; nothing is ever inserted as HTML.
+
+import { renderGrowingMarkdown } from "./markdown.js";
+import { short, toolLine } from "./render.js";
+
+export class ChatLog {
+  constructor(element) {
+    this.element = element;
+    this.bubble = null; // the reply's bubble while text still goes into it
+    this.lines = new Map(); // a tool call's id -> its activity line
+    this.following = true; // the reader is at the end of the log (not reading older text)
+    element.addEventListener("scroll", () => {
+      if (element.clientHeight) this.following = this.atEnd();
+    });
+  }
+
+  /** Whether the log shows its end: new content then keeps it in view. */
+  atEnd() {
+    // A hidden log (another tab on a phone) measures nothing: keep what was last seen.
+    if (!this.element.clientHeight) return this.following;
+    return this.element.scrollHeight - this.element.scrollTop - this.element.clientHeight < 80;
+  }
+
+  /** Scroll to the end if the reader was following it (back on the chat tab, say). */
+  followEnd() {
+    if (this.following) this.element.scrollTop = this.element.scrollHeight;
+  }
+
+  append(node) {
+    const atBottom = this.atEnd();
+    this.element.append(node);
+    if (atBottom) this.element.scrollTop = this.element.scrollHeight;
+    return node;
+  }
+
+  /** The reply's bubble is complete: later text starts a new one. */
+  closeBubble() {
+    this.bubble?.removeAttribute("aria-busy");
+    this.bubble = null;
+  }
+
+  addUser(text) {
+    this.closeBubble();
+    const bubble = document.createElement("div");
+    bubble.className = "bubble user";
+    bubble.textContent = text;
+    return this.append(bubble);
+  }
+
+  /** More of the reply; `busy` while it streams, so screen readers wait for the whole of it. */
+  addAssistantText(text, { busy = false } = {}) {
+    if (!this.bubble) {
+      const bubble = document.createElement("div");
+      bubble.className = "bubble assistant";
+      bubble.text = "";
+      if (busy) bubble.setAttribute("aria-busy", "true");
+      this.bubble = this.append(bubble);
+    }
+    this.bubble.text += text; // the attribute is written once a frame, not for every chunk
+    this.scheduleRender(this.bubble);
+  }
+
+  scheduleRender(bubble) {
+    if (bubble.renderPending) return;
+    bubble.renderPending = true;
+    requestAnimationFrame(() => {
+      bubble.renderPending = false;
+      const atBottom = this.atEnd();
+      bubble.dataset.text = bubble.text;
+      renderGrowingMarkdown(bubble.text, bubble);
+      if (atBottom) this.element.scrollTop = this.element.scrollHeight;
+    });
+  }
+
+  addToolCall({ id, name, args }) {
+    this.closeBubble();
+    const line = toolLine({ id, name, args });
+    this.lines.set(id, line);
+    return this.append(line);
+  }
+
+  /** The call's outcome on its line (a line of its own for a call not shown); returns the line. */
+  addToolResult({ id, name, result, ok }) {
+    const line = this.lines.get(id) ?? this.addToolCall({ id, name, args: {} });
+    line.classList.remove("pending");
+    line.classList.add(ok ? "ok" : "error");
+    line.approval?.remove();
+    const message = result && typeof result === "object" && "error" in result ? result.error : result;
+    const outcome = line.querySelector(".outcome");
+    outcome.textContent = ok ? " → ok" : ` → error: ${short(String(message), 200)}`;
+    return line;
+  }
+
+  /** Show `box` under the line of call `id` (or last in the log); its result removes it. */
+  addUnderCall(id, box) {
+    const line = this.lines.get(id);
+    (line ?? this.element.lastElementChild).after(box);
+    if (line) line.approval = box;
+    box.scrollIntoView({ block: "nearest" });
+  }
+
+  addError(message, code = "error") {
+    // The reply's bubble stays open: a refused undo or approval mid-reply must not split it.
+    const box = document.createElement("div");
+    box.className = `chat-error ${code}`;
+    box.setAttribute("role", "alert");
+    box.textContent = message;
+    return this.append(box);
+  }
+
+  clear() {
+    this.element.replaceChildren();
+    this.lines.clear();
+    this.closeBubble();
+  }
+}

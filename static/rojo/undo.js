@@ -1,0 +1,80 @@
+// Undo: a button after each call that changed files, and one after each turn that did.
+
+import { ApiError, request } from "./api.js";
+
+export class UndoButtons {
+  /** Buttons in `log` (a ChatLog); `conversationId()` names the open conversation, and
+   * `onUndone()` runs once files went back. */
+  constructor(log, { canWrite, conversationId, onUndone }) {
+    this.log = log;
+    this.canWrite = canWrite;
+    this.conversationId = conversationId;
+    this.onUndone = onUndone;
+  }
+
+  /** The call on `line` made `change`: offer its Undo, or show it undone already. */
+  track(line, change, { undone = false } = {}) {
+    line.dataset.change = String(change);
+    if (undone) this.markUndone(change);
+    else if (this.canWrite) this.offer(line, change);
+  }
+
+  offer(line, change) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "undo";
+    button.textContent = "Undo";
+    button.title = "Put the files back as they were before this call";
+    button.setAttribute("aria-label", `Undo ${line.querySelector(".call").textContent}`);
+    button.addEventListener("click", () => this.run(`/api/changes/${change}/undo`, {}, button));
+    line.after(button);
+    line.undoButton = button;
+  }
+
+  /** After a turn that changed files: one button to undo all of it. */
+  offerTurn(userMessageId, changes) {
+    if (!this.canWrite || !userMessageId || !changes.length) return;
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "undo undo-turn";
+    button.textContent = "Undo this turn";
+    button.changes = changes;
+    button.addEventListener("click", async () => {
+      const path = `/api/conversations/${this.conversationId()}/undo-turn`;
+      if (await this.run(path, { message: userMessageId }, button)) button.remove();
+    });
+    this.log.append(button);
+  }
+
+  markUndone(change) {
+    const log = this.log.element;
+    const line = log.querySelector(`.tool-line[data-change="${change}"]`);
+    if (!line) return;
+    line.classList.add("undone");
+    line.undoButton?.remove();
+    const outcome = line.querySelector(".outcome");
+    if (!outcome.textContent.endsWith("(undone)")) outcome.textContent += " (undone)";
+    // A turn whose changes were all undone one by one has nothing left to undo.
+    for (const button of log.querySelectorAll(".undo-turn")) {
+      if (button.changes.every((id) => log.querySelector(`.tool-line.undone[data-change="${id}"]`))) {
+        button.remove();
+      }
+    }
+  }
+
+  /** Undo through `path`; the button stays disabled while it runs. True when it worked. */
+  async run(path, json, button) {
+    button.disabled = true;
+    try {
+      const response = await request(path, { method: "POST", json });
+      const { undone } = await response.json();
+      for (const change of undone) this.markUndone(change);
+      this.onUndone();
+      return true;
+    } catch (error) {
+      button.disabled = false;
+      this.log.addError(error instanceof ApiError ? error.message : "The undo failed.");
+      return false;
+    }
+  }
+}
