@@ -93,12 +93,12 @@ def project_new(name: str):
 
     from django.contrib.auth import get_user_model
 
+    from roject import storage
     from roject.services import project_create
-    from rojos import undo
 
     project = project_create(name=name, owner=get_user_model().objects.get(username=USERNAME))
-    os.close(undo._lock_file_open(project.pk))
-    undo.undo_dir(project.pk, "first").parent.mkdir()
+    os.close(storage.change_lock_open(project.pk))
+    storage.undo_dir(project.pk, "first").parent.mkdir()
     return project
 
 

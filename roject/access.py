@@ -1,7 +1,8 @@
-"""The one access check every view, API endpoint and command goes through.
+"""The one access check every view, API endpoint, command, tool call and re-run goes through.
 
 Anonymous users must log in; a user who is not a member gets the same 404 as for a project
-that does not exist, so project ids reveal nothing; viewers read; editors and owners write.
+that does not exist, so project ids reveal nothing; viewers read; editors and owners write
+(`Role.can_write`).
 """
 
 from dataclasses import dataclass
@@ -25,17 +26,7 @@ class ProjectAccess:
 
     @property
     def can_write(self) -> bool:
-        return self.role in (Role.EDITOR, Role.OWNER)
-
-
-def access_from_membership(user, membership: Membership | None, *, write: bool) -> ProjectAccess:
-    """Turn a membership (or its absence) into access, or raise Http404 / PermissionDenied."""
-    if membership is None:
-        raise Http404("No such project.")
-    access = ProjectAccess(project=membership.project, role=Role(membership.role))
-    if write and not access.can_write:
-        raise PermissionDenied("Your role in this project is read-only.")
-    return access
+        return self.role.can_write
 
 
 def object_id(value, what: str = "project") -> int:
@@ -47,20 +38,50 @@ def object_id(value, what: str = "project") -> int:
 
 
 def _memberships(user, project_id):
-    return Membership.objects.select_related("project").filter(
-        user=user, project_id=object_id(project_id)
-    )
+    """The user's membership of the project, as a query: at most one row."""
+    return Membership.objects.filter(user=user, project_id=object_id(project_id))
+
+
+def project_role(*, user, project_id) -> Role | None:
+    """(Blocking) The user's role in the project now, None for a non-member; one query.
+
+    For checks made while work runs on someone's behalf (a tool call, a re-run): `user` is
+    a user or a user id, and is not checked for being logged in.
+    """
+    role = _memberships(user, project_id).values_list("role", flat=True).first()
+    return None if role is None else Role(role)
+
+
+async def aproject_role(*, user, project_id) -> Role | None:
+    """Async twin of project_role."""
+    role = await _memberships(user, project_id).values_list("role", flat=True).afirst()
+    return None if role is None else Role(role)
+
+
+def _access(membership: Membership | None, *, write: bool) -> ProjectAccess:
+    """Turn a membership (or its absence) into access, or raise Http404 / PermissionDenied."""
+    if membership is None:
+        raise Http404("No such project.")
+    access = ProjectAccess(project=membership.project, role=Role(membership.role))
+    if write and not access.can_write:
+        raise PermissionDenied("Your role in this project is read-only.")
+    return access
+
+
+def _logged_in(user) -> None:
+    if user is None or not user.is_authenticated:
+        raise LoginRequired
 
 
 def project_access(*, user, project_id, write: bool = False) -> ProjectAccess:
     """The user's access to the project; raises LoginRequired, Http404 or PermissionDenied."""
-    if user is None or not user.is_authenticated:
-        raise LoginRequired
-    return access_from_membership(user, _memberships(user, project_id).first(), write=write)
+    _logged_in(user)
+    membership = _memberships(user, project_id).select_related("project").first()
+    return _access(membership, write=write)
 
 
 async def aproject_access(*, user, project_id, write: bool = False) -> ProjectAccess:
     """Async twin of project_access, for async views."""
-    if user is None or not user.is_authenticated:
-        raise LoginRequired
-    return access_from_membership(user, await _memberships(user, project_id).afirst(), write=write)
+    _logged_in(user)
+    membership = await _memberships(user, project_id).select_related("project").afirst()
+    return _access(membership, write=write)

@@ -1,10 +1,7 @@
-import functools
-
 from django.contrib import admin
-from django.db import transaction
 
-from . import storage
 from .models import Membership, Project
+from .services import project_delete, project_storage_create, projects_delete
 
 
 class MembershipInline(admin.TabularInline):
@@ -22,7 +19,7 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
-        storage.project_root_create(obj.id)
+        project_storage_create(project=obj)
 
     def get_deleted_objects(self, objs, request):
         """Conversations and their records go with their project, though the admin never
@@ -31,12 +28,7 @@ class ProjectAdmin(admin.ModelAdmin):
         return deleted, counts, set(), protected
 
     def delete_model(self, request, obj):
-        project_id = obj.pk
-        super().delete_model(request, obj)
-        transaction.on_commit(lambda: storage.project_storage_remove(project_id))
+        project_delete(project=obj)
 
     def delete_queryset(self, request, queryset):
-        project_ids = list(queryset.values_list("pk", flat=True))
-        super().delete_queryset(request, queryset)
-        for project_id in project_ids:
-            transaction.on_commit(functools.partial(storage.project_storage_remove, project_id))
+        projects_delete(projects=queryset)

@@ -9,6 +9,11 @@ class Role(models.TextChoices):
     EDITOR = "editor", "Editor"
     OWNER = "owner", "Owner"
 
+    @property
+    def can_write(self) -> bool:
+        """Editors and owners change a project's files; viewers only read them."""
+        return self in WRITE_ROLES
+
 
 WRITE_ROLES = frozenset({Role.EDITOR, Role.OWNER})
 
@@ -46,7 +51,3 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
-
-    @property
-    def can_write(self) -> bool:
-        return self.role in WRITE_ROLES

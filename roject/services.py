@@ -1,7 +1,11 @@
-"""Creating projects and managing who is in them."""
+"""Creating and deleting projects (with their storage) and managing who is in them."""
+
+import functools
+from pathlib import Path
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils.text import slugify
 
 from . import storage
@@ -33,6 +37,31 @@ def project_create(*, name: str, owner, members: dict | None = None) -> Project:
         Membership.objects.create(user=user, project=project, role=role)
     storage.project_root_create(project.id)
     return project
+
+
+def project_storage_create(*, project: Project) -> Path:
+    """Make the project's file root if it has none yet (a project saved in the admin)."""
+    return storage.project_root_create(project.pk)
+
+
+def project_delete(*, project: Project) -> None:
+    """Delete a project with its rows; its files go once the deletion is committed."""
+    project_id = project.pk
+    project.delete()
+    _storage_remove_on_commit(project_id)
+
+
+def projects_delete(*, projects: QuerySet[Project]) -> None:
+    """Delete several projects with their rows; their files go once that is committed."""
+    project_ids = list(projects.values_list("pk", flat=True))
+    projects.delete()
+    for project_id in project_ids:
+        _storage_remove_on_commit(project_id)
+
+
+def _storage_remove_on_commit(project_id: int) -> None:
+    # Files cannot be rolled back: removed only when the rows are surely gone.
+    transaction.on_commit(functools.partial(storage.project_storage_remove, project_id))
 
 
 def validation_text(exc: ValidationError) -> str:

@@ -1,6 +1,5 @@
 """The JSON API and the chat stream: thin endpoints that check access, call a service, encode."""
 
-import asyncio
 import json
 import logging
 from datetime import datetime
@@ -16,7 +15,6 @@ from ninja import Field, NinjaAPI, Schema
 from ninja.security import django_auth
 from redis.exceptions import RedisError
 
-from roject import storage
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
 from roject.api_answers import answers
 from roject.files_api import router as files_router
@@ -302,9 +300,8 @@ async def change_undo(request: HttpRequest, change_id: int):
     change = await FileChange.objects.filter(pk=object_id(change_id, "change")).afirst()
     if change is None:
         raise Http404("No such change.")
-    access = await aproject_access(user=request.auth, project_id=change.project_id, write=True)
-    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
-    await undo.change_undo(change=change, root=root, user=request.auth)
+    await aproject_access(user=request.auth, project_id=change.project_id, write=True)
+    await undo.change_undo(change=change, user=request.auth)
     return {"undone": [change.pk]}
 
 
@@ -315,7 +312,7 @@ async def change_undo(request: HttpRequest, change_id: int):
 )
 async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTurnIn):
     """Undo every change of one turn, newest first; stops at the first that cannot be undone."""
-    conversation, access = await aconversation_access(
+    conversation, _ = await aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
     start = await Message.objects.filter(
@@ -332,8 +329,7 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     )
     if end is not None:
         changes = changes.filter(message__position__lt=end.position)
-    root = await asyncio.to_thread(storage.project_root_create, access.project.pk)
-    done = await undo.changes_undo(changes=[c async for c in changes], root=root, user=request.auth)
+    done = await undo.changes_undo(changes=[c async for c in changes], user=request.auth)
     return {"undone": [c.pk for c in done]}
 
 

@@ -1,15 +1,13 @@
 """A stored conversation as the events it produced, and re-running it against a rojo."""
 
 import asyncio
-import contextlib
 import json
-import shutil
-import tempfile
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from roject.models import Membership, Role
+from roject.access import aproject_role
+from roject.models import Role
 
 from .agent import agent_loop
 from .clients import rojo_client
@@ -71,21 +69,6 @@ class ScratchHistory(History):
         return message
 
 
-@contextlib.contextmanager
-def scratch_copy(root: Path):
-    """A temporary copy of a project's files, removed afterwards."""
-    scratch = Path(tempfile.mkdtemp(prefix="rojo-rerun-"))
-    try:
-        copy = scratch / "root"
-        if root.is_dir():
-            shutil.copytree(root, copy, symlinks=True)
-        else:
-            copy.mkdir()
-        yield copy
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
 async def conversation_rerun(
     *,
     conversation: Conversation,
@@ -98,14 +81,12 @@ async def conversation_rerun(
 
     `approver` decides the rojo's Ask-before calls (None: they run, as on a scratch copy).
     """
-    membership = await Membership.objects.filter(
-        project_id=conversation.project_id, user_id=conversation.user_id
-    ).afirst()
+    role = await aproject_role(user=conversation.user_id, project_id=conversation.project_id)
     ctx = RojoToolContext(
         project_id=conversation.project_id,
         project_root=root,
         user=None,
-        role=Role(membership.role) if membership else Role.VIEWER,
+        role=role or Role.VIEWER,
         enabled=frozenset(rojo.tools or ()),
     )
     history = ScratchHistory(conversation, [])

@@ -2,10 +2,12 @@
 
 from django.http import Http404
 
-from roject.access import LoginRequired, ProjectAccess, access_from_membership, object_id
-from roject.models import Membership
+from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
 
 from .models import Conversation, Rojo
+
+# The same 404 as for a missing id, so ids of other projects' conversations reveal nothing.
+_NO_CONVERSATION = "No such conversation."
 
 
 def _conversation_query(conversation_id):
@@ -22,13 +24,12 @@ async def aconversation_access(
         raise LoginRequired
     conversation = await _conversation_query(conversation_id).afirst()
     if conversation is None:
-        raise Http404("No such conversation.")
-    membership = await (
-        Membership.objects.select_related("project")
-        .filter(user=user, project_id=conversation.project_id)
-        .afirst()
-    )
-    return conversation, _access(user, membership, write=write)
+        raise Http404(_NO_CONVERSATION)
+    try:
+        access = await aproject_access(user=user, project_id=conversation.project_id, write=write)
+    except Http404:
+        raise Http404(_NO_CONVERSATION) from None
+    return conversation, access
 
 
 def conversation_access(
@@ -39,20 +40,12 @@ def conversation_access(
         raise LoginRequired
     conversation = _conversation_query(conversation_id).first()
     if conversation is None:
-        raise Http404("No such conversation.")
-    membership = (
-        Membership.objects.select_related("project")
-        .filter(user=user, project_id=conversation.project_id)
-        .first()
-    )
-    return conversation, _access(user, membership, write=write)
-
-
-def _access(user, membership, *, write: bool) -> ProjectAccess:
-    # The same 404 as for a missing id, so ids of other projects' conversations reveal nothing.
-    if membership is None:
-        raise Http404("No such conversation.")
-    return access_from_membership(user, membership, write=write)
+        raise Http404(_NO_CONVERSATION)
+    try:
+        access = project_access(user=user, project_id=conversation.project_id, write=write)
+    except Http404:
+        raise Http404(_NO_CONVERSATION) from None
+    return conversation, access
 
 
 def _rojo_query(ref: int | str):

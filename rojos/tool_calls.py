@@ -7,15 +7,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from roject.models import WRITE_ROLES, Membership
-from roject.storage import StorageError, resolve, resolve_entry, temp_files_remove
+from roject import storage
+from roject.access import project_role
+from roject.storage import StorageError
 
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
 from .models import FileChange
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
-from .undo import Snapshot, change_finish, changes_locked, snapshot_take
+from .undo import change_finish
 
 DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
 DENIED = DENIED_OUTCOME.result
@@ -35,13 +36,11 @@ Approver = Callable[[str], Awaitable[bool]]
 
 
 def _exists_any(ctx: RojoToolContext, paths: list[str]) -> bool:
+    """Whether any of the paths is there; one that is not allowed names nothing."""
     for relative in paths:
-        try:
-            entry = resolve_entry(ctx.project_root, relative)
-        except StorageError:
-            continue
-        if entry.exists() or entry.is_symlink():
-            return True
+        with contextlib.suppress(StorageError):
+            if storage.entry_exists(ctx.project_root, relative):
+                return True
     return False
 
 
@@ -80,13 +79,8 @@ def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry)
             directories.add(str(PurePosixPath(path).parent))
             if tool.follows_links:  # a write through a link writes next to its target
                 with contextlib.suppress(StorageError, OSError):
-                    directories.add(str(_through_links(root, path).parent))
-    temp_files_remove(root, directories)
-
-
-def _through_links(root: Path, path: str) -> PurePosixPath:
-    """The path relative to the root after following its links (which stay inside)."""
-    return PurePosixPath(resolve(root, path).relative_to(root.resolve()))
+                    directories.add(str(storage.resolved_relative(root, path).parent))
+    storage.temp_files_remove(root, directories)
 
 
 @dataclass(kw_only=True)
@@ -159,7 +153,7 @@ class ToolCallRunner:
         tool, args = changing
         start = functools.partial(self._change_start, tool, args, parsed.id, message_id)
         try:
-            async with changes_locked(self.ctx.project_id, then=start) as change:
+            async with storage.changes_locked(self.ctx.project_id, then=start) as change:
                 return await self._execute_recorded(call, parsed, change)
         except _Revoked:  # raised by start, before the call ran
             await self._store(call, REVOKED_OUTCOME)
@@ -178,12 +172,12 @@ class ToolCallRunner:
         await self._store(call, outcome, with_row=change_finished if change else None)
         return outcome, kept[0].pk if kept else None
 
-    def _take_snapshot(self, tool: RojoTool, args: dict) -> Snapshot:
+    def _take_snapshot(self, tool: RojoTool, args: dict) -> storage.Snapshot:
         root = self.ctx.project_root
         paths = tool.changed_paths(args)
         if tool.follows_links:
-            paths = [str(_through_links(root, p)) for p in paths]
-        return snapshot_take(self.ctx.project_id, root, paths)
+            paths = [str(storage.resolved_relative(root, p)) for p in paths]
+        return storage.snapshot_take(self.ctx.project_id, root, paths)
 
     def _change_start(
         self, tool: RojoTool, args: dict, call_id: str, message_id
@@ -200,13 +194,10 @@ class ToolCallRunner:
         nothing to undo.
         """
         user = self.ctx.user
-        if (
-            user is not None
-            and not Membership.objects.filter(
-                project_id=self.ctx.project_id, user=user, role__in=WRITE_ROLES
-            ).exists()
-        ):
-            raise _Revoked
+        if user is not None:
+            role = project_role(user=user, project_id=self.ctx.project_id)
+            if role is None or not role.can_write:
+                raise _Revoked
         try:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):

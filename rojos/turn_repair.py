@@ -12,6 +12,8 @@ from pathlib import Path
 
 from django.utils import timezone
 
+from roject import storage
+
 from . import undo
 from .history import History
 from .models import Conversation, FileChange, TurnRecord
@@ -46,7 +48,7 @@ class Repair:
             undo.cut_off_changes_finish(self.root, self.unfinished)
             cut_off_writes_clean(self.root, self.cut_off, registry)
 
-        await undo.under_changes_lock(self.project_id, repair)
+        await storage.under_changes_lock(self.project_id, repair)
 
 
 def conversation_repair(

@@ -14,13 +14,12 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from roject.storage import project_root_create, write_project_file
+from roject.storage import project_root_create, undo_dir, write_project_file
 from rojos.history import INTERRUPTED
 from rojos.models import Conversation, FileChange, default_tools
 from rojos.provider_request import wire_call_id
 from rojos.tools import RojoTool, RojoToolContext, registry
 from rojos.turns import INTERRUPTED_MESSAGE
-from rojos.undo import undo_dir
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, big_text, files_in, make_rojo, stored_history
 from tests.live_server import ApiClient, Event, parse_sse, read_until, wait_until

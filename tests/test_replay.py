@@ -13,10 +13,10 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from roject.models import Project
-from roject.storage import project_root
+from roject.storage import project_root, scratch_copy
 from rojos.models import Conversation, FileChange, Message, Rojo, TurnRecord
 from rojos.provider_request import request_messages
-from rojos.replay import ReplayTurn, ScratchHistory, scratch_copy, tool_call_differences
+from rojos.replay import ReplayTurn, ScratchHistory, tool_call_differences
 from rojos.wire import WireEvent
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
 from tests.helpers import PAGE, make_rojo

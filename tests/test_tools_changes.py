@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from roject.file_changes import delete_path, move_path
 from roject.models import Role
-from roject.storage import PathError
+from roject.storage import PathError, delete_path, move_path
 from rojos.models import Rojo, default_tools
 from rojos.tools import diff, registry
 from rojos.tools.diff import MAX_PAIRS

@@ -7,10 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from roject.file_reading import read_lines
 from roject.models import Role
-from roject.pattern_size import expansion
-from roject.storage import StorageError
+from roject.storage import StorageError, read_lines
+from roject.storage.pattern_size import expansion
 from rojos.tools import RojoToolContext, registry
 from tests.helpers import error_message
 

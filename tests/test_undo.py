@@ -14,17 +14,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from roject.services import project_create
-from roject.storage import project_root_create
+from roject.storage import Snapshot, changes_locked, digests, project_root_create, snapshot_take
 from rojos.models import Conversation, FileChange, default_tools
-from rojos.undo import (
-    Snapshot,
-    UndoRefused,
-    change_undo,
-    changes_locked,
-    changes_undo,
-    digests,
-    snapshot_take,
-)
+from rojos.undo import UndoRefused, change_undo, changes_undo
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event
@@ -417,12 +409,12 @@ async def test_change_undo_restores_a_snapshot_taken_directly(project, users, ro
     (root / "g.txt").write_text("created\n")
     change = await record(project, root, snapshot)
 
-    await change_undo(change=change, root=root, user=users["owner"])
+    await change_undo(change=change, user=users["owner"])
 
     assert tree(root) == {"f.txt": "before\n"}
     assert not snapshot.directory.exists()
     with pytest.raises(UndoRefused, match="undone already"):
-        await change_undo(change=change, root=root, user=users["owner"])
+        await change_undo(change=change, user=users["owner"])
 
 
 async def test_an_undo_sent_twice_at_once_says_undone_already_not_changed_since(
@@ -435,10 +427,10 @@ async def test_an_undo_sent_twice_at_once_says_undone_already_not_changed_since(
     change = await record(project, root, snapshot)
     stale = await FileChange.objects.aget(pk=change.pk)
 
-    await change_undo(change=change, root=root, user=users["owner"])
+    await change_undo(change=change, user=users["owner"])
     with pytest.raises(UndoRefused) as refused:
-        await change_undo(change=stale, root=root, user=users["owner"])
-    done = await changes_undo(changes=[stale], root=root, user=users["owner"])
+        await change_undo(change=stale, user=users["owner"])
+    done = await changes_undo(changes=[stale], user=users["owner"])
 
     assert str(refused.value) == "this change was undone already"
     assert done == []  # a whole turn's undo skips it
@@ -453,7 +445,7 @@ async def test_changes_undo_goes_newest_first_whatever_order_it_is_given(project
         (root / "f.txt").write_text(text)
         changes.append(await record(project, root, snapshot))
 
-    done = await changes_undo(changes=changes, root=root, user=users["owner"])
+    done = await changes_undo(changes=changes, user=users["owner"])
 
     assert [c.pk for c in done] == [changes[1].pk, changes[0].pk]
     assert (root / "f.txt").read_text() == "v0\n"
@@ -498,7 +490,7 @@ async def test_undo_waits_until_the_conversations_reply_is_done(project, users):
         key=uuid.uuid4().hex,
     )
     with pytest.raises(UndoRefused, match="still running"):
-        await change_undo(change=change, root=project_root_create(project.pk), user=users["editor"])
+        await change_undo(change=change, user=users["editor"])
     await change.arefresh_from_db()
     assert change.undone is None
 

@@ -21,7 +21,7 @@ class RojoToolContext:
 
     @property
     def can_write(self) -> bool:
-        return self.role in (Role.EDITOR, Role.OWNER)
+        return Role(self.role).can_write
 
 
 class RojoTool(ABC):

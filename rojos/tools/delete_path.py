@@ -1,6 +1,6 @@
 import asyncio
 
-from roject.file_changes import delete_path, paths_under
+from roject.storage import delete_path, paths_under
 
 from .base import RojoTool, RojoToolContext, path_parameter
 

@@ -99,8 +99,7 @@ def text_diff(project_root: Path, path: str, new_text: str) -> str:
     try:
         before = storage.read_project_file(project_root, path)
     except storage.StorageError as exc:
-        entry = storage.resolve_entry(project_root, path)
-        if entry.exists() or entry.is_symlink():
+        if storage.entry_exists(project_root, path):
             return f"(replaces {path!r}, which cannot be shown as text: {exc})\n"
         before = ""
     return unified_diff(path, before, new_text)

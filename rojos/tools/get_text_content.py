@@ -1,7 +1,7 @@
 import asyncio
 
 from roject import storage
-from roject.file_reading import read_lines
+from roject.storage import read_lines
 
 from .base import RojoTool, RojoToolContext, path_parameter
 

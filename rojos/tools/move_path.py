@@ -1,7 +1,7 @@
 import asyncio
 
 from roject import storage
-from roject.file_changes import move_path
+from roject.storage import move_path
 
 from .base import RojoTool, RojoToolContext, path_parameter
 
@@ -33,8 +33,7 @@ class MovePath(RojoTool):
         return [args["source"], args["destination"]]
 
     def preview(self, args: dict, ctx: RojoToolContext) -> dict:
-        target = storage.resolve_entry(ctx.project_root, args["destination"])
-        exists = target.exists() or target.is_symlink()
+        exists = storage.entry_exists(ctx.project_root, args["destination"])
         replaces = exists and args.get("overwrite", False)
         return {"move": [args["source"], args["destination"]], "replaces": replaces}
 

@@ -1,6 +1,6 @@
 import asyncio
 
-from roject.file_reading import MAX_MATCHES, search_text
+from roject.storage import MAX_MATCHES, search_text
 
 from .base import RojoTool, RojoToolContext, path_parameter
 

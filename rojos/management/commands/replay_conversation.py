@@ -7,13 +7,9 @@ from django.db.models import Count
 
 from roject import storage
 from roject.models import Project
+from roject.storage import scratch_copy
 from rojos.models import Conversation, Rojo
-from rojos.replay import (
-    conversation_replay,
-    conversation_rerun,
-    scratch_copy,
-    tool_call_differences,
-)
+from rojos.replay import conversation_replay, conversation_rerun, tool_call_differences
 from rojos.transcript import EventPrinter
 
 ERROR_EXIT = 2

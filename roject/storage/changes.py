@@ -5,11 +5,8 @@ import shutil
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from .storage import PathError, StorageError, reported, resolve, resolve_entry
-
-
-def _exists(path: Path) -> bool:
-    return path.exists() or path.is_symlink()
+from .entries import is_present
+from .paths import PathError, StorageError, reported, resolve, resolve_entry
 
 
 def move_path(project_root: Path, source: str, destination: str, *, overwrite: bool) -> None:
@@ -17,14 +14,14 @@ def move_path(project_root: Path, source: str, destination: str, *, overwrite: b
     src = resolve_entry(project_root, source)
     dst = resolve_entry(project_root, destination)
     with reported(source):
-        if not _exists(src):
+        if not is_present(src):
             raise StorageError(f"No such file or directory: {source!r}")
     if src == dst:
         raise StorageError("source and destination are the same path")
     if src.is_dir() and not src.is_symlink() and dst.is_relative_to(src):
         raise PathError(f"cannot move {source!r} into itself")
     with reported(destination):
-        if _exists(dst):
+        if is_present(dst):
             if not overwrite:
                 raise StorageError(
                     f"{destination!r} already exists; pass overwrite: true to replace it"
@@ -82,7 +79,7 @@ def paths_under(project_root: Path, path: str) -> list[str]:
     target = resolve_entry(project_root, path)
     root = Path(project_root).resolve()
     with reported(path):
-        if not _exists(target):
+        if not is_present(target):
             raise StorageError(f"No such file or directory: {path!r}")
         if target.is_symlink() or not target.is_dir():
             return [path]

@@ -1,116 +1,29 @@
-"""The storage gate: every file operation on a project goes through `resolve()`.
+"""Reading, writing, listing and creating files in a project root, each path resolved first.
 
-Paths come from a model and are untrusted. They are always relative to the project root and
-never reach anything outside it, whatever `..`, absolute paths, symlinks or NUL bytes they try.
 The functions here are blocking; async callers run them with `asyncio.to_thread`.
-Error messages name only the relative path the caller gave, never a server path.
 """
 
 import contextlib
 import os
-import re
-import shutil
 import stat
 import tempfile
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
 from django.conf import settings
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
-
-
-class StorageError(Exception):
-    """A file operation failed in a way the caller should report, not crash on."""
-
-
-class PathError(StorageError):
-    """A path that is not allowed: outside the root, absolute, or malformed."""
-
-
-def project_root(project_id: int) -> Path:
-    """Where a project's files live: ROJO_STORAGE_DIR/<project_id>/root."""
-    return Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)) / "root"
-
-
-def project_storage_remove(project_id: int) -> None:
-    """Remove everything a deleted project kept on disk: its files and its undo copies."""
-    shutil.rmtree(Path(settings.ROJO_STORAGE_DIR) / str(int(project_id)), ignore_errors=True)
-
-
-def project_root_create(project_id: int) -> Path:
-    """Create the project's root directory (idempotent) and return it."""
-    root = project_root(project_id)
-    root.mkdir(parents=True, exist_ok=True)
-    return root
-
-
-def _check_form(relative_path: str) -> None:
-    """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes."""
-    if not isinstance(relative_path, str):
-        raise PathError("path must be a string")
-    if "\x00" in relative_path:
-        raise PathError("path must not contain NUL bytes")
-    if "\\" in relative_path:
-        raise PathError(f"path {relative_path!r} must use forward slashes")
-    if relative_path.startswith("/") or _DRIVE.match(relative_path):
-        raise PathError(
-            f"path {relative_path!r} is absolute; use a path relative to the project root"
-        )
-
-
-def resolve(project_root: Path, relative_path: str) -> Path:
-    """Return the real location of `relative_path` inside `project_root`, or raise PathError.
-
-    The comparison is made on fully resolved paths (symlinks followed) with path semantics,
-    so neither `../`, a symlink pointing out, nor a sibling such as `root_evil/` gets through.
-    The empty path and `.` mean the root itself.
-    """
-    _check_form(relative_path)
-    root = Path(project_root).resolve()
-    try:
-        target = (root / PurePosixPath(relative_path)).resolve()
-    except RuntimeError:
-        # Python < 3.13 raises RuntimeError, naming the server path, on a symlink loop.
-        raise PathError(f"path {relative_path!r} runs into a symlink loop") from None
-    except OSError as exc:  # a component changed while it was read (moved, say)
-        reason = exc.strerror or exc.__class__.__name__
-        raise PathError(f"path {relative_path!r} cannot be resolved: {reason}") from None
-    if not target.is_relative_to(root):
-        raise PathError(f"path {relative_path!r} is outside the project root")
-    return target
-
-
-def resolve_entry(project_root: Path, relative_path: str) -> Path:
-    """The directory entry itself (a final symlink is not followed), inside the root.
-
-    For operations on names rather than contents: deleting or moving a symlink must act
-    on the link, never on what it points to. The root itself is refused.
-    """
-    # Only the parent is resolved: a link pointing out of the root (or nowhere) is still
-    # an entry inside it, which can be moved or deleted without touching its target.
-    _check_form(relative_path)
-    pure = PurePosixPath(relative_path.rstrip("/"))
-    if pure.name in ("", ".", ".."):
-        raise PathError(f"path {relative_path!r} does not name a file or directory")
-    try:
-        parent = resolve(project_root, str(pure.parent))
-    except PathError:
-        resolve(project_root, relative_path)  # to name the whole path in the message
-        raise
-    return parent / pure.name
-
-
-@contextlib.contextmanager
-def reported(relative_path: str) -> Iterator[None]:
-    """Turn an OSError into a StorageError that names the relative path only."""
-    try:
-        yield
-    except OSError as exc:
-        reason = exc.strerror or exc.__class__.__name__
-        raise StorageError(f"{reason}: {relative_path!r}") from exc
+from .entries import fsync_dir
+from .paths import (
+    TEMP_PREFIX,
+    TEMP_SUFFIX,
+    PathError,
+    StorageError,
+    is_temp_file,
+    reported,
+    resolve,
+)
 
 
 def _iso_utc(timestamp: float) -> str:
@@ -172,10 +85,6 @@ def read_project_file(project_root: Path, relative_path: str) -> str:
         raise StorageError(f"{relative_path!r} is not UTF-8 text") from None
 
 
-# An atomic write's temporary file, next to its target until the rename.
-TEMP_PREFIX, TEMP_SUFFIX = ".rojo-", ".tmp"
-
-
 def temp_files_remove(project_root: Path, relative_dirs: set[str]) -> None:
     """Remove the temporary files that writes killed before their rename left in these
     directories. Only while no write can be running in them (the project's change lock)."""
@@ -228,22 +137,7 @@ def write_project_file(project_root: Path, relative_path: str, text: str) -> Non
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             raise
-        _fsync_dir(path.parent)
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable; some filesystems do not support it, which is fine."""
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def is_temp_file(name: str) -> bool:
-    """Temporary files of an atomic write in progress are not part of the project."""
-    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
+        fsync_dir(path.parent)
 
 
 def _stays_inside(project_root: Path, entry: os.DirEntry) -> bool:

@@ -9,8 +9,9 @@ from typing import BinaryIO
 import regex as regex_engine
 from django.conf import settings
 
+from .files import open_regular_file
+from .paths import StorageError, is_temp_file, reported, resolve
 from .pattern_size import MAX_EXPANSION, expansion
-from .storage import StorageError, is_temp_file, open_regular_file, reported, resolve
 
 MAX_MATCHES = 100
 MAX_LINE_CHARS = 500

@@ -1,0 +1,95 @@
+"""The storage gate: every file operation on a project's storage goes through here.
+
+Every model-supplied path is resolved inside the project root first (`paths.resolve`), and
+errors name only the relative path the caller gave. The gate owns the layout on disk too:
+the root, the undo copies and the change lock (`layout`), snapshots and their atomic
+restores, scratch copies for re-runs. Nothing outside it touches a project's files.
+The functions are blocking unless async; async callers run them with `asyncio.to_thread`.
+"""
+
+from .browser import project_file_show, project_files_list
+from .changes import delete_path, move_path, paths_under
+from .entries import entry_exists
+from .files import (
+    create_directory,
+    list_directory,
+    open_regular_file,
+    path_meta,
+    read_project_file,
+    temp_files_remove,
+    write_project_file,
+)
+from .layout import (
+    project_root,
+    project_root_create,
+    project_storage_remove,
+    undo_dir,
+)
+from .locks import change_lock_open, changes_locked, under_changes_lock
+from .paths import (
+    TEMP_PREFIX,
+    TEMP_SUFFIX,
+    PathError,
+    StorageError,
+    is_temp_file,
+    reported,
+    resolve,
+    resolve_entry,
+    resolved_relative,
+)
+from .reading import MAX_MATCHES, read_lines, search_text
+from .scratch import scratch_copy
+from .snapshots import (
+    Snapshot,
+    digest,
+    digests,
+    snapshot_digests,
+    snapshot_discard,
+    snapshot_of,
+    snapshot_restore,
+    snapshot_take,
+)
+
+__all__ = [
+    "MAX_MATCHES",
+    "TEMP_PREFIX",
+    "TEMP_SUFFIX",
+    "PathError",
+    "Snapshot",
+    "StorageError",
+    "change_lock_open",
+    "changes_locked",
+    "create_directory",
+    "delete_path",
+    "digest",
+    "digests",
+    "entry_exists",
+    "is_temp_file",
+    "list_directory",
+    "move_path",
+    "open_regular_file",
+    "path_meta",
+    "paths_under",
+    "project_file_show",
+    "project_files_list",
+    "project_root",
+    "project_root_create",
+    "project_storage_remove",
+    "read_lines",
+    "read_project_file",
+    "reported",
+    "resolve",
+    "resolve_entry",
+    "resolved_relative",
+    "scratch_copy",
+    "search_text",
+    "snapshot_digests",
+    "snapshot_discard",
+    "snapshot_of",
+    "snapshot_restore",
+    "snapshot_take",
+    "temp_files_remove",
+    "under_changes_lock",
+    "undo_dir",
+    "write_project_file",
+]

@@ -1,0 +1,85 @@
+"""The per-project change lock: one recorded change or undo at a time, in every process."""
+
+import asyncio
+import contextlib
+import fcntl
+import os
+from collections.abc import AsyncIterator, Callable
+from typing import TypeVar
+
+from asgiref.sync import sync_to_async
+
+from .layout import change_lock_path
+
+T = TypeVar("T")
+
+# How often a change waiting for the project's change lock tries again.
+_LOCK_POLL_SECONDS = 0.02
+
+
+def change_lock_open(project_id: int) -> int:
+    """(Blocking) Open the project's lock file, made on first use; returns its descriptor."""
+    path = change_lock_path(project_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+def _lock_then(project_id: int, then: Callable[[], T] | None) -> tuple[int, bool, T | None]:
+    """(Blocking) Open the lock file and try the lock; once held, run `then`.
+
+    Returns the descriptor, whether the lock is held, and what `then` returned.
+    """
+    fd = change_lock_open(project_id)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return fd, False, None
+    except BaseException:
+        os.close(fd)
+        raise
+    try:
+        return fd, True, then() if then is not None else None
+    except BaseException:
+        os.close(fd)  # releases the lock
+        raise
+
+
+@contextlib.asynccontextmanager
+async def changes_locked(
+    project_id: int, then: Callable[[], T] | None = None
+) -> AsyncIterator[T | None]:
+    """One recorded change or undo at a time per project, in every process sharing the storage.
+
+    Another call's change landing between a snapshot and the digest taken after would end up
+    in this call's undo record, and an undo would then restore the wrong state. The lock is
+    an flock on a file next to the project's root, tried without blocking so that no thread
+    waits on it. `then`, a blocking function (it may use the ORM), runs once the lock is
+    held; when the lock is free, in the same trip to the database thread as taking it. The
+    block gets what it returns.
+    """
+    trying = asyncio.ensure_future(sync_to_async(_lock_then)(project_id, then))
+    try:
+        fd, held, value = await asyncio.shield(trying)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):  # the lock may be held by now: let it go
+            os.close((await trying)[0])
+        raise
+    try:
+        if not held:
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    await asyncio.sleep(_LOCK_POLL_SECONDS)
+            if then is not None:
+                value = await sync_to_async(then)()
+        yield value
+    finally:
+        os.close(fd)  # releases the lock
+
+
+async def under_changes_lock(project_id: int, work: Callable[[], T]) -> T:
+    """Run `work`, a blocking function (it may use the ORM), holding the change lock."""
+    async with changes_locked(project_id, then=work) as value:
+        return value

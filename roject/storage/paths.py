@@ -1,0 +1,100 @@
+"""What a path from a model may be, and where it really leads inside a project root.
+
+Paths come from a model and are untrusted. They are always relative to the project root and
+never reach anything outside it, whatever `..`, absolute paths, symlinks or NUL bytes they try.
+Error messages name only the relative path the caller gave, never a server path.
+"""
+
+import contextlib
+import re
+from collections.abc import Iterator
+from pathlib import Path, PurePosixPath
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+# An atomic write's (or restore's) temporary entry, next to its target until the rename.
+TEMP_PREFIX, TEMP_SUFFIX = ".rojo-", ".tmp"
+
+
+class StorageError(Exception):
+    """A file operation failed in a way the caller should report, not crash on."""
+
+
+class PathError(StorageError):
+    """A path that is not allowed: outside the root, absolute, or malformed."""
+
+
+def _check_form(relative_path: str) -> None:
+    """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes."""
+    if not isinstance(relative_path, str):
+        raise PathError("path must be a string")
+    if "\x00" in relative_path:
+        raise PathError("path must not contain NUL bytes")
+    if "\\" in relative_path:
+        raise PathError(f"path {relative_path!r} must use forward slashes")
+    if relative_path.startswith("/") or _DRIVE.match(relative_path):
+        raise PathError(
+            f"path {relative_path!r} is absolute; use a path relative to the project root"
+        )
+
+
+def resolve(project_root: Path, relative_path: str) -> Path:
+    """Return the real location of `relative_path` inside `project_root`, or raise PathError.
+
+    The comparison is made on fully resolved paths (symlinks followed) with path semantics,
+    so neither `../`, a symlink pointing out, nor a sibling such as `root_evil/` gets through.
+    The empty path and `.` mean the root itself.
+    """
+    _check_form(relative_path)
+    root = Path(project_root).resolve()
+    try:
+        target = (root / PurePosixPath(relative_path)).resolve()
+    except RuntimeError:
+        # Python < 3.13 raises RuntimeError, naming the server path, on a symlink loop.
+        raise PathError(f"path {relative_path!r} runs into a symlink loop") from None
+    except OSError as exc:  # a component changed while it was read (moved, say)
+        reason = exc.strerror or exc.__class__.__name__
+        raise PathError(f"path {relative_path!r} cannot be resolved: {reason}") from None
+    if not target.is_relative_to(root):
+        raise PathError(f"path {relative_path!r} is outside the project root")
+    return target
+
+
+def resolve_entry(project_root: Path, relative_path: str) -> Path:
+    """The directory entry itself (a final symlink is not followed), inside the root.
+
+    For operations on names rather than contents: deleting or moving a symlink must act
+    on the link, never on what it points to. The root itself is refused.
+    """
+    # Only the parent is resolved: a link pointing out of the root (or nowhere) is still
+    # an entry inside it, which can be moved or deleted without touching its target.
+    _check_form(relative_path)
+    pure = PurePosixPath(relative_path.rstrip("/"))
+    if pure.name in ("", ".", ".."):
+        raise PathError(f"path {relative_path!r} does not name a file or directory")
+    try:
+        parent = resolve(project_root, str(pure.parent))
+    except PathError:
+        resolve(project_root, relative_path)  # to name the whole path in the message
+        raise
+    return parent / pure.name
+
+
+def resolved_relative(project_root: Path, relative_path: str) -> PurePosixPath:
+    """The path relative to the root after following its links (which stay inside)."""
+    return PurePosixPath(resolve(project_root, relative_path).relative_to(project_root.resolve()))
+
+
+@contextlib.contextmanager
+def reported(relative_path: str) -> Iterator[None]:
+    """Turn an OSError into a StorageError that names the relative path only."""
+    try:
+        yield
+    except OSError as exc:
+        reason = exc.strerror or exc.__class__.__name__
+        raise StorageError(f"{reason}: {relative_path!r}") from exc
+
+
+def is_temp_file(name: str) -> bool:
+    """Temporary files of an atomic write in progress are not part of the project."""
+    return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
