@@ -1,68 +1,12 @@
-"""The pages: the project list and a project's workspace (files beside the chat)."""
+"""The pages of the projects domain: the project list (a project's page is rojos/views.py)."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
 from django.shortcuts import render
-from django.views.decorators.csrf import ensure_csrf_cookie
 
-from rojos.models import Conversation, Rojo
-from rojos.tools import registry
-
-from .access import project_access
-from .models import Membership
+from .selectors import membership_list
 
 
 @login_required
 def home(request):
     """The projects the user is a member of, with their role in each."""
-    memberships = (
-        Membership.objects.filter(user=request.user)
-        .select_related("project")
-        .order_by("project__name")
-    )
-    return render(request, "home.html", {"memberships": memberships})
-
-
-def _rojo_config(rojo: Rojo) -> dict:
-    tools = [registry.get(name) for name in rojo.tools or ()]
-    return {
-        "id": rojo.pk,
-        "slug": rojo.slug,
-        "name": rojo.name,
-        "model": rojo.model,
-        "tools": [{"name": t.name, "writes": t.writes} for t in tools if t is not None],
-    }
-
-
-@ensure_csrf_cookie
-@login_required
-def project_page(request, project_id: int, conversation_id: int | None = None):
-    """A project's files, its conversations and the chat panel."""
-    access = project_access(user=request.user, project_id=project_id)
-    conversations = Conversation.objects.filter(project=access.project).order_by("-updated")
-    current = None
-    if conversation_id is not None:
-        current = conversations.filter(pk=conversation_id).first()
-        if current is None:
-            raise Http404("No such conversation.")
-    rojos = list(Rojo.objects.all())
-    config = {
-        "project": {"id": access.project.pk, "name": access.project.name},
-        "role": access.role,
-        "canWrite": access.can_write,
-        "conversation": current.pk if current else None,
-        "rojo": (current.rojo_id if current and current.rojo_id else None),
-        "rojos": [_rojo_config(rojo) for rojo in rojos],
-        "writingTools": [tool.name for tool in registry if tool.writes],
-    }
-    return render(
-        request,
-        "project.html",
-        {
-            "access": access,
-            "project": access.project,
-            "conversations": conversations[:200],
-            "current": current,
-            "config": config,
-        },
-    )
+    return render(request, "home.html", {"memberships": membership_list(user=request.user)})

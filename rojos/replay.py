@@ -46,10 +46,11 @@ class _Numbered:
         self.events.append(numbered(len(self.events) + 1, event))
 
 
-def conversation_replay(conversation: Conversation) -> list[ReplayTurn]:
-    """Rebuild each turn's wire events from the stored messages and turn records."""
+def conversation_replay(conversation: Conversation, **loaded) -> list[ReplayTurn]:
+    """Rebuild each turn's wire events from the stored messages and turn records (`loaded`:
+    what the caller has read of them already, see stored_events.conversation_turns)."""
     turns = []
-    for user, events in conversation_turns(conversation):
+    for user, events in conversation_turns(conversation, **loaded):
         numbering = _Numbered()
         for event in events:
             numbering.add(event)
@@ -136,11 +137,11 @@ def _call_text(call) -> str:
     return f"{name}({json.dumps(args, ensure_ascii=False)})"
 
 
-def conversation_events(conversation: Conversation) -> list[dict]:
+def conversation_events(conversation: Conversation, **loaded) -> list[dict]:
     """Every stored turn's events in order, as {type, data}: the page renders stored history
     through the handler it uses live, so the two cannot disagree."""
     return [
         {"type": event.type, "data": event.data}
-        for turn in conversation_replay(conversation)
+        for turn in conversation_replay(conversation, **loaded)
         for event in turn.events
     ]

@@ -1,10 +1,17 @@
-"""Reading conversations and rojos, always through the project access check."""
+"""Reading conversations, rojos and file changes for the API and the pages; a user reaches
+a conversation only through the project access check."""
 
+from typing import Any
+
+from django.db.models import QuerySet
 from django.http import Http404
 
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
+from roject.models import Project
 
-from .models import Conversation, Rojo
+from .models import Conversation, FileChange, Message, Rojo, TurnRecord
+from .replay import conversation_events
+from .turns import turn_limits_check
 
 # The same 404 as for a missing id, so ids of other projects' conversations reveal nothing.
 _NO_CONVERSATION = "No such conversation."
@@ -59,3 +66,87 @@ def rojo_get(ref: int | str) -> Rojo:
     if rojo is None:
         raise Http404(f"No rojo {ref!r}.")
     return rojo
+
+
+def rojo_list() -> QuerySet[Rojo]:
+    """Every rojo, by name: any logged-in user may chat with any of them."""
+    return Rojo.objects.all()
+
+
+def conversation_list(*, project: Project) -> QuerySet[Conversation]:
+    """A project's conversations, newest first (the caller has checked access to it)."""
+    return Conversation.objects.filter(project=project).order_by("-updated")
+
+
+def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
+    """(Blocking) The conversation with its messages, file changes and turn records, and the
+    events of its turns (which the page renders through its live handler)."""
+    messages = list(Message.objects.filter(conversation=conversation))
+    changes = list(FileChange.objects.filter(conversation=conversation))
+    records = list(TurnRecord.objects.filter(conversation=conversation))
+    return {
+        "id": conversation.pk,
+        "title": conversation.title,
+        "rojo_id": conversation.rojo_id,
+        "user_id": conversation.user_id,
+        "created": conversation.created,
+        "updated": conversation.updated,
+        "running": conversation.running,
+        "project_id": conversation.project_id,
+        "messages": messages,
+        "changes": changes,
+        "turns": records,
+        "events": conversation_events(
+            conversation, messages=messages, records=records, changes=changes
+        ),
+    }
+
+
+def chat_context_get(
+    *, user, project_id, rojo: int | str, conversation_id: int | None
+) -> tuple[ProjectAccess, Rojo, Conversation | None]:
+    """(Blocking) What a chat message needs before its turn starts, all in one trip to the
+    database thread: the user's access to the project, the rojo, the per-user limits
+    (TurnLimited) and the conversation of that project to continue, if any."""
+    access = project_access(user=user, project_id=project_id)
+    found = rojo_get(rojo)
+    turn_limits_check(user=user)
+    if conversation_id is None:
+        return access, found, None
+    conversation = Conversation.objects.filter(
+        pk=object_id(conversation_id, "conversation"), project=access.project
+    ).first()
+    if conversation is None:
+        raise Http404("No such conversation.")
+    return access, found, conversation
+
+
+async def achange_get(*, change_id) -> FileChange:
+    """The recorded change, or 404; whose project it is in is for the caller to check."""
+    change = await FileChange.objects.filter(pk=object_id(change_id, "change")).afirst()
+    if change is None:
+        raise Http404("No such change.")
+    return change
+
+
+def turn_changes_list(*, conversation: Conversation, message_id: int) -> list[FileChange]:
+    """(Blocking) The changes of the turn that the user message `message_id` started: those
+    of the messages after it and before the next user message; 404 for no such message."""
+    start = Message.objects.filter(
+        conversation=conversation, pk=message_id, role=Message.Role.USER
+    ).first()
+    if start is None:
+        raise Http404("No such message.")
+    end = (
+        Message.objects.filter(
+            conversation=conversation, role=Message.Role.USER, position__gt=start.position
+        )
+        .order_by("position")
+        .first()
+    )
+    changes = FileChange.objects.filter(
+        conversation=conversation, message__position__gt=start.position
+    )
+    if end is not None:
+        changes = changes.filter(message__position__lt=end.position)
+    return list(changes)

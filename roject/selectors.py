@@ -1,0 +1,10 @@
+"""Reading the projects domain: what a user is a member of."""
+
+from django.db.models import QuerySet
+
+from .models import Membership
+
+
+def membership_list(*, user) -> QuerySet[Membership]:
+    """The user's memberships with their projects, by project name."""
+    return Membership.objects.filter(user=user).select_related("project").order_by("project__name")

@@ -1,0 +1,99 @@
+"""What the JSON API reads and answers, apart from errors (roject/api_answers.py has those).
+
+The classes' names are the schema names in the OpenAPI document, so renaming one changes it.
+"""
+
+from datetime import datetime
+
+from ninja import Field, Schema
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    slug: str
+    role: str
+
+
+class RojoOut(Schema):
+    id: int
+    name: str
+    slug: str
+    model: str
+    base_url: str
+    tools: list[str]
+
+
+class ConversationOut(Schema):
+    id: int
+    title: str
+    rojo_id: int | None
+    user_id: int | None
+    created: datetime
+    updated: datetime
+    running: bool
+
+
+class MessageOut(Schema):
+    id: int
+    position: int
+    role: str
+    content: str | None
+    tool_calls: list[dict] | None
+    tool_call_id: str
+    name: str
+    is_error: bool
+    reasoning: str
+    created: datetime
+
+
+class ChangeOut(Schema):
+    id: int
+    tool_call_id: str
+    message_id: int | None
+    tool: str
+    paths: list[str]
+    created: datetime
+    undone: datetime | None
+
+
+class TurnOut(Schema):
+    user_message_id: int
+    status: str
+    error: str
+    error_code: str
+
+
+class ConversationDetail(ConversationOut):
+    project_id: int
+    messages: list[MessageOut]
+    changes: list[ChangeOut]
+    turns: list[TurnOut]
+    events: list[dict] = Field(description="Each stored turn's events, as the chat streams them.")
+
+
+class ApprovalIn(Schema):
+    call: str = Field(description="The id of the tool call waiting for approval.")
+    approve: bool
+
+
+class UndoTurnIn(Schema):
+    message: int = Field(description="The id of the user message that started the turn.")
+
+
+class ApprovalOut(Schema):
+    delivered: bool
+
+
+class UndoneOut(Schema):
+    undone: list[int] = Field(description="The ids of the changes undone, newest first.")
+
+
+class StopOut(Schema):
+    stopping: bool = Field(description="False when no reply was running.")
+
+
+class ChatIn(Schema):
+    rojo: int | str = Field(description="The rojo's id or slug.")
+    message: str = Field(min_length=1, max_length=100_000)
+    conversation: int | None = None

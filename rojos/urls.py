@@ -1,0 +1,16 @@
+"""rojos' URLs, included at the root by roject/urls.py: a project's page and the API."""
+
+from django.urls import path
+
+from . import views
+from .api import api
+
+urlpatterns = [
+    path("projects/<int:project_id>/", views.project_page, name="project"),
+    path(
+        "projects/<int:project_id>/c/<int:conversation_id>/",
+        views.project_page,
+        name="conversation",
+    ),
+    path("api/", api.urls),
+]
