@@ -61,7 +61,7 @@ class ToolCall:
     def of(cls, call: dict) -> "ToolCall":
         """From a stored or streamed OpenAI-style call."""
         function = call.get("function") or {}
-        return cls.parse(call["id"], function.get("name", ""), function.get("arguments"))
+        return cls.parse(call.get("id", ""), function.get("name", ""), function.get("arguments"))
 
     @property
     def shown_args(self) -> Any:
