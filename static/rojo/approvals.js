@@ -1,15 +1,18 @@
 // A call waiting for approval: what it would change, and Approve / Deny for those who may write.
+// Names, paths and the diff show their hidden characters as escapes: what is approved is what
+// is shown.
 
 import { ApiError, request } from "./api.js";
+import { visible, visibleText } from "./visible.js";
 
 /** The question for call `id`; `onError(message)` tells of a decision that was not sent. */
 export function approvalPrompt({ id, name, preview }, { canWrite, conversationId, onError }) {
   const box = document.createElement("div");
   box.className = "approval";
   box.setAttribute("role", "group");
-  box.setAttribute("aria-label", `Approve ${name}?`);
+  box.setAttribute("aria-label", `Approve ${visibleText(name)}?`);
   const question = document.createElement("p");
-  question.textContent = `The rojo wants to run ${name}; it changes existing files.`;
+  question.append("The rojo wants to run ", ...visible(name), "; it changes existing files.");
   box.append(question, previewNode(preview));
   if (canWrite) {
     box.append(decisionButtons(id, conversationId, onError));
@@ -55,15 +58,19 @@ function previewNode(preview) {
       const row = document.createElement("span");
       if (text.startsWith("+") && !text.startsWith("+++")) row.className = "added";
       else if (text.startsWith("-") && !text.startsWith("---")) row.className = "removed";
-      row.textContent = `${text}\n`;
+      row.append(...visible(`${text}\n`));
       pre.append(row);
     }
-  } else if (preview?.move) {
-    pre.textContent = `move ${preview.move[0]} → ${preview.move[1]}${preview.replaces ? " (replaces it)" : ""}`;
-  } else if (preview?.delete) {
-    pre.textContent = `delete:\n${preview.delete.map((p) => `  ${p}`).join("\n")}`;
   } else {
-    pre.textContent = preview?.error ? `preview failed: ${preview.error}` : JSON.stringify(preview);
+    pre.append(...visible(previewText(preview)));
   }
   return pre;
+}
+
+function previewText(preview) {
+  if (preview?.move) {
+    return `move ${preview.move[0]} → ${preview.move[1]}${preview.replaces ? " (replaces it)" : ""}`;
+  }
+  if (preview?.delete) return `delete:\n${preview.delete.map((p) => `  ${p}`).join("\n")}`;
+  return preview?.error ? `preview failed: ${preview.error}` : JSON.stringify(preview);
 }

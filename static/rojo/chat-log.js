@@ -1,8 +1,10 @@
 // The conversation log's DOM: bubbles for people and the rojo, dim activity lines for its tool
-// calls, errors. It keeps the reader's place at the end; nothing is ever inserted as HTML.
+// calls, errors. It keeps the reader's place at the end; nothing is ever inserted as HTML, and
+// hidden characters show as escapes.
 
 import { renderGrowingMarkdown } from "./markdown.js";
 import { short, toolLine } from "./render.js";
+import { visible } from "./visible.js";
 
 export class ChatLog {
   constructor(element) {
@@ -44,7 +46,8 @@ export class ChatLog {
     this.closeBubble();
     const bubble = document.createElement("div");
     bubble.className = "bubble user";
-    bubble.textContent = text;
+    bubble.text = text; // as typed: the conversation's title is made from it
+    bubble.append(...visible(text, { prose: true }));
     return this.append(bubble);
   }
 
@@ -88,7 +91,7 @@ export class ChatLog {
     line.approval?.remove();
     const message = result && typeof result === "object" && "error" in result ? result.error : result;
     const outcome = line.querySelector(".outcome");
-    outcome.textContent = ok ? " → ok" : ` → error: ${short(String(message), 200)}`;
+    outcome.replaceChildren(...visible(ok ? " → ok" : ` → error: ${short(String(message), 200)}`));
     return line;
   }
 
@@ -105,7 +108,7 @@ export class ChatLog {
     const box = document.createElement("div");
     box.className = `chat-error ${code}`;
     box.setAttribute("role", "alert");
-    box.textContent = message;
+    box.append(...visible(message));
     return this.append(box);
   }
 

@@ -1,6 +1,8 @@
 // The project's file browser: folders expand in place, a file opens read-only in the viewer.
+// Names show their hidden characters as escapes; a file's text, only those that reorder it.
 
 import { ApiError, getJson } from "./api.js";
+import { visible } from "./visible.js";
 
 function humanSize(bytes) {
   if (bytes < 1024) return `${bytes} B`;
@@ -46,7 +48,7 @@ export class FileBrowser {
     } catch (error) {
       const li = document.createElement("li");
       li.className = "file-error";
-      li.textContent = error instanceof ApiError ? error.message : "Could not load the files.";
+      li.append(...visible(error instanceof ApiError ? error.message : "Could not load the files."));
       list.replaceChildren(li);
       return;
     }
@@ -80,7 +82,7 @@ export class FileBrowser {
     button.className = `entry ${entry.type}`;
     const name = document.createElement("span");
     name.className = "name";
-    name.textContent = entry.name;
+    name.append(...visible(entry.name));
     button.append(name);
     li.append(button);
     if (entry.type === "directory") {
@@ -115,7 +117,7 @@ export class FileBrowser {
     const name = this.viewer.querySelector(".file-name");
     const meta = this.viewer.querySelector(".file-meta");
     const content = this.viewer.querySelector(".file-content");
-    name.textContent = path;
+    name.replaceChildren(...visible(path));
     if (!quiet) {
       meta.textContent = "";
       content.textContent = "Loading…";
@@ -127,11 +129,12 @@ export class FileBrowser {
     try {
       const file = await getJson(this.url("/content", path));
       meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
-      content.textContent = file.text;
+      content.replaceChildren(...visible(file.text, { prose: true }));
       content.classList.remove("error");
     } catch (error) {
       meta.textContent = "";
-      content.textContent = error instanceof ApiError ? error.message : "Could not open the file.";
+      const message = error instanceof ApiError ? error.message : "Could not open the file.";
+      content.replaceChildren(...visible(message));
       content.classList.add("error");
     }
   }

@@ -1,12 +1,16 @@
 // A small Markdown renderer that builds DOM nodes and never parses HTML.
 // Everything the model says becomes text nodes, so no markup or script in it can take effect;
-// links are kept only for http(s) and mailto URLs.
+// links are kept only for http(s) and mailto URLs and say where they go; images are never
+// loaded, only linked. Characters that reorder text show as escapes (a reply could spoof a
+// path with them); in code, where names and commands are, every hidden character does.
+
+import { visible } from "./visible.js";
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 // Underscores emphasise only at word edges, as in CommonMark: my_var_name and
 // test_chat_story.py are names, not emphasis.
 const INLINE =
-  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|(?<![\p{L}\p{N}_])__([\s\S]+?)__(?![\p{L}\p{N}_])|\*([^*\s](?:[^*]*[^*\s])?)\*|(?<![\p{L}\p{N}_])_([^_\s](?:[^_]*[^_\s])?)_(?![\p{L}\p{N}_])|\[([^\]]+)\]\(([^)\s]+)\)/gu;
+  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|(?<![\p{L}\p{N}_])__([\s\S]+?)__(?![\p{L}\p{N}_])|\*([^*\s](?:[^*]*[^*\s])?)\*|(?<![\p{L}\p{N}_])_([^_\s](?:[^_]*[^_\s])?)_(?![\p{L}\p{N}_])|!\[([^\]]*)\]\(([^)\s]+)\)|\[([^\]]+)\]\(([^)\s]+)\)/gu;
 
 function el(tag, ...children) {
   const node = document.createElement(tag);
@@ -14,22 +18,44 @@ function el(tag, ...children) {
   return node;
 }
 
+function prose(text) {
+  return visible(text, { prose: true });
+}
+
+/**
+ * A link to `url` showing `children`, the full URL on hover and, unless the text is the host
+ * itself, the host beside it: a reader sees where it goes, and a secret in it, before a click.
+ * Null for a URL that is not http(s) or mailto.
+ */
+function link(url, children, className) {
+  if (!SAFE_URL.test(url) || !URL.canParse(url)) return null;
+  const target = new URL(url);
+  const a = el("a", ...children);
+  a.href = target.href;
+  a.title = target.href;
+  a.target = "_blank";
+  a.rel = "noopener noreferrer nofollow";
+  if (className) a.className = className;
+  const where = target.protocol === "mailto:" ? target.pathname : target.host;
+  if (a.textContent.trim().toLowerCase() === where.toLowerCase()) return [a];
+  const host = el("small", ...visible(`(${where})`));
+  host.className = "link-host";
+  return [a, " ", host];
+}
+
 function inline(text) {
   const nodes = [];
   let last = 0;
   for (const m of text.matchAll(INLINE)) {
     if (m.index > last) nodes.push(...lineBreaks(text.slice(last, m.index)));
-    const [whole, , code, bold1, bold2, em1, em2, label, url] = m;
-    if (code !== undefined) nodes.push(el("code", code));
-    else if (bold1 !== undefined || bold2 !== undefined) nodes.push(el("strong", ...inline(bold1 ?? bold2)));
-    else if (em1 !== undefined || em2 !== undefined) nodes.push(el("em", ...inline(em1 ?? em2)));
-    else if (label !== undefined && SAFE_URL.test(url)) {
-      const a = el("a", ...inline(label));
-      a.href = url;
-      a.target = "_blank";
-      a.rel = "noopener noreferrer nofollow";
-      nodes.push(a);
-    } else nodes.push(document.createTextNode(whole));
+    const [whole, , code, bold1, bold2, em1, em2, alt, src, label, url] = m;
+    let made = null;
+    if (code !== undefined) made = [el("code", ...visible(code))];
+    else if (bold1 !== undefined || bold2 !== undefined) made = [el("strong", ...inline(bold1 ?? bold2))];
+    else if (em1 !== undefined || em2 !== undefined) made = [el("em", ...inline(em1 ?? em2))];
+    else if (src !== undefined) made = link(src, prose(alt ? `[image: ${alt}]` : "[image]"), "image-link");
+    else if (label !== undefined) made = link(url, inline(label));
+    nodes.push(...(made ?? prose(whole)));
     last = m.index + whole.length;
   }
   if (last < text.length) nodes.push(...lineBreaks(text.slice(last)));
@@ -40,7 +66,7 @@ function lineBreaks(text) {
   const nodes = [];
   text.split("\n").forEach((line, i) => {
     if (i) nodes.push(document.createElement("br"));
-    if (line) nodes.push(document.createTextNode(line));
+    if (line) nodes.push(...prose(line));
   });
   return nodes;
 }
@@ -98,7 +124,7 @@ function blocks(lines) {
       i++;
       while (i < lines.length && !lines[i].trim().startsWith(m[1])) body.push(lines[i++]);
       i++; // the closing fence (absent while a reply is still streaming)
-      const code = el("code", body.join("\n"));
+      const code = el("code", ...visible(body.join("\n")));
       if (m[2]) code.dataset.lang = m[2];
       out.push(el("pre", code));
     } else if ((m = line.match(HEADING))) {

@@ -2,6 +2,7 @@
 
 import { ChatPanel } from "./chat.js";
 import { FileBrowser } from "./files.js";
+import { visible, visibleText } from "./visible.js";
 
 const config = JSON.parse(document.getElementById("rojo-config").textContent);
 const workspace = document.querySelector(".workspace");
@@ -13,19 +14,22 @@ function showTools(rojo) {
   const names = (rojo?.tools ?? [])
     .filter((tool) => config.canWrite || !tool.writes)
     .map((tool) => tool.name);
-  toolList.textContent = names.length ? `Tools: ${names.join(", ")}` : "No tools";
+  toolList.textContent = names.length ? `Tools: ${visibleText(names.join(", "))}` : "No tools";
 }
+
+// What Python's str.split() splits at (JavaScript's \s differs: it has U+FEFF, not U+001C-1F).
+const PYTHON_SPACE = /[\t-\r\x1C-\x20\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+/u;
 
 /** The title the server gives a new conversation (rojos.turns._title_from), so a reload matches. */
 function conversationTitle(message) {
-  const line = message.split(/\s+/).filter(Boolean).join(" ");
-  return line.length <= 80 ? line : `${line.slice(0, 79)}…`;
+  const line = [...message.split(PYTHON_SPACE).filter(Boolean).join(" ")]; // code points, as Python counts
+  return line.length <= 80 ? line.join("") : `${line.slice(0, 79).join("")}…`;
 }
 
 for (const rojo of config.rojos) {
   const option = document.createElement("option");
   option.value = String(rojo.id);
-  option.textContent = `${rojo.name} · ${rojo.model}`;
+  option.textContent = visibleText(`${rojo.name} · ${rojo.model}`);
   picker.append(option);
 }
 const remembered = Number(localStorage.getItem(storageKey));
@@ -83,7 +87,7 @@ chat.addEventListener("conversation", (event) => {
   const link = document.createElement("a");
   link.href = url;
   const asked = [...document.querySelectorAll("rojo-chat-panel .bubble.user")].at(-1);
-  link.textContent = conversationTitle(asked?.textContent ?? "") || "New conversation";
+  link.append(...visible(conversationTitle(asked?.text ?? "") || "New conversation"));
   li.append(link);
   list.prepend(li);
 });

@@ -1,7 +1,13 @@
-// A tool call's activity line, built as DOM nodes; every text goes in as text, never as HTML.
+// A tool call's activity line, built as DOM nodes; every text goes in as text, never as HTML,
+// and hidden characters in it show as escapes.
 
+import { visible } from "./visible.js";
+
+/** `text` cut to `max` characters, never inside a surrogate pair (a tag character, say). */
 export function short(text, max = 60) {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+  if (text.length <= max) return text;
+  const cut = /[\uD800-\uDBFF]/.test(text[max - 2]) ? max - 2 : max - 1;
+  return `${text.slice(0, cut)}…`;
 }
 
 /** `create_directory("docs/intro")`, `write_text_content("docs/intro/index.page", …)`. */
@@ -28,14 +34,14 @@ export function toolLine({ id, name, args }) {
   gear.textContent = "⚙";
   const call = document.createElement("span");
   call.className = "call";
-  call.textContent = summarize(name, args);
+  call.append(...visible(summarize(name, args)));
   const outcome = document.createElement("span");
   outcome.className = "outcome";
   outcome.textContent = " …";
   summary.append(gear, " ", call, outcome);
   const full = document.createElement("pre");
   full.className = "tool-args";
-  full.textContent = typeof args === "string" ? args : JSON.stringify(args, null, 2);
+  full.append(...visible(typeof args === "string" ? args : JSON.stringify(args, null, 2)));
   line.append(summary, full);
   return line;
 }

@@ -53,7 +53,7 @@ export class UndoButtons {
     line.classList.add("undone");
     line.undoButton?.remove();
     const outcome = line.querySelector(".outcome");
-    if (!outcome.textContent.endsWith("(undone)")) outcome.textContent += " (undone)";
+    if (!outcome.textContent.endsWith("(undone)")) outcome.append(" (undone)");
     // A turn whose changes were all undone one by one has nothing left to undo.
     for (const button of log.querySelectorAll(".undo-turn")) {
       if (button.changes.every((id) => log.querySelector(`.tool-line.undone[data-change="${id}"]`))) {
