@@ -118,10 +118,12 @@ def queries_section(counts) -> Section:
             f"{kinds}; loading the history and storing the user's message: {count.load}",
         )
     section.notes.append(
-        "A step stores its assistant message (1 query); a call that changes files then "
-        "stores its change record before it runs (1), and its result with the finished "
-        "record in one transaction (4: BEGIN, UPDATE, INSERT, COMMIT); whatever the length "
-        "of the conversation. The history is loaded once per turn, in one query, with the "
-        "user's message stored in the same trip."
+        "Before each step and before each call the user's role in the project is read again "
+        "(1 SELECT each, counted with the step before the request: a member removed or made "
+        "a viewer mid-turn is stopped); a step stores its assistant message (1); a call that "
+        "changes files reads the role once more under the change lock, after any approval "
+        "(1), and stores its result with its change record in one transaction (4: BEGIN, "
+        "INSERT, INSERT, COMMIT); whatever the length of the conversation. The history is "
+        "loaded once per turn, in one query, with the user's message stored in the same trip."
     )
     return section

@@ -159,6 +159,12 @@ ROJO_TOOL_MODULES = env_list("ROJO_TOOL_MODULES", "")
 # Per-user limits against runaway cost (0 turns a limit off).
 ROJO_USER_MESSAGES_PER_MINUTE = env_int("ROJO_USER_MESSAGES_PER_MINUTE", 20)
 ROJO_USER_CONCURRENT_TURNS = env_int("ROJO_USER_CONCURRENT_TURNS", 3)
+# Caps on one turn's work (0 turns a cap off): the bytes tool results may return to the
+# model, and the tool calls that run per model response and per turn. Past a cap a call is
+# answered with an error the model reads, not run.
+ROJO_TURN_READ_BYTES = env_int("ROJO_TURN_READ_BYTES", 8 * 1024 * 1024)
+ROJO_MAX_CALLS_PER_RESPONSE = env_int("ROJO_MAX_CALLS_PER_RESPONSE", 32)
+ROJO_MAX_CALLS_PER_TURN = env_int("ROJO_MAX_CALLS_PER_TURN", 200)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).

@@ -44,9 +44,9 @@ async def agent_loop(
     finished. Raises a TurnError subclass when the turn cannot go on; whatever completed
     before is stored, and calls that never ran are answered as interrupted. Calls of the
     rojo's approval tools wait for `approver` (none: they run); with `record_changes`,
-    each change to the files is kept for undo.
+    each change to the files is kept for undo. Each step offers the tools the user's role
+    allows at that moment (the runner reads it again: a removed user ends the turn).
     """
-    definitions = [tool.definition for tool in tools.available(ctx)]
     runner = ToolCallRunner(
         ctx=ctx,
         tools=tools,
@@ -56,6 +56,7 @@ async def agent_loop(
         record_changes=record_changes,
     )
     for _step in range(rojo.max_steps):
+        definitions = [tool.definition for tool in tools.available(await runner.step_check())]
         accumulator = StreamAccumulator()
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
@@ -78,10 +79,10 @@ async def agent_loop(
         if not completion.tool_calls:
             return
         try:
-            for call in completion.tool_calls:
+            for index, call in enumerate(completion.tool_calls):
                 parsed = ToolCall.of(call)  # the one parse of its arguments
                 yield ToolCallEvent(id=parsed.id, name=parsed.name, args=parsed.shown_args)
-                async for event in runner.run(call, parsed, message.pk):
+                async for event in runner.run(call, parsed, message.pk, index=index):
                     yield event
         finally:
             await asyncio.shield(history.close_open_calls())

@@ -19,6 +19,12 @@ class StepLimitReached(TurnError):
     code = "max_steps"
 
 
+class AccessRevoked(TurnError):
+    """The person the turn runs for was removed from its project while it ran."""
+
+    code = "revoked"
+
+
 class TurnBusy(TurnError):
     """Another turn is already running in this conversation."""
 

@@ -11,7 +11,6 @@ from roject.models import Project
 
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import conversation_events
-from .turns import turn_limits_check
 
 # The same 404 as for a missing id, so ids of other projects' conversations reveal nothing.
 _NO_CONVERSATION = "No such conversation."
@@ -106,11 +105,11 @@ def chat_context_get(
     *, user, project_id, rojo: int | str, conversation_id: int | None
 ) -> tuple[ProjectAccess, Rojo, Conversation | None]:
     """(Blocking) What a chat message needs before its turn starts, all in one trip to the
-    database thread: the user's access to the project, the rojo, the per-user limits
-    (TurnLimited) and the conversation of that project to continue, if any."""
+    database thread: the user's access to the project, the rojo and the conversation of
+    that project to continue, if any. The per-user limits are counted as the turn starts
+    (rojos.turn_limits), in its transaction."""
     access = project_access(user=user, project_id=project_id)
     found = rojo_get(rojo)
-    turn_limits_check(user=user)
     if conversation_id is None:
         return access, found, None
     conversation = Conversation.objects.filter(

@@ -1,21 +1,25 @@
-"""Running one tool call: asking for approval where needed, and recording what it changed."""
+"""Running one tool call: the user's access and the turn's caps first, asking for approval
+where needed, and recording what it changed."""
 
 import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
 from roject import storage
-from roject.access import project_role
+from roject.access import aproject_role, project_role
+from roject.models import Role
 from roject.storage import StorageError
 
+from .errors import AccessRevoked
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
 from .models import FileChange
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
+from .turn_caps import TurnCaps
 from .undo import change_finish
 
 DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
@@ -25,6 +29,12 @@ REVOKED_OUTCOME = ToolOutcome.failure(
     "from it or made a viewer while this reply ran)"
 )
 REVOKED = REVOKED_OUTCOME.result
+REMOVED_OUTCOME = ToolOutcome.failure(
+    "you are no longer a member of this project (you were removed from it while this reply "
+    "ran): nothing of it can be read or changed"
+)
+# The turn's ERROR once its user is found removed from the project.
+REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was stopped."
 
 
 class _Revoked(Exception):
@@ -89,6 +99,11 @@ class ToolCallRunner:
 
     `approver` None runs every call without asking (scripts, re-runs on scratch copies);
     `record_changes` False keeps no undo records (a scratch copy has nothing to undo).
+
+    The user's role is read again before each model step and each call (one query each):
+    a user removed from the project ends the turn (AccessRevoked); one who may no longer
+    write gets only read tools from then on, as a viewer's turn would. A role that grows
+    while the turn runs does not widen it. Scripts and re-runs (no user) keep their role.
     """
 
     ctx: RojoToolContext
@@ -97,6 +112,41 @@ class ToolCallRunner:
     approval_tools: frozenset[str] = frozenset()
     approver: Approver | None = None
     record_changes: bool = True
+    caps: TurnCaps = field(default_factory=TurnCaps)
+
+    def __post_init__(self) -> None:
+        self._granted = Role(self.ctx.role)  # the role the turn started with
+
+    async def _role_now(self) -> Role | None:
+        """The user's role now, narrowing the context to it when it may no longer write."""
+        if self.ctx.user is None:
+            return self._granted
+        role = await aproject_role(user=self.ctx.user, project_id=self.ctx.project_id)
+        if role is not None and self.ctx.can_write and not role.can_write:
+            self.ctx = replace(self.ctx, role=role)
+        return role
+
+    async def step_check(self) -> RojoToolContext:
+        """Before a model step: the context to offer tools for; AccessRevoked for a user
+        no longer a member."""
+        if await self._role_now() is None:
+            raise AccessRevoked(REMOVED_MESSAGE)
+        return self.ctx
+
+    async def _refusal(self, name: str, index: int) -> tuple[ToolOutcome | None, bool]:
+        """Why a call must not run, if it must not (past a cap, or no longer allowed), and
+        whether its user was removed from the project."""
+        capped = self.caps.call_refusal(index)
+        if capped is not None:
+            return capped, False
+        role = await self._role_now()
+        tool = self.tools.get(name)
+        writes = tool is not None and tool.writes and self._granted.can_write
+        if writes and (role is None or not role.can_write):
+            return REVOKED_OUTCOME, role is None  # the refusal of a write, as before
+        if role is None:
+            return REMOVED_OUTCOME, True
+        return None, False
 
     def _changing_tool(self, call: ToolCall) -> tuple[RojoTool, dict] | None:
         """The tool and valid arguments of a call that may change files, else None."""
@@ -106,10 +156,22 @@ class ToolCallRunner:
         return changing
 
     async def run(
-        self, call: dict, parsed: ToolCall, message_id: int | None
+        self, call: dict, parsed: ToolCall, message_id: int | None, *, index: int = 0
     ) -> AsyncIterator[AgentEvent]:
-        """Run one call of the stored reply `call` (`parsed`: the same, arguments parsed)."""
+        """Run one call of the stored reply `call` (`parsed`: the same, arguments parsed),
+        the `index`-th of its response.
+
+        A call past the turn's caps, or that its user may no longer make, is answered with
+        an error and not run; after a user's removal the turn ends (AccessRevoked).
+        """
         call_id, name = parsed.id, parsed.name
+        refusal, removed = await self._refusal(name, index)
+        if refusal is not None:
+            await self._store(call, refusal)
+            yield ToolResultEvent(id=call_id, name=name, result=refusal.result, ok=False)
+            if removed:
+                raise AccessRevoked(REMOVED_MESSAGE)
+            return
         changing = self._changing_tool(parsed)
         if changing and self.approver is not None and name in self.approval_tools:
             tool, args = changing
@@ -148,6 +210,7 @@ class ToolCallRunner:
         """
         if not (changing and self.record_changes):
             outcome = await self.tools.run(parsed, self.ctx)
+            outcome = self.caps.charged(outcome, changed=changing is not None)
             await self._store(call, outcome)
             return outcome, None
         tool, args = changing
@@ -161,7 +224,7 @@ class ToolCallRunner:
 
     async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
         """Run a changing call (the change lock held) and store its result with its record."""
-        outcome = await self.tools.run(parsed, self.ctx)
+        outcome = self.caps.charged(await self.tools.run(parsed, self.ctx), changed=True)
         kept: list[FileChange] = []
 
         def change_finished() -> FileChange | None:

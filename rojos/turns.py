@@ -1,10 +1,11 @@
 """The turn runner: a turn runs as a server-side task that outlives the request that started it.
 
-Starting a turn claims its conversation (rojos.turn_claims), stores the user's message and
-repairs what a crash left (rojos.turn_repair) in one transaction; the task then runs the agent
-loop and publishes every event to the turn's log (rojos.turn_log), from which clients follow
-it, in this process or through the relay (rojos.turn_relay). How it ended is recorded, and
-the conversation given up, in one more transaction.
+Starting a turn counts the user's limits (rojos.turn_limits), claims its conversation
+(rojos.turn_claims), stores the user's message and repairs what a crash left
+(rojos.turn_repair) in one transaction; the task then runs the agent loop and publishes
+every event to the turn's log (rojos.turn_log), from which clients follow it, in this
+process or through the relay (rojos.turn_relay). How it ended is recorded, and the
+conversation given up, in one more transaction.
 """
 
 import asyncio
@@ -37,7 +38,7 @@ from .turn_log import Turn, turn_forget_later, turn_get, turn_register
 from .turn_relay import turn_group, turn_listen
 from .turn_repair import INTERRUPTED_MESSAGE, Repair, conversation_repair
 
-__all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_get", "turn_limits_check", "turn_start"]
+__all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_get", "turn_start"]
 
 logger = logging.getLogger(__name__)
 
@@ -62,13 +63,15 @@ async def turn_start(
     conversation: Conversation | None,
     message: str,
     auto_approve: bool | None = None,
+    limits: bool = True,
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message and start the
     turn's task.
 
-    Raises TurnBusy, before storing anything, when a turn is already running, and
-    TurnNotStarted, after storing the message and recording the turn as failed, when the
-    turn cannot start (the channel layer or the database is down). Calls that need
+    Raises, before storing anything, TurnLimited when the user is over a per-user limit
+    (unless `limits` is False: an operator's command) and TurnBusy when a turn is already
+    running; TurnNotStarted, after storing the message and recording the turn as failed,
+    when the turn cannot start (the channel layer or the database is down). Calls that need
     approval wait for a person unless `auto_approve` decides them all (scripts).
 
     A client that hangs up meanwhile does not stop the start half-way (a stored message
@@ -76,7 +79,7 @@ async def turn_start(
     cancellation goes on once it has.
     """
     starting = asyncio.ensure_future(
-        _turn_start(access, user, rojo, conversation, message, auto_approve)
+        _turn_start(access, user, rojo, conversation, message, auto_approve, limits)
     )
     try:
         return await asyncio.shield(starting)
@@ -86,9 +89,9 @@ async def turn_start(
         raise
 
 
-async def _turn_start(access, user, rojo, conversation, message, auto_approve) -> Turn:
+async def _turn_start(access, user, rojo, conversation, message, auto_approve, limits) -> Turn:
     turn_id = uuid.uuid4()
-    begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id)
+    begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id, limits)
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
@@ -153,10 +156,13 @@ def _begin(
     user,
     message: str,
     turn_id: uuid.UUID,
+    limits: bool,
 ) -> _Begun | None:
-    """(Blocking) Claim the conversation, load its history and store the user's message with
-    the turn's record: one transaction, so that a message is never stored without the turn
-    that answers it, nor a claim left without its record. None when a turn is running.
+    """(Blocking) Count the user's limits, claim the conversation, load its history and
+    store the user's message with the turn's record: one transaction, so that a message is
+    never stored without the turn that answers it, nor a claim left without its record, and
+    the record claims its place in the limits as they are counted. None when a turn is
+    running; TurnLimited, with nothing stored, over a limit.
 
     A new conversation is made claimed, with nothing to load; a claimed one is repaired
     only after a crash (a takeover, or calls left open). The project's root is made here
@@ -164,6 +170,8 @@ def _begin(
     """
     root = storage.project_root_create(access.project.pk)
     with transaction.atomic():
+        if limits and user is not None:
+            turn_limits_check(user=user)
         if conversation is None:
             conversation = Conversation.objects.create(
                 project=access.project,

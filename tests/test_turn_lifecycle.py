@@ -13,10 +13,10 @@ from roject.models import Membership, Role
 from roject.storage import project_root_create
 from rojos import turns
 from rojos.models import Conversation, TurnRecord
-from rojos.tool_calls import REVOKED
+from rojos.tool_calls import REMOVED_MESSAGE, REVOKED
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
-from tests.live_server import parse_sse, read_until
+from tests.live_server import parse_sse, read_until, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -184,16 +184,17 @@ def test_a_reply_that_runs_past_the_turn_limit_is_stopped_with_a_clear_error(
 def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
     client_for, users, project, rojo, fake_provider, change
 ):
+    """A viewer's turn goes on with read tools only; a removed member's stops (#15)."""
     root = project_root_create(project.pk)
     write = ("write_text_content", {"path": "after.txt", "text": "written anyway"})
-    fake_provider.add(
-        stream(*tool_call_chunks([write], arguments="whole"), first_byte_delay=1.0),
-        stream(*text_chunks("I could not.")),
-    )
+    fake_provider.add(stream(*tool_call_chunks([write], arguments="whole"), first_byte_delay=1.0))
+    if change == "made-viewer":
+        fake_provider.add(stream(*text_chunks("I could not.")))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Write") as response:
         events = parse_sse(response.iter_lines())
         conversation = next(events).data["conversation"]
+        wait_until(lambda: fake_provider.requests)  # the step's role check is behind it
         membership = Membership.objects.filter(project=project, user=users["editor"])
         if change == "removed":
             membership.delete()
@@ -205,3 +206,10 @@ def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
     result = next(data for kind, data in rest if kind == "TOOL_RESULT")
     assert result["result"] == REVOKED and result["ok"] is False
     assert_history_valid(stored_history(conversation))
+    if change == "removed":
+        assert rest[-2] == ("ERROR", {"message": REMOVED_MESSAGE, "code": "revoked"})
+        assert len(fake_provider.requests) == 1
+    else:
+        assert rest[-2:] == [("CHAT", {"text": "I could not."}), ("DONE", {})]
+        offered = {tool["function"]["name"] for tool in fake_provider.requests[1]["tools"]}
+        assert offered == {"read_path_meta", "get_text_content", "list_files", "search_text"}

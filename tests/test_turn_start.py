@@ -49,7 +49,7 @@ async def _start(project, user, rojo, conversation, message, access=None):
     )
 
 
-async def test_a_turn_starts_with_three_inserts_then_four_statements_after(
+async def test_a_turn_starts_with_its_limits_counted_then_three_inserts(
     project, users, fake_provider, statements
 ):
     seen, install, remove = statements
@@ -71,10 +71,13 @@ async def test_a_turn_starts_with_three_inserts_then_four_statements_after(
     finally:
         await remove()
 
-    # The conversation made already claimed, the message, the turn's record.
-    assert created == ["INSERT", "INSERT", "INSERT"]
+    # The per-user limits counted in the start's transaction, after the user's lock (a row
+    # lock on PostgreSQL; SQLite's IMMEDIATE transaction holds the write lock already).
+    limits = ["SELECT", "SELECT"] if connection.features.has_select_for_update else ["SELECT"]
+    # Then the conversation made already claimed, the message, the turn's record.
+    assert created == [*limits, "INSERT", "INSERT", "INSERT"]
     # The claim, the history, the message, the record: no repairs after a clean end.
-    assert continued == ["UPDATE", "SELECT", "INSERT", "INSERT"]
+    assert continued == [*limits, "UPDATE", "SELECT", "INSERT", "INSERT"]
     roles = [m.role async for m in Message.objects.filter(conversation=conversation)]
     assert roles == ["user", "assistant", "user", "assistant"]
 

@@ -73,6 +73,7 @@ class Command(BaseCommand):
             conversation=conversation,
             message=message,
             auto_approve=yes,
+            limits=False,  # an operator's command, as before: the limits are the chat API's
         )
         printer = EventPrinter(self.write_raw, format)
         failed = False
