@@ -10,7 +10,9 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
+from playwright.sync_api import expect
 
+from tests.browser import screenshot
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -238,3 +240,23 @@ def test_parallel_guesses_on_the_live_server_check_at_most_the_limit(asgi_server
 
     assert sorted(answers) == [200] * 3 + [429] * 9
     assert get_user_model().objects.get(username="owner").last_login is None
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("login", LOGINS)
+def test_the_refusal_reads_on_the_login_page_in_a_browser(page_for, staff, login):
+    """What a person sees: the sentence on the page, in place of the form's usual error."""
+    page = page_for()
+    page.goto(LOGINS[login])
+    for attempt in ["wrong-1", "wrong-2", "wrong-3", "pw-staffer"]:
+        page.get_by_label("Username").fill("staffer")
+        page.get_by_label("Password").fill(attempt)
+        page.get_by_role("button", name="Log in").click()
+        page.wait_for_load_state()
+
+    error = page.locator(".form-error, .errornote")
+    expect(error).to_have_text(
+        "Too many failed logins for this username or from your network. Try again in 10 minutes."
+    )
+    screenshot(page, f"login-refused-{login}")
