@@ -20,7 +20,9 @@ setup: $(VENV)/.installed
 run: setup
 	DEBUG=1 $(BIN)/python manage.py migrate --no-input
 	DEBUG=1 $(BIN)/python manage.py demo --host $(HOST) --port $(PORT)
-	DEBUG=1 $(BIN)/python manage.py runserver $(HOST):$(PORT)
+	# --nostatic: the app serves its static files itself (roject/static_files.py, which answers
+	# a traversal with 404); runserver's own handler would answer some with a 500.
+	DEBUG=1 $(BIN)/python manage.py runserver --nostatic $(HOST):$(PORT)
 
 test: setup
 	$(BIN)/python -m pytest

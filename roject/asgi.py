@@ -9,15 +9,16 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
 django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
-from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
 from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
+from roject.static_files import StaticFilesHandler  # noqa: E402
 
 django_asgi_app = OwnThreadASGIHandler()
 
 # The app serves its own few static files, so one process is all a newcomer needs; a
-# deployment behind a reverse proxy can serve STATIC_ROOT there instead.
-application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(django_asgi_app)})
+# deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
+# answers 404 to any path that is not plainly inside the static directories).
+application = ProtocolTypeRouter({"http": StaticFilesHandler(django_asgi_app)})
 
 # Everything loaded so far lives as long as the process: keep it out of the garbage
 # collector's passes. And collect less often than Python's default (every 700 net new

@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # its templates and static files: /api/docs runs Swagger UI from this server
     "roject",
     "rojos",
 ]
@@ -126,6 +127,20 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# The cache holds the counts of failed logins (roject/login_limits.py), which must hold
+# across server processes: in Redis with REDIS_URL, in the process's memory without it (one
+# process; several need REDIS_URL anyway, for the channel layer).
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": "rojo",
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -134,6 +149,18 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 
 LOGIN_URL = "login"
+# Failed logins per username and per client address in a window of ROJO_LOGIN_LOCKOUT_SECONDS
+# (it opens with the first attempt); past either, logins with that username or from that
+# address are refused until the window ends (0 turns a limit off). The site's login and the
+# admin's count together.
+ROJO_LOGIN_USER_FAILURES = env_int("ROJO_LOGIN_USER_FAILURES", 5)
+ROJO_LOGIN_ADDRESS_FAILURES = env_int("ROJO_LOGIN_ADDRESS_FAILURES", 20)
+ROJO_LOGIN_LOCKOUT_SECONDS = env_int("ROJO_LOGIN_LOCKOUT_SECONDS", 900)
+# Reverse proxies in front of the app that each append the client's address to
+# X-Forwarded-For: the limits then count the address the outermost one saw. 0 (the default)
+# counts REMOTE_ADDR, right when clients connect directly, or when the server itself takes
+# the address from the proxy (uvicorn or daphne with --proxy-headers).
+ROJO_PROXY_COUNT = env_int("ROJO_PROXY_COUNT", 0)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -5,11 +5,16 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from . import views
+from .forms import AdminLoginForm
+
+# The admin's login counts failures with the site's (roject/login_limits.py).
+admin.site.login_form = AdminLoginForm
 
 urlpatterns = [
     path("", views.home, name="home"),
     path("", include("rojos.urls")),
-    path("login/", auth_views.LoginView.as_view(), name="login"),
+    path("login/", views.login, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/login/", views.admin_login),
     path("admin/", admin.site.urls),
 ]

@@ -4,10 +4,11 @@ service, encode. Errors are answered in rojos/api_errors.py, schemas are in rojo
 import json
 
 from asgiref.sync import sync_to_async
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connections
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
-from ninja import NinjaAPI, Status
+from ninja import NinjaAPI, Status, Swagger
 from ninja.security import django_auth
 
 from roject.access import aproject_access
@@ -32,7 +33,18 @@ from .api_schemas import (
 from .export import conversation_export_json, conversation_export_markdown
 from .wire import WireEvent, encoder_for
 
-api = NinjaAPI(title="Rojo Chat API", version="1", auth=django_auth, urls_namespace="api")
+# The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
+# comes from ninja's own static files (ninja is in INSTALLED_APPS), never a CDN, and starts
+# from a file, not an inline script, so it runs under the app's CSP; no validator badge,
+# which would load an image from swagger.io.
+api = NinjaAPI(
+    title="Rojo Chat API",
+    version="1",
+    auth=django_auth,
+    urls_namespace="api",
+    docs=Swagger(settings={"validatorUrl": None}),
+    docs_decorator=login_required,
+)
 api.add_router("/projects", files_router)
 error_handlers_add(api)
 
@@ -99,8 +111,7 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
 )
 async def change_undo(request: HttpRequest, change_id: int):
     """Undo one change a rojo made, unless the files changed since."""
-    change = await selectors.achange_get(change_id=change_id)
-    await aproject_access(user=request.auth, project_id=change.project_id, write=True)
+    change, _ = await selectors.achange_access(user=request.auth, change_id=change_id, write=True)
     await undo.change_undo(change=change, user=request.auth)
     return {"undone": [change.pk]}
 

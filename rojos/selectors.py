@@ -12,8 +12,9 @@ from roject.models import Project
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import conversation_events
 
-# The same 404 as for a missing id, so ids of other projects' conversations reveal nothing.
+# The same 404 as for a missing id, so ids of other projects' objects reveal nothing.
 _NO_CONVERSATION = "No such conversation."
+_NO_CHANGE = "No such change."
 
 
 def _conversation_query(conversation_id):
@@ -120,12 +121,21 @@ def chat_context_get(
     return access, found, conversation
 
 
-async def achange_get(*, change_id) -> FileChange:
-    """The recorded change, or 404; whose project it is in is for the caller to check."""
+async def achange_access(
+    *, user, change_id, write: bool = False
+) -> tuple[FileChange, ProjectAccess]:
+    """The recorded change and the user's access to its project; a change of a project the
+    user is not a member of gets the same 404 as a missing one."""
+    if user is None or not user.is_authenticated:
+        raise LoginRequired
     change = await FileChange.objects.filter(pk=object_id(change_id, "change")).afirst()
     if change is None:
-        raise Http404("No such change.")
-    return change
+        raise Http404(_NO_CHANGE)
+    try:
+        access = await aproject_access(user=user, project_id=change.project_id, write=write)
+    except Http404:
+        raise Http404(_NO_CHANGE) from None
+    return change, access
 
 
 def turn_changes_list(*, conversation: Conversation, message_id: int) -> list[FileChange]:

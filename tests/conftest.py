@@ -59,6 +59,20 @@ def project(users):
 
 
 @pytest.fixture(autouse=True)
+def empty_cache():
+    """Failed logins counted in one test do not lock out the next: this run's keys go."""
+    yield
+    from django.core.cache import cache
+
+    if hasattr(cache, "_cache") and hasattr(cache._cache, "get_client"):  # Redis, shared
+        client = cache._cache.get_client(write=True)
+        for key in client.scan_iter(match=cache.make_key("*")):
+            client.delete(key)
+    else:
+        cache.clear()
+
+
+@pytest.fixture(autouse=True)
 def forget_finished_turns():
     """Finished turns are kept for re-attach; ids restart after a flush, so drop them per test."""
     from rojos import turn_log

@@ -19,3 +19,7 @@ if DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":  # noqa: F405
 elif DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):  # noqa: F405
     # One test database per run, so two runs on one server (CI, a developer) never collide.
     DATABASES["default"]["TEST"] = {"NAME": f"test_rojo_{os.getpid()}"}  # noqa: F405
+
+if CACHES["default"]["BACKEND"].endswith("RedisCache"):  # noqa: F405
+    # Redis is shared with other runs on the machine: keep this run's keys apart.
+    CACHES["default"]["KEY_PREFIX"] = f"rojo-test-{os.getpid()}"  # noqa: F405

@@ -1,0 +1,51 @@
+"""The login forms, the site's and the admin's, with failed logins limited (login_limits)."""
+
+from django import forms
+from django.contrib.admin.forms import AdminAuthenticationForm
+from django.contrib.auth import authenticate
+from django.contrib.auth.forms import AuthenticationForm
+from django.views.decorators.debug import sensitive_variables
+
+from .login_limits import LoginLimitsUnavailable, LoginLocked, login_attempt_start
+
+
+class LimitedLoginMixin:
+    """Counts each login before its password is checked, and refuses one over the limits
+    with a form error that says when to try again; `retry_after` is then set, in seconds,
+    and `status` is the HTTP status to answer with."""
+
+    retry_after: int | None = None
+    status = 200
+
+    @sensitive_variables()
+    def clean(self):
+        username = self.cleaned_data.get("username")
+        password = self.cleaned_data.get("password")
+        if username is not None and password:
+            try:
+                attempt = login_attempt_start(request=self.request, username=username)
+            except LoginLocked as refused:
+                self.retry_after, self.status = refused.retry_after, 429
+                raise forms.ValidationError(str(refused), code="locked") from None
+            except LoginLimitsUnavailable as refused:
+                self.retry_after, self.status = refused.retry_after, 503
+                raise forms.ValidationError(str(refused), code="unavailable") from None
+            self.user_cache = authenticate(self.request, username=username, password=password)
+            if self.user_cache is None:
+                raise self.get_invalid_login_error()
+            attempt.succeeded()
+            self.confirm_login_allowed(self.user_cache)
+        return self.cleaned_data
+
+
+class LoginForm(LimitedLoginMixin, AuthenticationForm):
+    """The site's login form."""
+
+    error_messages = {
+        **AuthenticationForm.error_messages,
+        "invalid_login": "Your username and password did not match. Try again.",
+    }
+
+
+class AdminLoginForm(LimitedLoginMixin, AdminAuthenticationForm):
+    """The admin's login form, under the same limits as the site's."""
