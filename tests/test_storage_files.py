@@ -23,6 +23,14 @@ from roject.storage import (
 )
 from rojos.tool_calls import cut_off_writes_clean
 from rojos.tools import registry
+from tests.storage_resolvers import RESOLVERS, resolver_use
+
+
+@pytest.fixture(autouse=True, params=RESOLVERS)
+def resolver(request, monkeypatch) -> str:
+    """Every test here runs on openat2 and on the walk that replaces it."""
+    return resolver_use(request.param, monkeypatch)
+
 
 ISO_UTC_Z = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?Z$")
 
@@ -496,10 +504,15 @@ def test_cut_off_writes_through_a_link_leave_no_temp_file_next_to_its_target(tmp
     (outside / ".rojo-theirs.tmp").write_text("not ours")
     (root / "away.md").symlink_to(outside / "away.md")
     calls = [
-        {"function": {"name": "write_text_content", "arguments": json.dumps(arguments)}}
-        for arguments in (
-            {"path": "notes.md", "text": "new"},
-            {"path": "away.md", "text": "refused: its link leaves the root"},
+        {
+            "id": f"call_{number}",
+            "function": {"name": "write_text_content", "arguments": json.dumps(arguments)},
+        }
+        for number, arguments in enumerate(
+            [
+                {"path": "notes.md", "text": "new"},
+                {"path": "away.md", "text": "refused: its link leaves the root"},
+            ]
         )
     ]
 

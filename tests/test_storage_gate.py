@@ -2,11 +2,29 @@
 
 import errno
 import os
+import re
+import stat
 from pathlib import Path, PurePosixPath
 
 import pytest
 
-from roject.storage import PathError, StorageError, path_meta, read_project_file, resolve
+from roject.storage import (
+    PathError,
+    StorageError,
+    list_directory,
+    openat2,
+    path_meta,
+    read_project_file,
+    resolve,
+    write_project_file,
+)
+from tests.storage_resolvers import RESOLVERS, resolver_use
+
+
+@pytest.fixture(autouse=True, params=RESOLVERS)
+def resolver(request, monkeypatch) -> str:
+    """Every test here runs on openat2 and on the walk that replaces it."""
+    return resolver_use(request.param, monkeypatch)
 
 
 @pytest.fixture
@@ -126,35 +144,35 @@ def test_non_string_paths_are_refused(tree, relative_path):
         resolve(tree, relative_path)
 
 
-@pytest.mark.parametrize(
-    ("relative_path", "expected"),
-    [
-        pytest.param("", ".", id="empty-is-root"),
-        pytest.param(".", ".", id="dot-is-root"),
-        pytest.param("./", ".", id="dot-slash-is-root"),
-        pytest.param("a/..", ".", id="down-and-back-is-root"),
-        pytest.param("./a", "a", id="dot-prefix"),
-        pytest.param("a", "a", id="directory"),
-        pytest.param("a/b", "a/b", id="nested-directory"),
-        pytest.param("a/b/", "a/b", id="nested-trailing-slash"),
-        pytest.param("a/./b", "a/b", id="inner-dot"),
-        pytest.param("a//b", "a/b", id="double-slash-inside"),
-        pytest.param("a/../docs", "docs", id="up-inside-root"),
-        pytest.param("a/../b", "b", id="up-then-new-name"),
-        pytest.param("docs/", "docs", id="trailing-slash"),
-        pytest.param("docs/readme.md", "docs/readme.md", id="file"),
-        pytest.param("names with spaces.txt", "names with spaces.txt", id="spaces"),
-        pytest.param("données/été.md", "données/été.md", id="non-ascii"),
-        pytest.param("link_in", "a/b", id="symlink-inside-to-dir"),
-        pytest.param("link_in_file", "docs/readme.md", id="symlink-inside-to-file"),
-        pytest.param("~/x", "~/x", id="tilde-is-a-plain-name"),
-        pytest.param("...", "...", id="three-dots-is-a-name"),
-        pytest.param("..foo", "..foo", id="dotdot-prefixed-name"),
-        pytest.param("root_evil", "root_evil", id="sibling-name-inside-root"),
-        pytest.param("up/root/docs", "docs", id="out-and-back-in-through-symlink"),
-        pytest.param("new/not/yet/there.txt", "new/not/yet/there.txt", id="not-yet-existing"),
-    ],
-)
+LEGITIMATE = [
+    pytest.param("", ".", id="empty-is-root"),
+    pytest.param(".", ".", id="dot-is-root"),
+    pytest.param("./", ".", id="dot-slash-is-root"),
+    pytest.param("a/..", ".", id="down-and-back-is-root"),
+    pytest.param("./a", "a", id="dot-prefix"),
+    pytest.param("a", "a", id="directory"),
+    pytest.param("a/b", "a/b", id="nested-directory"),
+    pytest.param("a/b/", "a/b", id="nested-trailing-slash"),
+    pytest.param("a/./b", "a/b", id="inner-dot"),
+    pytest.param("a//b", "a/b", id="double-slash-inside"),
+    pytest.param("a/../docs", "docs", id="up-inside-root"),
+    pytest.param("a/../b", "b", id="up-then-new-name"),
+    pytest.param("docs/", "docs", id="trailing-slash"),
+    pytest.param("docs/readme.md", "docs/readme.md", id="file"),
+    pytest.param("names with spaces.txt", "names with spaces.txt", id="spaces"),
+    pytest.param("données/été.md", "données/été.md", id="non-ascii"),
+    pytest.param("link_in", "a/b", id="symlink-inside-to-dir"),
+    pytest.param("link_in_file", "docs/readme.md", id="symlink-inside-to-file"),
+    pytest.param("~/x", "~/x", id="tilde-is-a-plain-name"),
+    pytest.param("...", "...", id="three-dots-is-a-name"),
+    pytest.param("..foo", "..foo", id="dotdot-prefixed-name"),
+    pytest.param("root_evil", "root_evil", id="sibling-name-inside-root"),
+    pytest.param("up/root/docs", "docs", id="out-and-back-in-through-symlink"),
+    pytest.param("new/not/yet/there.txt", "new/not/yet/there.txt", id="not-yet-existing"),
+]
+
+
+@pytest.mark.parametrize(("relative_path", "expected"), LEGITIMATE)
 def test_legitimate_paths_resolve_inside_root(tree, relative_path, expected):
     """Ordinary relative paths are allowed and land where a POSIX shell would put them."""
     assert resolve(tree, relative_path) == tree.resolve() / expected
@@ -203,3 +221,71 @@ def test_a_path_that_changes_while_it_is_resolved_is_a_path_error(tmp_path, monk
         resolve(tmp_path, "moving")
 
     assert str(raised.value) == "path 'moving' cannot be resolved: Invalid argument"
+
+
+# The operations: resolved and done on the same descriptors (roject.storage.beneath)
+
+
+def test_the_resolver_in_use_is_the_one_asked_for(tree, resolver, monkeypatch):
+    """The tests run twice for real: openat2 is called in one run and never in the other."""
+    calls = []
+    beneath = openat2.openat2_beneath
+
+    def counting(*args):
+        calls.append(args)
+        return beneath(*args)
+
+    monkeypatch.setattr(openat2, "openat2_beneath", counting)
+    assert read_project_file(tree, "docs/readme.md") == "readme"
+    assert bool(calls) is (resolver == "openat2")
+
+
+OPERATED = [
+    param
+    for param in LEGITIMATE
+    if param.id not in ("out-and-back-in-through-symlink", "not-yet-existing")
+]
+
+
+@pytest.mark.parametrize(("relative_path", "expected"), OPERATED)
+def test_operations_reach_what_resolve_names(tree, relative_path, expected):
+    """Every spelling resolve() allows leads the operations to the same file or directory
+    (or to the same absence of one)."""
+    if not (tree / expected).exists():
+        with pytest.raises(StorageError, match="No such file or directory"):
+            path_meta(tree, relative_path)
+        return
+    st = os.stat(tree / expected)
+    meta = path_meta(tree, relative_path)
+    assert (meta["type"] == "directory") is stat.S_ISDIR(st.st_mode)
+    assert meta["size"] == st.st_size
+
+
+def test_an_absolute_link_into_the_root_is_followed(tree):
+    """openat2 refuses every absolute link; the walk follows one whose target is inside."""
+    (tree / "abs_in").symlink_to(tree / "docs" / "readme.md")
+    (tree / "abs_dir").symlink_to(tree / "docs")
+    assert read_project_file(tree, "abs_in") == "readme"
+    write_project_file(tree, "abs_dir/new.md", "new")
+    assert (tree / "docs" / "new.md").read_text() == "new"
+
+
+def test_a_path_that_leaves_the_root_and_comes_back_is_refused(tree):
+    """Resolution never leaves the root, even on the way: outside, names can change."""
+    message = "path 'up/root/docs/readme.md' is outside the project root"
+    with pytest.raises(PathError, match=re.escape(message)):
+        read_project_file(tree, "up/root/docs/readme.md")
+
+
+@pytest.mark.parametrize("relative_path", ATTACKS)
+def test_attack_paths_neither_read_nor_write_anything(tree, relative_path):
+    """Each attack is a StorageError naming no server path; nothing outside is made."""
+    before = sorted(p.name for p in tree.parent.iterdir())
+    for operation in (read_project_file, path_meta, list_directory):
+        with pytest.raises(StorageError) as refused:
+            operation(tree, relative_path)
+        assert str(tree.parent) not in str(refused.value)
+    with pytest.raises(StorageError):
+        write_project_file(tree, relative_path, "pwned")
+    assert sorted(p.name for p in tree.parent.iterdir()) == before
+    assert (tree.parent / "outside" / "secret.txt").read_text() == "secret"

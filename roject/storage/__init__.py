@@ -1,7 +1,9 @@
 """The storage gate: every file operation on a project's storage goes through here.
 
-Every model-supplied path is resolved inside the project root first (`paths.resolve`), and
-errors name only the relative path the caller gave. The gate owns the layout on disk too:
+Every model-supplied path is resolved from the project root's descriptor and the operation
+acts on what that opened (`beneath`): no `..`, link or swap made meanwhile leads it outside.
+Files with other hard links are neither read nor changed; modes do not depend on the umask.
+Errors name only the relative path the caller gave. The gate owns the layout on disk too:
 the root, the undo copies and the change lock (`layout`), snapshots and their atomic
 restores, scratch copies for re-runs. Nothing outside it touches a project's files.
 The functions are blocking unless async; async callers run them with `asyncio.to_thread`.

@@ -1,8 +1,10 @@
 """What the file browser shows people: a directory's entries and a file's text."""
 
+import os
+
 from django.conf import settings
 
-from .files import list_directory, path_meta, read_project_file
+from .files import iso_utc, list_directory, open_regular_file, text_of
 from .layout import project_root_create
 from .paths import StorageError
 
@@ -13,14 +15,17 @@ def project_files_list(*, project_id: int, path: str) -> list[dict]:
 
 
 def project_file_show(*, project_id: int, path: str) -> dict:
-    """(Blocking) A text file's content with its size and modification time."""
-    root = project_root_create(project_id)
-    meta = path_meta(root, path)
+    """(Blocking) A text file's content with its size and modification time, from one open."""
     limit = settings.ROJO_MAX_READ_BYTES
-    if meta["type"] == "file" and meta["size"] > limit:  # said for people, not a model
-        raise StorageError(
-            f"{path!r} is {meta['size']:,} bytes, too big to show here (the limit is "
-            f"{limit:,} bytes)"
-        )
-    text = read_project_file(root, path)
-    return {"path": path, "text": text, "size": meta["size"], "modifiedAt": meta["modifiedAt"]}
+    with open_regular_file(project_root_create(project_id), path) as fh:
+        st = os.fstat(fh.fileno())
+        if st.st_size > limit:  # said for people, not a model
+            raise StorageError(
+                f"{path!r} is {st.st_size:,} bytes, too big to show here (the limit is "
+                f"{limit:,} bytes)"
+            )
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise StorageError(f"{path!r} is over the {limit:,}-byte limit of what is shown here")
+    text = text_of(data, path)
+    return {"path": path, "text": text, "size": st.st_size, "modifiedAt": iso_utc(st.st_mtime)}

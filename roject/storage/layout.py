@@ -1,13 +1,20 @@
 """Where a project keeps things on disk, in one place: its root, its undo copies, its lock.
 
 ROJO_STORAGE_DIR/<project_id>/ holds `root/` (the project's files, all a rojo can reach),
-`undo/<key>/` (the copies an undo restores, outside the root) and `changes.lock`.
+`undo/<key>/` (the copies an undo restores, outside the root) and `changes.lock`. Their modes
+do not depend on the server's umask: the directories down to the root are 0755 like every
+directory in it, the undo copies are kept in 0700 directories, the lock file is 0600.
 """
 
+import os
 import shutil
 from pathlib import Path
 
 from django.conf import settings
+
+from .beneath import DIRECTORY_MODE
+
+UNDO_MODE = 0o700
 
 
 def project_dir(project_id: int) -> Path:
@@ -30,11 +37,34 @@ def change_lock_path(project_id: int) -> Path:
     return project_dir(project_id) / "changes.lock"
 
 
+def directory_make(path: Path, mode: int = DIRECTORY_MODE) -> None:
+    """Make a directory and its missing parents with `mode`, whatever the umask (idempotent)."""
+    missing = []
+    while not path.is_dir():
+        missing.append(path)
+        path = path.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, mode)
+        except FileExistsError:
+            continue  # made meanwhile, by another process
+        os.chmod(directory, mode)
+
+
 def project_root_create(project_id: int) -> Path:
     """Create the project's root directory (idempotent) and return it."""
     root = project_root(project_id)
-    root.mkdir(parents=True, exist_ok=True)
+    if not root.is_dir():
+        directory_make(root)
     return root
+
+
+def undo_dir_create(project_id: int, key: str) -> int:
+    """Make the directory for one snapshot's copies (0700, in a 0700 undo/); returns it open."""
+    directory = undo_dir(project_id, key)
+    directory_make(directory.parent.parent)
+    directory_make(directory, UNDO_MODE)
+    return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
 
 
 def project_storage_remove(project_id: int) -> None:

@@ -9,7 +9,7 @@ from typing import TypeVar
 
 from asgiref.sync import sync_to_async
 
-from .layout import change_lock_path
+from .layout import change_lock_path, directory_make
 
 T = TypeVar("T")
 
@@ -20,8 +20,9 @@ _LOCK_POLL_SECONDS = 0.02
 def change_lock_open(project_id: int) -> int:
     """(Blocking) Open the project's lock file, made on first use; returns its descriptor."""
     path = change_lock_path(project_id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    directory_make(path.parent)
+    # 0600 whatever the umask (which only takes bits away).
+    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
 
 
 def _lock_then(project_id: int, then: Callable[[], T] | None) -> tuple[int, bool, T | None]:

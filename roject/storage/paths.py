@@ -1,8 +1,12 @@
-"""What a path from a model may be, and where it really leads inside a project root.
+"""What a path from a model may be, and where it leads inside a project root, by name.
 
 Paths come from a model and are untrusted. They are always relative to the project root and
 never reach anything outside it, whatever `..`, absolute paths, symlinks or NUL bytes they try.
 Error messages name only the relative path the caller gave, never a server path.
+
+`resolve` answers where a path leads now, by name: for naming things (which path a write
+through a link changes). It is no way to operate on a path, which another thread could swap
+meanwhile: the operations resolve and act on the same descriptors (`beneath`).
 """
 
 import contextlib
@@ -24,7 +28,7 @@ class PathError(StorageError):
     """A path that is not allowed: outside the root, absolute, or malformed."""
 
 
-def _check_form(relative_path: str) -> None:
+def check_form(relative_path: str) -> None:
     """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes."""
     if not isinstance(relative_path, str):
         raise PathError("path must be a string")
@@ -45,7 +49,7 @@ def resolve(project_root: Path, relative_path: str) -> Path:
     so neither `../`, a symlink pointing out, nor a sibling such as `root_evil/` gets through.
     The empty path and `.` mean the root itself.
     """
-    _check_form(relative_path)
+    check_form(relative_path)
     root = Path(project_root).resolve()
     try:
         target = (root / PurePosixPath(relative_path)).resolve()
@@ -68,7 +72,7 @@ def resolve_entry(project_root: Path, relative_path: str) -> Path:
     """
     # Only the parent is resolved: a link pointing out of the root (or nowhere) is still
     # an entry inside it, which can be moved or deleted without touching its target.
-    _check_form(relative_path)
+    check_form(relative_path)
     pure = PurePosixPath(relative_path.rstrip("/"))
     if pure.name in ("", ".", ".."):
         raise PathError(f"path {relative_path!r} does not name a file or directory")

@@ -3,14 +3,15 @@
 import os
 import time
 from collections.abc import Iterator
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 import regex as regex_engine
 from django.conf import settings
 
-from .files import open_regular_file
-from .paths import StorageError, is_temp_file, reported, resolve
+from .beneath import opened
+from .files import open_regular_file, regular_file
+from .paths import StorageError, is_temp_file
 from .pattern_size import MAX_EXPANSION, expansion
 
 MAX_MATCHES = 100
@@ -119,29 +120,42 @@ def search_text(project_root: Path, relative_path: str, query: str, *, regex: bo
 
 
 def _search_tree(project_root: Path, relative_path: str, pattern, deadline: float) -> dict:
-    start = resolve(project_root, relative_path)
-    root = Path(project_root).resolve()
     matches: list[dict] = []
-    with reported(relative_path):
-        if not start.is_dir():
-            raise StorageError(f"{relative_path!r} is not a directory")
-        for dirpath, dirnames, filenames in os.walk(start):
-            dirnames.sort()
-            for name in sorted(filenames):
-                path = Path(dirpath) / name
-                # A leftover temporary file holds a write that never happened (a crash).
-                if path.is_symlink() or is_temp_file(name):
-                    continue
-                rel = str(path.relative_to(root))
-                if _search_file(root, rel, pattern, matches, deadline):
-                    return {"matches": matches, "cut": True}
+    label = PurePosixPath(relative_path)
+    with opened(project_root, relative_path) as root:
+        try:
+            start = root.open_dir(relative_path)
+        except (FileNotFoundError, NotADirectoryError):
+            raise StorageError(f"{relative_path!r} is not a directory") from None
+        try:
+            # fwalk opens each directory from its parent's descriptor and does not follow links.
+            for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=start):
+                dirnames.sort()
+                for name in sorted(filenames):
+                    # A leftover temporary file holds a write that never happened (a crash).
+                    if is_temp_file(name):
+                        continue
+                    rel = str(label / dirpath / name)
+                    if _search_file(dir_fd, name, rel, pattern, matches, deadline):
+                        return {"matches": matches, "cut": True}
+        finally:
+            os.close(start)
     return {"matches": matches, "cut": False}
 
 
-def _search_file(root: Path, rel: str, pattern, matches: list[dict], deadline: float) -> bool:
-    """Append the file's matches; True once the cap is reached. Unreadable files are skipped."""
+def _search_file(
+    dir_fd: int, name: str, rel: str, pattern, matches: list[dict], deadline: float
+) -> bool:
+    """Append the file's matches; True once the cap is reached. Links, unreadable files and
+    files with other hard links are skipped."""
     try:
-        with open_regular_file(root, rel, max_size=settings.ROJO_MAX_READ_BYTES) as fh:
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+    except OSError:
+        return False
+    try:
+        with regular_file(fd, rel, max_size=settings.ROJO_MAX_READ_BYTES) as fh:
             if b"\x00" in fh.peek(_SNIFF_BYTES)[:_SNIFF_BYTES]:
                 return False
             for number, raw in enumerate(fh, start=1):
@@ -150,6 +164,6 @@ def _search_file(root: Path, rel: str, pattern, matches: list[dict], deadline: f
                     if len(matches) >= MAX_MATCHES:
                         return True
                     matches.append({"path": rel, "line": number, "text": line[:MAX_LINE_CHARS]})
-    except StorageError:
+    except (StorageError, OSError):
         return False
     return False

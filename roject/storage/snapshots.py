@@ -2,28 +2,27 @@
 
 A snapshot copies the previous state of each path to ROJO_STORAGE_DIR/<project>/undo/<key>/<n>,
 outside the project root, with the list of parent directories that did not exist yet (a call
-creates them on the way; a restore removes them again when they are empty). Deciding whether a
-restore may happen (the digests compared, the records kept) is the caller's.
+creates them on the way; a restore removes them again when they are empty). Copies are made
+from, and put back into, directories held open (beneath), so a swap cannot redirect them; a
+file with other hard links is not copied (the call that would replace it is refused too).
+Deciding whether a restore may happen (the digests compared, the records kept) is the caller's.
 """
 
 import contextlib
 import hashlib
 import os
 import shutil
+import stat
 import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .entries import (
-    entry_copy,
-    entry_remove,
-    fsync_dir,
-    is_present,
-    is_real_directory,
-    temp_beside,
-)
-from .layout import undo_dir
-from .paths import StorageError, reported, resolve_entry
+from .beneath import Root
+from .entries import entry_copy, entry_remove, fsync_dir, temp_name
+from .layout import undo_dir, undo_dir_create
+from .paths import StorageError, reported
+
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 @dataclass
@@ -53,30 +52,76 @@ def snapshot_of(
 
 def digest(path: Path) -> str | None:
     """A fingerprint of a file, link or directory tree as it is now; None when absent."""
-    if path.is_symlink():
-        return "link:" + os.readlink(path)
-    if not path.exists():
+    try:
+        parent = os.open(Path(path).parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except FileNotFoundError:
         return None
+    try:
+        return _digest_at(parent, Path(path).name)
+    finally:
+        os.close(parent)
+
+
+def _digest_at(dir_fd: int, name: str) -> str | None:
+    try:
+        st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(st.st_mode):
+        return _leaf_digest(dir_fd, name, st)
     hasher = hashlib.sha256()
-    if path.is_file():
-        with path.open("rb") as fh:
+    top = os.open(name, _DIRECTORY, dir_fd=dir_fd)
+    try:
+        # The walk of os.walk (its order, its names), on descriptors: fwalk follows no link.
+        for dirpath, dirnames, filenames, sub in os.fwalk(".", dir_fd=top):
+            dirnames.sort()
+            for entry in sorted(filenames) + dirnames:
+                hasher.update(str(PurePosixPath(dirpath, entry)).encode() + b"\0")
+                st = os.stat(entry, dir_fd=sub, follow_symlinks=False)
+                inner = "d" if stat.S_ISDIR(st.st_mode) else _leaf_digest(sub, entry, st)
+                hasher.update(inner.encode())
+    finally:
+        os.close(top)
+    return "dir:" + hasher.hexdigest()
+
+
+def _leaf_digest(dir_fd: int, name: str, st: os.stat_result) -> str:
+    """A link's target, a file's content; anything else (a FIFO) as an empty directory was."""
+    if stat.S_ISLNK(st.st_mode):
+        return "link:" + os.readlink(name, dir_fd=dir_fd)
+    hasher = hashlib.sha256()
+    if stat.S_ISREG(st.st_mode):
+        fd = os.open(
+            name, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd
+        )
+        with os.fdopen(fd, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 16), b""):
                 hasher.update(block)
         return "file:" + hasher.hexdigest()
-    for dirpath, dirnames, filenames in os.walk(path):
-        dirnames.sort()
-        for name in sorted(filenames) + dirnames:
-            entry = Path(dirpath) / name
-            hasher.update(str(entry.relative_to(path)).encode() + b"\0")
-            hasher.update(
-                (digest(entry) if entry.is_file() or entry.is_symlink() else "d").encode()
-            )
     return "dir:" + hasher.hexdigest()
+
+
+def _present_at(root: Root, relative: str):
+    """The entry at a path if something is there (the caller closes it), else None."""
+    at = root.lookup(relative)
+    if at is not None and at.lstat() is None:
+        at.close()
+        return None
+    return at
 
 
 def digests(root: Path, paths: list[str]) -> list[str | None]:
     """The fingerprint of each path in the root as it is now (None: absent)."""
-    return [digest(resolve_entry(root, relative)) for relative in paths]
+    with Root(root) as opened_root:
+        found = []
+        for relative in paths:
+            at = _present_at(opened_root, relative)
+            if at is None:
+                found.append(None)
+                continue
+            with at:
+                found.append(_digest_at(at.dir_fd, at.name))
+        return found
 
 
 def snapshot_digests(snapshot: Snapshot) -> list[str | None]:
@@ -87,11 +132,15 @@ def snapshot_digests(snapshot: Snapshot) -> list[str | None]:
     ]
 
 
-def _missing_parents(root: Path, relative: str) -> list[str]:
+def _missing_parents(root: Root, relative: str) -> list[str]:
     """The parent directories of a path that do not exist (yet), deepest first."""
     missing = []
     for parent in PurePosixPath(relative.rstrip("/")).parents:
-        if str(parent) == "." or is_present(resolve_entry(root, str(parent))):
+        if str(parent) == ".":
+            break
+        at = _present_at(root, str(parent))
+        if at is not None:
+            at.close()
             break
         missing.append(str(parent))
     return missing
@@ -103,17 +152,27 @@ def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
     # Made only when there is something to copy: a call that creates a path needs none (undo
     # removes it), and directory operations are slow.
     directory = undo_dir(project_id, key)
-    existed, missing = [], set()
-    for number, relative in enumerate(paths):
-        entry = resolve_entry(root, relative)
-        with reported(relative):
-            present = is_present(entry)
-            if present:
-                directory.mkdir(parents=True, exist_ok=True)
-                entry_copy(entry, directory / str(number))
-            else:
-                missing.update(_missing_parents(root, relative))
-        existed.append(present)
+    existed, missing, copies = [], set(), None
+    try:
+        with reported(", ".join(paths)), Root(root) as opened_root:
+            for number, relative in enumerate(paths):
+                with reported(relative):
+                    at = _present_at(opened_root, relative)
+                    if at is None:
+                        missing.update(_missing_parents(opened_root, relative))
+                    else:
+                        with at:
+                            copies = (
+                                copies if copies is not None else undo_dir_create(project_id, key)
+                            )
+                            entry_copy(at.dir_fd, at.name, copies, str(number), label=relative)
+                existed.append(at is not None)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    finally:
+        if copies is not None:
+            os.close(copies)
     return Snapshot(
         key=key,
         paths=paths,
@@ -135,74 +194,75 @@ def snapshot_restore(root: Path, snapshot: Snapshot) -> None:
     crash leaves a file as the change left it or restored, never half copied (a directory
     takes two renames). The caller checks first that nothing changed since.
     """
-    # The paths the call made go first: a move's source and destination may swap places.
-    for relative, existed in zip(snapshot.paths, snapshot.existed, strict=True):
-        entry = resolve_entry(root, relative)
-        with reported(relative):
-            if not existed and is_present(entry):
-                entry_remove(entry)
-    for number, relative in enumerate(snapshot.paths):
-        if snapshot.existed[number]:
-            entry = resolve_entry(root, relative)
+    with reported(", ".join(snapshot.paths)), Root(root) as opened_root:
+        # The paths the call made go first: a move's source and destination may swap places.
+        for relative, existed in zip(snapshot.paths, snapshot.existed, strict=True):
             with reported(relative):
-                _put_back(snapshot.directory / str(number), entry)
-    _remove_created_parents(root, snapshot.missing_parents)
+                at = None if existed else _present_at(opened_root, relative)
+                if at is not None:
+                    with at:
+                        entry_remove(at.dir_fd, at.name)
+        if any(snapshot.existed):
+            copies = os.open(snapshot.directory, _DIRECTORY)
+            try:
+                for number, relative in enumerate(snapshot.paths):
+                    if snapshot.existed[number]:
+                        with reported(relative):
+                            _put_back(copies, str(number), opened_root, relative)
+            finally:
+                os.close(copies)
+        _remove_created_parents(opened_root, snapshot.missing_parents)
     snapshot_discard(snapshot)
 
 
-def _put_back(copy: Path, entry: Path) -> None:
-    """Replace `entry` (or fill its place) with a copy of `copy`, by renames.
+def _put_back(copies: int, copy: str, root: Root, relative: str) -> None:
+    """Replace the entry at `relative` (or fill its place) with a copy of `copy`, by renames.
 
     A file or link takes the place of another in one rename. A directory cannot replace a
     directory that way: the old one is renamed aside, the new one in, then the old removed.
     """
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    staged = temp_beside(entry)
+    with root.entry(relative, make_parents=True) as at:
+        staged = temp_name()
+        try:
+            entry_copy(copies, copy, at.dir_fd, staged, label=relative, durable=True)
+            current = at.lstat()
+            staged_st = os.stat(staged, dir_fd=at.dir_fd, follow_symlinks=False)
+            if current is not None and (
+                stat.S_ISDIR(current.st_mode) or stat.S_ISDIR(staged_st.st_mode)
+            ):
+                _swap_in(at.dir_fd, staged, at.name)
+            else:
+                os.replace(staged, at.name, src_dir_fd=at.dir_fd, dst_dir_fd=at.dir_fd)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                entry_remove(at.dir_fd, staged)
+            raise
+        fsync_dir(at.dir_fd)
+
+
+def _swap_in(dir_fd: int, staged: str, name: str) -> None:
+    """Rename `name` aside and `staged` into its place; the old entry is removed after."""
+    aside = temp_name()
+    os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     try:
-        entry_copy(copy, staged)
-        if staged.is_file() and not staged.is_symlink():
-            _fsync_file(staged)
-        if is_present(entry) and (is_real_directory(entry) or is_real_directory(staged)):
-            _swap_in(staged, entry)
-        else:
-            os.replace(staged, entry)
+        os.rename(staged, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
     except BaseException:
-        with contextlib.suppress(OSError):
-            if is_present(staged):
-                entry_remove(staged)
+        os.rename(aside, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
         raise
-    fsync_dir(entry.parent)
+    entry_remove(dir_fd, aside)
 
 
-def _swap_in(staged: Path, entry: Path) -> None:
-    """Rename `entry` aside and `staged` into its place; the old entry is removed after."""
-    aside = temp_beside(entry)
-    os.rename(entry, aside)
-    try:
-        os.rename(staged, entry)
-    except BaseException:
-        os.rename(aside, entry)
-        raise
-    entry_remove(aside)
-
-
-def _fsync_file(path: Path) -> None:
-    """The copy's content is on disk before the rename makes it the file."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _remove_created_parents(root: Path, created: list[str]) -> None:
+def _remove_created_parents(root: Root, created: list[str]) -> None:
     """Remove the parents the call created, deepest first, if nothing else was put in them."""
     for relative in sorted(created, key=_depth, reverse=True):
         # Kept when not empty (it holds newer work) or no longer a directory inside the root.
         with contextlib.suppress(StorageError, OSError):
-            entry = resolve_entry(root, relative)
-            if is_real_directory(entry):
-                entry.rmdir()
+            at = _present_at(root, relative)
+            if at is not None:
+                with at:
+                    st = at.lstat()
+                    if st is not None and stat.S_ISDIR(st.st_mode):
+                        os.rmdir(at.name, dir_fd=at.dir_fd)
 
 
 def _depth(relative: str) -> int:
