@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
+from .errors import AppError
 from .models import Membership, Project, Role
 
 
-class LoginRequired(Exception):
+class LoginRequired(AppError):
     """The request is anonymous; the web layer answers with a login redirect or a 401."""
 
 

@@ -1,10 +1,11 @@
 """Every error the API answers, turned into its status and JSON body in this one module.
 
-The errors raised on purpose get their status from one table, not from a base class of their
-own: LoginRequired, StorageError, UndoRefused, TurnBusy and TurnLimited are raised to the chat
-command, to replay and to the tools too (where a StorageError is a result the model reads),
-and two of them belong to the storage gate, so none of them should know about HTTP. Here the
-web layer chooses each status, in one place, and a new error is answered once it is listed.
+The errors raised on purpose share one base type, roject.errors.AppError, and get their
+status from one table: LoginRequired, StorageError, UndoRefused, TurnBusy and TurnLimited are
+raised to the chat command, to replay and to the tools too (where a StorageError is a result
+the model reads), and two of them belong to the storage gate, so none of them should know
+about HTTP. Here the web layer chooses each status, in one place; an AppError it does not
+list is a bad request.
 The other handlers answer what is not ours: the database or the relay being down (503 and
 Retry-After), a body Django cannot read, a turn that could not start. roject's files router
 is mounted on this API, so its errors are answered here as well.
@@ -23,6 +24,7 @@ from ninja import NinjaAPI
 from redis.exceptions import RedisError
 
 from roject.access import LoginRequired
+from roject.errors import AppError
 from roject.storage import StorageError
 
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
@@ -42,6 +44,7 @@ class Answer:
 
 
 ANSWERS: dict[type[Exception], Answer] = {
+    AppError: Answer(400),
     StorageError: Answer(400),
     LoginRequired: Answer(401, "Log in first."),
     PermissionDenied: Answer(403, "Not allowed."),

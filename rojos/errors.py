@@ -1,7 +1,9 @@
 """Errors that end a turn. Their message is shown to the user as is, so it never holds a key."""
 
+from roject.errors import AppError
 
-class TurnError(Exception):
+
+class TurnError(AppError):
     """Base: the turn cannot go on; what completed before is kept."""
 
     code = "error"

@@ -14,13 +14,15 @@ import re
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
+from ..errors import AppError
+
 _DRIVE = re.compile(r"^[A-Za-z]:")
 
 # An atomic write's (or restore's) temporary entry, next to its target until the rename.
 TEMP_PREFIX, TEMP_SUFFIX = ".rojo-", ".tmp"
 
 
-class StorageError(Exception):
+class StorageError(AppError):
     """A file operation failed in a way the caller should report, not crash on."""
 
 

@@ -3,8 +3,10 @@
 from dataclasses import dataclass
 from typing import Any
 
+from roject.errors import AppError
 
-class ToolError(Exception):
+
+class ToolError(AppError):
     """A failure the model should read and can correct: its message is what it reads.
 
     Tools raise it (the storage gate's StorageError counts the same); the registry turns it
