@@ -94,6 +94,40 @@ class Rojo(models.Model):
         validators=[validate_request_options],
         help_text="JSON merged into each request, for provider-specific parameters.",
     )
+    # US dollars per million tokens: prefilled from the price table for known models.
+    price_input = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="$ per million input tokens.",
+    )
+    price_cached_input = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="$ per million cached input tokens (empty: the input price).",
+    )
+    price_output = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="$ per million output tokens.",
+    )
+    # Learned from the provider at run time; shown in the admin, never typed in.
+    stream_usage_refused = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="The provider refused stream_options, so usage is estimated, not reported.",
+    )
+    chars_per_token = models.FloatField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Characters per token, calibrated from the usage the provider reported.",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -274,3 +308,51 @@ class FileChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.tool} {', '.join(self.paths)}"
+
+
+class UsageRecord(models.Model):
+    """What one model response used: its tokens (and cost), for the report and the budgets.
+
+    One row per response, reply or summary; `reported` is False when the provider gave no
+    usage and the figures are the app's own estimate.
+    """
+
+    class Kind(models.TextChoices):
+        REPLY = "reply"
+        SUMMARY = "summary"
+
+    created = models.DateTimeField(default=timezone.now)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    project = models.ForeignKey(Project, on_delete=models.SET_NULL, null=True, blank=True)
+    rojo = models.ForeignKey(Rojo, on_delete=models.SET_NULL, null=True, blank=True)
+    conversation = models.ForeignKey(
+        Conversation, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage"
+    )
+    message = models.ForeignKey(
+        Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="usage_records"
+    )
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REPLY)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    cached_tokens = models.PositiveIntegerField(default=0)
+    reasoning_tokens = models.PositiveIntegerField(default=0)
+    reported = models.BooleanField(default=True)
+    cost = models.DecimalField(
+        max_digits=14, decimal_places=8, null=True, blank=True, help_text="US dollars."
+    )
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [
+            models.Index(fields=["user", "created"]),
+            models.Index(fields=["project", "created"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.prompt_tokens}+{self.completion_tokens} tokens"
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens

@@ -3,7 +3,8 @@
 Stored messages keep what the model sent; what providers accept back differs (PROVIDERS.md,
 "Sending history back" and "Requests"), so every request-side quirk is handled here, in one
 form that all of them take, with no branching on the provider's name:
-- only `model`, `messages`, `tools` and `stream`, plus the rojo's own options;
+- only `model`, `messages`, `tools`, `stream` and `stream_options` (usage in the stream),
+  plus the rojo's own options; `stream_options` is dropped for a provider that refused it;
 - tool-call ids of 9 letters and digits (Mistral);
 - each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
 - Gemini's thought signatures back to the model that made them, and to no other;
@@ -131,7 +132,8 @@ def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
     """Only model, messages, tools and stream, plus what the rojo itself configures.
 
     The rojo's request options are merged at the top of the body and win over everything
-    but the model, the messages, the tools and streaming, which the loop depends on.
+    but the model, the messages, the tools and streaming, which the loop depends on. Usage
+    is asked for in the stream (its last chunk) unless the provider refused that before.
     """
     options = rojo.request_options or {}
     if not isinstance(options, dict):  # stored before they were validated
@@ -146,6 +148,8 @@ def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
         history.messages, system_prompt=rojo.system_prompt, model=rojo.model
     )
     request.update(model=rojo.model, messages=messages, stream=True)
+    if not rojo.stream_usage_refused:
+        request.setdefault("stream_options", {"include_usage": True})
     if tools:
         request["tools"] = tools
     return request
