@@ -166,6 +166,8 @@ ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
 ROJO_PROVIDER_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TIMEOUT") or 120)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)
+# The longest a turn waits for a provider to list its model's context window (once an hour).
+ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
 # The longest one turn may run, approvals included: a provider that streams (or keeps the
 # connection alive) for ever must not hold a conversation and its cost without end.
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)

@@ -4,6 +4,7 @@ from django import forms
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
+from .context_window import window_of
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .tools import display_args, registry
 
@@ -47,6 +48,11 @@ class RojoForm(forms.ModelForm):
             "system_prompt",
             "temperature",
             "max_steps",
+            "context_window",
+            "max_output_tokens",
+            "price_input",
+            "price_cached_input",
+            "price_output",
             "tools",
             "approval_tools",
             "request_options",
@@ -66,6 +72,9 @@ class RojoForm(forms.ModelForm):
 
     def save(self, commit=True):
         rojo = super().save(commit=False)
+        if {"context_window", "model", "base_url"} & set(self.changed_data):
+            # Another window or model: what the old one refused or listed no longer holds.
+            rojo.refused_window = rojo.listed_window = None
         new_key = self.cleaned_data.get("api_key")
         if self.cleaned_data.get("clear_api_key"):
             rojo.api_key = ""
@@ -79,9 +88,20 @@ class RojoForm(forms.ModelForm):
 @admin.register(Rojo)
 class RojoAdmin(admin.ModelAdmin):
     form = RojoForm
-    list_display = ["name", "slug", "model", "base_url", "has_key"]
+    list_display = ["name", "slug", "model", "base_url", "has_key", "window_in_use"]
     search_fields = ["name", "slug", "model"]
     prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = [
+        "window_in_use",
+        "listed_window",
+        "refused_window",
+        "stream_usage_refused",
+        "chars_per_token",
+    ]
+
+    @admin.display(description="window in use")
+    def window_in_use(self, rojo: Rojo) -> str:
+        return f"{window_of(rojo):,} tokens"
 
     @admin.display(boolean=True, description="key set")
     def has_key(self, rojo: Rojo) -> bool:

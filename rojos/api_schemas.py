@@ -7,6 +7,8 @@ from datetime import datetime
 
 from ninja import Field, Schema
 
+from .context_window import window_of
+
 
 class ProjectOut(Schema):
     id: int
@@ -22,6 +24,13 @@ class RojoOut(Schema):
     model: str
     base_url: str
     tools: list[str]
+    context_window: int | None = Field(description="Declared in the admin; null: learned.")
+    max_output_tokens: int | None
+    window: int = Field(description="The window in use, in tokens (declared, listed, stated).")
+
+    @staticmethod
+    def resolve_window(rojo) -> int:
+        return window_of(rojo)
 
 
 class ConversationOut(Schema):

@@ -58,3 +58,33 @@ def calibrated(previous: float | None, chars: int, prompt_tokens: int) -> float 
         return previous
     low, high = _RATIO_RANGE
     return min(max(chars / prompt_tokens, low), high)
+
+
+DEFAULT_WINDOW = 32_768
+_DEFAULT_RESERVE = 4_096
+
+
+def window_of(rojo) -> int:
+    """The window a rojo's requests must fit, in tokens.
+
+    The one declared in the admin, else the one the provider lists, else 32,768; capped by
+    what the provider stated when it refused a prompt as too long (a declaration can be
+    wrong; the provider's refusal is not).
+    """
+    window = rojo.context_window or rojo.listed_window or DEFAULT_WINDOW
+    return min(window, rojo.refused_window) if rojo.refused_window else window
+
+
+def output_reserve(rojo, window: int) -> int:
+    """Tokens kept free for the reply: the rojo's setting, else a quarter of the window up
+    to 4,096."""
+    if rojo.max_output_tokens:
+        return min(rojo.max_output_tokens, window // 2)
+    return min(_DEFAULT_RESERVE, window // 4)
+
+
+def prompt_budget(rojo) -> int:
+    """The tokens a request may hold: the window less the reply's reserve and a margin of
+    5 % for the estimate's error."""
+    window = window_of(rojo)
+    return window - output_reserve(rojo, window) - window // 20

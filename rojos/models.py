@@ -94,6 +94,19 @@ class Rojo(models.Model):
         validators=[validate_request_options],
         help_text="JSON merged into each request, for provider-specific parameters.",
     )
+    context_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1024)],
+        help_text="The model's context window in tokens. Empty: as the provider lists it, "
+        "else 32,768.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(16)],
+        help_text="Tokens kept free for each reply. Empty: a quarter of the window, at most 4,096.",
+    )
     # US dollars per million tokens: prefilled from the price table for known models.
     price_input = models.DecimalField(
         max_digits=12,
@@ -128,6 +141,20 @@ class Rojo(models.Model):
         editable=False,
         help_text="Characters per token, calibrated from the usage the provider reported.",
     )
+    listed_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The window the provider lists for the model (its model list, /props, "
+        "/api/show).",
+    )
+    refused_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The window the provider stated when it refused a prompt as too long; "
+        "it caps the others until the window or model is changed.",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -136,6 +163,16 @@ class Rojo(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def clean(self) -> None:
+        if (
+            self.context_window
+            and self.max_output_tokens
+            and self.max_output_tokens >= self.context_window // 2
+        ):
+            raise ValidationError(
+                {"max_output_tokens": "must be less than half of the context window"}
+            )
 
     def resolved_api_key(self) -> str:
         """The key to send: the stored one, else the named environment variable's value."""

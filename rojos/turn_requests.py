@@ -1,5 +1,6 @@
 """The requests of one turn: built from the history, sent, and what each response used.
 
+Before the first, the rojo's window is learned from its provider if nobody declared it.
 A provider that refuses `stream_options` gets the request again without it, and the rojo
 remembers that (a quirk like the others, learned rather than configured). Each response's
 usage is recorded (`UsageRecord`), and calibrates the estimate of the next request's size.
@@ -26,6 +27,7 @@ from .provider_request import build_request
 from .stream_accumulator import Completion
 from .tools import RojoToolContext
 from .usage import UsageCounts, usage_cost, usage_counts
+from .window_discovery import window_learn
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +55,7 @@ class TurnRequests:
         self.tools_chars = tools_chars(tools)
         self.sent_chars = 0  # the size of the last request sent, for calibration
         self.stored_ratio = rojo.chars_per_token
+        self.opened = False
 
     @property
     def chars_per_token(self) -> float:
@@ -65,6 +68,9 @@ class TurnRequests:
 
     async def stream(self) -> AsyncIterator[list[dict]]:
         """The chunks of the step's response, a list per network read."""
+        if not self.opened:
+            self.opened = True
+            await window_learn(self.rojo)
         request = self._request()
         refused = False
         while True:

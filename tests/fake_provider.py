@@ -369,6 +369,7 @@ class FakeProvider:
         self._leftovers_allowed = False
         self.window: Window | None = None
         self.refuse_stream_options: Literal["openai", "fastapi"] | None = None
+        self.listing_delay = 0.0  # seconds before answering a listing route
         # Requests a Window of shape "ollama" cut silently (their index in `requests`).
         self.truncated: list[int] = []
         # Requests answered with an overflow error (their index in `requests`).
@@ -409,6 +410,7 @@ class FakeProvider:
             self._leftovers_allowed = False
             self.window = None
             self.refuse_stream_options = None
+            self.listing_delay = 0.0
             self.truncated.clear()
             self.overflowed.clear()
 
@@ -463,6 +465,7 @@ class FakeProvider:
 
     def listing(self, route: str, body: dict[str, Any] | None) -> tuple[int, Any] | None:
         """What the server answers on a route where real servers list their window."""
+        time.sleep(self.listing_delay)
         window = self.window
         listed = window.listed_by if window else None
         tokens = window.tokens if window else 0
