@@ -63,6 +63,9 @@ async def agent_loop(
             chunks = requests.stream()
             async with contextlib.aclosing(chunks):
                 async for batch in chunks:
+                    if type(batch) is not list:  # a summary made to fit the window
+                        yield batch
+                        continue
                     for chunk in batch:
                         text = accumulator.feed(chunk)
                         if text:

@@ -238,6 +238,9 @@ class Message(models.Model):
         USER = "user"
         ASSISTANT = "assistant"
         TOOL = "tool"
+        # A summary of the turns before `extra["until"]` (a position), which requests send
+        # in their stead once the conversation outgrew the model's window; never sent as is.
+        SUMMARY = "summary"
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"

@@ -12,9 +12,12 @@ refuse `stream_options` (older OpenAI-compatible servers; FastAPI ones list it a
 field) are told apart the same way.
 """
 
+import contextlib
 import json
 import re
 from typing import Any
+
+import httpx2
 
 from .errors import ProviderError
 from .provider_failures import error_text
@@ -125,3 +128,22 @@ def refusal_of(body: Any, status: int | None, message: str) -> ProviderError | N
     if status in (400, 422) and "stream_options" in json.dumps(body, default=str):
         return OptionRefused(message, option="stream_options")
     return None
+
+
+# The largest error body read to tell an overflow from a transient failure.
+_ERROR_BODY_MAX = 64 * 1024
+
+
+async def overflow_not_retried(response: httpx2.Response) -> None:
+    """A response hook of the providers' HTTP pool: a 5xx that reports a context overflow
+    (llama.cpp answers 500) is marked not to be retried, as the SDK would a transient
+    failure: the same prompt would only be refused again (Gemini CLI's loop, #5807)."""
+    if response.status_code < 500 or "json" not in response.headers.get("content-type", ""):
+        return
+    length = response.headers.get("content-length", "")
+    if not length.isdigit() or int(length) > _ERROR_BODY_MAX:
+        return
+    await response.aread()
+    with contextlib.suppress(ValueError):
+        if overflow_of(response.json(), "") is not None:
+            response.headers["x-should-retry"] = "false"

@@ -1,9 +1,13 @@
-"""The requests of one turn: built from the history, sent, and what each response used.
+"""The requests of one turn: fitted into the model's window, sent, and accounted for.
 
 Before the first, the rojo's window is learned from its provider if nobody declared it.
-A provider that refuses `stream_options` gets the request again without it, and the rojo
-remembers that (a quirk like the others, learned rather than configured). Each response's
-usage is recorded (`UsageRecord`), and calibrates the estimate of the next request's size.
+Each request is compacted to fit (rojos.compaction), with the oldest turns summarised by
+the rojo's model when that is needed (rojos.summaries). A provider that refuses the
+request as too long teaches the window it states (kept on the rojo) and gets it again,
+compacted harder, once per step; then the turn ends with `context_overflow`, the history
+intact. A provider that refuses `stream_options` gets the request again without it, and
+the rojo remembers that (a quirk like the others, learned rather than configured). Each
+response's usage is recorded (`UsageRecord`) and calibrates the estimate of the next size.
 """
 
 import contextlib
@@ -12,19 +16,24 @@ from collections.abc import AsyncIterator
 
 import openai
 
+from .compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
 from .context_window import (
     DEFAULT_CHARS_PER_TOKEN,
     calibrated,
     item_chars,
+    prompt_budget,
     tokens_of,
     tools_chars,
+    window_of,
 )
+from .events import SummaryEvent
 from .history import History
 from .models import Message, Rojo, UsageRecord
 from .provider import provider_chunks
-from .provider_refusals import OptionRefused
+from .provider_refusals import ContextOverflow, OptionRefused
 from .provider_request import build_request
-from .stream_accumulator import Completion
+from .stream_accumulator import Completion, StreamAccumulator
+from .summaries import SUMMARY_INSTRUCTION, summary_extra, summary_messages, transcript_parts
 from .tools import RojoToolContext
 from .usage import UsageCounts, usage_cost, usage_counts
 from .window_discovery import window_learn
@@ -33,6 +42,10 @@ logger = logging.getLogger(__name__)
 
 # A calibration that moved less than this is not worth a write.
 _RECALIBRATE = 0.05
+# Summaries one step may make (a later one covers the earlier summary and more turns).
+_SUMMARIES_PER_STEP = 2
+# A refusal that states no window: the window is taken to be this share of what was sent.
+_UNDER_REFUSED = 0.85
 
 
 class TurnRequests:
@@ -56,23 +69,56 @@ class TurnRequests:
         self.sent_chars = 0  # the size of the last request sent, for calibration
         self.stored_ratio = rojo.chars_per_token
         self.opened = False
+        self.request: dict = {}
 
     @property
     def chars_per_token(self) -> float:
         return self.rojo.chars_per_token or DEFAULT_CHARS_PER_TOKEN
 
-    def _request(self) -> dict:
-        request = build_request(self.rojo, self.history, self.tools)
-        self.sent_chars = sum(map(item_chars, request["messages"])) + self.tools_chars
-        return request
+    def _budget_chars(self) -> int:
+        return int(prompt_budget(self.rojo) * self.chars_per_token)
 
-    async def stream(self) -> AsyncIterator[list[dict]]:
-        """The chunks of the step's response, a list per network read."""
+    async def _prepare(self) -> AsyncIterator[SummaryEvent]:
+        """Build the step's request to fit the window, summarising old turns when needed."""
+        budget = self._budget_chars()
+        for _ in range(_SUMMARIES_PER_STEP):
+            compaction = self._compact(budget, summaries=True)
+            if not compaction.summarise:
+                break
+            yield await self._summarise(compaction.summarise, budget)
+        else:
+            compaction = self._compact(budget, summaries=False)
+        if compaction.chars > budget:
+            raise ContextOverflow(
+                f"The rojo's system prompt and tool definitions alone take more than its "
+                f"context window of {window_of(self.rojo):,} tokens allows; an administrator "
+                "can shorten the prompt, turn tools off, or set a larger window in the admin.",
+            )
+        self.request = build_request(
+            self.rojo, self.history, self.tools, messages=compaction.messages
+        )
+        self.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
+
+    def _compact(self, budget: int, *, summaries: bool) -> Compaction:
+        return compact(
+            self.history.messages,
+            system_prompt=self.rojo.system_prompt,
+            model=self.rojo.model,
+            budget_chars=budget,
+            fixed_chars=self.tools_chars,
+            summaries=summaries,
+        )
+
+    async def stream(self) -> AsyncIterator[list[dict] | SummaryEvent]:
+        """The chunks of the step's response, a list per network read; before them, the
+        SUMMARY of any turns that had to be summarised to fit the window."""
         if not self.opened:
             self.opened = True
             await window_learn(self.rojo)
-        request = self._request()
-        refused = False
+        async for event in self._prepare():
+            yield event
+        request = self.request
+        refused = recovered = False
         while True:
             started = False
             try:
@@ -87,6 +133,71 @@ class TurnRequests:
                 refused = True
                 await self._stream_options_refused()
                 request.pop("stream_options")
+            except ContextOverflow as exc:
+                if started or recovered:
+                    raise self._overflow_error() from exc
+                recovered = True  # once per step: smaller, then give up
+                await self._overflowed(exc)
+                async for event in self._prepare():
+                    yield event
+                request = self.request
+
+    async def _overflowed(self, exc: ContextOverflow) -> None:
+        """Learn from a refusal: the prompt's size as the provider counted it (it calibrates
+        the estimate), and the window, kept on the rojo: the one the provider states, else
+        an upper bound, a little under what was refused."""
+        logger.info("rojo %s: over its context window (%s)", self.rojo, exc)
+        if exc.prompt:
+            self.rojo.chars_per_token = calibrated(
+                self.rojo.chars_per_token, self.sent_chars, exc.prompt
+            )
+        sent = exc.prompt or tokens_of(self.sent_chars, self.chars_per_token)
+        window = exc.limit or int(sent * _UNDER_REFUSED)
+        if window < window_of(self.rojo):
+            self.rojo.refused_window = window
+            await Rojo.objects.filter(pk=self.rojo.pk).aupdate(refused_window=window)
+
+    def _overflow_error(self) -> ContextOverflow:
+        return ContextOverflow(
+            "The conversation is too long for the model's context window "
+            f"({window_of(self.rojo):,} tokens), even with old tool results left out and "
+            "earlier turns summarised. Send your message again (it is kept), in a new "
+            "conversation if this happens again; an administrator can set the rojo's real "
+            "context window in the admin."
+        )
+
+    async def _summarise(self, messages: list[Message], budget: int) -> SummaryEvent:
+        """Summarise `messages` (the oldest turns) and store the summary; its event."""
+        previous = latest_summary(self.history.messages)
+        text = previous.content if previous is not None else None
+        part_chars = max(budget - len(SUMMARY_INSTRUCTION) - SUMMARY_MAX_CHARS, 2_000)
+        for part in transcript_parts(messages, part_chars):
+            completion = await self._complete(summary_messages(part, text))
+            text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
+            await self.account(completion, None, UsageRecord.Kind.SUMMARY)
+        index = self.history.messages.index(messages[-1]) + 1
+        following = self.history.messages[index:]
+        until = next(m.position for m in following if m.role == Message.Role.USER)
+        message = await self.history.add(
+            role=Message.Role.SUMMARY,
+            content=text or "",
+            extra=summary_extra(until, messages),
+        )
+        return SummaryEvent(text=message.content or "", messages=len(messages))
+
+    async def _complete(self, messages: list[dict]) -> Completion:
+        """One request without tools, read to its end."""
+        request = {**(self.rojo.request_options or {}), "model": self.rojo.model}
+        request.update(messages=messages, stream=True)
+        if not self.rojo.stream_usage_refused:
+            request["stream_options"] = {"include_usage": True}
+        self.sent_chars = sum(map(item_chars, messages))
+        accumulator = StreamAccumulator()
+        async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
+            async for batch in chunks:
+                for chunk in batch:
+                    accumulator.feed(chunk)
+        return accumulator.result()
 
     async def _stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)

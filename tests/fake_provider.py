@@ -82,7 +82,7 @@ Reply = Stream | HttpError | JsonReply
 Responder = Callable[[dict[str, Any]], Reply]
 
 OverflowShape = Literal[
-    "openai", "anthropic", "gemini", "vllm", "llamacpp", "openrouter", "mistral", "ollama"
+    "openai", "anthropic", "gemini", "vllm", "llamacpp", "openrouter", "mistral", "bare", "ollama"
 ]
 OVERFLOW_SHAPES: tuple[OverflowShape, ...] = (
     "openai",
@@ -186,6 +186,9 @@ def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError:
                 "prompt automatically."
             )
             body = {"error": {"message": message, "code": 400, "metadata": {"provider": "x"}}}
+            return HttpError(status=400, body=body, headers={})
+        case "bare":  # the code alone, neither the window nor the prompt's size
+            body = _error_body("context_length_exceeded", code="context_length_exceeded")
             return HttpError(status=400, body=body, headers={})
         case "mistral":
             message = (
@@ -370,6 +373,8 @@ class FakeProvider:
         self.window: Window | None = None
         self.refuse_stream_options: Literal["openai", "fastapi"] | None = None
         self.listing_delay = 0.0  # seconds before answering a listing route
+        # Answers every request the script has no reply for (a model that reads its input).
+        self.responder: Responder | None = None
         # Requests a Window of shape "ollama" cut silently (their index in `requests`).
         self.truncated: list[int] = []
         # Requests answered with an overflow error (their index in `requests`).
@@ -411,6 +416,7 @@ class FakeProvider:
             self.window = None
             self.refuse_stream_options = None
             self.listing_delay = 0.0
+            self.responder = None
             self.truncated.clear()
             self.overflowed.clear()
 
@@ -458,7 +464,7 @@ class FakeProvider:
                 self.truncated.append(len(self.requests) - 1)
                 body = _cut_from_front(body, window.tokens)
                 prompt = prompt_tokens(body)
-            reply = self._script.popleft() if self._script else None
+            reply = self._script.popleft() if self._script else self.responder
         if callable(reply):
             reply = reply(body)
         return _with_usage(reply, body, prompt)
