@@ -159,6 +159,16 @@ ROJO_TOOL_MODULES = env_list("ROJO_TOOL_MODULES", "")
 # Per-user limits against runaway cost (0 turns a limit off).
 ROJO_USER_MESSAGES_PER_MINUTE = env_int("ROJO_USER_MESSAGES_PER_MINUTE", 20)
 ROJO_USER_CONCURRENT_TURNS = env_int("ROJO_USER_CONCURRENT_TURNS", 3)
+# Budgets of model use per user and per project, by day and by month (UTC), in tokens
+# (prompt and completion) or US dollars; 0: none. The admin overrides them per user/project.
+ROJO_USER_DAILY_TOKENS = env_int("ROJO_USER_DAILY_TOKENS", 0)
+ROJO_USER_MONTHLY_TOKENS = env_int("ROJO_USER_MONTHLY_TOKENS", 0)
+ROJO_USER_DAILY_COST = float(os.environ.get("ROJO_USER_DAILY_COST") or 0)
+ROJO_USER_MONTHLY_COST = float(os.environ.get("ROJO_USER_MONTHLY_COST") or 0)
+ROJO_PROJECT_DAILY_TOKENS = env_int("ROJO_PROJECT_DAILY_TOKENS", 0)
+ROJO_PROJECT_MONTHLY_TOKENS = env_int("ROJO_PROJECT_MONTHLY_TOKENS", 0)
+ROJO_PROJECT_DAILY_COST = float(os.environ.get("ROJO_PROJECT_DAILY_COST") or 0)
+ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or 0)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).

@@ -140,14 +140,17 @@ def compact(
     current = starts[-1] if starts else 0  # the current turn: its results are never stubbed
     calls = {c["id"]: c for m in tail for c in m.tool_calls or ()}
 
-    if total > budget_chars:  # a. old tool results become stubs, oldest first
+    if total > budget_chars:  # a. old tool results (and long call arguments) become stubs
         for i in range(current):
             if total <= budget_chars:
                 break
             message = tail[i]
-            if message.role != Message.Role.TOOL or len(message.content or "") < _STUB_MIN_CHARS:
+            if message.role == Message.Role.TOOL and len(message.content or "") >= _STUB_MIN_CHARS:
+                items[i] = {**items[i], "content": stub(message, calls.get(message.tool_call_id))}
+            elif sizes[i] >= _STUB_MIN_CHARS and items[i].get("tool_calls"):
+                items[i] = _arguments_cut(items[i], 0)
+            else:
                 continue
-            items[i] = {**items[i], "content": stub(message, calls.get(message.tool_call_id))}
             total, sizes[i] = total - sizes[i] + item_chars(items[i]), item_chars(items[i])
             result.stubbed += 1
 
@@ -188,18 +191,43 @@ def _cut(
     """
     cut: set[int] = set()
     while total > budget:
-        candidates = [
-            i
-            for i, item in enumerate(items)
-            if isinstance(item.get("content"), str) and len(item["content"]) > _CUT_MIN_CHARS * 2
-        ]
+        candidates = [i for i, item in enumerate(items) if _cuttable(item) > _CUT_MIN_CHARS * 2]
         if not candidates:
             break
         i = max(candidates, key=sizes.__getitem__)
-        message, content = tail[i], items[i]["content"]
-        keep = max(_CUT_MIN_CHARS, len(content) - (total - budget) - 400)
-        text = cut_text(message.content or "", keep, message, calls.get(message.tool_call_id))
-        items[i] = {**items[i], "content": text}
+        message, item = tail[i], items[i]
+        keep = max(_CUT_MIN_CHARS, _cuttable(item) - (total - budget) - 400)
+        if item.get("tool_calls"):
+            items[i] = _arguments_cut(item, keep)
+        else:
+            text = cut_text(message.content or "", keep, message, calls.get(message.tool_call_id))
+            items[i] = {**item, "content": text}
         total, sizes[i] = total - sizes[i] + item_chars(items[i]), item_chars(items[i])
         cut.add(i)
     return total, len(cut)
+
+
+def _cuttable(item: dict) -> int:
+    """The characters of an item that a cut can take: its text, or its calls' arguments."""
+    if item.get("tool_calls"):
+        return sum(len(call["function"]["arguments"]) for call in item["tool_calls"])
+    content = item.get("content")
+    return len(content) if isinstance(content, str) else 0
+
+
+def _arguments_cut(item: dict, keep: int) -> dict:
+    """An assistant item whose calls' long string arguments (a file written whole, say) keep
+    their first `keep` characters and say how much is left out; still valid JSON objects."""
+    calls = []
+    for call in item["tool_calls"]:
+        arguments = json.loads(call["function"]["arguments"])  # a JSON object: wire form
+        share = keep // max(len(arguments), 1)
+        for key, value in arguments.items():
+            if isinstance(value, str) and len(value) > max(share, 200):
+                arguments[key] = (
+                    f"{value[:share]}… [{len(value):,} characters; the rest left out to fit "
+                    "the context window]"
+                )
+        function = {**call["function"], "arguments": json.dumps(arguments, ensure_ascii=False)}
+        calls.append({**call, "function": function})
+    return {**item, "tool_calls": calls}

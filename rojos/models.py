@@ -396,3 +396,47 @@ class UsageRecord(models.Model):
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class UsageBudget(models.Model):
+    """A user's or a project's daily or monthly budget of tokens or cost.
+
+    It replaces the settings' default (ROJO_USER_DAILY_TOKENS and the like) for that user or
+    project and period; one with neither limit set exempts them.
+    """
+
+    class Period(models.TextChoices):
+        DAY = "day"
+        MONTH = "month"
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True
+    )
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, null=True, blank=True)
+    period = models.CharField(max_length=5, choices=Period.choices)
+    max_tokens = models.PositiveBigIntegerField(
+        null=True, blank=True, help_text="Prompt and completion tokens; empty: no limit."
+    )
+    max_cost = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="US dollars; empty: no limit.",
+    )
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(user__isnull=True) ^ models.Q(project__isnull=True),
+                name="budget_of_a_user_or_a_project",
+            ),
+            models.UniqueConstraint(fields=["user", "period"], name="one_budget_per_user_period"),
+            models.UniqueConstraint(
+                fields=["project", "period"], name="one_budget_per_project_period"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        adjective = "daily" if self.period == self.Period.DAY else "monthly"
+        return f"{adjective} budget of {self.user or self.project}"

@@ -15,7 +15,9 @@ import logging
 from collections.abc import AsyncIterator
 
 import openai
+from asgiref.sync import sync_to_async
 
+from .budgets import BudgetExceeded, Left, budget_message, budgets_left
 from .compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
 from .context_window import (
     DEFAULT_CHARS_PER_TOKEN,
@@ -70,6 +72,8 @@ class TurnRequests:
         self.stored_ratio = rojo.chars_per_token
         self.opened = False
         self.request: dict = {}
+        self.budgets: list[Left] = []
+        self.steps = 0
 
     @property
     def chars_per_token(self) -> float:
@@ -89,11 +93,15 @@ class TurnRequests:
         else:
             compaction = self._compact(budget, summaries=False)
         if compaction.chars > budget:
-            raise ContextOverflow(
-                f"The rojo's system prompt and tool definitions alone take more than its "
-                f"context window of {window_of(self.rojo):,} tokens allows; an administrator "
-                "can shorten the prompt, turn tools off, or set a larger window in the admin.",
-            )
+            fixed = self.tools_chars + len(self.rojo.system_prompt)
+            if fixed > budget:
+                raise ContextOverflow(
+                    f"The rojo's system prompt and tool definitions alone take more than its "
+                    f"context window of {window_of(self.rojo):,} tokens allows; an "
+                    "administrator can shorten the prompt, turn tools off, or set a larger "
+                    "window in the admin."
+                )
+            raise self._overflow_error()
         self.request = build_request(
             self.rojo, self.history, self.tools, messages=compaction.messages
         )
@@ -115,6 +123,14 @@ class TurnRequests:
         if not self.opened:
             self.opened = True
             await window_learn(self.rojo)
+            self.budgets = await sync_to_async(budgets_left)(
+                user=self.ctx.user, project_id=self.ctx.project_id
+            )
+        used_up = next((left for left in self.budgets if left.used_up()), None)
+        if used_up is not None:  # before any model call; or a step crossed it: stop here
+            crossed = self.steps > 0
+            raise BudgetExceeded(await sync_to_async(budget_message)(used_up, crossed=crossed))
+        self.steps += 1
         async for event in self._prepare():
             yield event
         request = self.request
@@ -171,10 +187,11 @@ class TurnRequests:
         previous = latest_summary(self.history.messages)
         text = previous.content if previous is not None else None
         part_chars = max(budget - len(SUMMARY_INSTRUCTION) - SUMMARY_MAX_CHARS, 2_000)
+        completions = []
         for part in transcript_parts(messages, part_chars):
             completion = await self._complete(summary_messages(part, text))
             text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
-            await self.account(completion, None, UsageRecord.Kind.SUMMARY)
+            completions.append(completion)
         index = self.history.messages.index(messages[-1]) + 1
         following = self.history.messages[index:]
         until = next(m.position for m in following if m.role == Message.Role.USER)
@@ -183,6 +200,8 @@ class TurnRequests:
             content=text or "",
             extra=summary_extra(until, messages),
         )
+        for completion in completions:  # what the summary cost, counted in its turn
+            await self.account(completion, message, UsageRecord.Kind.SUMMARY)
         return SummaryEvent(text=message.content or "", messages=len(messages))
 
     async def _complete(self, messages: list[dict]) -> Completion:
@@ -228,6 +247,9 @@ class TurnRequests:
             )
         if not completion.tool_calls:  # the turn's last response
             await self._calibration_save()
+        cost = usage_cost(self.rojo, counts)
+        for left in self.budgets:
+            left.spend(counts.total, cost)
         return await UsageRecord.objects.acreate(
             user=self.ctx.user if getattr(self.ctx.user, "pk", None) else None,
             project_id=self.ctx.project_id,
@@ -240,7 +262,7 @@ class TurnRequests:
             cached_tokens=counts.cached,
             reasoning_tokens=counts.reasoning,
             reported=counts.reported,
-            cost=usage_cost(self.rojo, counts),
+            cost=cost,
         )
 
     async def _calibration_save(self) -> None:

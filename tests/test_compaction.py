@@ -3,6 +3,7 @@ alone is too big for the window is cut with a note on reading the rest; a reques
 twice in a step ends the turn with `context_overflow`, and the next message works."""
 
 import asyncio
+import json
 
 import pytest
 
@@ -133,3 +134,31 @@ async def test_tool_definitions_larger_than_the_window_say_so_without_a_request(
     assert run.error is not None and run.error.code == "context_overflow"
     assert "tool definitions alone" in str(run.error)
     assert fake_provider.requests == []
+
+
+async def test_a_file_written_whole_is_cut_in_the_call_sent_back_as_valid_json(
+    fake_provider, project, users
+):
+    """The arguments of a call that wrote a file over the window are cut in the next request,
+    still a JSON object that says how much was left out; the stored call stays whole."""
+    text = "".join(f"line {n:05d} of the new page\n" for n in range(4000))
+    fake_provider.window = Window(tokens=WINDOW)
+    fake_provider.add(
+        stream(tool_call_chunks([("write_text_content", {"path": "page.md", "text": text})])),
+        stream(text_chunks("Written.")),
+    )
+    rojo = await rojo_for(fake_provider, context_window=WINDOW, approval_tools=[])
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Write it")
+
+    assert run.error is None and run.text == "Written."
+    (call,) = fake_provider.requests[1]["messages"][1]["tool_calls"]
+    sent = json.loads(call["function"]["arguments"])
+    assert sent["path"] == "page.md" and text.startswith(sent["text"].split("… [")[0])
+    assert sent["text"].endswith(
+        f"[{len(text):,} characters; the rest left out to fit the context window]"
+    )
+    assert prompt_tokens(fake_provider.requests[1]) <= WINDOW
+    history = await valid_history(run.conversation)
+    assert json.loads(history[1].tool_calls[0]["function"]["arguments"])["text"] == text
+    assert (run.root / "page.md").read_text() == text

@@ -5,8 +5,21 @@
 import { ApiError, getJson, request } from "./api.js";
 import { approvalPrompt } from "./approvals.js";
 import { ChatLog } from "./chat-log.js";
+import { usageText } from "./render.js";
 import { readEvents } from "./sse.js";
 import { UndoButtons } from "./undo.js";
+
+/** A turn's tokens and cost under its reply (drawn by CSS from `data-usage`, so the reply's
+ * own text stays the reply's), the details on hover. */
+function showUsage(reply, tokens) {
+  if (!tokens || !tokens.calls) return;
+  reply.dataset.text = reply.text; // as its render sets it: the same markup live and replayed
+  reply.dataset.usage = usageText(tokens);
+  reply.title =
+    `This reply: ${tokens.calls} model ${tokens.calls === 1 ? "call" : "calls"}` +
+    (tokens.reasoning ? `, ${tokens.reasoning} reasoning tokens` : "") +
+    (tokens.estimated ? "; the provider did not count them all, so some are estimates" : "");
+}
 
 /** The stored events before the turn that `message` started (that turn still runs). */
 function eventsBefore(events, message) {
@@ -86,6 +99,7 @@ export class ChatPanel extends EventTarget {
       case "START":
         this.turnMessage = data.message;
         this.turnChanges = [];
+        this.log.lastReply = null;
         if (this.history) {
           this.log.addUser(this.history.asked.get(data.message) ?? "");
           break;
@@ -113,6 +127,9 @@ export class ChatPanel extends EventTarget {
       case "TOOL_RESULT":
         this.addToolResult(data);
         break;
+      case "SUMMARY":
+        this.log.addSummary(data);
+        break;
       case "ERROR":
         this.log.addError(data.message, data.code);
         break;
@@ -120,8 +137,27 @@ export class ChatPanel extends EventTarget {
         this.log.closeBubble();
         this.undo.offerTurn(this.turnMessage, this.turnChanges);
         this.turnChanges = [];
+        this.usagePending = this.showTurnUsage(this.turnMessage);
         break;
     }
+  }
+
+  /** The turn's tokens and cost, small under its last reply: stored ones from the history,
+   * a live turn's asked for once it is done (with the conversation's total and the meter). */
+  showTurnUsage(turnMessage) {
+    const reply = this.log.lastReply;
+    this.log.lastReply = null;
+    if (this.history) {
+      if (reply) showUsage(reply, this.history.usage?.turns?.[turnMessage]);
+      return null;
+    }
+    if (!this.conversationId) return null;
+    return getJson(`/api/conversations/${this.conversationId}/usage`)
+      .then((usage) => {
+        if (reply) showUsage(reply, usage.turns[turnMessage]);
+        this.dispatchEvent(new CustomEvent("usage", { detail: usage }));
+      })
+      .catch(() => {}); // the figures are a nicety: the reply is there without them
   }
 
   addToolResult(data) {
@@ -139,10 +175,11 @@ export class ChatPanel extends EventTarget {
 
   /** Show stored turns through `handle`, without a live turn's side effects: no
    * conversation or turn events, no file refreshes, no focus changes. */
-  replay(events, { messages, changes }) {
+  replay(events, { messages, changes, usage }) {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
+      usage,
     };
     try {
       for (const event of events) this.handle(event);
@@ -164,6 +201,8 @@ export class ChatPanel extends EventTarget {
       this.log.addError("The connection to the server was lost.");
     }
     if (!done && this.conversationId) return this.reattach();
+    await this.usagePending; // the reply's figures are shown before the turn counts as over
+    this.usagePending = null;
     this.setBusy(false);
     this.dispatchEvent(new Event("turn-finished"));
   }
@@ -247,6 +286,7 @@ export class ChatPanel extends EventTarget {
     this.conversationId = conversationId;
     this.log.clear();
     const detail = await getJson(`/api/conversations/${conversationId}`);
+    this.dispatchEvent(new CustomEvent("usage", { detail: detail.usage }));
     if (!detail.running) {
       this.replay(detail.events, detail);
       return;

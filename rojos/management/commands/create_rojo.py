@@ -4,6 +4,7 @@ from django.utils.text import slugify
 
 from roject.services import validation_text
 from rojos.models import Rojo, default_tools, validate_base_url
+from rojos.prices import rojo_prices_prefill
 from rojos.tools import registry
 
 
@@ -81,6 +82,7 @@ class Command(BaseCommand):
             context_window=context_window,
             max_output_tokens=max_output_tokens,
         )
+        rojo_prices_prefill(rojo)
         try:
             rojo.full_clean()  # lengths: PostgreSQL refuses what SQLite would store
         except ValidationError as exc:
