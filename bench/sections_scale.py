@@ -118,10 +118,12 @@ def queries_section(counts) -> Section:
             f"{kinds}; loading the history and storing the user's message: {count.load}",
         )
     section.notes.append(
-        "A step stores its assistant message (1 query); a call that changes files then "
-        "stores its change record before it runs (1), and its result with the finished "
-        "record in one transaction (4: BEGIN, UPDATE, INSERT, COMMIT); whatever the length "
-        "of the conversation. The history is loaded once per turn, in one query, with the "
-        "user's message stored in the same trip."
+        "A step stores its assistant message (1 query) and the response's usage record (1); "
+        "a call that changes files then stores its change record before it runs (1), and "
+        "its result with the finished record in one transaction (4: BEGIN, UPDATE, INSERT, "
+        "COMMIT); whatever the length of the conversation. The turn's first step also reads "
+        "the budgets in force (1). The history is loaded once per turn, in one query, with "
+        "the user's message stored in the same trip; fitting the request into the window "
+        "takes none."
     )
     return section

@@ -19,7 +19,12 @@ def window_section(builds, sessions) -> Section:
     )
     base = builds[0]
     for build in builds:
-        kind = "with a summary" if build.summary else "no summary yet"
+        if build.summary:
+            kind = "a summary stored"
+        elif build.request_tokens > 12_000:
+            kind = "no summary yet: one is due, the stubs alone are over the window"
+        else:
+            kind = "no summary needed"
         name = "summary" if build.summary else "stubs"
         section.add(
             f"compacted_request_{build.messages}_messages_{name}",
