@@ -46,8 +46,10 @@ logger = logging.getLogger(__name__)
 _RECALIBRATE = 0.05
 # Summaries one step may make (a later one covers the earlier summary and more turns).
 _SUMMARIES_PER_STEP = 2
-# A refusal that states no window: the window is taken to be this share of what was sent.
+# A refusal that states no window: the window is taken to be this share of what was sent,
+# and never less than the smallest window a rojo may declare.
 _UNDER_REFUSED = 0.85
+_SMALLEST_WINDOW = 1024
 
 
 class TurnRequests:
@@ -153,9 +155,12 @@ class TurnRequests:
                 if started or recovered:
                     raise self._overflow_error() from exc
                 recovered = True  # once per step: smaller, then give up
+                refused_chars = self.sent_chars
                 await self._overflowed(exc)
                 async for event in self._prepare():
                     yield event
+                if self.sent_chars >= refused_chars:  # never the same request again
+                    raise self._overflow_error() from exc
                 request = self.request
 
     async def _overflowed(self, exc: ContextOverflow) -> None:
@@ -168,7 +173,7 @@ class TurnRequests:
                 self.rojo.chars_per_token, self.sent_chars, exc.prompt
             )
         sent = exc.prompt or tokens_of(self.sent_chars, self.chars_per_token)
-        window = exc.limit or int(sent * _UNDER_REFUSED)
+        window = max(exc.limit or int(sent * _UNDER_REFUSED), _SMALLEST_WINDOW)
         if window < window_of(self.rojo):
             self.rojo.refused_window = window
             await Rojo.objects.filter(pk=self.rojo.pk).aupdate(refused_window=window)

@@ -12,6 +12,8 @@ from rojos.models import Rojo
 from tests.agent_run import rojo_for, run_turn, valid_history
 from tests.fake_provider import (
     Window,
+    error_chunk,
+    http_error,
     prompt_tokens,
     stream,
     text_chunks,
@@ -162,3 +164,53 @@ async def test_a_file_written_whole_is_cut_in_the_call_sent_back_as_valid_json(
     history = await valid_history(run.conversation)
     assert json.loads(history[1].tool_calls[0]["function"]["arguments"])["text"] == text
     assert (run.root / "page.md").read_text() == text
+
+
+async def test_an_overflow_reported_mid_stream_is_recovered_from_like_a_refusal(
+    fake_provider, project, users
+):
+    """An error event in the stream, before any text, saying the prompt is too long: the
+    window it states is learned and the request goes again, smaller."""
+    await project_file(project, "note.md", "a line of the note, about the harbour\n" * 400)
+    overflow = error_chunk(
+        "This model's maximum context length is 4096 tokens. However, your messages "
+        "resulted in 6100 tokens.",
+        code="context_length_exceeded",
+    )
+    fake_provider.add(
+        stream(tool_call_chunks([("get_text_content", {"path": "note.md"})])),
+        stream(text_chunks("Read.")),
+        stream(overflow),
+        stream(text_chunks("Short now.")),
+    )
+    rojo = await rojo_for(fake_provider)
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Read it")
+
+    second = await run_turn(
+        project=project,
+        rojo=await Rojo.objects.aget(pk=rojo.pk),
+        user=users["editor"],
+        message="And now?",
+        conversation=first.conversation,
+    )
+
+    assert second.error is None and second.text == "Short now."
+    refused, again = fake_provider.requests[2:]
+    assert "left out to fit" not in str(refused) and "left out to fit" in str(again)
+    assert (await Rojo.objects.aget(pk=rojo.pk)).refused_window == 4096
+
+
+async def test_a_refused_request_that_cannot_be_made_smaller_is_not_sent_again(
+    fake_provider, project, users
+):
+    """Nothing to leave out or cut: the turn ends with context_overflow after one request."""
+    fake_provider.add(
+        http_error(400, {"error": {"message": "x", "code": "context_length_exceeded"}})
+    )
+    rojo = await rojo_for(fake_provider, tools=[])
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Hi")
+
+    assert run.error is not None and run.error.code == "context_overflow"
+    assert "too long for the model's context window" in str(run.error)
+    assert len(fake_provider.requests) == 1
