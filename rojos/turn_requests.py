@@ -196,16 +196,19 @@ class TurnRequests:
         for part in transcript_parts(messages, part_chars):
             completion = await self._complete(summary_messages(part, text))
             text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
-            completions.append(completion)
+            completions.append((completion, self.sent_chars))
         index = self.history.messages.index(messages[-1]) + 1
-        following = self.history.messages[index:]
-        until = next(m.position for m in following if m.role == Message.Role.USER)
+        until = next(
+            (m.position for m in self.history.messages[index:] if m.role == Message.Role.USER),
+            messages[-1].position + 1,
+        )
         message = await self.history.add(
             role=Message.Role.SUMMARY,
             content=text or "",
             extra=summary_extra(until, messages),
         )
-        for completion in completions:  # what the summary cost, counted in its turn
+        for completion, chars in completions:  # what the summary cost, counted in its turn
+            self.sent_chars = chars
             await self.account(completion, message, UsageRecord.Kind.SUMMARY)
         return SummaryEvent(text=message.content or "", messages=len(messages))
 
