@@ -50,12 +50,12 @@ def _conversation_with(prior: int, rojo, user, project):
 
 def queries_per_step(rojo, user, *, prior: int) -> QueryCount:
     """Count the queries of loading the history and of each step of the story."""
-    from rojos import agent
+    from rojos import turn_requests
 
     project = project_new(f"queries {prior} {time.monotonic_ns()}")
     conversation = _conversation_with(prior, rojo, user, project)
     marks: list[int] = []
-    original = agent.provider_chunks
+    original = turn_requests.provider_chunks
 
     # This thread's connection itself: the `connection` proxy would look up the connection
     # of whichever thread reads the count, and the marks are taken on the event loop's.
@@ -68,7 +68,7 @@ def queries_per_step(rojo, user, *, prior: int) -> QueryCount:
             mark("step")
             return original(client, request)
 
-        with mock.patch.object(agent, "provider_chunks", marked_chunks):
+        with mock.patch.object(turn_requests, "provider_chunks", marked_chunks):
             async_to_sync(loop_turn)(rojo, user, project, conversation=conversation, mark=mark)
     start, loop, _first_request, *later_requests = marks
     bounds = [loop, *later_requests, len(captured)]

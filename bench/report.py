@@ -103,18 +103,35 @@ def markdown(sections: list[Section], facts: dict[str, str], started: datetime, 
     if missed:
         lines += ["**Missed targets:** " + ", ".join(f"`{f.name}`" for f in missed) + ".", ""]
     for section in sections:
-        lines += [f"## {section.title}", "", section.what, ""]
-        lines += ["| Figure | Value | Target | |", "| --- | --- | --- | --- |"]
-        for f in section.figures:
-            verdict = "" if f.met is None else ("ok" if f.met else "**MISSED**")
-            value = f.value + (f" ({f.note})" if f.note else "")
-            lines.append(f"| `{f.name}` | {value} | {f.target or '—'} | {verdict} |")
-        lines.append("")
-        lines += [f"- {note}" for note in section.notes]
-        if section.notes:
-            lines.append("")
+        lines += section_markdown(section)
     return "\n".join(lines)
 
 
 def now() -> datetime:
     return datetime.now(UTC)
+
+
+def section_markdown(section: Section) -> list[str]:
+    """One section of the report, as Markdown lines."""
+    lines = [f"## {section.title}", "", section.what, ""]
+    lines += ["| Figure | Value | Target | |", "| --- | --- | --- | --- |"]
+    for f in section.figures:
+        verdict = "" if f.met is None else ("ok" if f.met else "**MISSED**")
+        value = f.value + (f" ({f.note})" if f.note else "")
+        lines.append(f"| `{f.name}` | {value} | {f.target or '—'} | {verdict} |")
+    lines.append("")
+    lines += [f"- {note}" for note in section.notes]
+    if section.notes:
+        lines.append("")
+    return lines
+
+
+def section_replaced(report: str, section: Section) -> str:
+    """The report with `section` in place of the one of the same title (else at the end)."""
+    heading = f"## {section.title}"
+    new = "\n".join(section_markdown(section)).rstrip() + "\n"
+    start = report.find(heading)
+    if start < 0:
+        return report.rstrip() + "\n\n" + new
+    end = report.find("\n## ", start + len(heading))
+    return report[:start] + new + ("\n" + report[end + 1 :] if end >= 0 else "")

@@ -14,7 +14,7 @@ import time
 from pathlib import Path
 
 from . import env
-from .report import Section, load, machine, markdown, now
+from .report import Section, load, machine, markdown, now, section_replaced
 from .sections_scale import (
     big_files_section,
     concurrency_section,
@@ -22,6 +22,7 @@ from .sections_scale import (
     queries_section,
 )
 from .sections_stream import MANY_STREAMS, latency_section, loop_section
+from .sections_window import window_section
 
 REPORT = env.ROOT / "docs" / "performance.md"
 
@@ -156,6 +157,18 @@ class Bench:
         story = self.stories["instant"]
         return queries_section([queries_per_step(story, self.user, prior=n) for n in (2, 50)])
 
+    def window(self) -> Section:
+        from .compaction import build_cost, session_cost
+
+        print("\n# 6. Context window", flush=True)
+        rojo = env.rojo_new("window", self.provider.base_url, "story", context_window=12_000)
+        builds = [
+            build_cost(rojo, self.user, 50, summary=False),
+            build_cost(rojo, self.user, 500, summary=False),
+            build_cost(rojo, self.user, 500, summary=True),
+        ]
+        return window_section(builds, [session_cost(self.user, turns) for turns in (25, 50)])
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -166,6 +179,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
+    parser.add_argument(
+        "--only",
+        choices=["database", "window"],
+        help="run one section and replace it in docs/performance.md (the rest stays)",
+    )
     args = parser.parse_args(argv)
     started, clock, load_before = now(), time.monotonic(), load()
     scratch = env.scratch_dir()
@@ -173,12 +191,19 @@ def main(argv: list[str] | None = None) -> None:
     bench = None
     try:
         bench = Bench(scratch, quick=args.quick)
+        if args.only:
+            section = getattr(bench, args.only)()
+            if not args.quick:
+                REPORT.write_text(section_replaced(REPORT.read_text(), section))
+                print(f"replaced its section in {REPORT.relative_to(env.ROOT)}")
+            return
         print("\n# 1. Loop overhead, 2. Streaming latency (running)", flush=True)
         sections = [
             *bench.loop_and_latency(3 if args.quick else args.runs),
             bench.concurrency(),
             bench.big_files(),
             bench.database(),
+            bench.window(),
         ]
     except BaseException:
         log = scratch / "server.log"

@@ -120,10 +120,12 @@ def queries_section(counts) -> Section:
     section.notes.append(
         "Before each step and before each call the user's role in the project is read again "
         "(1 SELECT each, counted with the step before the request: a member removed or made "
-        "a viewer mid-turn is stopped); a step stores its assistant message (1); a call that "
-        "changes files reads the role once more under the change lock, after any approval "
-        "(1), and stores its result with its change record in one transaction (4: BEGIN, "
-        "INSERT, INSERT, COMMIT); whatever the length of the conversation. The history is "
-        "loaded once per turn, in one query, with the user's message stored in the same trip."
+        "a viewer mid-turn is stopped); a step stores its assistant message (1) and the "
+        "response's usage record (1); a call that changes files reads the role once more "
+        "under the change lock, after any approval (1), and stores its result with its change "
+        "record in one transaction (4: BEGIN, INSERT, INSERT, COMMIT); whatever the length of "
+        "the conversation. The turn's first step also reads the budgets in force (1). The "
+        "history is loaded once per turn, in one query, with the user's message stored in the "
+        "same trip; fitting the request into the window takes none."
     )
     return section

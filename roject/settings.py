@@ -192,6 +192,16 @@ ROJO_USER_CONCURRENT_TURNS = env_int("ROJO_USER_CONCURRENT_TURNS", 3)
 ROJO_TURN_READ_BYTES = env_int("ROJO_TURN_READ_BYTES", 8 * 1024 * 1024)
 ROJO_MAX_CALLS_PER_RESPONSE = env_int("ROJO_MAX_CALLS_PER_RESPONSE", 32)
 ROJO_MAX_CALLS_PER_TURN = env_int("ROJO_MAX_CALLS_PER_TURN", 200)
+# Budgets of model use per user and per project, by day and by month (UTC), in tokens
+# (prompt and completion) or US dollars; 0: none. The admin overrides them per user/project.
+ROJO_USER_DAILY_TOKENS = env_int("ROJO_USER_DAILY_TOKENS", 0)
+ROJO_USER_MONTHLY_TOKENS = env_int("ROJO_USER_MONTHLY_TOKENS", 0)
+ROJO_USER_DAILY_COST = float(os.environ.get("ROJO_USER_DAILY_COST") or 0)
+ROJO_USER_MONTHLY_COST = float(os.environ.get("ROJO_USER_MONTHLY_COST") or 0)
+ROJO_PROJECT_DAILY_TOKENS = env_int("ROJO_PROJECT_DAILY_TOKENS", 0)
+ROJO_PROJECT_MONTHLY_TOKENS = env_int("ROJO_PROJECT_MONTHLY_TOKENS", 0)
+ROJO_PROJECT_DAILY_COST = float(os.environ.get("ROJO_PROJECT_DAILY_COST") or 0)
+ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or 0)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).
@@ -199,6 +209,8 @@ ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
 ROJO_PROVIDER_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TIMEOUT") or 120)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)
+# The longest a turn waits for a provider to list its model's context window (once an hour).
+ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
 # The longest one turn may run, approvals included: a provider that streams (or keeps the
 # connection alive) for ever must not hold a conversation and its cost without end.
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)

@@ -1,11 +1,28 @@
 import json
+from datetime import date, timedelta
 
 from django import forms
 from django.contrib import admin
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.template.response import TemplateResponse
+from django.urls import path
+from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from .models import Conversation, FileChange, Message, Rojo, TurnRecord
+from .context_window import window_of
+from .models import (
+    Conversation,
+    FileChange,
+    Message,
+    Rojo,
+    TurnRecord,
+    UsageBudget,
+    UsageRecord,
+)
+from .prices import rojo_prices_prefill
 from .tools import display_args, registry
+from .usage_report import usage_report_csv, usage_report_rows
 
 
 def _tool_label(tool) -> str:
@@ -47,6 +64,11 @@ class RojoForm(forms.ModelForm):
             "system_prompt",
             "temperature",
             "max_steps",
+            "context_window",
+            "max_output_tokens",
+            "price_input",
+            "price_cached_input",
+            "price_output",
             "tools",
             "approval_tools",
             "request_options",
@@ -66,6 +88,10 @@ class RojoForm(forms.ModelForm):
 
     def save(self, commit=True):
         rojo = super().save(commit=False)
+        rojo_prices_prefill(rojo)  # a known model's prices, where none are set
+        if {"context_window", "model", "base_url"} & set(self.changed_data):
+            # Another window or model: what the old one refused or listed no longer holds.
+            rojo.refused_window = rojo.listed_window = None
         new_key = self.cleaned_data.get("api_key")
         if self.cleaned_data.get("clear_api_key"):
             rojo.api_key = ""
@@ -79,9 +105,20 @@ class RojoForm(forms.ModelForm):
 @admin.register(Rojo)
 class RojoAdmin(admin.ModelAdmin):
     form = RojoForm
-    list_display = ["name", "slug", "model", "base_url", "has_key"]
+    list_display = ["name", "slug", "model", "base_url", "has_key", "window_in_use"]
     search_fields = ["name", "slug", "model"]
     prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = [
+        "window_in_use",
+        "listed_window",
+        "refused_window",
+        "stream_usage_refused",
+        "chars_per_token",
+    ]
+
+    @admin.display(description="window in use")
+    def window_in_use(self, rojo: Rojo) -> str:
+        return f"{window_of(rojo):,} tokens"
 
     @admin.display(boolean=True, description="key set")
     def has_key(self, rojo: Rojo) -> bool:
@@ -179,3 +216,58 @@ class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
     @admin.display(description="paths")
     def changed_paths(self, change: FileChange) -> str:
         return ", ".join(change.paths)
+
+
+@admin.register(UsageRecord)
+class UsageRecordAdmin(ReadOnly, admin.ModelAdmin):
+    """Every model call's tokens and cost; the report sums them per day, user, project, rojo."""
+
+    list_display = ["created", "user", "project", "rojo", "kind", "prompt_tokens", "cached_tokens"]
+    list_display += ["completion_tokens", "cost", "reported"]
+    list_select_related = ["user", "project", "rojo"]
+    list_filter = ["kind", "rojo", "project", "user"]
+    date_hierarchy = "created"
+    readonly_fields = [f.name for f in UsageRecord._meta.fields]
+    change_list_template = "admin/rojos/usagerecord_change_list.html"
+
+    def get_urls(self):
+        report = self.admin_site.admin_view(self.report_view)
+        return [path("report/", report, name="rojos_usage_report"), *super().get_urls()]
+
+    def report_view(self, request):
+        """Tokens and cost per day, user, project and rojo (the last 30 days by default)."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        today = timezone.now().date()
+        since = _day(request.GET.get("since")) or today - timedelta(days=29)
+        until = _day(request.GET.get("until")) or today
+        rows = usage_report_rows(since=since, until=until)
+        if request.GET.get("format") == "csv":
+            response = HttpResponse(usage_report_csv(rows), content_type="text/csv")
+            response["Content-Disposition"] = f'attachment; filename="usage-{since}-{until}.csv"'
+            return response
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Usage per day, user, project and rojo",
+            "rows": rows,
+            "since": since,
+            "until": until,
+            "opts": self.model._meta,
+        }
+        return TemplateResponse(request, "admin/rojos/usage_report.html", context)
+
+
+def _day(text: str | None) -> date | None:
+    try:
+        return date.fromisoformat(text) if text else None
+    except ValueError:
+        return None
+
+
+@admin.register(UsageBudget)
+class UsageBudgetAdmin(admin.ModelAdmin):
+    """Budgets that replace the settings' defaults for one user or one project."""
+
+    list_display = ["__str__", "user", "project", "period", "max_tokens", "max_cost"]
+    list_select_related = ["user", "project"]
+    list_filter = ["period"]

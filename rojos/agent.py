@@ -11,11 +11,11 @@ from .errors import StepLimitReached
 from .events import AgentEvent, ChatEvent, ToolCallEvent
 from .history import Draft, History
 from .models import Message, Rojo
-from .provider import provider_chunks
-from .provider_request import build_request, sent_back_extra
+from .provider_request import sent_back_extra
 from .stream_accumulator import Completion, StreamAccumulator
 from .tool_calls import Approver, ToolCallRunner
 from .tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
+from .turn_requests import TurnRequests
 
 
 async def _store_completion(draft: Draft, completion: Completion, model: str) -> Message:
@@ -55,14 +55,18 @@ async def agent_loop(
         approver=approver,
         record_changes=record_changes,
     )
+    requests = TurnRequests(rojo=rojo, history=history, tools=[], client=client, ctx=ctx)
     for _step in range(rojo.max_steps):
-        definitions = [tool.definition for tool in tools.available(await runner.step_check())]
+        requests.offer([tool.definition for tool in tools.available(await runner.step_check())])
         accumulator = StreamAccumulator()
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
-            chunks = provider_chunks(client, build_request(rojo, history, definitions))
+            chunks = requests.stream()
             async with contextlib.aclosing(chunks):
                 async for batch in chunks:
+                    if type(batch) is not list:  # a summary made to fit the window
+                        yield batch
+                        continue
                     for chunk in batch:
                         text = accumulator.feed(chunk)
                         if text:
@@ -76,6 +80,7 @@ async def agent_loop(
                 await asyncio.shield(draft.save(content=accumulator.text))
             raise
         message = await _store_completion(draft, completion, rojo.model)
+        await requests.account(completion, message)
         if not completion.tool_calls:
             return
         try:

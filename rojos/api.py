@@ -16,7 +16,7 @@ from roject.api_answers import answers
 from roject.files_api import router as files_router
 from roject.selectors import membership_list
 
-from . import selectors, turn_relay, turns, undo
+from . import selectors, turn_relay, turns, undo, usage_report
 from .api_errors import error_handlers_add
 from .api_schemas import (
     ApprovalIn,
@@ -24,6 +24,7 @@ from .api_schemas import (
     ChatIn,
     ConversationDetail,
     ConversationOut,
+    ConversationUsageOut,
     ProjectOut,
     RojoOut,
     StopOut,
@@ -86,6 +87,20 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
         user=request.auth, conversation_id=conversation_id
     )
     return selectors.conversation_detail_get(conversation=conversation)
+
+
+@api.get(
+    "/conversations/{conversation_id}/usage",
+    response=answers(ConversationUsageOut, 404, 422),
+    tags=["chat"],
+)
+def conversation_usage(request: HttpRequest, conversation_id: int):
+    """Tokens and cost of each turn and of the whole conversation, and how much of the
+    rojo's context window the next request would take."""
+    conversation, _ = selectors.conversation_access(
+        user=request.auth, conversation_id=conversation_id
+    )
+    return usage_report.conversation_usage(conversation=conversation)
 
 
 @api.post(

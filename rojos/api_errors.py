@@ -27,6 +27,7 @@ from roject.access import LoginRequired
 from roject.errors import AppError
 from roject.storage import StorageError
 
+from .budgets import BudgetExceeded
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
 from .undo import UndoRefused
 
@@ -52,6 +53,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     TurnBusy: Answer(409),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
     TurnLimited: Answer(429, retry_after="60"),
+    BudgetExceeded: Answer(429),  # its message says when the budget resets
 }
 
 # The services the server cannot work without, by the error a client of each raises.

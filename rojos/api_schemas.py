@@ -7,6 +7,8 @@ from datetime import datetime
 
 from ninja import Field, Schema
 
+from .context_window import window_of
+
 
 class ProjectOut(Schema):
     id: int
@@ -22,6 +24,13 @@ class RojoOut(Schema):
     model: str
     base_url: str
     tools: list[str]
+    context_window: int | None = Field(description="Declared in the admin; null: learned.")
+    max_output_tokens: int | None
+    window: int = Field(description="The window in use, in tokens (declared, listed, stated).")
+
+    @staticmethod
+    def resolve_window(rojo) -> int:
+        return window_of(rojo)
 
 
 class ConversationOut(Schema):
@@ -64,12 +73,34 @@ class TurnOut(Schema):
     error_code: str
 
 
+class TokensOut(Schema):
+    prompt: int
+    completion: int
+    cached: int
+    reasoning: int
+    cost: str | None = Field(description="US dollars; null when the rojo has no prices.")
+    estimated: bool = Field(description="Some counts are the app's estimate, not reported.")
+    calls: int = Field(description="Model calls, summaries included.")
+
+
+class ContextOut(Schema):
+    window: int = Field(description="The rojo's context window, in tokens.")
+    used: int = Field(description="Estimated tokens of the next request, compacted.")
+
+
+class ConversationUsageOut(Schema):
+    turns: dict[str, TokensOut] = Field(description="By the id of the turn's user message.")
+    total: TokensOut
+    context: ContextOut
+
+
 class ConversationDetail(ConversationOut):
     project_id: int
     messages: list[MessageOut]
     changes: list[ChangeOut]
     turns: list[TurnOut]
     events: list[dict] = Field(description="Each stored turn's events, as the chat streams them.")
+    usage: ConversationUsageOut
 
 
 class ApprovalIn(Schema):

@@ -15,6 +15,7 @@ import openai
 from django.conf import settings
 
 from .models import Rojo
+from .provider_refusals import overflow_not_retried
 
 # Distinct endpoint-and-key clients kept per loop; past this the oldest is dropped.
 _MAX_CLIENTS = 64
@@ -61,7 +62,11 @@ async def _loop_clients() -> _LoopClients:
     if clients is None or clients.pool.is_closed:
         # The SDK's aiohttp transport (`openai[aiohttp]`) with its defaults: it reads a stream
         # for less than half the CPU of the default httpx one (docs/performance.md).
-        clients = _LoopClients(pool=openai.DefaultAioHttpClient(verify=_tls_context()))
+        clients = _LoopClients(
+            pool=openai.DefaultAioHttpClient(
+                verify=_tls_context(), event_hooks={"response": [overflow_not_retried]}
+            )
+        )
         clients.lifetime = _lifetime(loop, clients)
         await anext(clients.lifetime)
         _loops[loop] = clients

@@ -55,6 +55,15 @@ class ToolResultEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryEvent:
+    """The oldest turns were summarised to fit the model's window (the stored ones stay)."""
+
+    text: str
+    messages: int  # how many stored messages the summary stands for in requests
+    type: Literal["SUMMARY"] = "SUMMARY"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent:
     """The turn ended early; `code` says why (provider, stopped, timeout, internal, ...)."""
 
@@ -70,5 +79,5 @@ class DoneEvent:
     type: Literal["DONE"] = "DONE"
 
 
-AgentEvent = ChatEvent | ToolCallEvent | ApprovalRequiredEvent | ToolResultEvent
+AgentEvent = ChatEvent | ToolCallEvent | ApprovalRequiredEvent | ToolResultEvent | SummaryEvent
 TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent

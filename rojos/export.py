@@ -106,6 +106,10 @@ def conversation_export_markdown(conversation: Conversation) -> str:
                 lines[-1] += " → ok" if data["ok"] else f" → error: {error}"
                 if data.get("change") in undone:
                     lines[-1] += " (undone)"
+            elif event.type == "SUMMARY":
+                lines += ["", "<details><summary>Earlier conversation summarised</summary>", ""]
+                lines += [_fences_closed(data["text"]), "", "</details>"]
+                speaking = False
             elif event.type == "ERROR":
                 lines += ["", f"> **Error:** {data['message']}"]
                 speaking = False

@@ -20,6 +20,7 @@ import orjson
 
 from .errors import ProviderError
 from .provider_failures import failure_message, mid_stream_message, scrub
+from .provider_refusals import refusal_of
 from .stream_body import Read, body_reader
 
 
@@ -33,7 +34,8 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
     and error types) as the plain JSON body it already is: the typed `create` would first
     walk every message and tool definition against its parameter types, about 0.6 ms a
     request. The body is read as raw bytes, split into lines here, each chunk parsed once.
-    Transport and HTTP failures become ProviderError; a stream that ends early simply stops,
+    Transport and HTTP failures become ProviderError (ContextOverflow or OptionRefused when
+    the loop can recover, provider_refusals); a stream that ends early simply stops,
     and the accumulator then reports it as unfinished.
     """
     try:
@@ -63,8 +65,10 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
                         return
         finally:
             await response.aclose()
+    except openai.APIStatusError as exc:
+        message = failure_message(exc, client)
+        raise refusal_of(exc.body, exc.status_code, message) or ProviderError(message) from None
     except (
-        openai.APIStatusError,
         openai.APIConnectionError,
         httpx2.HTTPError,
         aiohttp.ClientError,
@@ -105,7 +109,8 @@ async def _drain(read: Read) -> None:
 def _checked(chunk: Any, secret: str | None) -> Any:
     """The chunk, unless it is an error object: that ends the turn, without the key in sight."""
     if isinstance(chunk, dict) and chunk.get("error"):
-        raise ProviderError(scrub(mid_stream_message(chunk["error"]), secret))
+        message = scrub(mid_stream_message(chunk["error"]), secret)
+        raise refusal_of(chunk["error"], None, message) or ProviderError(message)
     return chunk
 
 

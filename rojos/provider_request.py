@@ -3,7 +3,8 @@
 Stored messages keep what the model sent; what providers accept back differs (PROVIDERS.md,
 "Sending history back" and "Requests"), so every request-side quirk is handled here, in one
 form that all of them take, with no branching on the provider's name:
-- only `model`, `messages`, `tools` and `stream`, plus the rojo's own options;
+- only `model`, `messages`, `tools`, `stream` and `stream_options` (usage in the stream),
+  plus the rojo's own options; `stream_options` is dropped for a provider that refused it;
 - tool-call ids of 9 letters and digits (Mistral);
 - each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
 - Gemini's thought signatures back to the model that made them, and to no other;
@@ -108,7 +109,13 @@ def message_to_wire(message: Message, model: str | None = None) -> dict:
 def request_messages(
     messages: list[Message], *, system_prompt: str = "", model: str | None = None
 ) -> list[dict]:
-    """The request's messages: the rojo's system prompt, then the history as stored.
+    """The request's messages: the rojo's system prompt, then the history as stored."""
+    items = [message_to_wire(m, model) for m in messages if m.role != Message.Role.SUMMARY]
+    return assembled(items, system_prompt=system_prompt)
+
+
+def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
+    """The system prompt, then the messages as providers' templates take them.
 
     Roles must alternate for the chat templates of vLLM and llama.cpp (Mistral's, Gemma's),
     and Mistral refuses an assistant message with neither text nor calls: such a message
@@ -116,8 +123,7 @@ def request_messages(
     them failed) go as one.
     """
     wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    for message in messages:
-        item = message_to_wire(message, model)
+    for item in items:
         if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
             continue
         if item["role"] == "user" and wire and wire[-1]["role"] == "user":
@@ -127,11 +133,17 @@ def request_messages(
     return wire
 
 
-def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
+def build_request(
+    rojo: Rojo, history: History, tools: list[dict], *, messages: list[dict] | None = None
+) -> dict:
     """Only model, messages, tools and stream, plus what the rojo itself configures.
 
+    `messages` are the request's when the history was compacted to fit (rojos.compaction);
+    else the whole history is sent.
+
     The rojo's request options are merged at the top of the body and win over everything
-    but the model, the messages, the tools and streaming, which the loop depends on.
+    but the model, the messages, the tools and streaming, which the loop depends on. Usage
+    is asked for in the stream (its last chunk) unless the provider refused that before.
     """
     options = rojo.request_options or {}
     if not isinstance(options, dict):  # stored before they were validated
@@ -142,10 +154,13 @@ def build_request(rojo: Rojo, history: History, tools: list[dict]) -> dict:
     request: dict = dict(options)
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
-    messages = request_messages(
-        history.messages, system_prompt=rojo.system_prompt, model=rojo.model
-    )
+    if messages is None:
+        messages = request_messages(
+            history.messages, system_prompt=rojo.system_prompt, model=rojo.model
+        )
     request.update(model=rojo.model, messages=messages, stream=True)
+    if not rojo.stream_usage_refused:
+        request.setdefault("stream_options", {"include_usage": True})
     if tools:
         request["tools"] = tools
     return request

@@ -9,8 +9,10 @@ from django.http import Http404
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
 from roject.models import Project
 
+from .budgets import budget_check
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import conversation_events
+from .usage_report import conversation_usage
 
 # The same 404 as for a missing id, so ids of other projects' objects reveal nothing.
 _NO_CONVERSATION = "No such conversation."
@@ -99,6 +101,7 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
         "events": conversation_events(
             conversation, messages=messages, records=records, changes=changes
         ),
+        "usage": conversation_usage(conversation=conversation, messages=messages),
     }
 
 
@@ -106,11 +109,13 @@ def chat_context_get(
     *, user, project_id, rojo: int | str, conversation_id: int | None
 ) -> tuple[ProjectAccess, Rojo, Conversation | None]:
     """(Blocking) What a chat message needs before its turn starts, all in one trip to the
-    database thread: the user's access to the project, the rojo and the conversation of
-    that project to continue, if any. The per-user limits are counted as the turn starts
-    (rojos.turn_limits), in its transaction."""
+    database thread: the user's access to the project, the rojo, the user's and the
+    project's budgets (BudgetExceeded) and the conversation of that project to continue, if
+    any. The per-user limits are counted as the turn starts (rojos.turn_limits), in its
+    transaction."""
     access = project_access(user=user, project_id=project_id)
     found = rojo_get(rojo)
+    budget_check(user=user, project_id=access.project.pk)
     if conversation_id is None:
         return access, found, None
     conversation = Conversation.objects.filter(

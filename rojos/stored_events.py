@@ -12,6 +12,7 @@ from .events import (
     DoneEvent,
     ErrorEvent,
     StartEvent,
+    SummaryEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEvent,
@@ -44,8 +45,8 @@ def message_events(
     """The events of the replies among `messages`, each with the message it comes from.
 
     An assistant message gives its text; each tool message gives its call and its result
-    (with the id of its change record, from `changes` by call id). User messages give
-    nothing: they frame turns, which `conversation_turns` does.
+    (with the id of its change record, from `changes` by call id); a summary its SUMMARY.
+    User messages give nothing: they frame turns, which `conversation_turns` does.
     """
     calls: dict[str, dict] = {}
     for message in messages:
@@ -57,6 +58,9 @@ def message_events(
             change = (changes or {}).get(message.tool_call_id)
             for event in tool_message_events(message, calls.get(message.tool_call_id), change):
                 yield message, event
+        elif message.role == Message.Role.SUMMARY:
+            covered = (message.extra or {}).get("summarised", 0)
+            yield message, SummaryEvent(text=message.content or "", messages=covered)
 
 
 def conversation_turns(

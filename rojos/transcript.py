@@ -49,6 +49,8 @@ class EventPrinter:
                 self._line(f"⚙ {data['name']}({json.dumps(data['args'], ensure_ascii=False)})")
             case "TOOL_RESULT":
                 self._line("  " + _result_text(data))
+            case "SUMMARY":
+                self._line(f"[earlier conversation summarised: {data['messages']} messages]")
             case "ERROR":
                 self._line(f"ERROR: {data['message']}")
             case "DONE":

@@ -50,11 +50,6 @@ _CLAIM_LOST = (
 )
 
 
-def _title_from(message: str) -> str:
-    line = " ".join(message.split())
-    return line if len(line) <= 80 else line[:79] + "…"
-
-
 async def turn_start(
     *,
     access: ProjectAccess,
@@ -177,7 +172,7 @@ def _begin(
                 project=access.project,
                 rojo=rojo,
                 user=user,
-                title=_title_from(message),
+                title=Conversation.title_from(message),
                 turn_id=turn_id,
                 turn_heartbeat=timezone.now(),
             )

@@ -12,13 +12,14 @@ from .events import (
     DoneEvent,
     ErrorEvent,
     StartEvent,
+    SummaryEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEvent,
 )
 
 WireType = Literal[
-    "START", "CHAT", "TOOL_CALL", "APPROVAL_REQUIRED", "TOOL_RESULT", "ERROR", "DONE"
+    "START", "CHAT", "TOOL_CALL", "APPROVAL_REQUIRED", "TOOL_RESULT", "SUMMARY", "ERROR", "DONE"
 ]
 
 SSE = "text/event-stream"
@@ -46,6 +47,8 @@ def event_data(event: TurnEvent) -> dict:
             return data if change is None else {**data, "change": change}
         case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
             return {"id": id_, "name": name, "args": args, "preview": preview}
+        case SummaryEvent(text=text, messages=messages):
+            return {"text": text, "messages": messages}
         case StartEvent(conversation=conversation, message=message):
             return {"conversation": conversation, "message": message}
         case ErrorEvent(message=message, code=code):

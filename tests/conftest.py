@@ -81,3 +81,13 @@ def forget_finished_turns():
     for conversation_id, turn in list(turn_log._turns.items()):
         if turn.finished:
             turn_log._turns.pop(conversation_id, None)
+
+
+@pytest.fixture(autouse=True)
+def forget_learned_windows():
+    """The fake provider keeps its URL for the session: what one test learned is not the next's."""
+    from rojos.window_discovery import window_discovery_forget
+
+    window_discovery_forget()
+    yield
+    window_discovery_forget()

@@ -1,21 +1,32 @@
 """A scripted OpenAI-compatible provider: a real HTTP server on 127.0.0.1, plus reply builders.
 
 Tests queue replies with `fake_provider.add(...)`; each POST /v1/chat/completions consumes the
-next one, and every request body and its headers are recorded. Streams are sent with chunked
-transfer encoding so that `stream(..., cut=True)` is a real protocol error for the client.
+next one (a function of the request body makes its reply from what was sent), and every
+request body and its headers are recorded. Streams are sent with chunked transfer encoding so
+that `stream(..., cut=True)` is a real protocol error for the client.
+
+Like a real server it counts tokens (its own rule, not the app's estimate) and reports usage
+in the stream's last chunk when asked (`stream_options`). Given a `Window`, it refuses a
+prompt over it in the words of one real provider, or, like Ollama, silently cuts the oldest
+messages: the `fake_provider` fixture fails a test in which that ever happened. It can also
+refuse `stream_options` as older servers do, and list its window where each server does.
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import dataclasses
 import itertools
 import json
+import re
 import secrets
 import socket
 import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -67,6 +78,149 @@ class JsonReply:
 
 
 Reply = Stream | HttpError | JsonReply
+# A reply made from the request's body when it arrives: a model that reads what it was sent.
+Responder = Callable[[dict[str, Any]], Reply]
+
+OverflowShape = Literal[
+    "openai", "anthropic", "gemini", "vllm", "llamacpp", "openrouter", "mistral", "bare", "ollama"
+]
+OVERFLOW_SHAPES: tuple[OverflowShape, ...] = (
+    "openai",
+    "anthropic",
+    "gemini",
+    "vllm",
+    "llamacpp",
+    "openrouter",
+    "mistral",
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Window:
+    """The served model's context window, and how the server answers a prompt over it.
+
+    `listed_by` makes the server list the window where one real server does: vLLM's
+    /v1/models `max_model_len`, llama.cpp's /props `n_ctx`, Ollama's /api/show, LM Studio's
+    /api/v0/models, OpenRouter's /models `context_length`.
+    """
+
+    tokens: int
+    shape: OverflowShape = "openai"
+    listed_by: Literal["vllm", "llamacpp", "ollama", "lmstudio", "openrouter"] | None = None
+
+
+_TOKEN = re.compile(r"\w{1,5}|[^\w\s]")
+
+
+def count_tokens(text: str) -> int:
+    """Tokens as this server counts them: runs of up to five word characters, and each sign."""
+    return len(_TOKEN.findall(text))
+
+
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The prompt's tokens: every message's text and calls, 4 per message, and the tools."""
+    total = count_tokens(json.dumps(body.get("tools") or []))
+    for message in body.get("messages") or ():
+        total += 4 + count_tokens(_message_text(message))
+    return total
+
+
+def _message_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    text = content if isinstance(content, str) else json.dumps(content or "")
+    for call in message.get("tool_calls") or ():
+        text += " " + json.dumps(call.get("function") or {})
+    return text
+
+
+def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError:
+    """The error a real provider answers to a prompt over its window (PROVIDERS.md)."""
+    match shape:
+        case "openai":
+            body: Any = _error_body(
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {prompt} tokens. Please reduce the length of the "
+                "messages.",
+                code="context_length_exceeded",
+            )
+            body["error"]["param"] = "messages"
+            return HttpError(status=400, body=body, headers={})
+        case "anthropic":
+            body = {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": f"prompt is too long: {prompt} tokens > {window} maximum",
+                },
+            }
+            return HttpError(status=400, body=body, headers={})
+        case "gemini":
+            message = (
+                f"The input token count ({prompt}) exceeds the maximum number of tokens "
+                f"allowed ({window})."
+            )
+            body = [{"error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}}]
+            return HttpError(status=400, body=body, headers={})
+        case "vllm":
+            message = (
+                f"This model's maximum context length is {window} tokens. However, you "
+                f"requested {prompt + 16} tokens ({prompt} in the messages, 16 in the "
+                "completion). Please reduce the length of the messages or completion."
+            )
+            body = {"object": "error", "message": message, "type": "BadRequestError", "code": 400}
+            return HttpError(status=400, body=body, headers={})
+        case "llamacpp":  # some versions answer 500, others 400: the body is what counts
+            error = {
+                "code": 500,
+                "message": "the request exceeds the available context size, try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": prompt,
+                "n_ctx": window,
+            }
+            return HttpError(status=500, body={"error": error}, headers={})
+        case "openrouter":
+            message = (
+                f"This endpoint's maximum context length is {window} tokens. However, you "
+                f"requested about {prompt} tokens ({prompt} of text input). Please reduce the "
+                'length of either one, or use the "middle-out" transform to compress your '
+                "prompt automatically."
+            )
+            body = {"error": {"message": message, "code": 400, "metadata": {"provider": "x"}}}
+            return HttpError(status=400, body=body, headers={})
+        case "bare":  # the code alone, neither the window nor the prompt's size
+            body = _error_body("context_length_exceeded", code="context_length_exceeded")
+            return HttpError(status=400, body=body, headers={})
+        case "mistral":
+            message = (
+                f"Prompt contains {prompt} tokens and 0 draft tokens, too large for model with "
+                f"{window} maximum context length"
+            )
+            body = {
+                "object": "error",
+                "message": message,
+                "type": "invalid_request_message_error",
+                "code": "3051",
+            }
+            return HttpError(status=400, body=body, headers={})
+    raise ValueError(f"no overflow error for {shape!r}")
+
+
+def stream_options_refusal(shape: Literal["openai", "fastapi"]) -> HttpError:
+    """How servers that do not know `stream_options` refuse it."""
+    if shape == "fastapi":  # a strict FastAPI server (Mistral-like): 422, the field listed
+        detail = [
+            {
+                "type": "extra_forbidden",
+                "loc": ["body", "stream_options"],
+                "msg": "Extra inputs are not permitted",
+            }
+        ]
+        return HttpError(status=422, body={"detail": detail}, headers={})
+    return HttpError(
+        status=400,
+        body=_error_body("Unrecognized request argument supplied: stream_options"),
+        headers={},
+    )
 
 
 def stream(
@@ -188,13 +342,19 @@ def tool_call_chunks(
     return chunks
 
 
-def usage_chunk(prompt_tokens: int, completion_tokens: int) -> dict[str, Any]:
-    """The usage-only last chunk, with `choices: []`."""
-    usage = {
+def usage_chunk(
+    prompt_tokens: int, completion_tokens: int, *, cached: int | None = None, reasoning: int = 0
+) -> dict[str, Any]:
+    """The usage-only last chunk, with `choices: []`; OpenAI's details when given."""
+    usage: dict[str, Any] = {
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
         "total_tokens": prompt_tokens + completion_tokens,
     }
+    if cached is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
+    if reasoning:
+        usage["completion_tokens_details"] = {"reasoning_tokens": reasoning}
     return {**_envelope(), "choices": [], "usage": usage}
 
 
@@ -210,7 +370,18 @@ class FakeProvider:
         self._lock = threading.Lock()
         self._script: deque[Reply] = deque()
         self._leftovers_allowed = False
+        self.window: Window | None = None
+        self.refuse_stream_options: Literal["openai", "fastapi"] | None = None
+        self.listing_delay = 0.0  # seconds before answering a listing route
+        # Answers every request the script has no reply for (a model that reads its input).
+        self.responder: Responder | None = None
+        # Requests a Window of shape "ollama" cut silently (their index in `requests`).
+        self.truncated: list[int] = []
+        # Requests answered with an overflow error (their index in `requests`).
+        self.overflowed: list[int] = []
         self.requests: list[dict[str, Any]] = []
+        # The other routes asked (model listings, /props, /api/show), in order.
+        self.listing_requests: list[str] = []
         self.headers: list[dict[str, str]] = []
         # The client's (host, port) of each request: the same for requests on one connection.
         self.peers: list[tuple[str, int]] = []
@@ -223,10 +394,10 @@ class FakeProvider:
         )
         self._thread.start()
 
-    def add(self, *replies: Reply) -> None:
+    def add(self, *replies: Reply | Responder) -> None:
         """Queue replies; each chat-completions request consumes the next one."""
         for reply in replies:
-            if not isinstance(reply, Stream | HttpError | JsonReply):
+            if not isinstance(reply, Stream | HttpError | JsonReply) and not callable(reply):
                 raise TypeError(
                     f"not a reply (use stream(), http_error(), json_reply()): {reply!r}"
                 )
@@ -238,9 +409,16 @@ class FakeProvider:
         with self._lock:
             self._script.clear()
             self.requests.clear()
+            self.listing_requests.clear()
             self.headers.clear()
             self.peers.clear()
             self._leftovers_allowed = False
+            self.window = None
+            self.refuse_stream_options = None
+            self.listing_delay = 0.0
+            self.responder = None
+            self.truncated.clear()
+            self.overflowed.clear()
 
     def allow_leftovers(self) -> None:
         """Let the current test end with scripted replies never requested."""
@@ -262,12 +440,58 @@ class FakeProvider:
         self._server.server_close()
         self._thread.join()
 
+    def check_never_truncated(self) -> None:
+        """Raise AssertionError if a prompt was ever cut silently (Ollama-like)."""
+        if self.truncated:
+            raise AssertionError(
+                f"fake provider: requests {self.truncated} were over the {self.window.tokens}-"
+                "token window and silently cut from the front: the model lost their start"
+            )
+
     def _take(self, body: dict[str, Any], headers: dict[str, str], peer=None) -> Reply | None:
         with self._lock:
             self.requests.append(body)
             self.headers.append(headers)
             self.peers.append(peer)
-            return self._script.popleft() if self._script else None
+            if self.refuse_stream_options and "stream_options" in body:
+                return stream_options_refusal(self.refuse_stream_options)
+            prompt = prompt_tokens(body)
+            window = self.window
+            if window is not None and prompt > window.tokens:
+                if window.shape != "ollama":
+                    self.overflowed.append(len(self.requests) - 1)
+                    return overflow_error(window.shape, prompt, window.tokens)
+                self.truncated.append(len(self.requests) - 1)
+                body = _cut_from_front(body, window.tokens)
+                prompt = prompt_tokens(body)
+            reply = self._script.popleft() if self._script else self.responder
+        if callable(reply):
+            reply = reply(body)
+        return _with_usage(reply, body, prompt)
+
+    def listing(self, route: str, body: dict[str, Any] | None) -> tuple[int, Any] | None:
+        """What the server answers on a route where real servers list their window."""
+        time.sleep(self.listing_delay)
+        window = self.window
+        listed = window.listed_by if window else None
+        tokens = window.tokens if window else 0
+        if route == "/v1/models":
+            model: dict[str, Any] = {"id": MODEL, "object": "model"}
+            if listed == "vllm":
+                model["max_model_len"] = tokens
+            elif listed == "openrouter":
+                model["context_length"] = tokens
+            return 200, {"object": "list", "data": [model]}
+        if route == "/props" and listed == "llamacpp":
+            return 200, {"default_generation_settings": {"n_ctx": tokens}, "total_slots": 1}
+        if route == "/api/show" and listed == "ollama" and (body or {}).get("model") == MODEL:
+            return 200, {
+                "parameters": f"num_ctx                        {tokens}",
+                "model_info": {"general.architecture": "llama", "llama.context_length": 131072},
+            }
+        if route == f"/api/v0/models/{MODEL}" and listed == "lmstudio":
+            return 200, {"id": MODEL, "max_context_length": tokens, "state": "loaded"}
+        return None
 
 
 @pytest.fixture(scope="session")
@@ -285,6 +509,7 @@ def fake_provider(fake_provider_server: FakeProvider):
     yield fake_provider_server
     try:
         fake_provider_server.check_consumed()
+        fake_provider_server.check_never_truncated()
     except AssertionError as err:
         failure = str(err)
     else:
@@ -313,14 +538,22 @@ class _Handler(BaseHTTPRequestHandler):
         """Say nothing: the tests' output is for their own failures."""
 
     def do_GET(self) -> None:
-        if self._route() == "/v1/models":
-            self._send_json(200, {"object": "list", "data": [{"id": MODEL, "object": "model"}]})
-        else:
+        self.server.provider.listing_requests.append(self._route())
+        listed = self.server.provider.listing(self._route(), None)
+        if listed is None:
             self._send_not_found()
+        else:
+            self._send_json(*listed)
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
         if self._route() != "/v1/chat/completions":
+            self.server.provider.listing_requests.append(self._route())
+            with contextlib.suppress(ValueError):
+                listed = self.server.provider.listing(self._route(), json.loads(raw or b"{}"))
+                if listed is not None:
+                    self._send_json(*listed)
+                    return
             self._send_not_found()
             return
         try:
@@ -425,7 +658,7 @@ def _check_choice(name: str, value: str, allowed: tuple[str, ...]) -> None:
         raise ValueError(f"{name} must be one of {allowed!r}, got {value!r}")
 
 
-def _describe(reply: Reply) -> str:
+def _describe(reply: Reply | Responder) -> str:
     match reply:
         case Stream(chunks=chunks):
             return f"stream({len(chunks)} chunks)"
@@ -433,3 +666,35 @@ def _describe(reply: Reply) -> str:
             return f"http_error({status})"
         case JsonReply():
             return "json_reply(...)"
+        case _:
+            return f"responder {getattr(reply, '__name__', reply)!r}"
+
+
+def _cut_from_front(body: dict[str, Any], window: int) -> dict[str, Any]:
+    """What Ollama does with a prompt over `num_ctx`: the oldest messages go, silently."""
+    messages = list(body.get("messages") or ())
+    system = messages[:1] if messages and messages[0].get("role") == "system" else []
+    rest = messages[len(system) :]
+    while len(rest) > 1 and prompt_tokens({**body, "messages": system + rest}) > window:
+        rest.pop(0)
+    return {**body, "messages": system + rest}
+
+
+def _completion_tokens(chunks: tuple[Chunk, ...]) -> int:
+    total = 0
+    for item in chunks:
+        if isinstance(item, dict):
+            for choice in item.get("choices") or ():
+                total += count_tokens(_message_text(choice.get("delta") or {}))
+    return total
+
+
+def _with_usage(reply: Reply | None, body: dict[str, Any], prompt: int) -> Reply | None:
+    """A stream with the usage chunk real servers add when asked, unless the script has one."""
+    asked = (body.get("stream_options") or {}).get("include_usage") is True
+    if not asked or not isinstance(reply, Stream) or reply.cut or not reply.done:
+        return reply
+    if any(isinstance(item, dict) and "usage" in item for item in reply.chunks):
+        return reply
+    usage = usage_chunk(prompt, _completion_tokens(reply.chunks))
+    return dataclasses.replace(reply, chunks=(*reply.chunks, usage))

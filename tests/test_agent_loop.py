@@ -54,7 +54,8 @@ async def test_plain_text_reply_streams_and_is_stored(fake_provider, project, us
 async def test_request_has_only_model_messages_tools_and_stream_by_default(
     fake_provider, project, users
 ):
-    """No extras a provider might reject; tool schemas use only the plain subset."""
+    """No extras a provider might reject but the ask for usage in the stream (which is
+    dropped for a provider that refuses it); tool schemas use only the plain subset."""
     fake_provider.add(stream(text_chunks("Ok.")))
     rojo = await rojo_for(fake_provider)
 
@@ -63,8 +64,9 @@ async def test_request_has_only_model_messages_tools_and_stream_by_default(
     assert run.error is None and run.text == "Ok."
     await valid_history(run.conversation)
     (request,) = fake_provider.requests
-    assert set(request) == {"model", "messages", "tools", "stream"}
+    assert set(request) == {"model", "messages", "tools", "stream", "stream_options"}
     assert request["model"] == "fake-model" and request["stream"] is True
+    assert request["stream_options"] == {"include_usage": True}
     assert request["messages"] == [{"role": "user", "content": "Hi"}]
     assert offered(request) == BUILTIN_NAMES
     for tool in request["tools"]:
@@ -88,7 +90,8 @@ async def test_request_adds_temperature_and_request_options_when_the_rojo_sets_t
     await valid_history(run.conversation)
     (request,) = fake_provider.requests
     assert set(request) == {"model", "messages", "tools", "stream", "temperature", "top_p"} | {
-        "max_tokens"
+        "max_tokens",
+        "stream_options",
     }
     assert (request["temperature"], request["top_p"], request["max_tokens"]) == (0.2, 0.9, 256)
 
@@ -102,7 +105,7 @@ async def test_rojo_without_tools_sends_no_tools_key(fake_provider, project, use
 
     assert run.error is None
     await valid_history(run.conversation)
-    assert set(fake_provider.requests[0]) == {"model", "messages", "stream"}
+    assert set(fake_provider.requests[0]) == {"model", "messages", "stream", "stream_options"}
 
 
 async def test_turns_on_one_loop_share_one_connection_to_the_provider(

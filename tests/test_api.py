@@ -48,7 +48,11 @@ def test_rojos_never_include_the_key_or_its_value(client_for, users, monkeypatch
     assert SECRET not in body and "sk-from-the-environment-456" not in body
     assert "api_key" not in body
     assert [r["id"] for r in response.json()] == [from_env.pk, stored.pk]
-    assert set(response.json()[0]) == {"id", "name", "slug", "model", "base_url", "tools"}
+    assert set(response.json()[0]) == {"id", "name", "slug", "model", "base_url", "tools"} | {
+        "context_window",
+        "max_output_tokens",
+        "window",
+    }
 
 
 def test_conversations_are_listed_newest_first(client_for, users, project):

@@ -109,7 +109,7 @@ def test_provider_gets_the_tool_messages_back_with_matching_ids(
     editor_client.chat(project.pk, rojo=rojo.slug, message=STORY)
 
     first, second, third = fake_provider.requests
-    assert set(first) == {"model", "messages", "tools", "stream"}
+    assert set(first) == {"model", "messages", "tools", "stream", "stream_options"}
     assert first["messages"] == [
         {"role": "system", "content": "Be brief."},
         {"role": "user", "content": STORY},

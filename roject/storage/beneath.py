@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from . import openat2
-from .paths import PathError, StorageError, check_form, reported
+from .paths import PathError, check_form, reported
 
 _MAX_LINKS = 40  # what Linux follows in one resolution before ELOOP
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
@@ -38,15 +38,6 @@ class _Loop(Exception):
 def _parts(relative: str) -> list[str]:
     """The components still to walk, the next one last."""
     return [part for part in reversed(relative.split("/")) if part not in ("", ".")]
-
-
-def refuse_hard_links(st: os.stat_result, label: str) -> None:
-    """A regular file with other hard links may be a window onto a file outside the project."""
-    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
-        raise StorageError(
-            f"{label!r} has other hard links, so it may also be a file outside the project; "
-            "it is not read or changed here (a copy of it, made by a person, would be)"
-        )
 
 
 @dataclass

@@ -6,8 +6,8 @@ import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
-from .beneath import At, Root, opened, refuse_hard_links
-from .paths import PathError, StorageError, check_form, reported
+from .beneath import At, Root, opened
+from .paths import PathError, StorageError, check_form, refuse_hard_links, reported
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

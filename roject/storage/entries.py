@@ -13,8 +13,8 @@ import uuid
 from pathlib import Path
 from typing import Literal
 
-from .beneath import opened, refuse_hard_links
-from .paths import TEMP_PREFIX, TEMP_SUFFIX, StorageError
+from .beneath import opened
+from .paths import TEMP_PREFIX, TEMP_SUFFIX, StorageError, refuse_hard_links
 
 # What a copy does with a file that has other hard links: the undo copies refuse it (the
 # call is then refused too), a scratch copy leaves it out.

@@ -15,9 +15,9 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from .beneath import FILE_MODE, Root, opened, refuse_hard_links
+from .beneath import FILE_MODE, Root, opened
 from .entries import fsync_dir, temp_name
-from .paths import PathError, StorageError, is_temp_file
+from .paths import PathError, StorageError, is_temp_file, refuse_hard_links
 
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
 

@@ -10,7 +10,9 @@ meanwhile: the operations resolve and act on the same descriptors (`beneath`).
 """
 
 import contextlib
+import os
 import re
+import stat
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 
@@ -104,3 +106,12 @@ def reported(relative_path: str) -> Iterator[None]:
 def is_temp_file(name: str) -> bool:
     """Temporary files of an atomic write in progress are not part of the project."""
     return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
+
+
+def refuse_hard_links(st: os.stat_result, label: str) -> None:
+    """A regular file with other hard links may be a window onto a file outside the project."""
+    if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+        raise StorageError(
+            f"{label!r} has other hard links, so it may also be a file outside the project; "
+            "it is not read or changed here (a copy of it, made by a person, would be)"
+        )

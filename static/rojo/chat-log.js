@@ -59,6 +59,7 @@ export class ChatLog {
       bubble.text = "";
       if (busy) bubble.setAttribute("aria-busy", "true");
       this.bubble = this.append(bubble);
+      this.lastReply = bubble; // where the turn's tokens and cost are shown
     }
     this.bubble.text += text; // the attribute is written once a frame, not for every chunk
     this.scheduleRender(this.bubble);
@@ -101,6 +102,21 @@ export class ChatLog {
     (line ?? this.element.lastElementChild).after(box);
     if (line) line.approval = box;
     box.scrollIntoView({ block: "nearest" });
+  }
+
+  /** The oldest turns were summarised to fit the window: a collapsed line that opens to it. */
+  addSummary({ text, messages }) {
+    this.closeBubble();
+    const box = document.createElement("details");
+    box.className = "summary-line";
+    const head = document.createElement("summary");
+    head.textContent = "Earlier conversation summarised";
+    head.title = `${messages} earlier messages are sent as this summary; they stay stored in full`;
+    const body = document.createElement("div");
+    body.className = "summary-text";
+    body.textContent = text;
+    box.append(head, body);
+    return this.append(box);
   }
 
   addError(message, code = "error") {

@@ -7,6 +7,7 @@ import { approvalPrompt } from "./approvals.js";
 import { ChatLog } from "./chat-log.js";
 import { readEvents } from "./sse.js";
 import { UndoButtons } from "./undo.js";
+import { turnUsageShow } from "./usage.js";
 
 /** The stored events before the turn that `message` started (that turn still runs). */
 function eventsBefore(events, message) {
@@ -86,6 +87,7 @@ export class ChatPanel extends EventTarget {
       case "START":
         this.turnMessage = data.message;
         this.turnChanges = [];
+        this.log.lastReply = null;
         if (this.history) {
           this.log.addUser(this.history.asked.get(data.message) ?? "");
           break;
@@ -113,6 +115,9 @@ export class ChatPanel extends EventTarget {
       case "TOOL_RESULT":
         this.addToolResult(data);
         break;
+      case "SUMMARY":
+        this.log.addSummary(data);
+        break;
       case "ERROR":
         this.log.addError(data.message, data.code);
         break;
@@ -120,6 +125,7 @@ export class ChatPanel extends EventTarget {
         this.log.closeBubble();
         this.undo.offerTurn(this.turnMessage, this.turnChanges);
         this.turnChanges = [];
+        this.usagePending = turnUsageShow(this, this.turnMessage);
         break;
     }
   }
@@ -139,10 +145,11 @@ export class ChatPanel extends EventTarget {
 
   /** Show stored turns through `handle`, without a live turn's side effects: no
    * conversation or turn events, no file refreshes, no focus changes. */
-  replay(events, { messages, changes }) {
+  replay(events, { messages, changes, usage }) {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
+      usage,
     };
     try {
       for (const event of events) this.handle(event);
@@ -164,6 +171,8 @@ export class ChatPanel extends EventTarget {
       this.log.addError("The connection to the server was lost.");
     }
     if (!done && this.conversationId) return this.reattach();
+    await this.usagePending; // the reply's figures are shown before the turn counts as over
+    this.usagePending = null;
     this.setBusy(false);
     this.dispatchEvent(new Event("turn-finished"));
   }
@@ -247,6 +256,7 @@ export class ChatPanel extends EventTarget {
     this.conversationId = conversationId;
     this.log.clear();
     const detail = await getJson(`/api/conversations/${conversationId}`);
+    this.dispatchEvent(new CustomEvent("usage", { detail: detail.usage }));
     if (!detail.running) {
       this.replay(detail.events, detail);
       return;

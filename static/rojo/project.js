@@ -3,6 +3,7 @@
 import { ChatPanel } from "./chat.js";
 import { FileBrowser } from "./files.js";
 import { visible, visibleText } from "./visible.js";
+import { contextText, usageText } from "./render.js";
 
 const config = JSON.parse(document.getElementById("rojo-config").textContent);
 const workspace = document.querySelector(".workspace");
@@ -69,6 +70,21 @@ picker.addEventListener("change", () => {
   chat.rojoId = rojo?.id ?? null;
   localStorage.setItem(storageKey, picker.value);
   showTools(rojo);
+});
+
+const usageTotal = document.querySelector(".usage-total");
+const meter = document.querySelector(".context-meter");
+/** The conversation's total tokens and cost, and how full its next request would be. */
+chat.addEventListener("usage", (event) => {
+  const { total, context } = event.detail;
+  usageTotal.hidden = !total.calls;
+  usageTotal.textContent = `This conversation: ${usageText(total)}`;
+  meter.hidden = !context.window;
+  const share = context.window ? Math.min(context.used / context.window, 1) : 0;
+  meter.querySelector("meter").value = share;
+  meter.querySelector(".context-text").textContent = contextText(context);
+  meter.title = "How much of the rojo's context window the next request would take; older "
+    + "turns are left out or summarised to keep it under the window.";
 });
 
 chat.addEventListener("files-changed", () => files.refresh());

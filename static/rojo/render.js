@@ -45,3 +45,26 @@ export function toolLine({ id, name, args }) {
   line.append(summary, full);
   return line;
 }
+
+const number = new Intl.NumberFormat("en-US");
+
+/** A dollar amount: cents for large ones, more digits for the small costs of one reply. */
+export function dollars(text) {
+  const value = Number(text);
+  if (value === 0) return "$0";
+  return value >= 1 ? `$${value.toFixed(2)}` : `$${value.toPrecision(2)}`;
+}
+
+/** `1,234 tokens in (800 cached) · 56 out · $0.0012`; `≈` when some are estimates. */
+export function usageText({ prompt, completion, cached, cost, estimated }) {
+  const cachedPart = cached ? ` (${number.format(cached)} cached)` : "";
+  const parts = [`${number.format(prompt)} tokens in${cachedPart}`, `${number.format(completion)} out`];
+  if (cost !== null && cost !== undefined) parts.push(dollars(cost));
+  return `${estimated ? "≈ " : ""}${parts.join(" · ")}`;
+}
+
+/** `45% of the window (5,400 of 12,000 tokens)`. */
+export function contextText({ used, window }) {
+  const share = window ? Math.round((100 * used) / window) : 0;
+  return `${share}% of the window (${number.format(used)} of ${number.format(window)} tokens)`;
+}

@@ -4,6 +4,7 @@ from django.utils.text import slugify
 
 from roject.services import validation_text
 from rojos.models import Rojo, default_tools, validate_base_url
+from rojos.prices import rojo_prices_prefill
 from rojos.tools import registry
 
 
@@ -25,9 +26,32 @@ class Command(BaseCommand):
         )
         parser.add_argument("--system-prompt", default="")
         parser.add_argument("--max-steps", type=int, default=12)
+        parser.add_argument(
+            "--context-window",
+            type=int,
+            metavar="N",
+            help="The model's window in tokens (default: as the provider lists it, else 32768).",
+        )
+        parser.add_argument(
+            "--max-output-tokens",
+            type=int,
+            metavar="N",
+            help="Tokens kept for each reply (default: a quarter of the window, up to 4096).",
+        )
 
     def handle(
-        self, *args, name, base_url, model, api_key_env, tools, system_prompt, max_steps, **options
+        self,
+        *args,
+        name,
+        base_url,
+        model,
+        api_key_env,
+        tools,
+        system_prompt,
+        max_steps,
+        context_window,
+        max_output_tokens,
+        **options,
     ):
         slug = slugify(name)
         if not slug:
@@ -55,7 +79,10 @@ class Command(BaseCommand):
             tools=names,
             system_prompt=system_prompt,
             max_steps=max_steps,
+            context_window=context_window,
+            max_output_tokens=max_output_tokens,
         )
+        rojo_prices_prefill(rojo)
         try:
             rojo.full_clean()  # lengths: PostgreSQL refuses what SQLite would store
         except ValidationError as exc:

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 from roject.models import Membership, Project, Role
 from roject.services import project_create
 from rojos.models import Rojo, validate_base_url
+from rojos.prices import rojo_prices_prefill
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
 DEFAULT_MODEL = "llama3.1"
@@ -41,7 +42,7 @@ class Command(BaseCommand):
             user=user, project=project, defaults={"role": Role.OWNER}
         )
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
-        Rojo.objects.update_or_create(
+        rojo, _ = Rojo.objects.update_or_create(
             slug="demo",
             defaults={
                 "name": "Demo rojo",
@@ -53,8 +54,16 @@ class Command(BaseCommand):
                     "Paths are relative to the project root. Make the changes asked for, "
                     "then answer with a short summary."
                 ),
+                # What was learned or priced for another provider or model does not hold.
+                "listed_window": None,
+                "refused_window": None,
+                "price_input": None,
+                "price_cached_input": None,
+                "price_output": None,
             },
         )
+        if rojo_prices_prefill(rojo):
+            rojo.save(update_fields=["price_input", "price_cached_input", "price_output"])
         self.stdout.write(
             f"Demo project {project.slug!r}, rojo 'demo' on {base_url} with model {model!r}.\n"
             f"Open http://{host}:{port}/ and log in as demo / {password}\n"

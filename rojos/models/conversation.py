@@ -1,115 +1,14 @@
-"""Rojos (configured agents) and the conversations people have with them."""
+"""Conversations, their messages in OpenAI format, how each turn ended, and file changes."""
 
-import os
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.core.exceptions import ValidationError
-from django.core.validators import MinValueValidator
 from django.db import models
 from django.utils import timezone
 
 from roject.models import Project
 
-
-def validate_base_url(value: str) -> None:
-    """An http(s) URL with a host; single-label hosts (a container's name) are fine.
-
-    Members see a rojo's URL (GET /api/rojos), so it must not carry credentials.
-    """
-    try:
-        parts = urlsplit(value)
-        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
-    except ValueError:
-        valid = False
-    if not valid:
-        raise ValidationError(f"{value!r} is not an http(s) URL such as https://api.openai.com/v1")
-    if parts.username or parts.password:  # not repeated: it is a secret
-        raise ValidationError(
-            "the URL holds a user name or password, which every user of the app can see; "
-            "put the key in the rojo's API key setting instead"
-        )
-
-
-def validate_request_options(value) -> None:
-    """Merged into every request body, so an object of parameters, nothing else."""
-    if not isinstance(value, dict):
-        raise ValidationError(
-            'request options must be a JSON object, such as {"reasoning_effort": "low"}'
-        )
-
-
-def default_approval_tools() -> list[str]:
-    """Deleting, moving and overwriting existing files waits for approval unless turned off.
-
-    Edits do not ask by default, though one may replace a whole file: each shows its diff
-    and can be undone, and asking before every edit would make the rojo tiring to use. A
-    rojo that should ask lists edit_text_content too.
-    """
-    return ["write_text_content", "move_path", "delete_path"]
-
-
-def default_tools() -> list[str]:
-    from .tools import BUILTIN_TOOLS
-
-    return [tool.name for tool in BUILTIN_TOOLS if tool.default_enabled]
-
-
-class Rojo(models.Model):
-    """An LLM agent: an OpenAI-compatible endpoint, a model, a prompt and the tools it may use."""
-
-    name = models.CharField(max_length=200)
-    slug = models.SlugField(max_length=200, unique=True)
-    base_url = models.CharField(
-        max_length=500,
-        validators=[validate_base_url],
-        help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
-    )
-    model = models.CharField(max_length=200)
-    api_key = models.CharField(
-        max_length=500, blank=True, help_text="Stored on the server; never shown again."
-    )
-    api_key_env = models.CharField(
-        max_length=100,
-        blank=True,
-        help_text="Or: the name of an environment variable that holds the key.",
-    )
-    system_prompt = models.TextField(blank=True)
-    temperature = models.FloatField(null=True, blank=True)
-    max_steps = models.PositiveIntegerField(
-        default=12,
-        validators=[MinValueValidator(1)],
-        help_text="Model calls per user message before the turn is stopped.",
-    )
-    tools = models.JSONField(default=default_tools, blank=True)
-    approval_tools = models.JSONField(
-        default=default_approval_tools,
-        blank=True,
-        help_text="Tools that wait for a person's approval before changing an existing file.",
-    )
-    request_options = models.JSONField(
-        default=dict,
-        blank=True,
-        validators=[validate_request_options],
-        help_text="JSON merged into each request, for provider-specific parameters.",
-    )
-    created = models.DateTimeField(auto_now_add=True)
-    updated = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def resolved_api_key(self) -> str:
-        """The key to send: the stored one, else the named environment variable's value."""
-        if self.api_key:
-            return self.api_key
-        if self.api_key_env:
-            return os.environ.get(self.api_key_env, "")
-        return ""
+from .rojo import Rojo
 
 
 class ConversationQuerySet(models.QuerySet):
@@ -158,6 +57,12 @@ class Conversation(models.Model):
         stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
         return self.turn_heartbeat >= stale
 
+    @staticmethod
+    def title_from(message: str) -> str:
+        """A new conversation's title: its first message on one line, at most 80 characters."""
+        line = " ".join(message.split())
+        return line if len(line) <= 80 else line[:79] + "…"
+
 
 class Message(models.Model):
     """One message in the OpenAI chat format, so the history is sent back as stored."""
@@ -167,6 +72,9 @@ class Message(models.Model):
         USER = "user"
         ASSISTANT = "assistant"
         TOOL = "tool"
+        # A summary of the turns before `extra["until"]` (a position), which requests send
+        # in their stead once the conversation outgrew the model's window; never sent as is.
+        SUMMARY = "summary"
 
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"

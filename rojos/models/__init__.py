@@ -1,0 +1,29 @@
+"""Rojos (configured agents) and the conversations people have with them.
+
+A package by subject; migrations and callers import everything from here.
+"""
+
+from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
+from .rojo import (
+    Rojo,
+    default_approval_tools,
+    default_tools,
+    validate_base_url,
+    validate_request_options,
+)
+from .usage import UsageBudget, UsageRecord
+
+__all__ = [
+    "Conversation",
+    "ConversationQuerySet",
+    "FileChange",
+    "Message",
+    "Rojo",
+    "TurnRecord",
+    "UsageBudget",
+    "UsageRecord",
+    "default_approval_tools",
+    "default_tools",
+    "validate_base_url",
+    "validate_request_options",
+]

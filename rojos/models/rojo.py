@@ -1,0 +1,178 @@
+"""A rojo: a configured agent (endpoint, model, prompt, tools) and what was learned of it."""
+
+import os
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
+from django.db import models
+
+
+def validate_base_url(value: str) -> None:
+    """An http(s) URL with a host; single-label hosts (a container's name) are fine.
+
+    Members see a rojo's URL (GET /api/rojos), so it must not carry credentials.
+    """
+    try:
+        parts = urlsplit(value)
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and parts.port != 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise ValidationError(f"{value!r} is not an http(s) URL such as https://api.openai.com/v1")
+    if parts.username or parts.password:  # not repeated: it is a secret
+        raise ValidationError(
+            "the URL holds a user name or password, which every user of the app can see; "
+            "put the key in the rojo's API key setting instead"
+        )
+
+
+def validate_request_options(value) -> None:
+    """Merged into every request body, so an object of parameters, nothing else."""
+    if not isinstance(value, dict):
+        raise ValidationError(
+            'request options must be a JSON object, such as {"reasoning_effort": "low"}'
+        )
+
+
+def default_approval_tools() -> list[str]:
+    """Deleting, moving and overwriting existing files waits for approval unless turned off.
+
+    Edits do not ask by default, though one may replace a whole file: each shows its diff
+    and can be undone, and asking before every edit would make the rojo tiring to use. A
+    rojo that should ask lists edit_text_content too.
+    """
+    return ["write_text_content", "move_path", "delete_path"]
+
+
+def default_tools() -> list[str]:
+    from .tools import BUILTIN_TOOLS
+
+    return [tool.name for tool in BUILTIN_TOOLS if tool.default_enabled]
+
+
+class Rojo(models.Model):
+    """An LLM agent: an OpenAI-compatible endpoint, a model, a prompt and the tools it may use."""
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=200, unique=True)
+    base_url = models.CharField(
+        max_length=500,
+        validators=[validate_base_url],
+        help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
+    )
+    model = models.CharField(max_length=200)
+    api_key = models.CharField(
+        max_length=500, blank=True, help_text="Stored on the server; never shown again."
+    )
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text="Or: the name of an environment variable that holds the key.",
+    )
+    system_prompt = models.TextField(blank=True)
+    temperature = models.FloatField(null=True, blank=True)
+    max_steps = models.PositiveIntegerField(
+        default=12,
+        validators=[MinValueValidator(1)],
+        help_text="Model calls per user message before the turn is stopped.",
+    )
+    tools = models.JSONField(default=default_tools, blank=True)
+    approval_tools = models.JSONField(
+        default=default_approval_tools,
+        blank=True,
+        help_text="Tools that wait for a person's approval before changing an existing file.",
+    )
+    request_options = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_request_options],
+        help_text="JSON merged into each request, for provider-specific parameters.",
+    )
+    context_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(1024)],
+        help_text="The model's context window in tokens. Empty: as the provider lists it, "
+        "else 32,768.",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        validators=[MinValueValidator(16)],
+        help_text="Tokens kept free for each reply. Empty: a quarter of the window, at most 4,096.",
+    )
+    # US dollars per million tokens: prefilled from the price table for known models.
+    price_input = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="$ per million input tokens.",
+    )
+    price_cached_input = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="$ per million cached input tokens (empty: the input price).",
+    )
+    price_output = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="$ per million output tokens.",
+    )
+    # Learned from the provider at run time; shown in the admin, never typed in.
+    stream_usage_refused = models.BooleanField(
+        default=False,
+        editable=False,
+        help_text="The provider refused stream_options, so usage is estimated, not reported.",
+    )
+    chars_per_token = models.FloatField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="Characters per token, calibrated from the usage the provider reported.",
+    )
+    listed_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The window the provider lists for the model (its model list, /props, "
+        "/api/show).",
+    )
+    refused_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        editable=False,
+        help_text="The window the provider stated when it refused a prompt as too long; "
+        "it caps the others until the window or model is changed.",
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if (
+            self.context_window
+            and self.max_output_tokens
+            and self.max_output_tokens >= self.context_window // 2
+        ):
+            raise ValidationError(
+                {"max_output_tokens": "must be less than half of the context window"}
+            )
+
+    def resolved_api_key(self) -> str:
+        """The key to send: the stored one, else the named environment variable's value."""
+        if self.api_key:
+            return self.api_key
+        if self.api_key_env:
+            return os.environ.get(self.api_key_env, "")
+        return ""
