@@ -46,7 +46,7 @@ def default_approval_tools() -> list[str]:
 
 
 def default_tools() -> list[str]:
-    from .tools import BUILTIN_TOOLS
+    from ..tools import BUILTIN_TOOLS
 
     return [tool.name for tool in BUILTIN_TOOLS if tool.default_enabled]
 
