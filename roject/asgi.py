@@ -1,4 +1,5 @@
-"""ASGI entry point: Django's HTTP app (with its static files) under Channels' protocol router."""
+"""ASGI entry point: Django's HTTP app (with its static files) under Channels' protocol router,
+and the MCP endpoint (/mcp/projects/<project>), an ASGI app of the MCP SDK's, beside it."""
 
 import gc
 import os
@@ -9,16 +10,34 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
 django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
+from django.utils.module_loading import import_string  # noqa: E402
 
 from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
 
 django_asgi_app = OwnThreadASGIHandler()
+# By dotted string, as the root URLs include rojos': roject imports nothing from rojos.
+mcp_app = import_string("rojos.mcp_endpoint.app.application")
+MCP_PREFIX = "/mcp/"
+
+
+class PathRouter:
+    """/mcp/… to the MCP endpoint; everything else to Django, as before."""
+
+    def __init__(self, django_app, mcp_app) -> None:
+        self.django_app = django_app
+        self.mcp_app = mcp_app
+
+    async def __call__(self, scope, receive, send):
+        if scope["path"].startswith(MCP_PREFIX):
+            return await self.mcp_app(scope, receive, send)
+        return await self.django_app(scope, receive, send)
+
 
 # The app serves its own few static files, so one process is all a newcomer needs; a
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
 # answers 404 to any path that is not plainly inside the static directories).
-application = ProtocolTypeRouter({"http": StaticFilesHandler(django_asgi_app)})
+application = ProtocolTypeRouter({"http": PathRouter(StaticFilesHandler(django_asgi_app), mcp_app)})
 
 # Everything loaded so far lives as long as the process: keep it out of the garbage
 # collector's passes. And collect less often than Python's default (every 700 net new

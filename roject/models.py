@@ -51,3 +51,31 @@ class Membership(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user} in {self.project} ({self.role})"
+
+
+class ApiToken(models.Model):
+    """A personal API token: its user's access, for scripts and outside agents (MCP).
+
+    Only a digest of the token is stored; the token itself is shown once, when made. A
+    read-only token never writes, whatever its user's role.
+    """
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=100)
+    # The token's first characters, to tell tokens apart in a list; not enough to use it.
+    prefix = models.CharField(max_length=16)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    read_only = models.BooleanField(default=False)
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField(null=True, blank=True)
+    last_used = models.DateTimeField(null=True, blank=True)
+    revoked = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["user", "-created"])]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"

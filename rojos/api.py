@@ -15,6 +15,7 @@ from roject.access import aproject_access
 from roject.api_answers import answers
 from roject.files_api import router as files_router
 from roject.selectors import membership_list
+from roject.token_auth import token_auth
 
 from . import selectors, turn_relay, turns, undo, usage_report
 from .api_errors import error_handlers_add
@@ -41,7 +42,8 @@ from .wire import WireEvent, encoder_for
 api = NinjaAPI(
     title="Rojo Chat API",
     version="1",
-    auth=django_auth,
+    # A bearer token first (scripts, outside agents), else the browser's session and CSRF.
+    auth=[token_auth, django_auth],
     urls_namespace="api",
     docs=Swagger(settings={"validatorUrl": None}),
     docs_decorator=login_required,

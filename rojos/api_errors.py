@@ -26,6 +26,7 @@ from redis.exceptions import RedisError
 from roject.access import LoginRequired
 from roject.errors import AppError
 from roject.storage import StorageError
+from roject.tokens import TokenRefused
 
 from .budgets import BudgetExceeded
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
@@ -42,12 +43,14 @@ class Answer:
     status: int
     default: str = ""  # the detail when the error has no message of its own
     retry_after: str = ""  # the Retry-After header's value, if any
+    www_authenticate: str = ""  # the WWW-Authenticate header's value, if any
 
 
 ANSWERS: dict[type[Exception], Answer] = {
     AppError: Answer(400),
     StorageError: Answer(400),
     LoginRequired: Answer(401, "Log in first."),
+    TokenRefused: Answer(401, www_authenticate='Bearer error="invalid_token"'),
     PermissionDenied: Answer(403, "Not allowed."),
     Http404: Answer(404, "Not found."),
     TurnBusy: Answer(409),
@@ -82,6 +85,8 @@ def _answered(api: NinjaAPI, answer: Answer, request: HttpRequest, exc: Exceptio
     response = _detail(api, request, answer.status, str(exc) or answer.default)
     if answer.retry_after:
         response["Retry-After"] = answer.retry_after
+    if answer.www_authenticate:
+        response["WWW-Authenticate"] = answer.www_authenticate
     return response
 
 

@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from roject.models import Project
+from roject.models import ApiToken, Project
 
 from .rojo import Rojo
 
@@ -35,6 +35,17 @@ class Conversation(models.Model):
     title = models.CharField(max_length=200, blank=True)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
+    # An outside agent's calls through MCP with one token (one conversation per token and
+    # project): its messages are the calls and their results, never sent to a model.
+    via_mcp = models.BooleanField(default=False, editable=False)
+    via_token = models.ForeignKey(
+        ApiToken,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        editable=False,
+        related_name="conversations",
+    )
     # The running turn, if any: claimed with a conditional UPDATE so that only one turn runs
     # per conversation across every server process; a stale heartbeat frees a crashed claim.
     turn_id = models.UUIDField(null=True, blank=True, editable=False)
@@ -45,6 +56,13 @@ class Conversation(models.Model):
     class Meta:
         ordering = ["-updated"]
         indexes = [models.Index(fields=["project", "-updated"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["via_token", "project"],
+                condition=models.Q(via_token__isnull=False),
+                name="one_mcp_conversation_per_token_and_project",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"

@@ -31,6 +31,9 @@ class RojoTool(ABC):
     description: ClassVar[str]
     parameters: ClassVar[dict]
     writes: ClassVar[bool] = False
+    # For a tool that writes: whether a call may replace or remove what was there (MCP's
+    # destructiveHint); one that only adds (a directory) says False.
+    destructive: ClassVar[bool] = True
     # Whether a new rojo gets this tool without an administrator enabling it.
     default_enabled: ClassVar[bool] = True
 

@@ -19,6 +19,7 @@ class CreateDirectory(RojoTool):
         "required": ["path"],
     }
     writes = True
+    destructive = False  # an existing directory is left as it is
 
     def changed_paths(self, args: dict) -> list[str]:
         return [args["path"]]

@@ -1,0 +1,146 @@
+"""The endpoint's HTTP side: /mcp/projects/<project id or slug>, before the SDK's transport.
+
+Per request, in this order: the Host header against ALLOWED_HOSTS (400), the bearer token
+(the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
+revoked token), the project (404 for one the token's user is not a member of, exactly as
+for one that does not exist), then the SDK's streamable HTTP session manager.
+
+The manager is stateless, answering in JSON: every request stands alone, so any server
+process can answer any request (no sticky sessions, as for the rest of the app), and each
+is authenticated afresh. It is started on the first request of each event loop, as neither
+uvicorn without lifespan nor daphne runs an ASGI lifespan.
+"""
+
+import asyncio
+import contextvars
+import json
+import re
+from datetime import UTC
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.http.request import split_domain_port, validate_host
+from mcp.server.auth.middleware.bearer_auth import (
+    AuthenticatedUser,
+    BearerAuthBackend,
+    RequireAuthMiddleware,
+)
+from mcp.server.auth.provider import AccessToken
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.types import Receive, Scope, Send
+
+from roject.db_threads import own_thread
+from roject.models import Membership
+from roject.tokens import TokenRefused, api_token_check
+
+from .caller import SCOPE_KEY, McpCaller
+from .server import mcp_server
+
+PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})/?$")
+
+
+class _TokenVerifier:
+    """The SDK's TokenVerifier over our personal API tokens (roject.tokens)."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        try:
+            found = await sync_to_async(api_token_check)(token)
+        except TokenRefused:
+            return None
+        expires = found.expires.astimezone(UTC) if found.expires else None
+        return AccessToken(
+            token=found.prefix,  # the SDK keeps it in memory only; the prefix names it
+            client_id=f"rojo-token-{found.pk}",
+            scopes=["read"] if found.read_only else ["read", "write"],
+            expires_at=int(expires.timestamp()) if expires else None,
+            subject=str(found.user_id),
+            claims={"token_id": found.pk, "name": found.name, "read_only": found.read_only},
+        )
+
+
+def _member_project_id(user_id: int, ref: str) -> int | None:
+    """(Blocking) The id of the project `ref` (an id or a slug) if the user is a member."""
+    memberships = Membership.objects.filter(user_id=user_id)
+    if ref.isdigit() and len(ref) <= 18:
+        memberships = memberships.filter(project_id=int(ref))
+    else:
+        memberships = memberships.filter(project__slug=ref)
+    return memberships.values_list("project_id", flat=True).first()
+
+
+async def _answer(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _host_allowed(scope: Scope) -> bool:
+    host = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+    domain, _port = split_domain_port(host)
+    return bool(domain) and validate_host(domain, settings.ALLOWED_HOSTS)
+
+
+class McpEndpoint:
+    """The ASGI app for /mcp/projects/<project>; roject/asgi.py routes /mcp/ here."""
+
+    def __init__(self) -> None:
+        gated = RequireAuthMiddleware(self._project_gate, required_scopes=[])
+        self._app = AuthenticationMiddleware(gated, backend=BearerAuthBackend(_TokenVerifier()))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._manager: StreamableHTTPSessionManager | None = None
+        self._started: asyncio.Event | None = None
+        self._task: asyncio.Task | None = None  # held: the loop keeps only a weak reference
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        match = PATH.match(scope["path"])
+        if scope["type"] != "http" or match is None:
+            return await _answer(send, 404, "Not found.")
+        if not _host_allowed(scope):
+            return await _answer(send, 400, "Bad request: this host is not allowed.")
+        scope = {**scope, "rojo.project_ref": match["ref"]}
+        async with own_thread():
+            await self._app(scope, receive, send)
+
+    async def _project_gate(self, scope: Scope, receive: Receive, send: Send) -> None:
+        user: AuthenticatedUser = scope["user"]
+        claims = user.access_token.claims or {}
+        user_id = int(user.access_token.subject)
+        project_id = await sync_to_async(_member_project_id)(user_id, scope["rojo.project_ref"])
+        if project_id is None:
+            return await _answer(send, 404, "No such project.")
+        scope[SCOPE_KEY] = McpCaller(
+            token_id=claims["token_id"],
+            token_name=claims["name"],
+            user_id=user_id,
+            read_only=claims["read_only"],
+            project_id=project_id,
+        )
+        manager = await self._manager_running()
+        await manager.handle_request(scope, receive, send)
+
+    async def _manager_running(self) -> StreamableHTTPSessionManager:
+        """The session manager of this event loop, started on its first request."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not loop:
+            self._loop = loop
+            self._manager = StreamableHTTPSessionManager(
+                app=mcp_server, stateless=True, json_response=True
+            )
+            self._started = asyncio.Event()
+            # A fresh context: the manager outlives the request that happens to start it.
+            self._task = loop.create_task(
+                self._run(self._manager, self._started), context=contextvars.Context()
+            )
+        await self._started.wait()
+        return self._manager
+
+    @staticmethod
+    async def _run(manager: StreamableHTTPSessionManager, started: asyncio.Event) -> None:
+        async with manager.run():
+            started.set()
+            await asyncio.Event().wait()  # until the loop ends
+
+
+application = McpEndpoint()

@@ -1,0 +1,220 @@
+"""One MCP call, run as a turn of the token's MCP conversation in the project.
+
+Each (token, project) has one conversation, titled "via MCP (<token name>)", whose turns
+are the calls: a user message naming the call, an assistant message holding it, and the
+tool message with its result, as the chat stores a rojo's calls. So the call goes through
+the chat's own path (rojos.tool_calls.ToolCallRunner: the role read again, the turn's caps,
+the change lock, the undo record stored with the result), its turn record counts in the
+user's limits (rojos.turn_limits), and the page shows its activity line and Undo.
+
+The token and the user's membership are checked again as each call starts. Calls of one
+conversation take turns, as a conversation's turns do: a call waits for the one before it.
+Nothing is paused for approval: the outside agent's client asks its own user (README).
+"""
+
+import asyncio
+import json
+import time
+import uuid
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from roject import storage
+from roject.access import project_role
+from roject.db_threads import own_thread
+from roject.models import ApiToken, Role
+from roject.tokens import api_token_live
+
+from ..errors import AccessRevoked, TurnLimited
+from ..events import ToolResultEvent
+from ..history import History, tool_content
+from ..models import Conversation, Message, TurnRecord
+from ..tool_calls import ToolCallRunner
+from ..tools import RojoToolContext, ToolCall, registry
+from ..turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
+from ..turn_limits import turn_limits_check
+from ..turn_repair import Repair, conversation_repair
+from .caller import McpCaller
+
+# How long a call waits for the call before it in the same conversation to finish.
+CALL_WAIT_SECONDS = 30
+
+
+def mcp_title(token: ApiToken) -> str:
+    return f"via MCP ({token.name})"
+
+
+@dataclass(frozen=True, slots=True)
+class McpResult:
+    """A finished (or refused) call: what the client reads and where it was kept."""
+
+    ok: bool
+    value: Any
+    text: str
+    conversation_id: int | None = None
+    change_id: int | None = None
+
+    @classmethod
+    def refused(cls, message: str, conversation_id: int | None = None) -> "McpResult":
+        return cls(False, {"error": message}, message, conversation_id)
+
+
+class _Refused(Exception):
+    """The call may not start; its message says why, and nothing was stored."""
+
+
+@dataclass
+class _Begun:
+    conversation: Conversation
+    history: History
+    call: dict
+    assistant: Message
+    record: TurnRecord
+    turn_id: uuid.UUID
+    ctx: RojoToolContext
+    repair: Repair
+
+
+def _refusal(token: ApiToken | None, role: Role | None, name: str) -> str | None:
+    """Why the call must not start, if it must not."""
+    if token is None:
+        return "This API token was revoked or has expired."
+    if role is None:
+        return "You are not a member of this project."
+    tool = registry.get(name)
+    if tool is None:
+        return f"unknown tool {name!r}; available tools: {', '.join(registry.names())}"
+    if tool.writes and token.read_only:
+        return f"tool {name!r} changes files, and this API token is read-only"
+    if tool.writes and not role.can_write:
+        return f"tool {name!r} changes files, and your role in this project is read-only"
+    return None
+
+
+def _conversation(token: ApiToken, project_id: int, turn_id: uuid.UUID):
+    """(Blocking, in the call's transaction) The token's MCP conversation in the project,
+    claimed for this call, with its history; None while another call holds it."""
+    conversation = Conversation.objects.filter(via_token=token, project_id=project_id).first()
+    if conversation is None:
+        try:
+            with transaction.atomic():
+                conversation = Conversation.objects.create(
+                    project_id=project_id,
+                    user=token.user,
+                    title=mcp_title(token),
+                    via_mcp=True,
+                    via_token=token,
+                    turn_id=turn_id,
+                    turn_heartbeat=timezone.now(),
+                )
+        except IntegrityError:  # a call in parallel made it first
+            return None
+        return conversation, History(conversation, []), True
+    free = turn_claim_blocking(conversation.pk, turn_id)
+    if free is None:
+        return None
+    return conversation, History.load_blocking(conversation), free
+
+
+def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
+    """(Blocking) Check the token and the role, count the user's limits, claim the
+    conversation and store the call with its turn record: one transaction. None while
+    another call of the conversation runs; _Refused, with nothing stored, when it may not."""
+    token = api_token_live(token_id=caller.token_id)
+    role = project_role(user=caller.user_id, project_id=caller.project_id)
+    refusal = _refusal(token, role, name)
+    if refusal:
+        raise _Refused(refusal)
+    if token.read_only:
+        role = Role.VIEWER
+    root = storage.project_root_create(caller.project_id)
+    turn_id = uuid.uuid4()
+    with transaction.atomic():
+        try:
+            turn_limits_check(user=token.user)
+        except TurnLimited as exc:
+            raise _Refused(str(exc)) from None
+        found = _conversation(token, caller.project_id, turn_id)
+        if found is None:
+            return None
+        conversation, history, free = found
+        repair = conversation_repair(
+            conversation=conversation, history=history, root=root, taken_over=not free
+        )
+        asked = history.append_blocking(role=Message.Role.USER, content=f"MCP call: {name}")
+        call = {
+            "id": f"mcp_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(arguments, ensure_ascii=False)},
+        }
+        assistant = history.append_blocking(role=Message.Role.ASSISTANT, tool_calls=[call])
+        record = TurnRecord.objects.create(
+            conversation=conversation, user_message=asked, user=token.user
+        )
+    ctx = RojoToolContext(
+        project_id=caller.project_id, project_root=root, user=token.user, role=role
+    )
+    return _Begun(conversation, history, call, assistant, record, turn_id, ctx, repair)
+
+
+def _end(begun: _Begun) -> None:
+    """(Blocking) Record the call's turn as done and give the conversation up."""
+    with transaction.atomic():
+        TurnRecord.objects.filter(pk=begun.record.pk).update(
+            status=TurnRecord.Status.DONE, finished=timezone.now()
+        )
+        turn_release_blocking(begun.conversation.pk, begun.turn_id)
+
+
+async def _begun(caller: McpCaller, name: str, arguments: dict) -> _Begun | McpResult:
+    deadline = time.monotonic() + CALL_WAIT_SECONDS
+    while True:
+        try:
+            begun = await sync_to_async(_begin)(caller, name, arguments)
+        except _Refused as exc:
+            return McpResult.refused(str(exc))
+        if begun is not None:
+            return begun
+        if time.monotonic() > deadline:
+            return McpResult.refused(
+                "another call with this token is still running in this project; try again"
+            )
+        await asyncio.sleep(0.05)
+
+
+async def _run(begun: _Begun) -> McpResult:
+    """Run the stored call through the chat's tool-call runner; its result is stored."""
+    runner = ToolCallRunner(ctx=begun.ctx, tools=registry, history=begun.history)
+    done: ToolResultEvent | None = None
+    try:
+        async for event in runner.run(begun.call, ToolCall.of(begun.call), begun.assistant.pk):
+            if isinstance(event, ToolResultEvent):
+                done = event
+    except AccessRevoked:  # removed from the project as the call started: answered, not run
+        pass
+    if done is None:
+        return McpResult.refused("You are not a member of this project.", begun.conversation.pk)
+    text = tool_content(done.result) if done.ok else done.result["error"]
+    return McpResult(done.ok, done.result, text, begun.conversation.pk, done.change)
+
+
+async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> McpResult:
+    """Run one MCP call; never raises for what the client did: refusals are results."""
+    async with own_thread():
+        begun = await _begun(caller, name, arguments or {})
+        if isinstance(begun, McpResult):
+            return begun
+        claim = SimpleNamespace(conversation_id=begun.conversation.pk, claim_lost=False)
+        beat = asyncio.create_task(turn_heartbeat(claim, begun.turn_id, asyncio.current_task()))
+        try:
+            if begun.repair.needed:  # the last call was cut off by a crash
+                await begun.repair.files_repair()
+            return await _run(begun)
+        finally:
+            beat.cancel()
+            await asyncio.shield(sync_to_async(_end)(begun))

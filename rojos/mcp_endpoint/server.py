@@ -1,0 +1,86 @@
+"""The SDK's MCP server (its low-level Server) and its handlers: list the project's tools,
+call one. Each handler reads who calls from the request (caller.caller_of) and checks the
+token and the user's role again, as every call does."""
+
+from importlib.metadata import PackageNotFoundError, version
+
+import mcp_types as types
+from asgiref.sync import sync_to_async
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_REQUEST
+
+from roject.access import project_role
+from roject.db_threads import own_thread
+from roject.tokens import api_token_live
+
+from ..tools import registry
+from .caller import McpCaller, caller_of
+from .calls import McpResult, mcp_call
+from .listing import mcp_tools
+
+INSTRUCTIONS = (
+    "The files of one Rojo Chat project. Paths are relative to the project's root. Every "
+    "change is recorded and can be undone in Rojo Chat; calls that change files are refused "
+    "for viewers of the project and for read-only tokens."
+)
+
+
+def _may_write(caller: McpCaller) -> bool | None:
+    """(Blocking) Whether the caller may write now; None when the token is no longer live
+    or its user no longer a member."""
+    if api_token_live(token_id=caller.token_id) is None:
+        return None
+    role = project_role(user=caller.user_id, project_id=caller.project_id)
+    if role is None:
+        return None
+    return role.can_write and not caller.read_only
+
+
+async def _list_tools(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    caller = caller_of(ctx)
+    async with own_thread():
+        can_write = await sync_to_async(_may_write)(caller)
+    if can_write is None:
+        raise MCPError(code=INVALID_REQUEST, message="The token or the membership has ended.")
+    return types.ListToolsResult(tools=mcp_tools(registry, can_write=can_write))
+
+
+def _result(result: McpResult) -> types.CallToolResult:
+    """What the client reads: the text the model would read, the value as JSON when it is
+    an object, and where the call is kept (conversation, change record) in `_meta`."""
+    meta = {"rojo.chat/conversation": result.conversation_id}
+    if result.change_id is not None:
+        meta["rojo.chat/change"] = result.change_id
+    return types.CallToolResult(
+        content=[types.TextContent(text=result.text)],
+        structured_content=result.value if isinstance(result.value, dict) else None,
+        is_error=not result.ok,
+        _meta=meta,
+    )
+
+
+async def _call_tool(
+    ctx: ServerRequestContext, params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    result = await mcp_call(caller=caller_of(ctx), name=params.name, arguments=params.arguments)
+    return _result(result)
+
+
+def _version() -> str:
+    try:
+        return version("rojo-chat")
+    except PackageNotFoundError:
+        return "0"
+
+
+mcp_server = Server(
+    "rojo-chat",
+    version=_version(),
+    title="Rojo Chat",
+    instructions=INSTRUCTIONS,
+    on_list_tools=_list_tools,
+    on_call_tool=_call_tool,
+)

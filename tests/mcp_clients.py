@@ -1,0 +1,25 @@
+"""The MCP SDK's own client over HTTP, with a bearer token, for the tests of the endpoint."""
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+
+def mcp_url(base_url: str, project) -> str:
+    return f"{base_url}/mcp/projects/{project}"
+
+
+async def _session(url: str, secret: str, mode: str, work: Callable[[Client], Awaitable[Any]]):
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {secret}"})
+    async with http, Client(streamable_http_client(url, http_client=http), mode=mode) as client:
+        return await work(client)
+
+
+def with_mcp(url: str, secret: str, work: Callable[[Client], Awaitable[Any]], mode="legacy"):
+    """Connect with the SDK's client (`mode`: "legacy", the initialize handshake that
+    today's agents use, or "auto") and return what `work(client)` returns."""
+    return asyncio.run(_session(url, secret, mode, work))
