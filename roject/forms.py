@@ -49,3 +49,23 @@ class LoginForm(LimitedLoginMixin, AuthenticationForm):
 
 class AdminLoginForm(LimitedLoginMixin, AdminAuthenticationForm):
     """The admin's login form, under the same limits as the site's."""
+
+
+class ApiTokenForm(forms.Form):
+    """A new personal API token: what it is for, when it expires, whether it may write."""
+
+    EXPIRY_CHOICES = [
+        ("", "Never"),
+        ("7", "In 7 days"),
+        ("30", "In 30 days"),
+        ("90", "In 90 days"),
+        ("365", "In a year"),
+    ]
+
+    name = forms.CharField(max_length=100, help_text="What the token is for, e.g. “laptop”.")
+    expires_days = forms.TypedChoiceField(
+        label="Expires", choices=EXPIRY_CHOICES, coerce=int, empty_value=None, required=False
+    )
+    read_only = forms.BooleanField(
+        required=False, label="Read-only", help_text="The token can read files, never change them."
+    )

@@ -13,6 +13,8 @@ admin.site.login_form = AdminLoginForm
 urlpatterns = [
     path("", views.home, name="home"),
     path("", include("rojos.urls")),
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/<int:token_id>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
     path("login/", views.login, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/login/", views.admin_login),

@@ -6,16 +6,51 @@ from functools import wraps
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
-from django.shortcuts import render
+from django.http import Http404
+from django.shortcuts import redirect, render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_POST
 
-from .forms import LoginForm
+from .forms import ApiTokenForm, LoginForm
 from .selectors import membership_list
+from .tokens import TokenError, api_token_create, api_token_list, api_token_revoke
 
 
 @login_required
 def home(request):
     """The projects the user is a member of, with their role in each."""
     return render(request, "home.html", {"memberships": membership_list(user=request.user)})
+
+
+@never_cache
+@login_required
+def api_tokens(request):
+    """The user's personal API tokens; a new one is shown on the answer to its form, once."""
+    form = ApiTokenForm(request.POST or None)
+    made = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            made = api_token_create(user=request.user, **form.cleaned_data)
+        except TokenError as exc:
+            form.add_error(None, str(exc))
+        else:
+            form = ApiTokenForm()
+    context = {
+        "form": form,
+        "made": made,
+        "tokens": api_token_list(user=request.user),
+        "mcp_example": request.build_absolute_uri("/mcp/projects/<project>"),
+    }
+    return render(request, "tokens.html", context)
+
+
+@require_POST
+@login_required
+def api_token_revoke_view(request, token_id: int):
+    """Revoke one of the user's tokens; another user's is a 404, as a missing one."""
+    if not api_token_revoke(user=request.user, token_id=token_id):
+        raise Http404("No such token.")
+    return redirect("api_tokens")
 
 
 def _limited(view):

@@ -7,6 +7,7 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
+from roject.errors import AppError
 from roject.models import Project
 
 from .budgets import budget_check
@@ -123,6 +124,8 @@ def chat_context_get(
     ).first()
     if conversation is None:
         raise Http404("No such conversation.")
+    if conversation.via_mcp:
+        raise AppError("This conversation holds calls made through MCP; start a new one to chat.")
     return access, found, conversation
 
 

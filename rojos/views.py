@@ -42,6 +42,8 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         "rojo": (current.rojo_id if current and current.rojo_id else None),
         "rojos": [_rojo_config(rojo) for rojo in rojo_list()],
         "writingTools": [tool.name for tool in registry if tool.writes],
+        # An outside agent's calls through MCP: shown with their Undo, never continued here.
+        "mcpConversation": bool(current and current.via_mcp),
     }
     return render(
         request,
@@ -52,5 +54,6 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
             "conversations": conversations[:200],
             "current": current,
             "config": config,
+            "mcp_url": request.build_absolute_uri(f"/mcp/projects/{access.project.slug}"),
         },
     )

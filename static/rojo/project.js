@@ -56,6 +56,9 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   canWrite: config.canWrite,
 });
 
+// An outside agent's MCP calls are shown with their Undo, but not chatted on.
+document.querySelector(".composer").hidden = Boolean(config.mcpConversation);
+
 const exportLinks = document.querySelector(".export-links");
 function showExport(id) {
   exportLinks.hidden = !id;
