@@ -1,6 +1,7 @@
 """The pages of the projects domain: the project list and the logins (a project's page is
 rojos/views.py)."""
 
+import secrets
 from functools import wraps
 
 from django.contrib import admin
@@ -22,24 +23,39 @@ def home(request):
     return render(request, "home.html", {"memberships": membership_list(user=request.user)})
 
 
+_FORM_ONCE = "api_token_form_once"
+
+
 @never_cache
 @login_required
 def api_tokens(request):
-    """The user's personal API tokens; a new one is shown on the answer to its form, once."""
+    """The user's personal API tokens; a new one is shown on the answer to its form, once.
+
+    Each form carries a one-time value kept in the session: a reload that posts the form
+    again makes no second token and shows none (it is sent back to the list).
+    """
     form = ApiTokenForm(request.POST or None)
     made = None
-    if request.method == "POST" and form.is_valid():
-        try:
-            made = api_token_create(user=request.user, **form.cleaned_data)
-        except TokenError as exc:
-            form.add_error(None, str(exc))
-        else:
-            form = ApiTokenForm()
+    if request.method == "POST":
+        once = request.session.get(_FORM_ONCE, [])
+        if request.POST.get("once") not in once:
+            return redirect("api_tokens")
+        if form.is_valid():
+            try:
+                made = api_token_create(user=request.user, **form.cleaned_data)
+            except TokenError as exc:
+                form.add_error(None, str(exc))
+            else:
+                once.remove(request.POST["once"])
+                form = ApiTokenForm()
+    fresh = secrets.token_urlsafe(16)
+    request.session[_FORM_ONCE] = [*request.session.get(_FORM_ONCE, [])[-9:], fresh]
     context = {
         "form": form,
+        "once": fresh,
         "made": made,
         "tokens": api_token_list(user=request.user),
-        "mcp_example": request.build_absolute_uri("/mcp/projects/<project>"),
+        "mcp_example": request.build_absolute_uri("/") + "mcp/projects/<project>",
     }
     return render(request, "tokens.html", context)
 

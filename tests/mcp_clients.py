@@ -2,6 +2,7 @@
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from mcp import Client
@@ -21,5 +22,8 @@ async def _session(url: str, secret: str, mode: str, work: Callable[[Client], Aw
 
 def with_mcp(url: str, secret: str, work: Callable[[Client], Awaitable[Any]], mode="legacy"):
     """Connect with the SDK's client (`mode`: "legacy", the initialize handshake that
-    today's agents use, or "auto") and return what `work(client)` returns."""
-    return asyncio.run(_session(url, secret, mode, work))
+    today's agents use, or "auto") and return what `work(client)` returns.
+
+    On a thread of its own: the caller's may run an event loop already (Playwright's)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, _session(url, secret, mode, work)).result()
