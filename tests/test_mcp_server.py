@@ -274,3 +274,34 @@ def test_the_per_user_limits_apply_to_mcp_calls(server_process, users, project):
     assert [r.is_error for r in results] == [False, False, True]
     assert "in the last minute" in text_of(results[2])
     assert not (project_root_create(project.pk) / "d2").exists()
+
+
+def test_the_projects_text_files_are_resources(server, users, project):
+    """resources/list gives the project's files as rojo://files/<path>, with a template for
+    any path; resources/read gives a file's text through the storage gate, and a path
+    outside the project is an error, not a read."""
+    root = project_root_create(project.pk)
+    (root / "docs").mkdir()
+    (root / "docs" / "intro.md").write_text("# Intro\n")
+    (root / "top.txt").write_text("top\n")
+
+    async def work(client):
+        listed = await client.list_resources()
+        templates = await client.list_resource_templates()
+        read = await client.read_resource("rojo://files/docs/intro.md")
+        try:
+            await client.read_resource("rojo://files/../outside.txt")
+        except MCPError as exc:
+            return listed, templates, read, exc
+        return listed, templates, read, None
+
+    listed, templates, read, outside = with_mcp(
+        mcp_url(server.base_url, project.pk), secret_for(users["viewer"]), work
+    )
+    assert [(r.uri, r.mime_type) for r in listed.resources] == [
+        ("rojo://files/top.txt", "text/plain"),
+        ("rojo://files/docs/intro.md", "text/markdown"),
+    ]
+    assert [t.uri_template for t in templates.resource_templates] == ["rojo://files/{+path}"]
+    assert [c.text for c in read.contents] == ["# Intro\n"]
+    assert outside is not None and "outside.txt" in outside.error.message

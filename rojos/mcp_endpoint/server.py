@@ -8,16 +8,18 @@ import mcp_types as types
 from asgiref.sync import sync_to_async
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_REQUEST
+from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from roject.access import project_role
 from roject.db_threads import own_thread
+from roject.storage import StorageError
 from roject.tokens import api_token_live
 
 from ..tools import registry
 from .caller import McpCaller, caller_of
 from .calls import McpResult, mcp_call
 from .listing import mcp_tools
+from .resources import TEMPLATE, resource_path, resource_read, resources_list
 
 INSTRUCTIONS = (
     "The files of one Rojo Chat project. Paths are relative to the project's root. Every "
@@ -37,15 +39,53 @@ def _may_write(caller: McpCaller) -> bool | None:
     return role.can_write and not caller.read_only
 
 
-async def _list_tools(
-    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
-) -> types.ListToolsResult:
+async def _may_write_now(ctx: ServerRequestContext) -> tuple[McpCaller, bool]:
+    """The caller, and whether it may write; an error once its token or membership ended."""
     caller = caller_of(ctx)
     async with own_thread():
         can_write = await sync_to_async(_may_write)(caller)
     if can_write is None:
         raise MCPError(code=INVALID_REQUEST, message="The token or the membership has ended.")
+    return caller, can_write
+
+
+async def _list_tools(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    _caller, can_write = await _may_write_now(ctx)
     return types.ListToolsResult(tools=mcp_tools(registry, can_write=can_write))
+
+
+async def _list_resources(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    caller, _ = await _may_write_now(ctx)
+    async with own_thread():
+        found = await sync_to_async(resources_list)(project_id=caller.project_id)
+    return types.ListResourcesResult(resources=found)
+
+
+async def _list_resource_templates(
+    ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    await _may_write_now(ctx)
+    return types.ListResourceTemplatesResult(resource_templates=[TEMPLATE])
+
+
+async def _read_resource(
+    ctx: ServerRequestContext, params: types.ReadResourceRequestParams
+) -> types.ReadResourceResult:
+    caller, _ = await _may_write_now(ctx)
+    path = resource_path(params.uri)
+    if path is None:
+        raise MCPError(code=INVALID_PARAMS, message=f"Not a file of this project: {params.uri}")
+    try:
+        async with own_thread():
+            return await sync_to_async(resource_read)(
+                project_id=caller.project_id, uri=params.uri, path=path
+            )
+    except StorageError as exc:
+        raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
 
 
 def _result(result: McpResult) -> types.CallToolResult:
@@ -83,4 +123,7 @@ mcp_server = Server(
     instructions=INSTRUCTIONS,
     on_list_tools=_list_tools,
     on_call_tool=_call_tool,
+    on_list_resources=_list_resources,
+    on_list_resource_templates=_list_resource_templates,
+    on_read_resource=_read_resource,
 )
