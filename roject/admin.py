@@ -1,6 +1,7 @@
 from django.contrib import admin
+from django.utils import timezone
 
-from .models import Membership, Project
+from .models import ApiToken, Membership, Project
 from .services import project_delete, project_storage_create, projects_delete
 
 
@@ -32,3 +33,24 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def delete_queryset(self, request, queryset):
         projects_delete(projects=queryset)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(admin.ModelAdmin):
+    """Every user's personal API tokens (digests only: a token is never shown again);
+    revoking is the one change made here."""
+
+    list_display = ["name", "user", "prefix", "read_only", "created", "last_used", "expires"]
+    list_display += ["revoked"]
+    list_filter = ["read_only", ("revoked", admin.EmptyFieldListFilter)]
+    search_fields = ["name", "prefix", "user__username"]
+    readonly_fields = [f.name for f in ApiToken._meta.fields]
+    actions = ["revoke"]
+
+    def has_add_permission(self, request) -> bool:
+        return False  # made by their users (the tokens page) or create_api_token
+
+    @admin.action(description="Revoke the selected tokens")
+    def revoke(self, request, queryset):
+        revoked = queryset.filter(revoked__isnull=True).update(revoked=timezone.now())
+        self.message_user(request, f"{revoked} token(s) revoked.")

@@ -207,8 +207,8 @@ class ConversationAdmin(ReadOnly, admin.ModelAdmin):
 class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
     """The change log of each project: what every tool call changed, and what was undone."""
 
-    list_display = ["created", "project", "tool", "changed_paths", "conversation", "undone"]
-    list_select_related = ["project", "conversation"]
+    list_display = ["created", "project", "tool", "changed_paths", "conversation", "by", "undone"]
+    list_select_related = ["project", "conversation__user", "conversation__via_token"]
     list_filter = ["project", "tool", ("undone", admin.EmptyFieldListFilter)]
     search_fields = ["paths", "tool_call_id"]
     readonly_fields = [f.name for f in FileChange._meta.fields]
@@ -216,6 +216,15 @@ class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
     @admin.display(description="paths")
     def changed_paths(self, change: FileChange) -> str:
         return ", ".join(change.paths)
+
+    @admin.display(description="by")
+    def by(self, change: FileChange) -> str:
+        """Who made a change through MCP: its token's user, via MCP (the token's name)."""
+        conversation = change.conversation
+        if conversation is None or not conversation.via_mcp:
+            return ""
+        token = conversation.via_token.name if conversation.via_token else "a deleted token"
+        return f"{conversation.user} via MCP ({token})"
 
 
 @admin.register(UsageRecord)

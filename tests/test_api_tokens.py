@@ -9,6 +9,7 @@ import hashlib
 import io
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -119,3 +120,35 @@ def test_tokens_are_revoked_only_by_their_owner(users):
     assert Client().get("/api/projects", **bearer(made.secret)).status_code == 200
     assert api_token_revoke(user=users["editor"], token_id=made.token.pk) is True
     assert Client().get("/api/projects", **bearer(made.secret)).status_code == 401
+
+
+def test_the_admin_lists_tokens_by_prefix_revokes_them_and_names_mcp_changes(users, project):
+    """Operators see every token by its prefix (never its secret) and can revoke them; a
+    change made through MCP is listed as its user's, via MCP (the token's name)."""
+    from django.contrib import admin
+
+    from rojos.models import Conversation, FileChange
+
+    made = api_token_create(user=users["editor"], name="agent")
+    staff = get_user_model().objects.create_superuser("root", password="pw-root")
+    client = Client()
+    client.force_login(staff)
+    page = client.get("/admin/roject/apitoken/").content.decode()
+    assert made.token.prefix in page and made.secret not in page
+    action = {"action": "revoke", "_selected_action": [made.token.pk]}
+    client.post("/admin/roject/apitoken/", action)
+    assert ApiToken.objects.get().revoked is not None
+
+    conversation = Conversation.objects.create(
+        project=project, user=users["editor"], via_mcp=True, via_token=made.token
+    )
+    change = FileChange.objects.create(
+        project=project,
+        conversation=conversation,
+        tool="write_text_content",
+        paths=["a"],
+        before=[False],
+        after=["x"],
+        key="k1",
+    )
+    assert admin.site._registry[FileChange].by(change) == "editor via MCP (agent)"

@@ -16,6 +16,7 @@ from roject.storage import project_root_create
 from roject.tokens import api_token_create, api_token_revoke
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from rojos.tools import BUILTIN_TOOLS
+from tests.helpers import make_rojo
 from tests.mcp_clients import mcp_url, with_mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -198,6 +199,13 @@ def test_an_mcp_write_is_undone_through_the_api_with_the_same_token(server, user
     assert detail.json()["title"] == "via MCP (agent)"
     assert [c["undone"] is not None for c in detail.json()["changes"]] == [True]
     assert FileChange.objects.get(pk=change).undone_by == users["editor"]
+
+    rojo = make_rojo("http://127.0.0.1:9/v1")  # never called: the message is refused first
+    message = {"rojo": rojo.slug, "message": "and now?", "conversation": conversation}
+    chat = httpx2.post(
+        f"{server.base_url}/api/projects/{project.pk}/chat", headers=bearer, json=message
+    )
+    assert chat.status_code == 400 and "through MCP" in chat.json()["detail"]
 
 
 def _post(server, project, secret: str | None) -> httpx2.Response:

@@ -66,6 +66,10 @@ class Command(BaseCommand):
             ).afirst()
             if conversation is None:
                 raise Http404(f"no conversation {conversation_id} in project {project.slug!r}")
+            if conversation.via_mcp:
+                raise PermissionDenied(
+                    f"conversation {conversation_id} holds calls made through MCP; chat in another"
+                )
         turn = await turns.turn_start(
             access=access,
             user=user,
