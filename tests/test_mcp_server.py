@@ -135,16 +135,27 @@ def test_each_tool_runs_and_is_kept_as_a_turn_of_the_tokens_mcp_conversation(
     }
 
 
-def test_the_handshake_free_protocol_works_too(server, users, project):
-    """A client that first asks server/discover (the SDK's "auto") is served as well."""
+def test_the_handshake_free_protocol_works_too_and_failures_are_tool_errors(server, users, project):
+    """A client that first asks server/discover (the SDK's "auto") is served as well; a
+    path outside the project, bad arguments and an unknown tool are tool errors the agent
+    can read (isError), not protocol errors or 500s."""
 
     async def work(client):
-        return await client.call_tool("list_files", {"path": ""})
+        return [
+            await client.call_tool("list_files", {"path": ""}),
+            await client.call_tool("get_text_content", {"path": "../../etc/passwd"}),
+            await client.call_tool("get_text_content", {"nope": 1}),
+            await client.call_tool("no_such_tool", {}),
+        ]
 
-    result = with_mcp(
+    listed, outside, bad, unknown = with_mcp(
         mcp_url(server.base_url, project.slug), secret_for(users["viewer"]), work, mode="auto"
     )
-    assert not result.is_error and result.structured_content is None
+    assert not listed.is_error and text_of(listed) == "[]"
+    assert outside.is_error and "../../etc/passwd" in text_of(outside)
+    assert "/storage/" not in text_of(outside)  # no server path is named
+    assert bad.is_error and "path" in text_of(bad)
+    assert unknown.is_error and text_of(unknown).startswith("unknown tool 'no_such_tool'")
 
 
 @pytest.mark.parametrize("who", ["viewer", "read-only token"])

@@ -19,6 +19,7 @@ from datetime import UTC
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from mcp.server.auth.middleware.bearer_auth import (
     AuthenticatedUser,
@@ -27,7 +28,9 @@ from mcp.server.auth.middleware.bearer_auth import (
 )
 from mcp.server.auth.provider import AccessToken
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.authentication import AuthenticationError
 from starlette.middleware.authentication import AuthenticationMiddleware
+from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
 from roject.db_threads import own_thread
@@ -48,6 +51,8 @@ class _TokenVerifier:
             found = await sync_to_async(api_token_check)(token)
         except TokenRefused:
             return None
+        except DatabaseError as exc:  # answered 503 by the middleware's on_error
+            raise AuthenticationError(_UNAVAILABLE) from exc
         expires = found.expires.astimezone(UTC) if found.expires else None
         return AccessToken(
             token=found.prefix,  # the SDK keeps it in memory only; the prefix names it
@@ -69,9 +74,19 @@ def _member_project_id(user_id: int, ref: str) -> int | None:
     return memberships.values_list("project_id", flat=True).first()
 
 
-async def _answer(send: Send, status: int, message: str) -> None:
+_UNAVAILABLE = "The database is busy or unreachable; try again in a moment."
+
+
+def _unavailable(_conn, exc: AuthenticationError) -> JSONResponse:
+    """The database down while a token is checked: 503 and Retry-After, as the API does."""
+    return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": "5"})
+
+
+async def _answer(send: Send, status: int, message: str, retry_after: str = "") -> None:
     body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
+    if retry_after:
+        headers.append((b"retry-after", retry_after.encode()))
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -87,7 +102,9 @@ class McpEndpoint:
 
     def __init__(self) -> None:
         gated = RequireAuthMiddleware(self._project_gate, required_scopes=[])
-        self._app = AuthenticationMiddleware(gated, backend=BearerAuthBackend(_TokenVerifier()))
+        self._app = AuthenticationMiddleware(
+            gated, backend=BearerAuthBackend(_TokenVerifier()), on_error=_unavailable
+        )
         self._loop: asyncio.AbstractEventLoop | None = None
         self._manager: StreamableHTTPSessionManager | None = None
         self._started: asyncio.Event | None = None
@@ -107,7 +124,10 @@ class McpEndpoint:
         user: AuthenticatedUser = scope["user"]
         claims = user.access_token.claims or {}
         user_id = int(user.access_token.subject)
-        project_id = await sync_to_async(_member_project_id)(user_id, scope["rojo.project_ref"])
+        try:
+            project_id = await sync_to_async(_member_project_id)(user_id, scope["rojo.project_ref"])
+        except DatabaseError:
+            return await _answer(send, 503, _UNAVAILABLE, retry_after="5")
         if project_id is None:
             return await _answer(send, 404, "No such project.")
         scope[SCOPE_KEY] = McpCaller(
