@@ -324,3 +324,13 @@ def test_the_projects_text_files_are_resources(server, users, project):
     assert [t.uri_template for t in templates.resource_templates] == ["rojo://files/{+path}"]
     assert [c.text for c in read.contents] == ["# Intro\n"]
     assert outside is not None and "outside.txt" in outside.error.message
+
+
+def test_a_database_out_of_reach_is_503_with_retry_after(server_process, project):
+    """A token cannot be checked without the database: the answer says so with 503 and
+    Retry-After, never a 500."""
+    down = server_process(DATABASE_URL="sqlite:////nonexistent-dir/db.sqlite3")
+    answer = _post(down, project.pk, "rojo_" + "x" * 40)
+    assert answer.status_code == 503, answer.text
+    assert answer.headers["Retry-After"] == "5"
+    assert "database" in answer.json()["error"]
