@@ -16,7 +16,7 @@ from roject.storage import project_root_create
 from roject.tokens import api_token_create, api_token_revoke
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from rojos.tools import BUILTIN_TOOLS
-from tests.helpers import make_rojo
+from tests.helpers import assert_history_valid, make_rojo, stored_history
 from tests.mcp_clients import mcp_url, with_mcp
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -334,3 +334,25 @@ def test_a_database_out_of_reach_is_503_with_retry_after(server_process, project
     assert answer.status_code == 503, answer.text
     assert answer.headers["Retry-After"] == "5"
     assert "database" in answer.json()["error"]
+
+
+def test_calls_sent_at_once_take_turns_in_the_one_conversation(server, users, project):
+    """An agent's parallel calls with one token all run, one after another: one MCP
+    conversation, every call answered right after it, every write undoable."""
+    import asyncio
+
+    async def work(client):
+        writes = [
+            client.call_tool("write_text_content", {"path": f"f{n}.txt", "text": f"{n}\n"})
+            for n in range(4)
+        ]
+        return await asyncio.gather(*writes)
+
+    results = with_mcp(mcp_url(server.base_url, project.pk), secret_for(users["editor"]), work)
+
+    assert [r.is_error for r in results] == [False] * 4, [text_of(r) for r in results]
+    conversation = Conversation.objects.get()
+    assert_history_valid(stored_history(conversation.pk))
+    assert FileChange.objects.filter(conversation=conversation).count() == 4
+    root = project_root_create(project.pk)
+    assert sorted(p.read_text() for p in root.iterdir()) == ["0\n", "1\n", "2\n", "3\n"]
