@@ -136,7 +136,7 @@ def test_a_reply_rendered_as_it_streams_ends_as_if_rendered_whole(
         RICH_REPLY,
     )
 
-    assert bubble.evaluate("b => b.innerHTML") == whole
+    assert bubble.locator(".message-body").evaluate("b => b.innerHTML") == whole
     assert bubble.locator("pre code").text_content() == "def f():\n\n    return 1"
     assert bubble.get_attribute("data-text") == RICH_REPLY
 
