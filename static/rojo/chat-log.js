@@ -80,8 +80,8 @@ export class ChatLog {
       bubble.renderPending = false;
       const atBottom = this.atEnd();
       bubble.dataset.text = bubble.text;
-      renderGrowingMarkdown(bubble.text, bubble.body);
-      if (bubble !== this.bubble) finishGrowingMarkdown(bubble.text, bubble.body); // closed meanwhile
+      if (!renderGrowingMarkdown(bubble.text, bubble.body)) this.scheduleRender(bubble); // more to do
+      else if (bubble !== this.bubble) finishGrowingMarkdown(bubble.text, bubble.body); // closed meanwhile
       if (atBottom) this.element.scrollTop = this.element.scrollHeight;
     });
   }

@@ -15,6 +15,10 @@ const SAFE_URL = /^(https?:|mailto:)/i;
 // hold the page: it stays plain.
 const HIGHLIGHT_LIMIT = 20_000;
 const TASK = /^\[([ xX])\]\s+/;
+// How long one frame may spend on blocks that are complete, and how many go to the sanitiser
+// at once (each call parses a document of its own).
+const FRAME_BUDGET_MS = 10;
+const BLOCKS_AT_ONCE = 4;
 
 const md = markdownit({
   html: false,
@@ -100,7 +104,8 @@ function finishLink(a) {
   a.target = "_blank";
   a.rel = "noopener noreferrer nofollow";
   const where = target.protocol === "mailto:" ? target.pathname : target.host;
-  if (a.textContent.trim().toLowerCase() === where.toLowerCase()) return;
+  const text = a.textContent.trim().toLowerCase();
+  if (text === where.toLowerCase() || text === target.href.toLowerCase()) return; // says it already
   const host = document.createElement("small");
   host.className = "link-host";
   host.append(...visible(`(${where})`));
@@ -152,6 +157,13 @@ function finishCode(code) {
   block.append(head, pre);
 }
 
+// The first reply would pay for compiling the parser's and the highlighter's expressions in
+// its first frame: they are compiled when the page is idle.
+const WARM_UP =
+  "# A\n\n| a | b |\n|---|---|\n| `c` | [d](https://e.example) |\n\n- [x] f\n  1. g\n\n> h\n\n" +
+  "```python\ndef f(x): return 'y'  # z\n```\n\n```js\nconst a = () => 1;\n```\n\n```sh\nls -l\n```\n";
+(window.requestIdleCallback ?? setTimeout)(() => renderMarkdown(WARM_UP, document.createElement("div")));
+
 function normalized(text) {
   return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
 }
@@ -172,36 +184,49 @@ function lineOffset(text, line) {
   return offset;
 }
 
+/** The indices of the tokens that open each top-level block. */
+function blockStarts(tokens) {
+  const starts = [];
+  tokens.forEach((token, index) => {
+    if (token.level === 0 && token.nesting >= 0) starts.push(index);
+  });
+  return starts;
+}
+
 /**
  * Render a reply that is still growing into `container`, with the same result as
  * renderMarkdown. Once a new top-level block has begun on a complete line, the blocks before
  * it cannot change: they are rendered once and kept, and only the last block is parsed and
  * rendered again. Re-rendering the whole reply each frame made a long reply stall the page.
+ * A frame renders kept blocks for about FRAME_BUDGET_MS, then returns false: the caller
+ * renders the rest in the next frame (a reply reopened whole, or text that piled up while
+ * the page was busy, does not hold the page either).
  */
 export function renderGrowingMarkdown(text, container) {
+  const started = performance.now();
   const state = (container.markdown ??= { done: 0, tail: [] });
   text = normalized(text);
   const rest = text.slice(state.done);
   const tokens = md.parse(rest, {});
   for (const node of state.tail) node.remove();
-  let lastStart = -1;
-  tokens.forEach((token, index) => {
-    if (token.level === 0 && token.nesting >= 0) lastStart = index;
-  });
-  let tail = tokens;
-  if (lastStart > 0) {
-    const line = tokens[lastStart].map[0];
-    // The block's first line must be complete: "2" may yet become "2. item" of the list above.
-    const cut = lineOffset(rest, line + 1) >= 0 ? lineOffset(rest, line) : -1;
-    if (cut > 0) {
-      container.append(build(tokens.slice(0, lastStart)));
-      state.done += cut;
-      tail = tokens.slice(lastStart);
-    }
+  state.tail = [];
+  const starts = blockStarts(tokens);
+  let keep = starts.length - 1; // every block but the last
+  // The last block's first line must be complete: "2" may yet become "2. item" of the list above.
+  if (keep > 0 && lineOffset(rest, tokens[starts[keep]].map[0] + 1) < 0) keep--;
+  let kept = 0;
+  while (kept < keep) {
+    const end = Math.min(kept + BLOCKS_AT_ONCE, keep);
+    container.append(build(tokens.slice(starts[kept], starts[end])));
+    kept = end;
+    if (performance.now() - started > FRAME_BUDGET_MS) break;
   }
-  const fragment = build(tail);
+  if (kept > 0) state.done += lineOffset(rest, tokens[starts[kept]].map[0]);
+  if (kept < keep) return false;
+  const fragment = build(tokens.slice(starts[kept] ?? 0));
   state.tail = [...fragment.childNodes];
   container.append(fragment);
+  return true;
 }
 
 /**
