@@ -124,10 +124,10 @@ class MainThreadTasks:
             if event.get("name") == "thread_name" and event["args"]["name"] == "CrRendererMain"
         }
         for event in events:
-            if event.get("name") == "RunTask" and event.get("ph") == "X":
-                if (event["pid"], event["tid"]) in main:
-                    self.cpu_ms.append(event.get("tdur", 0) / 1000)
-                    self.wall_ms.append(event["dur"] / 1000)
+            task = event.get("name") == "RunTask" and event.get("ph") == "X"
+            if task and (event["pid"], event["tid"]) in main:
+                self.cpu_ms.append(event.get("tdur", 0) / 1000)
+                self.wall_ms.append(event["dur"] / 1000)
         return False
 
     def longest(self) -> float:

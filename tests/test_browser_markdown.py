@@ -166,7 +166,8 @@ def rich_reply(size: int = 95_000) -> str:
         sections.append(
             f"### Part {n}\n\n| name | size | kind |\n|---|--:|:-:|\n"
             + "".join(f"| `file_{n}_{i}.py` | {i * 100} | text |\n" for i in range(4))
-            + "\n```python\nclass Item:\n    def size(self) -> int:\n        return 42  # it is\n```"
+            + "\n```python\nclass Item:\n    def size(self) -> int:\n"
+            + "        return 42  # it is\n```"
             + "\n\n```javascript\nconst total = items.reduce((a, b) => a + b.size, 0);\n```\n\n"
             + "- [x] done\n- [ ] to do\n  - nested, with [a link](https://example.com/a)\n\n"
             + "> a quote with **bold** text\n\n"
@@ -191,7 +192,8 @@ def test_a_long_rich_reply_streams_without_a_long_task(
             new MutationObserver((records) => {
                 for (const record of records) {
                     for (const node of record.addedNodes) {
-                        if (node.nodeType === 1) window.made += 1 + node.querySelectorAll("*").length;
+                        if (node.nodeType !== 1) continue;
+                        window.made += 1 + node.querySelectorAll("*").length;
                     }
                 }
             }).observe(document.querySelector(".messages"), { childList: true, subtree: true });
