@@ -221,3 +221,52 @@ def test_a_long_rich_reply_streams_without_a_long_task(
         text,
     )
     assert body.evaluate("b => b.innerHTML") == whole
+
+
+TRICKY = [
+    "1. first\n\n2. second\n\n10. tenth\n\nafter",
+    "- a\n\n  still a\n\n- b\n\n      code in b\n\nout",
+    "Title\n=====\n\nSub\n---\n\ntext\n***\n",
+    "para\n| a | b |\n|---|---|\n| 1 | 2 |\n\nnext",
+    "> quote\nlazy line\n\n> another\n\n    indented code\n\n~~~js\nlet a;\n\n~~~\nend",
+    "- [ ] one\n- [x] two\n\n  1. nested\n\n  2. again\n\n* star\n",
+    "See [x] and [y][].\n\n[x]: https://x.example/\n[y]: https://y.example/ 'Y'\n",
+    "```\nunclosed fence\n\nstill code",
+]
+
+
+def test_a_growing_reply_looks_at_every_step_as_if_rendered_whole(page_for, users, project):
+    """Fed a character at a time, the incremental renderer shows at each step exactly
+    what rendering the text so far would (once a reference definition arrives, the links above
+    it are fixed when the reply ends): lists split by blank lines, setext headings, tables
+    after a paragraph, lazy quote lines, indented and unclosed code."""
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    differences = page.evaluate(
+        """async (texts) => {
+            const m = await import("/static/rojo/markdown.js");
+            const differences = [];
+            for (const text of texts) {
+                const growing = document.createElement("div");
+                for (let end = 1; end <= text.length; end++) {
+                    const prefix = text.slice(0, end);
+                    while (!m.renderGrowingMarkdown(prefix, growing));
+                    if (/^ {0,3}\\[[^\\]]+\\]:/m.test(prefix)) continue;
+                    const whole = document.createElement("div");
+                    m.renderMarkdown(prefix, whole);
+                    if (growing.innerHTML !== whole.innerHTML) {
+                        differences.push([prefix, growing.innerHTML, whole.innerHTML]);
+                        break;
+                    }
+                }
+                m.renderGrowingMarkdown(text, growing);
+                m.finishGrowingMarkdown(text, growing);
+                const whole = document.createElement("div");
+                m.renderMarkdown(text, whole);
+                if (growing.innerHTML !== whole.innerHTML) differences.push([text, "end"]);
+            }
+            return differences;
+        }""",
+        TRICKY,
+    )
+    assert differences == []
