@@ -142,7 +142,10 @@ function showHidden(root) {
   }
 }
 
-/** A code block gets a head: its language and a copy button. */
+/**
+ * A code block gets a head: its language and a copy button. Copy takes the code as shown: a
+ * hidden character comes out as its ⟨U+…⟩ escape, never as the character that was hidden.
+ */
 function finishCode(code) {
   const pre = code.parentElement;
   const block = document.createElement("div");
