@@ -19,6 +19,8 @@ from .models import (
     TurnRecord,
     UsageBudget,
     UsageRecord,
+    default_approval_tools,
+    default_tools,
 )
 from .prices import rojo_prices_prefill
 from .tools import display_args, registry
@@ -39,13 +41,16 @@ class RojoForm(forms.ModelForm):
         help_text="Leave empty to keep the current key. It is never shown again.",
     )
     clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
+    # A new rojo starts with the model's defaults, as `create_rojo` gives it: a declared field
+    # gets no initial value from the model by itself.
     tools = forms.MultipleChoiceField(
-        required=False, widget=forms.CheckboxSelectMultiple, choices=()
+        required=False, widget=forms.CheckboxSelectMultiple, choices=(), initial=default_tools
     )
     approval_tools = forms.MultipleChoiceField(
         required=False,
         widget=forms.CheckboxSelectMultiple,
         choices=(),
+        initial=default_approval_tools,
         label="Ask before",
         help_text="These tools wait for an editor's approval before they change or remove "
         "an existing file (a new file needs no approval).",
@@ -138,6 +143,23 @@ class ReadOnly:
         return False
 
 
+class UndoneFilter(admin.SimpleListFilter):
+    """Changes that were undone, or not, in words (the default filter says "Empty / Not empty")."""
+
+    title = "undo"
+    parameter_name = "undone"
+
+    def lookups(self, request, model_admin):
+        return [("yes", "Undone"), ("no", "Not undone")]
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(undone__isnull=False)
+        if self.value() == "no":
+            return queryset.filter(undone__isnull=True)
+        return queryset
+
+
 class MessageInline(ReadOnly, admin.TabularInline):
     """Messages in order, tool calls and results shown as readable JSON; nothing editable."""
 
@@ -202,6 +224,9 @@ class ConversationAdmin(ReadOnly, admin.ModelAdmin):
     readonly_fields = ["project", "rojo", "user", "title", "created", "updated"]
     inlines = [MessageInline, TurnRecordInline]
 
+    class Media:
+        css = {"all": ["rojo/admin.css"]}  # long messages and tool calls wrap
+
 
 @admin.register(FileChange)
 class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
@@ -209,7 +234,7 @@ class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
 
     list_display = ["created", "project", "tool", "changed_paths", "conversation", "by", "undone"]
     list_select_related = ["project", "conversation__user", "conversation__via_token"]
-    list_filter = ["project", "tool", ("undone", admin.EmptyFieldListFilter)]
+    list_filter = ["project", "tool", UndoneFilter]
     search_fields = ["paths", "tool_call_id"]
     readonly_fields = [f.name for f in FileChange._meta.fields]
 

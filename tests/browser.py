@@ -1,5 +1,6 @@
 """A real Chromium (Debian's, never a downloaded one) driven by Playwright, logged in to the app."""
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -92,3 +93,43 @@ def screenshot(page, name: str) -> Path:
     path = ARTIFACTS / f"{name}.png"
     page.screenshot(path=str(path), full_page=True)
     return path
+
+
+class MainThreadTasks:
+    """The page's main-thread tasks while the `with` block runs, from Chromium's trace.
+
+    Each task's CPU time (the trace's `tdur`) is what the page's own work costs; its wall time
+    also holds the wait for a core, which on a shared machine can be several times longer.
+    """
+
+    def __init__(self, browser, page):
+        self.browser = browser
+        self.page = page
+        self.cpu_ms: list[float] = []
+        self.wall_ms: list[float] = []
+
+    def __enter__(self):
+        self.browser.start_tracing(
+            page=self.page,
+            categories=["devtools.timeline", "disabled-by-default-devtools.timeline"],
+        )
+        return self
+
+    def __exit__(self, *exc_info):
+        trace = json.loads(self.browser.stop_tracing())
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace
+        main = {
+            (event["pid"], event["tid"])
+            for event in events
+            if event.get("name") == "thread_name" and event["args"]["name"] == "CrRendererMain"
+        }
+        for event in events:
+            task = event.get("name") == "RunTask" and event.get("ph") == "X"
+            if task and (event["pid"], event["tid"]) in main:
+                self.cpu_ms.append(event.get("tdur", 0) / 1000)
+                self.wall_ms.append(event["dur"] / 1000)
+        return False
+
+    def longest(self) -> float:
+        """The CPU time of the longest task, in ms."""
+        return max(self.cpu_ms, default=0.0)

@@ -1,5 +1,6 @@
 """The admin: rojo keys are write-only, projects get a file root, conversations are read-only."""
 
+import io
 import re
 
 import pytest
@@ -267,3 +268,59 @@ def test_rojo_request_options_are_a_json_object_or_nothing(admin_client, options
     else:
         assert response.status_code == 302
         assert rojo.request_options == saved
+
+
+def checked(html: str, name: str) -> set[str]:
+    inputs = re.findall(rf'<input[^>]*name="{name}"[^>]*>', html)
+    return {re.search(r'value="([^"]+)"', tag).group(1) for tag in inputs if "checked" in tag}
+
+
+def test_a_rojo_added_in_the_admin_gets_the_same_defaults_as_create_rojo(admin_client):
+    """The add form starts with create_rojo's tools and Ask-before tools checked; saved as
+    offered, the rojo has what the command would give it."""
+    from django.core.management import call_command
+
+    from rojos.models import default_approval_tools, default_tools
+
+    page = admin_client.get(reverse("admin:rojos_rojo_add")).content.decode()
+    assert checked(page, "tools") == set(default_tools())
+    assert checked(page, "approval_tools") == set(default_approval_tools())
+    assert {"write_text_content", "move_path", "delete_path"} <= checked(page, "approval_tools")
+
+    offered = rojo_form(
+        tools=sorted(checked(page, "tools")), approval_tools=sorted(checked(page, "approval_tools"))
+    )
+    assert admin_client.post(reverse("admin:rojos_rojo_add"), offered).status_code == 302
+    call_command(
+        "create_rojo", "--name", "Cli Rojo", "--base-url", "https://api.example.com/v1",
+        "--model", "example-model", stdout=io.StringIO(),
+    )  # fmt: skip
+    from_admin = Rojo.objects.get(slug="admin-rojo")
+    from_command = Rojo.objects.get(slug="cli-rojo")
+    assert sorted(from_admin.tools) == sorted(from_command.tools) == sorted(default_tools())
+    assert sorted(from_admin.approval_tools) == sorted(from_command.approval_tools)
+
+
+def test_the_file_change_filter_says_undone_in_words(admin_client, project):
+    """The undo filter offers "Undone" and "Not undone", not "Empty / Not empty", and each
+    keeps only its changes."""
+    import uuid
+
+    from django.utils import timezone
+
+    from rojos.models import FileChange
+
+    def change(path: str, undone) -> FileChange:
+        return FileChange.objects.create(
+            project=project, tool="write_text_content", paths=[path], before=[False],
+            after=["file:x"], key=uuid.uuid4().hex, undone=undone,
+        )  # fmt: skip
+
+    kept, reverted = change("kept.txt", None), change("reverted.txt", timezone.now())
+    url = reverse("admin:rojos_filechange_changelist")
+    page = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", admin_client.get(url).content.decode()))
+    assert "By undo All Undone Not undone" in page
+    assert "Not empty" not in page
+    for value, expected in [("yes", [reverted]), ("no", [kept])]:
+        response = admin_client.get(url, {"undone": value})
+        assert list(response.context["cl"].result_list) == expected

@@ -2,7 +2,9 @@
 // calls, errors. It keeps the reader's place at the end; nothing is ever inserted as HTML, and
 // hidden characters show as escapes.
 
-import { renderGrowingMarkdown } from "./markdown.js";
+import { copyButton } from "./copy.js";
+import { finishGrowingMarkdown, renderGrowingMarkdown } from "./markdown.js";
+import { stampTime } from "./message-times.js";
 import { short, toolLine } from "./render.js";
 import { visible } from "./visible.js";
 
@@ -38,6 +40,7 @@ export class ChatLog {
 
   /** The reply's bubble is complete: later text starts a new one. */
   closeBubble() {
+    if (this.bubble && !this.bubble.renderPending) finishGrowingMarkdown(this.bubble.text, this.bubble.body);
     this.bubble?.removeAttribute("aria-busy");
     this.bubble = null;
   }
@@ -47,7 +50,8 @@ export class ChatLog {
     const bubble = document.createElement("div");
     bubble.className = "bubble user";
     bubble.text = text; // as typed: the conversation's title is made from it
-    bubble.append(...visible(text, { prose: true }));
+    bubble.append(...visible(text, { prose: true }), copyButton(() => bubble.text, "Copy text"));
+    stampTime(bubble);
     return this.append(bubble);
   }
 
@@ -58,6 +62,10 @@ export class ChatLog {
       bubble.className = "bubble assistant";
       bubble.text = "";
       if (busy) bubble.setAttribute("aria-busy", "true");
+      bubble.body = document.createElement("div");
+      bubble.body.className = "message-body";
+      bubble.append(bubble.body, copyButton(() => bubble.text, "Copy text"));
+      stampTime(bubble);
       this.bubble = this.append(bubble);
       this.lastReply = bubble; // where the turn's tokens and cost are shown
     }
@@ -72,7 +80,8 @@ export class ChatLog {
       bubble.renderPending = false;
       const atBottom = this.atEnd();
       bubble.dataset.text = bubble.text;
-      renderGrowingMarkdown(bubble.text, bubble);
+      if (!renderGrowingMarkdown(bubble.text, bubble.body)) this.scheduleRender(bubble); // more to do
+      else if (bubble !== this.bubble) finishGrowingMarkdown(bubble.text, bubble.body); // closed meanwhile
       if (atBottom) this.element.scrollTop = this.element.scrollHeight;
     });
   }

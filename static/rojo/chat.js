@@ -5,6 +5,7 @@
 import { ApiError, getJson, request } from "./api.js";
 import { approvalPrompt } from "./approvals.js";
 import { ChatLog } from "./chat-log.js";
+import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { readEvents } from "./sse.js";
 import { UndoButtons } from "./undo.js";
 import { turnUsageShow } from "./usage.js";
@@ -27,6 +28,7 @@ export class ChatPanel extends EventTarget {
     this.conversationId = conversationId;
     this.rojoId = rojoId;
     this.log = new ChatLog(element.querySelector(".messages"));
+    showTimesOnHover(this.log.element);
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,
@@ -89,7 +91,10 @@ export class ChatPanel extends EventTarget {
         this.turnChanges = [];
         this.log.lastReply = null;
         if (this.history) {
-          this.log.addUser(this.history.asked.get(data.message) ?? "");
+          const times = this.history.times.get(data.message);
+          const bubble = this.log.addUser(this.history.asked.get(data.message) ?? "");
+          if (times) stampTime(bubble, times.asked);
+          this.history.replied = times?.replied;
           break;
         }
         this.turnStarted = true;
@@ -98,6 +103,7 @@ export class ChatPanel extends EventTarget {
         break;
       case "CHAT":
         this.log.addAssistantText(data.text, { busy: this.busy });
+        if (this.history?.replied) stampTime(this.log.bubble, this.history.replied);
         break;
       case "TOOL_CALL":
         this.log.addToolCall(data);
@@ -149,6 +155,7 @@ export class ChatPanel extends EventTarget {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
+      times: turnTimes(messages),
       usage,
     };
     try {

@@ -25,10 +25,47 @@ export class FileBrowser {
     this.projectId = projectId;
     this.tree = root.querySelector(".file-tree");
     this.viewer = root.querySelector(".file-viewer");
-    this.expanded = new Set();
+    this.expandedKey = `rojo-chat:expanded:${projectId}`;
+    this.expanded = new Set(this.storedExpanded()); // kept across reloads, per project
+    this.changed = new Set(); // the files the latest turn changed, and the folders holding them
+    this.changedDirs = new Set();
     this.openPath = null;
     root.querySelector(".refresh-files").addEventListener("click", () => this.refresh());
     this.viewer.querySelector(".close-file").addEventListener("click", () => this.closeFile());
+  }
+
+  storedExpanded() {
+    try {
+      const paths = JSON.parse(localStorage.getItem(this.expandedKey) ?? "[]");
+      return Array.isArray(paths) ? paths.filter((path) => typeof path === "string") : [];
+    } catch {
+      return [];
+    }
+  }
+
+  storeExpanded() {
+    localStorage.setItem(this.expandedKey, JSON.stringify([...this.expanded]));
+  }
+
+  /** Mark `paths` (changed by the latest turn) and the folders on the way to them. */
+  markChanged(paths) {
+    this.changed = new Set(paths);
+    this.changedDirs = new Set();
+    for (const path of paths) {
+      const parts = path.split("/");
+      for (let i = 1; i < parts.length; i++) this.changedDirs.add(parts.slice(0, i).join("/"));
+    }
+    for (const li of this.tree.querySelectorAll("li[data-path]")) this.showChanged(li);
+  }
+
+  showChanged(li) {
+    const path = li.dataset.path;
+    const changed = this.changed.has(path);
+    li.classList.toggle("changed", changed);
+    li.classList.toggle("holds-changed", this.changedDirs.has(path));
+    const button = li.querySelector(".entry");
+    if (changed) button.title = "Changed by the latest turn";
+    else button.removeAttribute("title");
   }
 
   url(suffix, path) {
@@ -85,6 +122,7 @@ export class FileBrowser {
     name.append(...visible(entry.name));
     button.append(name);
     li.append(button);
+    this.showChanged(li);
     if (entry.type === "directory") {
       const children = document.createElement("ul");
       li.append(children);
@@ -102,10 +140,12 @@ export class FileBrowser {
   async toggle(button, children, path) {
     if (this.expanded.has(path)) {
       this.expanded.delete(path);
+      this.storeExpanded();
       button.setAttribute("aria-expanded", "false");
       children.replaceChildren();
     } else {
       this.expanded.add(path);
+      this.storeExpanded();
       button.setAttribute("aria-expanded", "true");
       await this.fill(children, path);
     }

@@ -1,171 +1,241 @@
-// A small Markdown renderer that builds DOM nodes and never parses HTML.
-// Everything the model says becomes text nodes, so no markup or script in it can take effect;
-// links are kept only for http(s) and mailto URLs and say where they go; images are never
-// loaded, only linked. Characters that reorder text show as escapes (a reply could spoof a
-// path with them); in code, where names and commands are, every hidden character does.
+// Markdown for the model's replies: markdown-it (raw HTML off) parses it, highlight.js colours
+// code, DOMPurify keeps only the tags a reply needs, and the result is finished as DOM nodes.
+// No markup or script in a reply can take effect; links are kept only for http(s) and mailto
+// URLs and say where they go; images are never loaded, only linked. Characters that reorder
+// text show as escapes (a reply could spoof a path with them); in code, every hidden one does.
 
+import DOMPurify from "../vendor/dompurify/purify.es.mjs";
+import hljs from "../vendor/highlight.js/highlight.min.js";
+import markdownit from "../vendor/markdown-it/markdown-it.esm.min.mjs";
+import { copyButton } from "./copy.js";
 import { visible } from "./visible.js";
 
 const SAFE_URL = /^(https?:|mailto:)/i;
-// Underscores emphasise only at word edges, as in CommonMark: my_var_name and
-// test_chat_story.py are names, not emphasis.
-const INLINE =
-  /(`+)([\s\S]*?[^`])\1(?!`)|\*\*([\s\S]+?)\*\*|(?<![\p{L}\p{N}_])__([\s\S]+?)__(?![\p{L}\p{N}_])|\*([^*\s](?:[^*]*[^*\s])?)\*|(?<![\p{L}\p{N}_])_([^_\s](?:[^_]*[^_\s])?)_(?![\p{L}\p{N}_])|!\[([^\]]*)\]\(([^)\s]+)\)|\[([^\]]+)\]\(([^)\s]+)\)/gu;
+// Colouring is linear, but a block this long, re-coloured each frame while it streams, would
+// hold the page: it stays plain.
+const HIGHLIGHT_LIMIT = 20_000;
+const TASK = /^\[([ xX])\]\s+/;
+// How long one frame may spend on blocks that are complete, and how many go to the sanitiser
+// at once (each call parses a document of its own).
+const FRAME_BUDGET_MS = 10;
+const BLOCKS_AT_ONCE = 4;
 
-function el(tag, ...children) {
-  const node = document.createElement(tag);
-  node.append(...children);
-  return node;
+const md = markdownit({
+  html: false,
+  linkify: false,
+  typographer: false,
+  highlight(code, lang) {
+    if (!lang || !hljs.getLanguage(lang) || code.length > HIGHLIGHT_LIMIT) return "";
+    return hljs.highlight(code, { language: lang, ignoreIllegals: true }).value;
+  },
+});
+md.validateLink = (url) => SAFE_URL.test(url) && URL.canParse(url);
+
+// Reply headings sit under the page's own: # is h3, ## h4, the rest h5 and h6.
+md.core.ruler.push("rojo_shape", (state) => {
+  for (const token of state.tokens) {
+    if (token.type === "heading_open" || token.type === "heading_close") {
+      token.tag = `h${Math.min(Number(token.tag.slice(1)) + 2, 6)}`;
+    } else if ((token.type === "th_open" || token.type === "td_open") && token.attrGet("style")) {
+      // A class, not an inline style: alignment survives a policy that forbids styles.
+      const align = token.attrGet("style").replace("text-align:", "");
+      token.attrs = [["class", `align-${align}`]];
+    }
+  }
+});
+
+const escape = md.utils.escapeHtml;
+
+// An image becomes a link to it: loading it would tell its host who reads the reply.
+md.renderer.rules.image = (tokens, index) => {
+  const token = tokens[index];
+  const alt = token.children.map((child) => child.content).join("");
+  const label = alt ? `[image: ${alt}]` : "[image]";
+  return `<a class="image-link" href="${escape(token.attrGet("src"))}">${escape(label)}</a>`;
+};
+
+md.renderer.rules.fence = (tokens, index, options) => {
+  const token = tokens[index];
+  const lang = token.info.trim().split(/\s+/)[0];
+  const source = token.content.replace(/\n$/, ""); // the line break before the closing fence
+  const code = options.highlight(source, lang) || escape(source);
+  const label = lang ? ` data-lang="${escape(lang)}"` : "";
+  return `<pre><code class="hljs"${label}>${code}</code></pre>\n`;
+};
+
+const PURIFY = {
+  ALLOWED_TAGS: [
+    "a", "blockquote", "br", "code", "del", "em", "h3", "h4", "h5", "h6", "hr", "li", "ol",
+    "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
+  ],
+  ALLOWED_ATTR: ["href", "class", "start", "data-lang"],
+  ALLOWED_URI_REGEXP: SAFE_URL,
+  RETURN_DOM_FRAGMENT: true,
+};
+
+/** Tokens → sanitised, finished DOM nodes. */
+function build(tokens) {
+  const html = md.renderer.render(tokens, md.options, {});
+  const fragment = DOMPurify.sanitize(html, PURIFY);
+  finish(fragment);
+  return fragment;
 }
 
-function prose(text) {
-  return visible(text, { prose: true });
+function finish(fragment) {
+  for (const a of fragment.querySelectorAll("a")) finishLink(a);
+  for (const li of fragment.querySelectorAll("li")) finishTask(li);
+  showHidden(fragment);
+  for (const code of fragment.querySelectorAll("pre > code")) finishCode(code);
 }
 
 /**
- * A link to `url` showing `children`, the full URL on hover and, unless the text is the host
- * itself, the host beside it: a reader sees where it goes, and a secret in it, before a click.
- * Null for a URL that is not http(s) or mailto.
+ * A link shows the full URL on hover and, unless its text is the host itself, the host beside
+ * it: a reader sees where it goes, and a secret in it, before a click.
  */
-function link(url, children, className) {
-  if (!SAFE_URL.test(url) || !URL.canParse(url)) return null;
-  const target = new URL(url);
-  const a = el("a", ...children);
+function finishLink(a) {
+  const href = a.getAttribute("href") ?? "";
+  if (!SAFE_URL.test(href) || !URL.canParse(href)) {
+    a.replaceWith(...a.childNodes);
+    return;
+  }
+  const target = new URL(href);
   a.href = target.href;
   a.title = target.href;
   a.target = "_blank";
   a.rel = "noopener noreferrer nofollow";
-  if (className) a.className = className;
   const where = target.protocol === "mailto:" ? target.pathname : target.host;
-  if (a.textContent.trim().toLowerCase() === where.toLowerCase()) return [a];
-  const host = el("small", ...visible(`(${where})`));
+  const text = a.textContent.trim().toLowerCase();
+  if (text === where.toLowerCase() || text === target.href.toLowerCase()) return; // says it already
+  const host = document.createElement("small");
   host.className = "link-host";
-  return [a, " ", host];
+  host.append(...visible(`(${where})`));
+  a.after(" ", host);
 }
 
-function inline(text) {
-  const nodes = [];
-  let last = 0;
-  for (const m of text.matchAll(INLINE)) {
-    if (m.index > last) nodes.push(...lineBreaks(text.slice(last, m.index)));
-    const [whole, , code, bold1, bold2, em1, em2, alt, src, label, url] = m;
-    let made = null;
-    if (code !== undefined) made = [el("code", ...visible(code))];
-    else if (bold1 !== undefined || bold2 !== undefined) made = [el("strong", ...inline(bold1 ?? bold2))];
-    else if (em1 !== undefined || em2 !== undefined) made = [el("em", ...inline(em1 ?? em2))];
-    else if (src !== undefined) made = link(src, prose(alt ? `[image: ${alt}]` : "[image]"), "image-link");
-    else if (label !== undefined) made = link(url, inline(label));
-    nodes.push(...(made ?? prose(whole)));
-    last = m.index + whole.length;
+/** `- [ ] todo` and `- [x] done` get a checkbox (shown, not editable). */
+function finishTask(li) {
+  const holder = li.firstElementChild?.tagName === "P" ? li.firstElementChild : li;
+  const first = holder.firstChild;
+  if (first?.nodeType !== Node.TEXT_NODE) return;
+  const match = first.data.match(TASK);
+  if (!match) return;
+  first.data = first.data.slice(match[0].length);
+  const box = document.createElement("input");
+  box.type = "checkbox";
+  box.disabled = true;
+  box.checked = match[1] !== " ";
+  box.setAttribute("aria-label", box.checked ? "done" : "not done");
+  holder.prepend(box, " ");
+  li.classList.add("task");
+  li.parentElement.classList.add("task-list");
+}
+
+/** Every text node as visible text: in code all hidden characters, in prose those that reorder. */
+function showHidden(root) {
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  const texts = [];
+  while (walker.nextNode()) texts.push(walker.currentNode);
+  for (const text of texts) {
+    const prose = !text.parentElement?.closest("code");
+    const nodes = visible(text.data, { prose });
+    if (nodes.length > 1) text.replaceWith(...nodes);
   }
-  if (last < text.length) nodes.push(...lineBreaks(text.slice(last)));
-  return nodes;
 }
 
-function lineBreaks(text) {
-  const nodes = [];
-  text.split("\n").forEach((line, i) => {
-    if (i) nodes.push(document.createElement("br"));
-    if (line) nodes.push(...prose(line));
-  });
-  return nodes;
+/**
+ * A code block gets a head: its language and a copy button. Copy takes the code as shown: a
+ * hidden character comes out as its ⟨U+…⟩ escape, never as the character that was hidden.
+ */
+function finishCode(code) {
+  const pre = code.parentElement;
+  const block = document.createElement("div");
+  block.className = "code-block";
+  const head = document.createElement("div");
+  head.className = "code-head";
+  const lang = document.createElement("span");
+  lang.className = "code-lang";
+  lang.append(...visible(code.dataset.lang ?? "text"));
+  head.append(lang, copyButton(() => code.textContent, "Copy code"));
+  pre.replaceWith(block);
+  block.append(head, pre);
 }
 
-const FENCE = /^\s*(```|~~~)\s*([\w+-]*)\s*$/;
-const HEADING = /^(#{1,6})\s+(.*?)\s*#*\s*$/;
-const BULLET = /^\s*[-*+]\s+(.*)$/;
-const NUMBERED = /^\s*(\d+)[.)]\s+(.*)$/;
-const QUOTE = /^\s*>\s?(.*)$/;
-const RULE = /^\s*([-*_])(\s*\1){2,}\s*$/;
+// The first reply would pay for compiling the parser's and the highlighter's expressions in
+// its first frame: they are compiled when the page is idle.
+const WARM_UP =
+  "# A\n\n| a | b |\n|---|---|\n| `c` | [d](https://e.example) |\n\n- [x] f\n  1. g\n\n> h\n\n" +
+  "```python\ndef f(x): return 'y'  # z\n```\n\n```js\nconst a = () => 1;\n```\n\n```sh\nls -l\n```\n";
+(window.requestIdleCallback ?? setTimeout)(() => renderMarkdown(WARM_UP, document.createElement("div")));
+
+function normalized(text) {
+  return text.includes("\r") ? text.replace(/\r\n?/g, "\n") : text;
+}
 
 /** Render Markdown `text` into `container`, replacing its children. */
 export function renderMarkdown(text, container) {
-  container.replaceChildren(...blocks(text.split(/\r?\n/)));
+  delete container.markdown;
+  container.replaceChildren(build(md.parse(normalized(text), {})));
+}
+
+/** Where line `line` of `text` starts, or -1 past the last complete line. */
+function lineOffset(text, line) {
+  let offset = 0;
+  for (let i = 0; i < line; i++) {
+    offset = text.indexOf("\n", offset) + 1;
+    if (offset === 0) return -1;
+  }
+  return offset;
+}
+
+/** The indices of the tokens that open each top-level block. */
+function blockStarts(tokens) {
+  const starts = [];
+  tokens.forEach((token, index) => {
+    if (token.level === 0 && token.nesting >= 0) starts.push(index);
+  });
+  return starts;
 }
 
 /**
  * Render a reply that is still growing into `container`, with the same result as
- * renderMarkdown. A blank line outside a code fence ends every block, so what comes before
- * the last such line is rendered once and kept; only the part after it is rendered again.
- * Re-rendering the whole reply each frame made a long reply stall the page.
+ * renderMarkdown. Once a new top-level block has begun on a complete line, the blocks before
+ * it cannot change: they are rendered once and kept, and only the last block is parsed and
+ * rendered again. Re-rendering the whole reply each frame made a long reply stall the page.
+ * A frame renders kept blocks for about FRAME_BUDGET_MS, then returns false: the caller
+ * renders the rest in the next frame (a reply reopened whole, or text that piled up while
+ * the page was busy, does not hold the page either).
  */
 export function renderGrowingMarkdown(text, container) {
+  const started = performance.now();
   const state = (container.markdown ??= { done: 0, tail: [] });
-  let cut = state.done;
-  let fence = null;
-  let position = state.done;
-  const lines = text.slice(state.done).split("\n");
-  for (const line of lines.slice(0, -1)) {
-    position += line.length + 1;
-    const opening = fence === null && line.match(FENCE);
-    if (opening) fence = opening[1];
-    else if (fence !== null && line.trim().startsWith(fence)) fence = null;
-    else if (fence === null && !line.trim()) cut = position;
-  }
+  text = normalized(text);
+  const rest = text.slice(state.done);
+  const tokens = md.parse(rest, {});
   for (const node of state.tail) node.remove();
-  if (cut > state.done) {
-    container.append(...blocks(text.slice(state.done, cut).split(/\r?\n/)));
-    state.done = cut;
+  state.tail = [];
+  const starts = blockStarts(tokens);
+  let keep = starts.length - 1; // every block but the last
+  // The last block's first line must be complete: "2" may yet become "2. item" of the list above.
+  if (keep > 0 && lineOffset(rest, tokens[starts[keep]].map[0] + 1) < 0) keep--;
+  let kept = 0;
+  while (kept < keep) {
+    const end = Math.min(kept + BLOCKS_AT_ONCE, keep);
+    container.append(build(tokens.slice(starts[kept], starts[end])));
+    kept = end;
+    if (performance.now() - started > FRAME_BUDGET_MS) break;
   }
-  state.tail = blocks(text.slice(state.done).split(/\r?\n/));
-  container.append(...state.tail);
+  if (kept > 0) state.done += lineOffset(rest, tokens[starts[kept]].map[0]);
+  if (kept < keep) return false;
+  const fragment = build(tokens.slice(starts[kept] ?? 0));
+  state.tail = [...fragment.childNodes];
+  container.append(fragment);
+  return true;
 }
 
-function blocks(lines) {
-  const out = [];
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    let m;
-    if (!line.trim()) {
-      i++;
-    } else if ((m = line.match(FENCE))) {
-      const body = [];
-      i++;
-      while (i < lines.length && !lines[i].trim().startsWith(m[1])) body.push(lines[i++]);
-      i++; // the closing fence (absent while a reply is still streaming)
-      const code = el("code", ...visible(body.join("\n")));
-      if (m[2]) code.dataset.lang = m[2];
-      out.push(el("pre", code));
-    } else if ((m = line.match(HEADING))) {
-      out.push(el(`h${Math.min(m[1].length + 2, 6)}`, ...inline(m[2])));
-      i++;
-    } else if (RULE.test(line)) {
-      out.push(document.createElement("hr"));
-      i++;
-    } else if (BULLET.test(line) || NUMBERED.test(line)) {
-      const ordered = !BULLET.test(line);
-      const pattern = ordered ? NUMBERED : BULLET;
-      const list = document.createElement(ordered ? "ol" : "ul");
-      if (ordered) list.start = Number(line.match(NUMBERED)[1]);
-      while (i < lines.length && pattern.test(lines[i])) {
-        const itemLines = [lines[i].match(pattern).at(-1)];
-        i++;
-        while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !pattern.test(lines[i])) {
-          itemLines.push(lines[i++].trim());
-        }
-        list.append(el("li", ...inline(itemLines.join("\n"))));
-      }
-      out.push(list);
-    } else if (QUOTE.test(line)) {
-      const quoted = [];
-      while (i < lines.length && QUOTE.test(lines[i])) quoted.push(lines[i++].match(QUOTE)[1]);
-      out.push(el("blockquote", ...blocks(quoted)));
-    } else {
-      const para = [];
-      while (
-        i < lines.length &&
-        lines[i].trim() &&
-        !FENCE.test(lines[i]) &&
-        !HEADING.test(lines[i]) &&
-        !BULLET.test(lines[i]) &&
-        !NUMBERED.test(lines[i]) &&
-        !QUOTE.test(lines[i])
-      ) {
-        para.push(lines[i++]);
-      }
-      out.push(el("p", ...inline(para.join("\n"))));
-    }
-  }
-  return out;
+/**
+ * The reply is complete. A reference definition (`[x]: https://…`) also serves links above
+ * it, which were rendered before it arrived: such a reply is rendered once more, whole.
+ */
+export function finishGrowingMarkdown(text, container) {
+  if (container.markdown && /^ {0,3}\[[^\]]+\]:/m.test(text)) renderMarkdown(text, container);
 }

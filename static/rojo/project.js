@@ -3,6 +3,7 @@
 import { ChatPanel } from "./chat.js";
 import { FileBrowser } from "./files.js";
 import { visible, visibleText } from "./visible.js";
+import { workspacePolish } from "./workspace-polish.js";
 import { contextText, usageText } from "./render.js";
 
 const config = JSON.parse(document.getElementById("rojo-config").textContent);
@@ -151,9 +152,13 @@ for (const tab of document.querySelectorAll(".panel-tabs button")) {
   });
 }
 
+const polish = workspacePolish({ panel: document.querySelector("rojo-chat-panel"), chat, files, config });
 files.refresh();
 if (config.conversation) {
-  chat.open(config.conversation).catch((error) => chat.addError(error.message));
+  chat
+    .open(config.conversation)
+    .catch((error) => chat.addError(error.message))
+    .finally(() => polish.opened());
 } else {
   document.getElementById("message-input").focus();
 }

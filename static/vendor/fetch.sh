@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Regenerates static/vendor/ from the npm registry at the pinned versions below: each package's
+# tarball is fetched with `npm pack`, checked against the integrity pinned here (not only the
+# registry's own), and only its browser build and licence files are copied. The app serves the
+# copies as they are (no build step at `make run`); the files are committed, so this runs only
+# to change a version. List a new library as one more `vendor` line and in VERSIONS.md.
+#
+#   static/vendor/fetch.sh          # needs node and npm
+set -euo pipefail
+cd "$(dirname "$0")"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# vendor DIR PACKAGE VERSION INTEGRITY FILE... (FILE is a path inside the package)
+vendor() {
+  local dir=$1 package=$2 version=$3 integrity=$4
+  shift 4
+  local tarball actual
+  tarball=$(cd "$work" && npm pack --silent "$package@$version" | tail -n 1)
+  actual="sha512-$(openssl dgst -sha512 -binary "$work/$tarball" | base64 -w 0)"
+  if [ "$actual" != "$integrity" ]; then
+    echo "fetch.sh: $package@$version: integrity $actual, expected $integrity" >&2
+    exit 1
+  fi
+  mkdir -p "$work/$dir"
+  tar -xzf "$work/$tarball" -C "$work/$dir"
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  for file in "$@"; do
+    cp "$work/$dir/package/$file" "$dir/"
+  done
+  echo "$dir: $package@$version"
+}
+
+vendor markdown-it markdown-it 15.0.3 \
+  sha512-+Az7Ojz3iRGu8KYMvJ6xVhvrxP3eE+vEtJX75Ow88XBpcQNV/0lGX5ZynIIBftREo4DC2jsveAMDaeltmm8QvQ== \
+  dist/browser/markdown-it.esm.min.mjs LICENSE
+vendor dompurify dompurify 3.5.0 \
+  sha512-LYC0ZkE8P1V42JsRYTwMdme/2ET8SpOc5AA2eOFjP/IadvRd2fwiT4TVz5vkfy0XUx12aS2UaRkTnfVPNOv9vw== \
+  dist/purify.es.mjs LICENSE
+# The "common" build: about 40 languages (Python, JavaScript, TypeScript, shell, JSON, YAML,
+# HTML/XML, CSS, SQL, Go, Rust, Java, C, C++, C#, diff, Markdown, ...).
+vendor highlight.js @highlightjs/cdn-assets 11.12.0 \
+  sha512-KvOKXODaiFmId9xaq3xc5xCL66wVLUuOngDbO9B/kewbFTqdGbn2nJxNhN3H5R1cgDTVj6R8vH0zgiNDEGjpDw== \
+  es/highlight.min.js LICENSE
