@@ -114,7 +114,10 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
         user=request.auth, conversation_id=conversation_id, write=True
     )
     refused = await turn_relay.turn_approve(
-        conversation=conversation, call_id=payload.call, approve=payload.approve
+        conversation=conversation,
+        call_id=payload.call,
+        approve=payload.approve,
+        allow_tool=payload.allow_for_conversation,
     )
     if refused:
         return Status(409, {"detail": refused})

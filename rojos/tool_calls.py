@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from django.utils import timezone
+
 from roject import storage
 from roject.access import aproject_role, project_role
 from roject.models import Role
@@ -16,7 +18,7 @@ from roject.storage import StorageError
 from .errors import AccessRevoked
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
-from .models import FileChange
+from .models import Conversation, FileChange
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
 from .turn_caps import TurnCaps
@@ -59,6 +61,12 @@ def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
         return tool.preview(args, ctx)
     except (ToolError, StorageError, OSError) as exc:
         return {"error": str(exc)}
+
+
+def _changes_something(preview: dict) -> bool:
+    """False for a write or an edit whose diff is empty: it would leave the file as it is,
+    so it runs without asking."""
+    return preview.get("diff") != ""
 
 
 def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
@@ -178,11 +186,12 @@ class ToolCallRunner:
             paths = tool.changed_paths(args)
             if await asyncio.to_thread(_exists_any, self.ctx, paths):
                 preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
-                yield ApprovalRequiredEvent(id=call_id, name=name, args=args, preview=preview)
-                if not await self.approver(call_id):
-                    await self._store(call, DENIED_OUTCOME)
-                    yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
-                    return
+                if _changes_something(preview) and not await self._allowed(name):
+                    yield ApprovalRequiredEvent(id=call_id, name=name, args=args, preview=preview)
+                    if not await self._decision(call_id):
+                        await self._store(call, DENIED_OUTCOME)
+                        yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
+                        return
         # A call that started finishes, even when the turn is stopped meanwhile: its thread
         # would change the files anyway, so its real result and undo record are kept.
         running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
@@ -194,6 +203,25 @@ class ToolCallRunner:
         yield ToolResultEvent(
             id=call_id, name=name, result=outcome.result, ok=outcome.ok, change=change
         )
+
+    async def _allowed(self, name: str) -> bool:
+        """Whether a person allowed this tool for the rest of the conversation (read now:
+        the choice may have been made on an earlier call of this very turn)."""
+        conversation = self.history.conversation
+        if conversation.pk is None:
+            return False
+        rows = Conversation.objects.filter(pk=conversation.pk)
+        allowed = await rows.values_list("allowed_tools", flat=True).afirst()
+        return name in (allowed or ())
+
+    async def _decision(self, call_id: str) -> bool:
+        """A person's decision on the call; meanwhile the conversation shows it waits."""
+        rows = Conversation.objects.filter(pk=self.history.conversation.pk)
+        await rows.aupdate(approval_waiting=timezone.now())
+        try:
+            return await self.approver(call_id)
+        finally:
+            await asyncio.shield(rows.aupdate(approval_waiting=None))
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
         await self.history.add_tool_result(call, outcome.result, ok=outcome.ok, with_row=with_row)
