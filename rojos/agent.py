@@ -91,9 +91,13 @@ async def agent_loop(
         if not completion.tool_calls:
             return
         try:
+            count = len(completion.tool_calls)
             for index, call in enumerate(completion.tool_calls):
                 parsed = ToolCall.of(call)  # the one parse of its arguments
-                yield ToolCallEvent(id=parsed.id, name=parsed.name, args=parsed.shown_args)
+                args = parsed.shown_args
+                yield ToolCallEvent(
+                    id=parsed.id, name=parsed.name, args=args, index=index, of=count
+                )
                 async for event in runner.run(call, parsed, message.pk, index=index):
                     yield event
         finally:

@@ -127,6 +127,10 @@ class ApprovalOut(Schema):
     delivered: bool
 
 
+class ChangeDiffOut(Schema):
+    diff: str = Field(description="What the change did to the file, as a unified diff.")
+
+
 class UndoneOut(Schema):
     undone: list[int] = Field(description="The ids of the changes undone, newest first.")
 

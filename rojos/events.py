@@ -32,6 +32,8 @@ class ToolCallEvent:
     id: str
     name: str
     args: Any  # the parsed JSON object, or the raw string when it was not valid JSON
+    index: int = 0  # its place among the calls of its response
+    of: int = 1  # how many calls its response made: more than one are shown as a group
     type: Literal["TOOL_CALL"] = "TOOL_CALL"
 
 

@@ -293,6 +293,7 @@ class ToolCallRunner:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):
             return None
+        diff = _preview(tool, args, self.ctx).get("diff", "") if tool.keeps_diff else ""
         change = FileChange(
             project_id=self.ctx.project_id,
             conversation=self.history.conversation if self.history.conversation.pk else None,
@@ -304,6 +305,7 @@ class ToolCallRunner:
             after=None,
             created_parents=snapshot.missing_parents,
             key=snapshot.key,
+            diff=diff,
         )
         if any(snapshot.existed):
             change.save()

@@ -54,8 +54,9 @@ def event_data(event: TurnEvent) -> dict:
             if path is not None:
                 data["path"] = path
             return {**data, "text": text} if text else data
-        case ToolCallEvent(id=id_, name=name, args=args):
-            return {"id": id_, "name": name, "args": args}
+        case ToolCallEvent(id=id_, name=name, args=args, index=index, of=of):
+            data = {"id": id_, "name": name, "args": args}
+            return data if of == 1 else {**data, "index": index, "of": of}
         case ToolResultEvent(id=id_, name=name, result=result, ok=ok, change=change):
             data = {"id": id_, "name": name, "result": result, "ok": ok}
             return data if change is None else {**data, "change": change}

@@ -159,3 +159,33 @@ def test_the_conversation_list_shows_a_waiting_approval(
     listed = client.get(f"/api/projects/{project.pk}/conversations").json()
     conversation = events[0].data["conversation"]
     assert [c["waiting_approval"] for c in listed if c["id"] == conversation] == [False]
+
+
+def test_a_writes_diff_is_kept_for_its_activity_line(
+    client_for, users, project, rojo, fake_provider, root
+):
+    """A whole-file write keeps the diff of what it changed with its undo record; members
+    read it (viewers too), anyone else gets the 404 of a missing change."""
+    (root / "a.txt").write_text("keep\nold\n")
+    fake_provider.add(
+        stream(
+            *tool_call_chunks(
+                [
+                    ("write_text_content", {"path": "a.txt", "text": "keep\nnew\n"}),
+                    ("write_text_content", {"path": "fresh.txt", "text": "hello\n"}),
+                ]
+            )
+        ),
+        stream(*text_chunks("Done.")),
+    )
+    client = client_for(users["editor"])
+    events = chat_deciding(client, project, rojo, lambda c, e: approve(client, c, e))
+    first, second = [r.data["change"] for r in of_type(events, "TOOL_RESULT")]
+    diff = client_for(users["viewer"]).get(f"/api/changes/{first}/diff").json()["diff"]
+    assert diff == "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n keep\n-old\n+new\n"
+    created = client.get(f"/api/changes/{second}/diff").json()["diff"]
+    assert created == "--- a/fresh.txt\n+++ b/fresh.txt\n@@ -0,0 +1 @@\n+hello\n"
+    outsider = client_for(users["outsider"]).get(f"/api/changes/{first}/diff")
+    missing = client.get("/api/changes/999999/diff")
+    assert outsider.status_code == missing.status_code == 404
+    assert outsider.json() == missing.json()

@@ -181,6 +181,12 @@ class FileChange(models.Model):
         help_text="Directories the call created on the way; an undo removes them when empty.",
     )
     key = models.CharField(max_length=64, unique=True, editable=False)
+    diff = models.TextField(
+        blank=True,
+        editable=False,
+        help_text="What a whole-file write changed, as a unified diff, for its activity line "
+        "(an edit's result carries its own).",
+    )
     created = models.DateTimeField(auto_now_add=True)
     undone = models.DateTimeField(null=True, blank=True)
     undone_by = models.ForeignKey(
