@@ -3,6 +3,7 @@
 // conversation looks exactly as it did while it ran.
 
 import { ApiError, getJson, request } from "./api.js";
+import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { ChatLog } from "./chat-log.js";
 import { readEvents } from "./sse.js";
@@ -27,6 +28,7 @@ export class ChatPanel extends EventTarget {
     this.conversationId = conversationId;
     this.rojoId = rojoId;
     this.log = new ChatLog(element.querySelector(".messages"));
+    this.activity = new Activity(this.log);
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,
@@ -99,8 +101,11 @@ export class ChatPanel extends EventTarget {
       case "CHAT":
         this.log.addAssistantText(data.text, { busy: this.busy });
         break;
+      case "TOOL_CALL_DELTA":
+        this.activity.delta(data);
+        break;
       case "TOOL_CALL":
-        this.log.addToolCall(data);
+        this.activity.call(data);
         break;
       case "APPROVAL_REQUIRED":
         this.log.addUnderCall(
@@ -111,6 +116,7 @@ export class ChatPanel extends EventTarget {
             onError: (message) => this.log.addError(message),
           }),
         );
+        if (!this.history) this.approvalWaiting(true);
         break;
       case "TOOL_RESULT":
         this.addToolResult(data);
@@ -119,9 +125,12 @@ export class ChatPanel extends EventTarget {
         this.log.addSummary(data);
         break;
       case "ERROR":
+        this.activity.endForming();
         this.log.addError(data.message, data.code);
         break;
       case "DONE":
+        this.activity.endForming();
+        if (!this.history) this.approvalWaiting(false);
         this.log.closeBubble();
         this.undo.offerTurn(this.turnMessage, this.turnChanges);
         this.turnChanges = [];
@@ -130,8 +139,17 @@ export class ChatPanel extends EventTarget {
     }
   }
 
+  /** Tell the page whether this conversation's reply waits for an approval (its badge). */
+  approvalWaiting(waiting) {
+    const waitingNow = waiting || Boolean(this.log.element.querySelector(".approval"));
+    const detail = { conversation: this.conversationId, waiting: waitingNow };
+    this.dispatchEvent(new CustomEvent("approval", { detail }));
+  }
+
   addToolResult(data) {
     const line = this.log.addToolResult(data);
+    this.activity.result(line, data);
+    if (!this.history && line.approval) this.approvalWaiting(false); // its question is gone
     if (data.change) {
       const undone = Boolean(this.history?.undone.has(data.change));
       if (!undone) this.turnChanges.push(data.change);
@@ -255,6 +273,7 @@ export class ChatPanel extends EventTarget {
   async open(conversationId) {
     this.conversationId = conversationId;
     this.log.clear();
+    this.activity.clear();
     const detail = await getJson(`/api/conversations/${conversationId}`);
     this.dispatchEvent(new CustomEvent("usage", { detail: detail.usage }));
     if (!detail.running) {
