@@ -8,6 +8,7 @@ import pytest
 from rojos.events import ToolCallDeltaEvent, ToolCallEvent
 from tests.agent_run import rojo_for, run_turn
 from tests.fake_provider import Pause, chunk, stream, text_chunks, tool_call_chunks
+from tests.helpers import make_rojo, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -194,3 +195,46 @@ async def test_a_fast_call_makes_no_delta(fake_provider, project, users, deltas_
     rojo = await rojo_for(fake_provider)
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
     assert run.kinds == ["tool_call", "tool_result", "text"]
+
+
+def slow_write_replies():
+    args = {"path": "docs/slow.md", "text": TEXT}
+    return (
+        stream(*tool_call_chunks([("write_text_content", args)]), delay=0.004),
+        stream(*text_chunks("Done.")),
+    )
+
+
+def test_chat_command_ndjson_prints_the_deltas(project, fake_provider, deltas_on):
+    """`chat --format ndjson` prints TOOL_CALL_DELTA lines as the endpoint streams them,
+    before the call's TOOL_CALL (the text format leaves them out)."""
+    make_rojo(fake_provider.base_url, approval_tools=[])
+    fake_provider.add(*slow_write_replies())
+    out = run(
+        "chat", "Write", project="demo-project", rojo="test-rojo", user="editor", format="ndjson"
+    )
+    events = [json.loads(line) for line in out.splitlines()]
+    types = [e["type"] for e in events]
+    assert "TOOL_CALL_DELTA" in types
+    assert types.index("TOOL_CALL_DELTA") < types.index("TOOL_CALL")
+    delta = next(e for e in events if e["type"] == "TOOL_CALL_DELTA" and "path" in e)
+    assert delta["path"] == "docs/slow.md" and delta["name"] == "write_text_content"
+
+
+def test_the_chat_endpoint_streams_deltas_as_ndjson(
+    client_for, users, project, fake_provider, deltas_on
+):
+    """Over the chat endpoint's NDJSON, the deltas come as lines of their own."""
+    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+    fake_provider.add(*slow_write_replies())
+    client = client_for(users["editor"])
+    with client.http.stream(
+        "POST",
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.slug, "message": "Write"},
+        headers={"Accept": "application/x-ndjson"},
+    ) as response:
+        events = [json.loads(line) for line in response.iter_lines() if line]
+    deltas = [e for e in events if e["type"] == "TOOL_CALL_DELTA"]
+    assert deltas and deltas[0]["name"] == "write_text_content"
+    assert any(d.get("path") == "docs/slow.md" for d in deltas)
