@@ -43,7 +43,7 @@ async def test_a_slow_write_is_shown_with_its_path_and_text_before_its_call_ends
     assert {d.name for d in deltas} == {"write_text_content"}
     assert {d.index for d in deltas} == {0}
     assert [d.chars for d in deltas] == sorted(d.chars for d in deltas)
-    assert deltas[-1].chars < len(json.dumps(args))  # shown before the arguments ended
+    assert deltas[0].chars < len(json.dumps(args))  # shown before the arguments ended
     assert any(d.path == "docs/page.md" for d in deltas)
     written = "".join(d.text for d in deltas)
     assert written and TEXT.startswith(written)

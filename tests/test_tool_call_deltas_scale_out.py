@@ -10,8 +10,9 @@ import pytest
 from django.db import connection
 from playwright.sync_api import expect
 
+from roject.storage import project_root_create
 from rojos.models import Conversation
-from tests.fake_provider import chunk, stream, text_chunks
+from tests.fake_provider import chunk, stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse, read_until
 
@@ -97,3 +98,39 @@ def test_a_page_on_the_other_process_shows_the_forming_line(
     expect(forming.locator(".outcome")).to_contain_text("characters so far")
     expect(elsewhere.locator(".tool-line")).to_contain_text("→ ok", timeout=15_000)
     expect(elsewhere.locator(".bubble.assistant")).to_have_text("Written.")
+
+
+def test_the_other_process_lists_a_waiting_approval_and_the_allowance(
+    other_process, client_for, users, project, fake_provider
+):
+    """While a call waits on process one, process two's list says waiting_approval; allowed
+    for the conversation through process two, the turn's next write does not ask."""
+    root = project_root_create(project.pk)
+    (root / "a.txt").write_text("old\n")
+    (root / "b.txt").write_text("old\n")
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(
+        stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "new\n"})])),
+        stream(*tool_call_chunks([("write_text_content", {"path": "b.txt", "text": "new\n"})])),
+        stream(*text_chunks("Done.")),
+    )
+    on_one = client_for(users["editor"])
+    on_two = client_for(users["editor"], base_url=other_process.base_url)
+    with on_one.chat_stream(project.pk, rojo=rojo.slug, message="Rewrite") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "APPROVAL_REQUIRED")
+        conversation = seen[0].data["conversation"]
+        listed = on_two.get(f"/api/projects/{project.pk}/conversations").json()
+        assert [c["waiting_approval"] for c in listed if c["id"] == conversation] == [True]
+        decided = on_two.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": seen[-1].data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        assert decided.status_code == 200, decided.text
+        rest = list(events)
+    assert "APPROVAL_REQUIRED" not in [e.type for e in rest]
+    assert (root / "b.txt").read_text() == "new\n"
+    listed = on_two.get(f"/api/projects/{project.pk}/conversations").json()
+    (entry,) = [c for c in listed if c["id"] == conversation]
+    assert entry["waiting_approval"] is False
+    assert entry["allowed_tools"] == ["write_text_content"]
