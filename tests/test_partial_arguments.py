@@ -1,11 +1,15 @@
 """The scanner of streaming tool-call arguments: paths and written text from fragments cut
-anywhere, mid-string and mid-escape included, and never an exception."""
+anywhere, mid-string and mid-escape included, and never an exception; and the deltas it
+feeds, over each provider's way of streaming parallel calls."""
 
 import json
 
 import pytest
 
 from rojos.partial_arguments import ArgumentScanner
+from rojos.stream_accumulator import StreamAccumulator
+from rojos.tool_call_deltas import ToolCallDeltas
+from tests.fake_provider import tool_call_chunks
 
 WRITE = {"path": 'docs/ä "quoted"\\x.md', "text": "line 1\n\ttab é 😀 \u202e end\\"}
 EDIT = {
@@ -105,3 +109,44 @@ def test_broken_escapes_are_shown_not_dropped():
     scanner, streamed = scan('{"text": "\\ud83d alone \\uZZ", "path": "p"}', [12])
     assert streamed.startswith("\ufffd alone ")
     assert scanner.names == {"path": "p"}
+
+
+WRITES = [
+    ("write_text_content", {"path": "a.md", "text": 'alpha "one"\n' * 20}),
+    ("write_text_content", {"path": "docs/b.md", "text": "beta é 😀\n" * 20}),
+]
+# How providers stream parallel calls (PROVIDERS.md, "Tool-call deltas"), in the fake
+# provider's terms: OpenAI, llama-cpp-python, Gemini, Ollama (both ways), LM Studio, and a
+# trailing empty fragment.
+QUIRKS = {
+    "openai": {},
+    "llama-cpp-python": {"ids": "every"},
+    "gemini": {"ids": "none", "index": "missing", "arguments": "whole"},
+    "ollama-whole": {"ids": "every", "index": "zero", "arguments": "whole"},
+    "ollama-fragments": {"ids": "every", "index": "zero"},
+    "lm-studio": {"empty_name_on_continuation": True},
+    "trailing-empty": {"arguments": "trailing_empty"},
+}
+
+
+@pytest.mark.parametrize("quirk", QUIRKS)
+def test_deltas_of_each_providers_stream_match_the_calls_it_makes(quirk, settings):
+    """Fed chunk by chunk (a delta due after each), every provider's way of streaming two
+    parallel writes gives each call its own deltas: the right name and path, text that is a
+    prefix of what it writes, and last the id its TOOL_CALL carries."""
+    settings.ROJO_TOOL_DELTA_SECONDS = 0.01
+    accumulator = StreamAccumulator()
+    deltas = ToolCallDeltas(accumulator)
+    seen = []
+    for n, chunk in enumerate(tool_call_chunks(WRITES, **QUIRKS[quirk])):
+        accumulator.feed(chunk)
+        seen += deltas.due(now=n * 1.0)
+    completion = accumulator.result()
+    seen += deltas.final_ids(completion.tool_calls)
+    assert {d.index for d in seen} == {0, 1}
+    for index, (name, args) in enumerate(WRITES):
+        mine = [d for d in seen if d.index == index]
+        assert {d.name for d in mine} == {name}
+        assert mine[-1].path == args["path"]
+        assert args["text"].startswith("".join(d.text for d in mine))
+        assert mine[-1].id == completion.tool_calls[index]["id"]
