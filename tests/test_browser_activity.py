@@ -267,3 +267,32 @@ def test_a_forming_call_shows_on_a_page_opened_mid_call(
     expect(forming).to_have_text('write_text_content("docs/late.md", …)')
     expect(reopened.locator(".tool-line")).to_contain_text(re.compile("→ ok"), timeout=15_000)
     expect(reopened.locator(".tool-line")).to_have_count(1)
+
+
+def test_hidden_characters_in_a_forming_call_and_its_question_show_as_escapes(
+    page_for, users, project, fake_provider, deltas_on
+):
+    """A path with a right-to-left override shows ⟨U+202E⟩ on the forming line, in the
+    approval's question and in the turn's undo confirmation, never as the reordering."""
+    root = project_root_create(project.pk)
+    path = "notes\u202etxt.md"
+    (root / path).write_text("old\n")
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(slow_write(path, "new\n" * 300, pieces=40), stream(*text_chunks("Done.")))
+    page = page_for(users["editor"])
+    open_chat(page, project)
+    send(page, "Rewrite it")
+
+    shown = "notes⟨U+202E⟩txt.md"
+    expect(page.locator(".tool-line.forming .call")).to_have_text(
+        f'write_text_content("{shown}", …)'
+    )
+    question = page.locator(".approval .approval-question")
+    expect(question).to_have_text(
+        f"The rojo wants to run write_text_content on {shown}; it changes existing files."
+    )
+    page.get_by_role("button", name="Approve").click()
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+    page.get_by_role("button", name="Undo this turn").click()
+    expect(page.get_by_role("group", name="Undo this turn?").locator("li")).to_have_text([shown])
+    assert "\u202e" not in page.locator(".messages").inner_text()
