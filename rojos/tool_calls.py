@@ -187,8 +187,18 @@ class ToolCallRunner:
             if await asyncio.to_thread(_exists_any, self.ctx, paths):
                 preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
                 if _changes_something(preview) and not await self._allowed(name):
-                    yield ApprovalRequiredEvent(id=call_id, name=name, args=args, preview=preview)
-                    if not await self._decision(call_id):
+                    # Marked before the question goes out, so a decision sent at once finds
+                    # the approver already waiting (nothing awaits between the two).
+                    waiting = self._waiting()
+                    await waiting.aupdate(approval_waiting=timezone.now())
+                    try:
+                        yield ApprovalRequiredEvent(
+                            id=call_id, name=name, args=args, preview=preview
+                        )
+                        approved = await self.approver(call_id)
+                    finally:
+                        await asyncio.shield(waiting.aupdate(approval_waiting=None))
+                    if not approved:
                         await self._store(call, DENIED_OUTCOME)
                         yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
                         return
@@ -214,14 +224,10 @@ class ToolCallRunner:
         allowed = await rows.values_list("allowed_tools", flat=True).afirst()
         return name in (allowed or ())
 
-    async def _decision(self, call_id: str) -> bool:
-        """A person's decision on the call; meanwhile the conversation shows it waits."""
-        rows = Conversation.objects.filter(pk=self.history.conversation.pk)
-        await rows.aupdate(approval_waiting=timezone.now())
-        try:
-            return await self.approver(call_id)
-        finally:
-            await asyncio.shield(rows.aupdate(approval_waiting=None))
+    def _waiting(self):
+        """The conversation's row, marked while a call waits for a person's decision (the
+        list's badge, on every process)."""
+        return Conversation.objects.filter(pk=self.history.conversation.pk)
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
         await self.history.add_tool_result(call, outcome.result, ok=outcome.ok, with_row=with_row)

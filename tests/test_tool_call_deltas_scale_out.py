@@ -83,7 +83,7 @@ def test_a_page_on_the_other_process_shows_the_forming_line(
     """A person who opens the conversation through process two while the call is being
     written sees its forming line, then the finished call."""
     rojo = make_rojo(fake_provider.base_url, approval_tools=[])
-    fake_provider.add(slow_write("far/seen.md", pieces=80), stream(*text_chunks("Written.")))
+    fake_provider.add(slow_write("far/seen.md", pieces=200), stream(*text_chunks("Written.")))
     page = page_for(users["editor"])
     page.goto(f"/projects/{project.pk}/")
     page.get_by_label("Message").fill("Write it")
@@ -96,7 +96,7 @@ def test_a_page_on_the_other_process_shows_the_forming_line(
     forming = elsewhere.locator(".tool-line.forming")
     expect(forming.locator(".call")).to_have_text('write_text_content("far/seen.md", …)')
     expect(forming.locator(".outcome")).to_contain_text("characters so far")
-    expect(elsewhere.locator(".tool-line")).to_contain_text("→ ok", timeout=15_000)
+    expect(elsewhere.locator(".tool-line")).to_contain_text("→ ok", timeout=30_000)
     expect(elsewhere.locator(".bubble.assistant")).to_have_text("Written.")
 
 
