@@ -181,27 +181,13 @@ class ToolCallRunner:
                 raise AccessRevoked(REMOVED_MESSAGE)
             return
         changing = self._changing_tool(parsed)
-        if changing and self.approver is not None and name in self.approval_tools:
-            tool, args = changing
-            paths = tool.changed_paths(args)
-            if await asyncio.to_thread(_exists_any, self.ctx, paths):
-                preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
-                if _changes_something(preview) and not await self._allowed(name):
-                    # Marked before the question goes out, so a decision sent at once finds
-                    # the approver already waiting (nothing awaits between the two).
-                    waiting = self._waiting()
-                    await waiting.aupdate(approval_waiting=timezone.now())
-                    try:
-                        yield ApprovalRequiredEvent(
-                            id=call_id, name=name, args=args, preview=preview
-                        )
-                        approved = await self.approver(call_id)
-                    finally:
-                        await asyncio.shield(waiting.aupdate(approval_waiting=None))
-                    if not approved:
-                        await self._store(call, DENIED_OUTCOME)
-                        yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
-                        return
+        denied = False
+        async with contextlib.aclosing(self._approval(call, parsed, changing)) as asking:
+            async for event in asking:
+                denied = isinstance(event, ToolResultEvent)
+                yield event
+        if denied:
+            return
         # A call that started finishes, even when the turn is stopped meanwhile: its thread
         # would change the files anyway, so its real result and undo record are kept.
         running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
@@ -213,6 +199,32 @@ class ToolCallRunner:
         yield ToolResultEvent(
             id=call_id, name=name, result=outcome.result, ok=outcome.ok, change=change
         )
+
+    async def _approval(self, call: dict, parsed: ToolCall, changing) -> AsyncIterator[AgentEvent]:
+        """Ask for approval if the call needs it: one of the rojo's Ask-before tools that
+        would change an existing path, unless nothing would change or a person allowed the
+        tool for the conversation. Yields the question, then the denial's result if denied
+        (the call must then not run)."""
+        if not changing or self.approver is None or parsed.name not in self.approval_tools:
+            return
+        tool, args = changing
+        if not await asyncio.to_thread(_exists_any, self.ctx, tool.changed_paths(args)):
+            return
+        preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
+        if not _changes_something(preview) or await self._allowed(parsed.name):
+            return
+        # Marked before the question goes out, so that a decision sent at once finds the
+        # approver already waiting (nothing awaits between the two).
+        waiting = self._waiting()
+        await waiting.aupdate(approval_waiting=timezone.now())
+        try:
+            yield ApprovalRequiredEvent(id=parsed.id, name=parsed.name, args=args, preview=preview)
+            approved = await self.approver(parsed.id)
+        finally:
+            await asyncio.shield(waiting.aupdate(approval_waiting=None))
+        if not approved:
+            await self._store(call, DENIED_OUTCOME)
+            yield ToolResultEvent(id=parsed.id, name=parsed.name, result=DENIED, ok=False)
 
     async def _allowed(self, name: str) -> bool:
         """Whether a person allowed this tool for the rest of the conversation (read now:
