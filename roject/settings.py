@@ -206,6 +206,8 @@ ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).
 ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
+# A tool call still streaming its arguments is shown after this long, then updated this often.
+ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 0.2)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
 ROJO_PROVIDER_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TIMEOUT") or 120)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)

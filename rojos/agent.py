@@ -13,6 +13,7 @@ from .history import Draft, History
 from .models import Message, Rojo
 from .provider_request import sent_back_extra
 from .stream_accumulator import Completion, StreamAccumulator
+from .tool_call_deltas import ToolCallDeltas
 from .tool_calls import Approver, ToolCallRunner
 from .tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 from .turn_requests import TurnRequests
@@ -59,9 +60,10 @@ async def agent_loop(
     for _step in range(rojo.max_steps):
         requests.offer([tool.definition for tool in tools.available(await runner.step_check())])
         accumulator = StreamAccumulator()
+        deltas = ToolCallDeltas(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
-            chunks = requests.stream()
+            chunks = requests.stream(tick=deltas.interval())
             async with contextlib.aclosing(chunks):
                 async for batch in chunks:
                     if type(batch) is not list:  # a summary made to fit the window
@@ -73,7 +75,12 @@ async def agent_loop(
                             yield ChatEvent(text=text)
                             if draft.due():  # the text so far is only joined when saved
                                 draft.save_soon(accumulator.text)
+                    if accumulator.calls:
+                        for delta in deltas.due():
+                            yield delta
             completion = accumulator.result(taken=history.call_ids())
+            for delta in deltas.final_ids(completion.tool_calls):
+                yield delta
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.
             if accumulator.text:
@@ -84,9 +91,13 @@ async def agent_loop(
         if not completion.tool_calls:
             return
         try:
+            count = len(completion.tool_calls)
             for index, call in enumerate(completion.tool_calls):
                 parsed = ToolCall.of(call)  # the one parse of its arguments
-                yield ToolCallEvent(id=parsed.id, name=parsed.name, args=parsed.shown_args)
+                args = parsed.shown_args
+                yield ToolCallEvent(
+                    id=parsed.id, name=parsed.name, args=args, index=index, of=count
+                )
                 async for event in runner.run(call, parsed, message.pk, index=index):
                     yield event
         finally:

@@ -22,6 +22,7 @@ from .api_errors import error_handlers_add
 from .api_schemas import (
     ApprovalIn,
     ApprovalOut,
+    ChangeDiffOut,
     ChatIn,
     ConversationDetail,
     ConversationOut,
@@ -116,11 +117,22 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
         user=request.auth, conversation_id=conversation_id, write=True
     )
     refused = await turn_relay.turn_approve(
-        conversation=conversation, call_id=payload.call, approve=payload.approve
+        conversation=conversation,
+        call_id=payload.call,
+        approve=payload.approve,
+        allow_tool=payload.allow_for_conversation,
     )
     if refused:
         return Status(409, {"detail": refused})
     return {"delivered": True}
+
+
+@api.get("/changes/{change_id}/diff", response=answers(ChangeDiffOut, 404, 422), tags=["changes"])
+async def change_diff(request: HttpRequest, change_id: int):
+    """What a whole-file write changed, as a unified diff (kept when it ran), for its
+    activity line; empty for a change that kept none."""
+    change, _ = await selectors.achange_access(user=request.auth, change_id=change_id)
+    return {"diff": change.diff}
 
 
 @api.post(

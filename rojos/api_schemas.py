@@ -41,6 +41,12 @@ class ConversationOut(Schema):
     created: datetime
     updated: datetime
     running: bool
+    waiting_approval: bool = Field(
+        description="A running reply waits for someone to approve or deny a call."
+    )
+    allowed_tools: list[str] = Field(
+        description="Tools allowed for the rest of this conversation: they no longer ask."
+    )
 
 
 class MessageOut(Schema):
@@ -106,6 +112,11 @@ class ConversationDetail(ConversationOut):
 class ApprovalIn(Schema):
     call: str = Field(description="The id of the tool call waiting for approval.")
     approve: bool
+    allow_for_conversation: bool = Field(
+        default=False,
+        description="With approve: calls of the same tool run without asking for the rest "
+        "of this conversation.",
+    )
 
 
 class UndoTurnIn(Schema):
@@ -114,6 +125,10 @@ class UndoTurnIn(Schema):
 
 class ApprovalOut(Schema):
     delivered: bool
+
+
+class ChangeDiffOut(Schema):
+    diff: str = Field(description="What the change did to the file, as a unified diff.")
 
 
 class UndoneOut(Schema):

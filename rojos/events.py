@@ -32,7 +32,28 @@ class ToolCallEvent:
     id: str
     name: str
     args: Any  # the parsed JSON object, or the raw string when it was not valid JSON
+    index: int = 0  # its place among the calls of its response
+    of: int = 1  # how many calls its response made: more than one are shown as a group
     type: Literal["TOOL_CALL"] = "TOOL_CALL"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallDeltaEvent:
+    """A tool call still being written by the model: what is known of it so far.
+
+    Sent while its arguments stream (at most one per call every ROJO_TOOL_DELTA_SECONDS),
+    never stored: the call's TOOL_CALL, with the same `id`, supersedes them. `index` is its
+    place among the calls of its response; `id` may change once (a provider's missing or
+    repeated id is replaced when the response ends, and one more delta says so).
+    """
+
+    index: int
+    id: str
+    name: str
+    chars: int  # how much of the arguments' text has arrived
+    path: str | None = None  # the file it works on, once that part has arrived
+    text: str = ""  # more of the text a write or an edit puts in (appended to the last)
+    type: Literal["TOOL_CALL_DELTA"] = "TOOL_CALL_DELTA"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -79,5 +100,12 @@ class DoneEvent:
     type: Literal["DONE"] = "DONE"
 
 
-AgentEvent = ChatEvent | ToolCallEvent | ApprovalRequiredEvent | ToolResultEvent | SummaryEvent
+AgentEvent = (
+    ChatEvent
+    | ToolCallDeltaEvent
+    | ToolCallEvent
+    | ApprovalRequiredEvent
+    | ToolResultEvent
+    | SummaryEvent
+)
 TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent

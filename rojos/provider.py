@@ -24,11 +24,14 @@ from .provider_refusals import refusal_of
 from .stream_body import Read, body_reader
 
 
-async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIterator[list[dict]]:
+async def provider_chunks(
+    client: openai.AsyncOpenAI, request: dict, *, tick: float | None = None
+) -> AsyncIterator[list[dict]]:
     """Yield the parsed chunks of one streaming chat completion, a list per network read.
 
     A fast stream brings several chunks per read; handing them over together crosses this
-    generator once per read instead of once per chunk.
+    generator once per read instead of once per chunk. With `tick`, an empty list comes
+    after each quiet spell of that many seconds (the loop then shows forming tool calls).
 
     The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
     and error types) as the plain JSON body it already is: the typed `create` would first
@@ -48,8 +51,11 @@ async def provider_chunks(client: openai.AsyncOpenAI, request: dict) -> AsyncIte
                 yield [_checked(json.loads(await response.aread()), client.api_key)]
                 return
             rest = b""
-            with body_reader(response, _read_timeout(client)) as read:
-                while data := await read():
+            with body_reader(response, _read_timeout(client), tick) as read:
+                while (data := await read()) != b"":
+                    if data is None:
+                        yield []
+                        continue
                     lines, rest = _lines(rest + data)
                     chunks: list[dict] = []
                     try:
@@ -102,7 +108,7 @@ async def _drain(read: Read) -> None:
     (one closed unread would be dropped); a server that keeps it open gets a second."""
     with contextlib.suppress(TimeoutError, httpx2.HTTPError, aiohttp.ClientError):
         async with asyncio.timeout(1):
-            while await read():
+            while await read() != b"":  # a quiet spell's None is not the end
                 pass
 
 

@@ -95,6 +95,8 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
         "created": conversation.created,
         "updated": conversation.updated,
         "running": conversation.running,
+        "waiting_approval": conversation.waiting_approval,
+        "allowed_tools": conversation.allowed_tools,
         "project_id": conversation.project_id,
         "messages": messages,
         "changes": changes,

@@ -23,12 +23,20 @@ from .tools import display_args
 
 
 def tool_message_events(
-    message: Message, call: dict | None, change: int | None = None
+    message: Message, call: dict | None, change: int | None = None, place: tuple[int, int] = (0, 1)
 ) -> tuple[ToolCallEvent, ToolResultEvent]:
-    """The call and result a stored tool message stands for (`call`: its assistant's call)."""
+    """The call and result a stored tool message stands for (`call`: its assistant's call,
+    `place`: its index among that message's calls, and how many it made)."""
     arguments = ((call or {}).get("function") or {}).get("arguments", "")
+    index, of = place
     return (
-        ToolCallEvent(id=message.tool_call_id, name=message.name, args=display_args(arguments)),
+        ToolCallEvent(
+            id=message.tool_call_id,
+            name=message.name,
+            args=display_args(arguments),
+            index=index,
+            of=of,
+        ),
         ToolResultEvent(
             id=message.tool_call_id,
             name=message.name,
@@ -49,14 +57,19 @@ def message_events(
     User messages give nothing: they frame turns, which `conversation_turns` does.
     """
     calls: dict[str, dict] = {}
+    places: dict[str, tuple[int, int]] = {}
     for message in messages:
         if message.role == Message.Role.ASSISTANT:
             if message.content:
                 yield message, ChatEvent(text=message.content)
-            calls.update({call["id"]: call for call in message.tool_calls or ()})
+            made = message.tool_calls or ()
+            calls.update({call["id"]: call for call in made})
+            places.update({call["id"]: (n, len(made)) for n, call in enumerate(made)})
         elif message.role == Message.Role.TOOL:
             change = (changes or {}).get(message.tool_call_id)
-            for event in tool_message_events(message, calls.get(message.tool_call_id), change):
+            call = calls.get(message.tool_call_id)
+            place = places.get(message.tool_call_id, (0, 1))
+            for event in tool_message_events(message, call, change, place):
                 yield message, event
         elif message.role == Message.Role.SUMMARY:
             covered = (message.extra or {}).get("summarised", 0)

@@ -16,7 +16,8 @@ from collections.abc import Awaitable, Callable, Iterator
 import aiohttp
 import httpx2
 
-Read = Callable[[], Awaitable[bytes]]
+# The body's next bytes, b"" at its end; None for a quiet spell (see body_reader's `tick`).
+Read = Callable[[], Awaitable[bytes | None]]
 
 
 class _Body:
@@ -30,6 +31,21 @@ class _Body:
         data = await self.content.readany()
         self.consumed += len(data)
         return data
+
+    async def read_or_tick(self, seconds: float) -> bytes | None:
+        """The next bytes, or None once `seconds` passed without any. Cancelling aiohttp's
+        wait for data loses nothing: what arrives stays in its buffer for the next read."""
+        content = self.content
+        if content.total_bytes > self.consumed or content.is_eof():
+            return await self.read()  # something is there already: no timer for it
+        deadline = asyncio.timeout(seconds)
+        try:
+            async with deadline:
+                return await self.read()
+        except TimeoutError:
+            if deadline.expired():
+                return None
+            raise  # the stall watch's own timeout
 
 
 class _StallWatch:
@@ -65,10 +81,14 @@ class _StallWatch:
 
 
 @contextlib.contextmanager
-def body_reader(response: httpx2.Response, timeout: float | None) -> Iterator[Read]:
+def body_reader(
+    response: httpx2.Response, timeout: float | None, tick: float | None = None
+) -> Iterator[Read]:
     """A function returning the body's next bytes as they arrive, and b"" at its end.
 
     `timeout` is the longest silence allowed between two network reads (None: no limit).
+    With `tick`, a read that waited that long for nothing returns None, so the reader can
+    show what it has meanwhile (aiohttp's transport only; httpx2's reads are not cut).
     """
     adapter = getattr(response.stream, "_stream", None)  # httpx2's bound stream -> adapter's
     aiohttp_response = getattr(adapter, "_aiohttp_response", None)
@@ -77,12 +97,13 @@ def body_reader(response: httpx2.Response, timeout: float | None) -> Iterator[Re
         return
     body = _Body(aiohttp_response.content)
     connection = aiohttp_response.connection  # None once the whole body has arrived
+    read = functools.partial(body.read_or_tick, tick) if tick else body.read
     if connection is None or connection.protocol is None or not timeout:
-        yield body.read
+        yield read
         return
     connection.protocol.read_timeout = None  # this watch takes over from aiohttp's timer
     watch = _StallWatch(body, timeout)
     try:
-        yield body.read
+        yield read
     finally:
         watch.stop()

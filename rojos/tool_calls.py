@@ -8,6 +8,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 
+from django.utils import timezone
+
 from roject import storage
 from roject.access import aproject_role, project_role
 from roject.models import Role
@@ -16,7 +18,7 @@ from roject.storage import StorageError
 from .errors import AccessRevoked
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
-from .models import FileChange
+from .models import Conversation, FileChange
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
 from .turn_caps import TurnCaps
@@ -59,6 +61,12 @@ def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
         return tool.preview(args, ctx)
     except (ToolError, StorageError, OSError) as exc:
         return {"error": str(exc)}
+
+
+def _changes_something(preview: dict) -> bool:
+    """False for a write or an edit whose diff is empty: it would leave the file as it is,
+    so it runs without asking."""
+    return preview.get("diff") != ""
 
 
 def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
@@ -173,16 +181,13 @@ class ToolCallRunner:
                 raise AccessRevoked(REMOVED_MESSAGE)
             return
         changing = self._changing_tool(parsed)
-        if changing and self.approver is not None and name in self.approval_tools:
-            tool, args = changing
-            paths = tool.changed_paths(args)
-            if await asyncio.to_thread(_exists_any, self.ctx, paths):
-                preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
-                yield ApprovalRequiredEvent(id=call_id, name=name, args=args, preview=preview)
-                if not await self.approver(call_id):
-                    await self._store(call, DENIED_OUTCOME)
-                    yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
-                    return
+        denied = False
+        async with contextlib.aclosing(self._approval(call, parsed, changing)) as asking:
+            async for event in asking:
+                denied = isinstance(event, ToolResultEvent)
+                yield event
+        if denied:
+            return
         # A call that started finishes, even when the turn is stopped meanwhile: its thread
         # would change the files anyway, so its real result and undo record are kept.
         running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
@@ -194,6 +199,47 @@ class ToolCallRunner:
         yield ToolResultEvent(
             id=call_id, name=name, result=outcome.result, ok=outcome.ok, change=change
         )
+
+    async def _approval(self, call: dict, parsed: ToolCall, changing) -> AsyncIterator[AgentEvent]:
+        """Ask for approval if the call needs it: one of the rojo's Ask-before tools that
+        would change an existing path, unless nothing would change or a person allowed the
+        tool for the conversation. Yields the question, then the denial's result if denied
+        (the call must then not run)."""
+        if not changing or self.approver is None or parsed.name not in self.approval_tools:
+            return
+        tool, args = changing
+        if not await asyncio.to_thread(_exists_any, self.ctx, tool.changed_paths(args)):
+            return
+        preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
+        if not _changes_something(preview) or await self._allowed(parsed.name):
+            return
+        # Marked before the question goes out, so that a decision sent at once finds the
+        # approver already waiting (nothing awaits between the two).
+        waiting = self._waiting()
+        await waiting.aupdate(approval_waiting=timezone.now())
+        try:
+            yield ApprovalRequiredEvent(id=parsed.id, name=parsed.name, args=args, preview=preview)
+            approved = await self.approver(parsed.id)
+        finally:
+            await asyncio.shield(waiting.aupdate(approval_waiting=None))
+        if not approved:
+            await self._store(call, DENIED_OUTCOME)
+            yield ToolResultEvent(id=parsed.id, name=parsed.name, result=DENIED, ok=False)
+
+    async def _allowed(self, name: str) -> bool:
+        """Whether a person allowed this tool for the rest of the conversation (read now:
+        the choice may have been made on an earlier call of this very turn)."""
+        conversation = self.history.conversation
+        if conversation.pk is None:
+            return False
+        rows = Conversation.objects.filter(pk=conversation.pk)
+        allowed = await rows.values_list("allowed_tools", flat=True).afirst()
+        return name in (allowed or ())
+
+    def _waiting(self):
+        """The conversation's row, marked while a call waits for a person's decision (the
+        list's badge, on every process)."""
+        return Conversation.objects.filter(pk=self.history.conversation.pk)
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
         await self.history.add_tool_result(call, outcome.result, ok=outcome.ok, with_row=with_row)
@@ -265,6 +311,7 @@ class ToolCallRunner:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):
             return None
+        diff = _preview(tool, args, self.ctx).get("diff", "") if tool.keeps_diff else ""
         change = FileChange(
             project_id=self.ctx.project_id,
             conversation=self.history.conversation if self.history.conversation.pk else None,
@@ -276,6 +323,7 @@ class ToolCallRunner:
             after=None,
             created_parents=snapshot.missing_parents,
             key=snapshot.key,
+            diff=diff,
         )
         if any(snapshot.existed):
             change.save()

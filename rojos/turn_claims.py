@@ -28,14 +28,19 @@ def turn_claim_blocking(conversation_id: int, turn_id: uuid.UUID) -> bool | None
     if rows.filter(turn_id__isnull=True).update(turn_id=turn_id, turn_heartbeat=now):
         return True
     stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-    if rows.filter(turn_heartbeat__lt=stale).update(turn_id=turn_id, turn_heartbeat=now):
+    taken_over = rows.filter(turn_heartbeat__lt=stale).update(
+        turn_id=turn_id,
+        turn_heartbeat=now,
+        approval_waiting=None,  # a crashed turn's wait
+    )
+    if taken_over:
         return False
     return None
 
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
     Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
-        turn_id=None, turn_heartbeat=None, updated=timezone.now()
+        turn_id=None, turn_heartbeat=None, approval_waiting=None, updated=timezone.now()
     )
 
 

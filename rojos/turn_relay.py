@@ -12,6 +12,7 @@ from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from redis.exceptions import RedisError
 
+from .allowed_tools import conversation_tool_allow
 from .events import DoneEvent
 from .history import call_open
 from .models import Conversation
@@ -108,8 +109,11 @@ async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[
             return
 
 
-async def turn_approve(*, conversation: Conversation, call_id: str, approve: bool) -> str | None:
-    """Deliver a decision on a call waiting for approval, to whichever process runs the turn.
+async def turn_approve(
+    *, conversation: Conversation, call_id: str, approve: bool, allow_tool: bool = False
+) -> str | None:
+    """Deliver a decision on a call waiting for approval, to whichever process runs the turn;
+    with `allow_tool`, the call's tool first stops asking for the rest of the conversation.
 
     Returns why it was not delivered, or None.
     """
@@ -120,6 +124,8 @@ async def turn_approve(*, conversation: Conversation, call_id: str, approve: boo
             "That tool call is not waiting for a decision: it was decided already, or it is "
             "not one of this reply's calls."
         )
+    if allow_tool and approve:  # stored before the call goes on: its turn's next calls see it
+        await conversation_tool_allow(conversation=conversation, call_id=call_id)
     await get_channel_layer().group_send(
         turn_group(conversation.pk), {"type": "turn.approval", "call": call_id, "approve": approve}
     )

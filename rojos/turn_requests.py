@@ -123,9 +123,12 @@ class TurnRequests:
             summaries=summaries,
         )
 
-    async def stream(self) -> AsyncIterator[list[dict] | SummaryEvent]:
-        """The chunks of the step's response, a list per network read; before them, the
-        SUMMARY of any turns that had to be summarised to fit the window."""
+    async def stream(
+        self, *, tick: float | None = None
+    ) -> AsyncIterator[list[dict] | SummaryEvent]:
+        """The chunks of the step's response, a list per network read (an empty one after
+        each quiet spell of `tick` seconds); before them, the SUMMARY of any turns that had
+        to be summarised to fit the window."""
         if not self.opened:
             self.opened = True
             await window_learn(self.rojo)
@@ -144,9 +147,10 @@ class TurnRequests:
         while True:
             started = False
             try:
-                async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
+                chunks = provider_chunks(self.client, request, tick=tick)
+                async with contextlib.aclosing(chunks):
                     async for batch in chunks:
-                        started = True
+                        started = started or bool(batch)  # an empty one: a quiet spell
                         yield batch
                 return
             except OptionRefused:

@@ -13,13 +13,22 @@ from .events import (
     ErrorEvent,
     StartEvent,
     SummaryEvent,
+    ToolCallDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
     TurnEvent,
 )
 
 WireType = Literal[
-    "START", "CHAT", "TOOL_CALL", "APPROVAL_REQUIRED", "TOOL_RESULT", "SUMMARY", "ERROR", "DONE"
+    "START",
+    "CHAT",
+    "TOOL_CALL_DELTA",
+    "TOOL_CALL",
+    "APPROVAL_REQUIRED",
+    "TOOL_RESULT",
+    "SUMMARY",
+    "ERROR",
+    "DONE",
 ]
 
 SSE = "text/event-stream"
@@ -40,8 +49,14 @@ def event_data(event: TurnEvent) -> dict:
     match event:
         case ChatEvent(text=text):
             return {"text": text}
-        case ToolCallEvent(id=id_, name=name, args=args):
-            return {"id": id_, "name": name, "args": args}
+        case ToolCallDeltaEvent(index=index, id=id_, name=name, chars=chars, path=path, text=text):
+            data = {"index": index, "id": id_, "name": name, "chars": chars}
+            if path is not None:
+                data["path"] = path
+            return {**data, "text": text} if text else data
+        case ToolCallEvent(id=id_, name=name, args=args, index=index, of=of):
+            data = {"id": id_, "name": name, "args": args}
+            return data if of == 1 else {**data, "index": index, "of": of}
         case ToolResultEvent(id=id_, name=name, result=result, ok=ok, change=change):
             data = {"id": id_, "name": name, "result": result, "ok": ok}
             return data if change is None else {**data, "change": change}

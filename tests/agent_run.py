@@ -1,6 +1,7 @@
 """Running the real agent loop in-process against the fake provider, for the loop's tests."""
 
 import asyncio
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -15,6 +16,7 @@ from rojos.events import (
     AgentEvent,
     ApprovalRequiredEvent,
     ChatEvent,
+    ToolCallDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
 )
@@ -27,6 +29,7 @@ API_KEY = "sk-test-secret-key-123"  # what make_rojo stores
 # The loop's tests name the kinds of what it yields in the words they were written with.
 KINDS = {
     ChatEvent: "text",
+    ToolCallDeltaEvent: "tool_call_delta",
     ToolCallEvent: "tool_call",
     ToolResultEvent: "tool_result",
     ApprovalRequiredEvent: "approval_required",
@@ -41,6 +44,7 @@ class TurnRun:
     root: Path
     events: list[AgentEvent]
     error: TurnError | None
+    times: list[float]  # when each event came, in seconds since the turn started
 
     @property
     def kinds(self) -> list[str]:
@@ -87,14 +91,17 @@ async def run_turn(
         enabled=frozenset(rojo.tools),
     )
     events: list[AgentEvent] = []
+    times: list[float] = []
     error = None
     client = await rojo_client(rojo)
+    started = time.monotonic()
     try:
         async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
             events.append(event)
+            times.append(time.monotonic() - started)
     except TurnError as exc:
         error = exc
-    return TurnRun(conversation=conversation, root=root, events=events, error=error)
+    return TurnRun(conversation=conversation, root=root, events=events, error=error, times=times)
 
 
 async def valid_history(conversation: Conversation) -> list[Message]:

@@ -80,6 +80,9 @@ def server_start(*, storage_dir: Path, log_path: Path, **env: str) -> ServerProc
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
         "SECURE_HSTS_SECONDS": "0",
+        # As the in-process server's (tests.settings, or a test's own): no forming-call
+        # deltas in the sequences of events the tests expect, unless a test asks for them.
+        "ROJO_TOOL_DELTA_SECONDS": str(django_settings.ROJO_TOOL_DELTA_SECONDS),
         **env,
     }
     command = [sys.executable, "-m", "uvicorn", "roject.asgi:application"]

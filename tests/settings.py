@@ -10,6 +10,9 @@ from roject.settings import *  # noqa: F403
 ROJO_STORAGE_DIR = Path(tempfile.mkdtemp(prefix="rojo-test-storage-"))  # noqa: F405
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 SECURE_SSL_REDIRECT = False
+# Forming tool calls are shown only by the tests about them (they set it lower): elsewhere a
+# loaded machine must not add a TOOL_CALL_DELTA to the sequences of events the tests expect.
+ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 30)
 
 if DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":  # noqa: F405
     # A file, not shared-cache memory, so the live ASGI server's threads can write concurrently.

@@ -262,16 +262,17 @@ def test_reopened_conversation_shows_the_history_as_it_happened(
     open_project(reopened, project, Conversation.objects.get().pk)
     expect_story_shown(reopened)
     assert transcript(reopened) == live
-    # Each call that changed files has its Undo, and the turn one "Undo this turn".
+    # Each call that changed files has its Undo (on its own row), and the turn one "Undo
+    # this turn".
     assert [name for name, _ in live] == [
         "bubble user",
         "tool-line ok",
-        "undo",
         "tool-line ok",
-        "undo",
         "bubble assistant",
         "undo undo-turn",
     ]
+    lines = reopened.locator(".tool-line")
+    expect(lines.locator("summary button.undo")).to_have_count(2)
     assert reopened.console_errors == []
 
 

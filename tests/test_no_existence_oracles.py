@@ -74,6 +74,7 @@ ID_ENDPOINTS = [
     ("GET", "/api/conversations/{conversation}/stream"),
     ("POST", "/api/conversations/{conversation}/stop"),
     ("POST", "/api/changes/{change}/undo"),
+    ("GET", "/api/changes/{change}/diff"),
     ("GET", "/projects/{project}/"),
     ("GET", "/projects/{project}/c/{conversation}/"),
 ]

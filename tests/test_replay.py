@@ -80,17 +80,21 @@ def by_turn(events: list[dict]) -> list[list[dict]]:
     return turns
 
 
-def tool_events(call: dict, name: str, args: dict, result, *, ok: bool) -> list[dict]:
+def tool_events(
+    call: dict, name: str, args: dict, result, *, ok: bool, place: tuple[int, int] = (0, 1)
+) -> list[dict]:
     """A stored call's TOOL_CALL, with its arguments as an object, and its TOOL_RESULT.
 
-    A call that changed files carries the id of its undo record, as it did live.
+    A call that changed files carries the id of its undo record, as it did live; one of
+    several calls of a response, its place among them (`place`: index, of).
     """
     base = {"id": call["id"], "name": name}
     outcome = {"type": "TOOL_RESULT", **base, "result": result, "ok": ok}
     change = FileChange.objects.filter(tool_call_id=call["id"]).first()
     if change is not None:
         outcome["change"] = change.pk
-    return [{"type": "TOOL_CALL", **base, "args": args}, outcome]
+    grouped = {} if place[1] == 1 else {"index": place[0], "of": place[1]}
+    return [{"type": "TOOL_CALL", **base, "args": args, **grouped}, outcome]
 
 
 def expected_events(story) -> list[list[dict]]:
@@ -105,8 +109,12 @@ def expected_events(story) -> list[list[dict]]:
         [
             {**start, "message": messages[0].pk},
             {"type": "CHAT", "text": TEXT_BEFORE},
-            *tool_events(create, "create_directory", CREATE_ARGS, {"ok": True}, ok=True),
-            *tool_events(write, "write_text_content", WRITE_ARGS, {"ok": True}, ok=True),
+            *tool_events(
+                create, "create_directory", CREATE_ARGS, {"ok": True}, ok=True, place=(0, 2)
+            ),
+            *tool_events(
+                write, "write_text_content", WRITE_ARGS, {"ok": True}, ok=True, place=(1, 2)
+            ),
             {"type": "CHAT", "text": REPLY_1},
             {"type": "DONE"},
         ],

@@ -50,6 +50,12 @@ class Conversation(models.Model):
     # per conversation across every server process; a stale heartbeat frees a crashed claim.
     turn_id = models.UUIDField(null=True, blank=True, editable=False)
     turn_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
+    # Tools whose calls run without asking for the rest of this conversation (a person chose
+    # "allow for this conversation" on one of their approvals); the approval gate reads it.
+    allowed_tools = models.JSONField(default=list, blank=True)
+    # Since when the running turn waits for a person's approval (None: it does not), for the
+    # conversation list's badge on every server process.
+    approval_waiting = models.DateTimeField(null=True, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()
 
@@ -74,6 +80,11 @@ class Conversation(models.Model):
             return False
         stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
         return self.turn_heartbeat >= stale
+
+    @property
+    def waiting_approval(self) -> bool:
+        """Whether a running turn here waits for someone to approve or deny a call."""
+        return self.approval_waiting is not None and self.running
 
     @staticmethod
     def title_from(message: str) -> str:
@@ -188,6 +199,12 @@ class FileChange(models.Model):
         help_text="Directories the call created on the way; an undo removes them when empty.",
     )
     key = models.CharField(max_length=64, unique=True, editable=False)
+    diff = models.TextField(
+        blank=True,
+        editable=False,
+        help_text="What a whole-file write changed, as a unified diff, for its activity line "
+        "(an edit's result carries its own).",
+    )
     created = models.DateTimeField(auto_now_add=True)
     undone = models.DateTimeField(null=True, blank=True)
     undone_by = models.ForeignKey(

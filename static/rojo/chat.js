@@ -3,6 +3,7 @@
 // conversation looks exactly as it did while it ran.
 
 import { ApiError, getJson, request } from "./api.js";
+import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { ChatLog } from "./chat-log.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
@@ -29,6 +30,7 @@ export class ChatPanel extends EventTarget {
     this.rojoId = rojoId;
     this.log = new ChatLog(element.querySelector(".messages"));
     showTimesOnHover(this.log.element);
+    this.activity = new Activity(this.log);
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,
@@ -105,8 +107,11 @@ export class ChatPanel extends EventTarget {
         this.log.addAssistantText(data.text, { busy: this.busy });
         if (this.history?.replied) stampTime(this.log.bubble, this.history.replied);
         break;
+      case "TOOL_CALL_DELTA":
+        this.activity.delta(data);
+        break;
       case "TOOL_CALL":
-        this.log.addToolCall(data);
+        this.activity.call(data);
         break;
       case "APPROVAL_REQUIRED":
         this.log.addUnderCall(
@@ -117,6 +122,7 @@ export class ChatPanel extends EventTarget {
             onError: (message) => this.log.addError(message),
           }),
         );
+        if (!this.history) this.approvalWaiting(true);
         break;
       case "TOOL_RESULT":
         this.addToolResult(data);
@@ -125,9 +131,12 @@ export class ChatPanel extends EventTarget {
         this.log.addSummary(data);
         break;
       case "ERROR":
+        this.activity.endForming();
         this.log.addError(data.message, data.code);
         break;
       case "DONE":
+        this.activity.endForming();
+        if (!this.history) this.approvalWaiting(false);
         this.log.closeBubble();
         this.undo.offerTurn(this.turnMessage, this.turnChanges);
         this.turnChanges = [];
@@ -136,8 +145,17 @@ export class ChatPanel extends EventTarget {
     }
   }
 
+  /** Tell the page whether this conversation's reply waits for an approval (its badge). */
+  approvalWaiting(waiting) {
+    const waitingNow = waiting || Boolean(this.log.element.querySelector(".approval"));
+    const detail = { conversation: this.conversationId, waiting: waitingNow };
+    this.dispatchEvent(new CustomEvent("approval", { detail }));
+  }
+
   addToolResult(data) {
     const line = this.log.addToolResult(data);
+    this.activity.result(line, data);
+    if (!this.history && line.approval) this.approvalWaiting(false); // its question is gone
     if (data.change) {
       const undone = Boolean(this.history?.undone.has(data.change));
       if (!undone) this.turnChanges.push(data.change);
@@ -262,6 +280,7 @@ export class ChatPanel extends EventTarget {
   async open(conversationId) {
     this.conversationId = conversationId;
     this.log.clear();
+    this.activity.clear();
     const detail = await getJson(`/api/conversations/${conversationId}`);
     this.dispatchEvent(new CustomEvent("usage", { detail: detail.usage }));
     if (!detail.running) {

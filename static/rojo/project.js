@@ -91,6 +91,12 @@ chat.addEventListener("usage", (event) => {
     + "turns are left out or summarised to keep it under the window.";
 });
 
+// A reply waiting for approval marks its conversation in the list (class approval-waiting).
+chat.addEventListener("approval", (event) => {
+  const { conversation, waiting } = event.detail;
+  const li = document.querySelector(`.conversation-list li[data-id="${conversation}"]`);
+  li?.classList.toggle("approval-waiting", waiting);
+});
 chat.addEventListener("files-changed", () => files.refresh());
 chat.addEventListener("turn-finished", () => files.refresh());
 chat.addEventListener("conversation", (event) => {

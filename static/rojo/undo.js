@@ -1,6 +1,8 @@
 // Undo: a button after each call that changed files, and one after each turn that did.
 
+import { changedPaths } from "./activity.js";
 import { ApiError, request } from "./api.js";
+import { visible } from "./visible.js";
 
 export class UndoButtons {
   /** Buttons in `log` (a ChatLog); `conversationId()` names the open conversation, and
@@ -26,8 +28,11 @@ export class UndoButtons {
     button.textContent = "Undo";
     button.title = "Put the files back as they were before this call";
     button.setAttribute("aria-label", `Undo ${line.querySelector(".call").textContent}`);
-    button.addEventListener("click", () => this.run(`/api/changes/${change}/undo`, {}, button));
-    line.after(button);
+    button.addEventListener("click", (event) => {
+      event.preventDefault(); // in the line's summary: undo, not open the line
+      this.run(`/api/changes/${change}/undo`, {}, button);
+    });
+    line.querySelector("summary").append(button); // inline, on the call's own row
     line.undoButton = button;
   }
 
@@ -39,11 +44,63 @@ export class UndoButtons {
     button.className = "undo undo-turn";
     button.textContent = "Undo this turn";
     button.changes = changes;
-    button.addEventListener("click", async () => {
-      const path = `/api/conversations/${this.conversationId()}/undo-turn`;
-      if (await this.run(path, { message: userMessageId }, button)) button.remove();
+    button.addEventListener("click", () => {
+      if (!button.confirmBox?.isConnected) this.confirmTurn(button, userMessageId);
     });
     this.log.append(button);
+  }
+
+  /** Ask before undoing a turn, listing the files that would change back. */
+  confirmTurn(button, userMessageId) {
+    const log = this.log.element;
+    const paths = new Set();
+    for (const id of button.changes) {
+      const line = log.querySelector(`.tool-line[data-change="${id}"]:not(.undone)`);
+      for (const path of changedPaths(line?.args)) paths.add(path);
+    }
+    const box = document.createElement("div");
+    box.className = "undo-confirm";
+    box.setAttribute("role", "group");
+    box.setAttribute("aria-label", "Undo this turn?");
+    const question = document.createElement("p");
+    question.textContent = "Undo this turn? These files go back to how they were before it:";
+    const list = document.createElement("ul");
+    for (const path of paths) {
+      const item = document.createElement("li");
+      item.append(...visible(path));
+      list.append(item);
+    }
+    const confirm = document.createElement("button");
+    confirm.type = "button";
+    confirm.className = "primary";
+    confirm.textContent = "Undo these changes";
+    const cancel = document.createElement("button");
+    cancel.type = "button";
+    cancel.textContent = "Cancel";
+    const close = () => {
+      box.remove();
+      button.hidden = false;
+      button.focus();
+    };
+    cancel.addEventListener("click", close);
+    confirm.addEventListener("click", async () => {
+      cancel.disabled = true;
+      const path = `/api/conversations/${this.conversationId()}/undo-turn`;
+      if (await this.run(path, { message: userMessageId }, confirm)) {
+        box.remove();
+        button.remove();
+      } else {
+        cancel.disabled = false;
+      }
+    });
+    const actions = document.createElement("div");
+    actions.className = "undo-confirm-actions";
+    actions.append(confirm, cancel);
+    box.append(question, list, actions);
+    button.after(box);
+    button.hidden = true;
+    button.confirmBox = box;
+    confirm.focus();
   }
 
   markUndone(change) {
