@@ -39,12 +39,20 @@ class Conversation(models.Model):
     # per conversation across every server process; a stale heartbeat frees a crashed claim.
     turn_id = models.UUIDField(null=True, blank=True, editable=False)
     turn_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
+    # The active branch (0: the first) and the forks made by editing or regenerating, one
+    # entry each: {"id", "parent", "at", "after", "first", "replaced"} (rojos/branches.py).
+    # Kept on the row, so loading the active branch stays one query of messages.
+    branch = models.PositiveIntegerField(default=0, editable=False)
+    branches = models.JSONField(default=list, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["-updated"]
-        indexes = [models.Index(fields=["project", "-updated"])]
+        ordering = ["-updated", "-id"]
+        indexes = [
+            # The list's pages: keyset on (updated, id) within a project.
+            models.Index(fields=["project", "-updated", "-id"], name="conversation_page"),
+        ]
 
     def __str__(self) -> str:
         return self.title or f"Conversation {self.pk}"
@@ -79,6 +87,9 @@ class Message(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
+    # Which branch of the conversation holds it (rojos/branches.py) and its place along that
+    # branch's path from the first message: positions on one path run 0, 1, 2, ... .
+    branch = models.PositiveIntegerField(default=0)
     position = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     # null, as in the OpenAI format, for an assistant message that only calls tools.
@@ -100,7 +111,7 @@ class Message(models.Model):
         ordering = ["conversation_id", "position"]  # the column: ordering by the relation joins
         constraints = [
             models.UniqueConstraint(
-                fields=["conversation", "position"], name="unique_message_position"
+                fields=["conversation", "branch", "position"], name="unique_message_position"
             ),
         ]
 
@@ -113,6 +124,8 @@ class TurnRecord(models.Model):
 
     class Status(models.TextChoices):
         RUNNING = "running"
+        # Running, and a tool call waits for someone's approval (the list's badge).
+        WAITING = "waiting"
         DONE = "done"
         ERROR = "error"
         STOPPED = "stopped"

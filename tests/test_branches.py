@@ -1,0 +1,169 @@
+"""Edit, regenerate and retry fork a conversation; the model only ever sees the active branch."""
+
+import pytest
+
+from rojos.models import Conversation, Message, TurnRecord
+from tests.fake_provider import http_error, stream, text_chunks
+from tests.helpers import assert_history_valid, make_rojo
+from tests.live_server import wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def rojo(fake_provider, settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    return make_rojo(fake_provider.base_url)
+
+
+def reply(text: str):
+    return stream(*text_chunks(text, pieces=2))
+
+
+def sent(request: dict) -> list[tuple[str, str]]:
+    """What a request to the provider carried: (role, text) of each message but the system's."""
+    return [(m["role"], m.get("content") or "") for m in request["messages"] if m["role"] != "system"]
+
+
+def chat(client, project, rojo, message: str, **extra) -> int:
+    events = client.chat(project.pk, rojo=rojo.pk, message=message, **extra)
+    assert events[-1].type == "DONE"
+    return events[0].data["conversation"]
+
+
+def detail(client, conversation_id: int) -> dict:
+    response = client.get(f"/api/conversations/{conversation_id}")
+    assert response.status_code == 200
+    return response.json()
+
+
+def user_message(conversation_id: int, text: str) -> Message:
+    return Message.objects.get(conversation_id=conversation_id, role="user", content=text)
+
+
+def test_an_edit_forks_and_the_model_gets_only_the_active_branch(
+    client_for, users, project, rojo, fake_provider
+):
+    """Editing the second message sends the first turn and the new text, never the old
+    second turn; the old branch is kept, and switching back continues it."""
+    client = client_for(users["editor"])
+    fake_provider.add(reply("Answer one."), reply("Answer two."), reply("Answer two, edited."))
+    conversation = chat(client, project, rojo, "First question")
+    chat(client, project, rojo, "Second question", conversation=conversation)
+    old = user_message(conversation, "Second question")
+
+    chat(client, project, rojo, "Second, edited", conversation=conversation, replace=old.pk)
+
+    assert sent(fake_provider.requests[-1]) == [
+        ("user", "First question"),
+        ("assistant", "Answer one."),
+        ("user", "Second, edited"),
+    ]
+    shown = detail(client, conversation)
+    assert [m["content"] for m in shown["messages"]] == [
+        "First question",
+        "Answer one.",
+        "Second, edited",
+        "Answer two, edited.",
+    ]
+    new = user_message(conversation, "Second, edited")
+    assert shown["choices"] == {str(new.pk): [old.pk, new.pk]}
+    assert Message.objects.filter(conversation=conversation).count() == 6  # both kept
+
+    switched = client.post(f"/api/conversations/{conversation}/branch", json={"message": old.pk})
+    assert switched.status_code == 200 and switched.json() == {"branch": 0}
+    fake_provider.add(reply("Answer three."))
+    chat(client, project, rojo, "Third question", conversation=conversation)
+    assert sent(fake_provider.requests[-1]) == [
+        ("user", "First question"),
+        ("assistant", "Answer one."),
+        ("user", "Second question"),
+        ("assistant", "Answer two."),
+        ("user", "Third question"),
+    ]
+    shown = detail(client, conversation)
+    assert shown["choices"] == {str(old.pk): [old.pk, new.pk]}
+    assert_history_valid([Message.objects.get(pk=m["id"]) for m in shown["messages"]])
+
+
+def test_retry_after_a_provider_error_regenerates_in_a_new_branch(
+    client_for, users, project, rojo, fake_provider
+):
+    """A turn that failed is retried with the same text: the retry's branch is shown, the
+    failed attempt stays as choice 1 of 2, and the model saw the question once."""
+    client = client_for(users["editor"])
+    fake_provider.add(http_error(500))
+    events = client.chat(project.pk, rojo=rojo.pk, message="Make a plan")
+    assert [e.type for e in events][-2:] == ["ERROR", "DONE"]
+    conversation = events[0].data["conversation"]
+    failed = user_message(conversation, "Make a plan")
+
+    fake_provider.add(reply("Here is the plan."))
+    chat(client, project, rojo, "Make a plan", conversation=conversation, replace=failed.pk)
+
+    assert sent(fake_provider.requests[-1]) == [("user", "Make a plan")]
+    shown = detail(client, conversation)
+    assert [m["content"] for m in shown["messages"]] == ["Make a plan", "Here is the plan."]
+    retried = shown["messages"][0]["id"]
+    assert shown["choices"] == {str(retried): [failed.pk, retried]}
+    assert [t["status"] for t in shown["turns"]] == ["error", "done"]
+
+
+def test_regenerating_a_regenerated_reply_makes_a_third_choice(
+    client_for, users, project, rojo, fake_provider
+):
+    """Each regenerate of the same question adds one choice, `< 3/3 >`, and switching to
+    the first shows its own reply."""
+    client = client_for(users["editor"])
+    fake_provider.add(reply("One."), reply("Two."), reply("Three."))
+    conversation = chat(client, project, rojo, "Pick a number")
+    first = user_message(conversation, "Pick a number")
+    chat(client, project, rojo, "Pick a number", conversation=conversation, replace=first.pk)
+    second = detail(client, conversation)["messages"][0]["id"]
+    chat(client, project, rojo, "Pick a number", conversation=conversation, replace=second)
+    shown = detail(client, conversation)
+    third = shown["messages"][0]["id"]
+    assert shown["choices"] == {str(third): [first.pk, second, third]}
+    assert shown["messages"][1]["content"] == "Three."
+
+    client.post(f"/api/conversations/{conversation}/branch", json={"message": first.pk})
+    assert detail(client, conversation)["messages"][1]["content"] == "One."
+
+
+def test_switching_branches_is_refused_while_a_reply_runs(
+    client_for, users, project, rojo, fake_provider
+):
+    """A turn only appends to the active branch: switching meanwhile answers 409."""
+    client = client_for(users["editor"])
+    fake_provider.add(reply("One."), stream(*text_chunks("w " * 40, pieces=40), delay=0.05))
+    conversation = chat(client, project, rojo, "Question")
+    first = user_message(conversation, "Question")
+    with client.chat_stream(
+        project.pk, rojo=rojo.pk, message="Again", conversation=conversation, replace=first.pk
+    ) as running:
+        wait_until(lambda: Conversation.objects.running().filter(pk=conversation).exists())
+        refused = client.post(
+            f"/api/conversations/{conversation}/branch", json={"message": first.pk}
+        )
+        assert refused.status_code == 409
+        running.read()
+    assert Conversation.objects.get(pk=conversation).branch == 1
+
+
+def test_an_edit_of_a_message_off_the_active_branch_is_404_and_stores_nothing(
+    client_for, users, project, rojo, fake_provider
+):
+    """Only a user message of the active branch can be replaced; the claim is given up."""
+    client = client_for(users["editor"])
+    fake_provider.add(reply("One."), reply("Two."))
+    conversation = chat(client, project, rojo, "Question")
+    first = user_message(conversation, "Question")
+    chat(client, project, rojo, "Other", conversation=conversation, replace=first.pk)
+    response = client.post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.pk, "message": "x", "conversation": conversation, "replace": first.pk},
+    )
+    assert response.status_code == 404
+    assert Message.objects.filter(conversation=conversation).count() == 4
+    assert not Conversation.objects.get(pk=conversation).turn_id
+    assert TurnRecord.objects.filter(conversation=conversation).count() == 2
