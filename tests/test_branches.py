@@ -22,7 +22,9 @@ def reply(text: str):
 
 def sent(request: dict) -> list[tuple[str, str]]:
     """What a request to the provider carried: (role, text) of each message but the system's."""
-    return [(m["role"], m.get("content") or "") for m in request["messages"] if m["role"] != "system"]
+    return [
+        (m["role"], m.get("content") or "") for m in request["messages"] if m["role"] != "system"
+    ]
 
 
 def chat(client, project, rojo, message: str, **extra) -> int:
