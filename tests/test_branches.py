@@ -4,7 +4,7 @@ import pytest
 
 from rojos.models import Conversation, Message, TurnRecord
 from tests.fake_provider import http_error, stream, text_chunks
-from tests.helpers import assert_history_valid, make_rojo
+from tests.helpers import assert_history_valid, make_rojo, run
 from tests.live_server import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -169,3 +169,39 @@ def test_an_edit_of_a_message_off_the_active_branch_is_404_and_stores_nothing(
     assert Message.objects.filter(conversation=conversation).count() == 4
     assert not Conversation.objects.get(pk=conversation).turn_id
     assert TurnRecord.objects.filter(conversation=conversation).count() == 2
+
+
+def test_export_replay_and_the_admin_show_every_branch(
+    client_for, admin_client, users, project, rojo, fake_provider
+):
+    """JSON holds both branches' messages with their branch and the active path; Markdown
+    shows the active branch then the other; replay prints either; the admin says which."""
+    client = client_for(users["editor"])
+    fake_provider.add(reply("Old answer."), reply("New answer."))
+    conversation = chat(client, project, rojo, "Old question")
+    old = user_message(conversation, "Old question")
+    chat(client, project, rojo, "New question", conversation=conversation, replace=old.pk)
+    url = f"/api/conversations/{conversation}/export"
+
+    data = client.get(url, params={"format": "json"}).json()
+    assert [(m["branch"], m["content"]) for m in data["messages"]] == [
+        (0, "Old question"),
+        (0, "Old answer."),
+        (1, "New question"),
+        (1, "New answer."),
+    ]
+    assert data["conversation"]["branch"] == 1
+    assert data["branch_path"] == [m["id"] for m in data["messages"][2:]]
+
+    markdown = client.get(url, params={"format": "markdown"}).text
+    assert markdown.index("New answer.") < markdown.index("# Branch 1 of 2")
+    assert markdown.index("# Branch 1 of 2") < markdown.index("Old answer.")
+
+    assert "New answer." in run("replay_conversation", str(conversation))
+    replayed_old = run("replay_conversation", str(conversation), "--branch", "1")
+    assert "Old answer." in replayed_old and "New answer." not in replayed_old
+    assert "branch 1 of 2" in replayed_old
+
+    page = admin_client.get(f"/admin/rojos/conversation/{conversation}/change/").content.decode()
+    assert "Branch 2 of 2 is shown." in page
+    assert f"Branch 2 replaces message {old.pk} (position 0) of branch 1." in page
