@@ -265,12 +265,14 @@ def test_reopened_conversation_shows_the_history_as_it_happened(
     # Each call that changed files has its Undo, and the turn one "Undo this turn".
     assert [name for name, _ in live] == [
         "bubble user",
+        "message-tools",
         "tool-line ok",
         "undo",
         "tool-line ok",
         "undo",
         "bubble assistant",
         "undo undo-turn",
+        "turn-actions",
     ]
     assert reopened.console_errors == []
 
