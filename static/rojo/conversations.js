@@ -229,8 +229,10 @@ export class ConversationList {
     yes.type = "button";
     yes.className = "danger";
     yes.textContent = "Delete";
-    const no = small("Cancel", "Keep it", () => box.remove());
+    const no = document.createElement("button");
+    no.type = "button";
     no.textContent = "Cancel";
+    no.addEventListener("click", () => box.remove());
     yes.addEventListener("click", async () => {
       yes.disabled = true;
       try {
