@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
-from django.db import DatabaseError, transaction
+from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
@@ -35,6 +35,7 @@ from .events import DoneEvent, StartEvent
 from .history import History
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext
+from .turn_approvals import approval_marked
 from .turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
 from .turn_limits import turn_limits_check
 from .turn_log import Turn, turn_forget_later, turn_get, turn_register
@@ -262,7 +263,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
                     rojo=rojo,
                     ctx=ctx,
                     client=await rojo_client(rojo),
-                    approver=functools.partial(_approval, turn),
+                    approver=functools.partial(approval_marked, turn),
                     record_changes=True,
                 )
             ) as events,
@@ -298,28 +299,6 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
         for helper in helpers:
             helper.cancel()
         await _cleanup(turn, turn_id=turn_id, layer=layer, channel=channel)
-
-
-async def _approval(turn: Turn, call_id: str) -> bool:
-    """Wait for a decision on a call, with the turn's record saying so meanwhile: the
-    conversation list's "waiting for approval" badge, in any server process."""
-    if turn.auto_approve is not None:
-        return await turn.approval(call_id)
-    await _record_status(turn, TurnRecord.Status.WAITING)
-    try:
-        return await turn.approval(call_id)
-    finally:
-        if not turn.approvals:  # none of the turn's other calls waits
-            await asyncio.shield(_record_status(turn, TurnRecord.Status.RUNNING))
-
-
-async def _record_status(turn: Turn, status: str) -> None:
-    try:
-        await TurnRecord.objects.filter(
-            pk=turn.record_id, status__in=[TurnRecord.Status.RUNNING, TurnRecord.Status.WAITING]
-        ).aupdate(status=status)
-    except DatabaseError:  # a badge is not worth failing the turn for
-        logger.warning("could not mark the turn of conversation %s", turn.conversation_id)
 
 
 async def _publish_interrupted(turn: Turn, history: History) -> None:

@@ -43,6 +43,7 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         "rojo": (current.rojo_id if current and current.rojo_id else None),
         "rojos": [_rojo_config(rojo) for rojo in rojo_list()],
         "writingTools": [tool.name for tool in registry if tool.writes],
+        "username": request.user.get_username(),
         "nextCursor": cursor_of(conversations[-1]) if len(conversations) >= PAGE_SIZE else "",
     }
     return render(

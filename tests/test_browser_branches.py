@@ -34,7 +34,7 @@ def user_texts(request: dict) -> list[str]:
 def test_editing_a_message_forks_and_the_switch_shows_either_branch(
     page_for, users, project, rojo, fake_provider
 ):
-    """Edit the first question: the later turn goes, the new reply comes, `2/2` shows; `‹`
+    """Edit the first question: the later turn goes, the new reply comes, `2/2` shows; Previous
     brings back the old question with both its replies, and a reload keeps the choice."""
     fake_provider.add(reply("Paris."), reply("About 2 million."), reply("Rome."))
     page = page_for(users["editor"])

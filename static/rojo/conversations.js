@@ -56,7 +56,8 @@ function small(label, title, onClick) {
 }
 
 export class ConversationList {
-  constructor(aside, { projectId, canWrite, nextCursor, currentId }) {
+  constructor(aside, { projectId, canWrite, nextCursor, currentId, username }) {
+    this.username = username;
     this.aside = aside;
     this.list = aside.querySelector(".conversation-list");
     this.results = aside.querySelector(".search-results");
@@ -153,7 +154,7 @@ export class ConversationList {
     this.currentId = id;
     this.list.querySelector(".empty")?.remove();
     for (const li of this.list.querySelectorAll("li")) li.removeAttribute("aria-current");
-    const li = this.row({ id, title, author: "you", updated: new Date().toISOString(), status: "" });
+    const li = this.row({ id, title, author: this.username, updated: new Date().toISOString(), status: "" });
     li.setAttribute("aria-current", "page");
     this.list.prepend(li);
     this.badgeShow(id, "running");

@@ -94,6 +94,7 @@ const conversations = new ConversationList(document.querySelector(".conversation
   canWrite: config.canWrite,
   nextCursor: config.nextCursor,
   currentId: config.conversation,
+  username: config.username,
 });
 new Branches(chat);
 chat.addEventListener("opened", (event) => messageReveal(chat, event.detail));
