@@ -1,7 +1,8 @@
 """Conversation branches (edit, regenerate) and full-text search of titles and messages.
 
-Search: SQLite gets FTS5 tables kept in sync by triggers; PostgreSQL GIN indexes over
-to_tsvector('simple', ...), the expressions rojos/search.py queries. Only user and assistant
+Search: SQLite gets FTS5 tables kept in sync by triggers; PostgreSQL a stored generated
+`search_vector` column (to_tsvector('simple', ...)) with a GIN index on each table, which the
+models do not declare: only rojos/search.py reads them. Only user and assistant
 texts are indexed (tool results are file contents). On SQLite, a later migration that remakes
 rojos_message or rojos_conversation (an altered column) drops the triggers with the old table:
 it must run SEARCH_SQL["sqlite"] again (tests/test_search.py notices).
@@ -18,7 +19,8 @@ def _sqlite_table(fts, table, column, where_new, where_old):
     """An FTS5 index of one column of `table`, by rowid, and the triggers that keep it."""
     return [
         f"CREATE VIRTUAL TABLE {fts} USING fts5({column}, content='{table}', "
-        f"content_rowid='id', tokenize='unicode61 remove_diacritics 2')",
+        # Prefix indexes: the last word of a query is a prefix (search as you type).
+        f"content_rowid='id', tokenize='unicode61 remove_diacritics 2', prefix='2 3 4')",
         f"CREATE TRIGGER {fts}_insert AFTER INSERT ON {table} WHEN {where_new} BEGIN "
         f"INSERT INTO {fts}(rowid, {column}) VALUES (new.id, new.{column}); END",
         f"CREATE TRIGGER {fts}_delete AFTER DELETE ON {table} WHEN {where_old} BEGIN "
@@ -46,10 +48,15 @@ SEARCH_SQL = {
         ),
     ],
     "postgresql": [
-        "CREATE INDEX rojos_message_search ON rojos_message "
-        "USING GIN (to_tsvector('simple', content)) WHERE role IN ('user', 'assistant')",
+        # Stored vectors: a match is checked against the row's vector, never recomputed.
+        "ALTER TABLE rojos_message ADD COLUMN search_vector tsvector GENERATED ALWAYS AS "
+        "(CASE WHEN role IN ('user', 'assistant') THEN to_tsvector('simple', "
+        "coalesce(content, '')) END) STORED",
+        "CREATE INDEX rojos_message_search ON rojos_message USING GIN (search_vector)",
+        "ALTER TABLE rojos_conversation ADD COLUMN search_vector tsvector GENERATED ALWAYS AS "
+        "(to_tsvector('simple', title)) STORED",
         "CREATE INDEX rojos_conversation_search ON rojos_conversation "
-        "USING GIN (to_tsvector('simple', title))",
+        "USING GIN (search_vector)",
     ],
 }
 UNSEARCH_SQL = {
@@ -64,8 +71,8 @@ UNSEARCH_SQL = {
         )
     ],
     "postgresql": [
-        "DROP INDEX IF EXISTS rojos_message_search",
-        "DROP INDEX IF EXISTS rojos_conversation_search",
+        "ALTER TABLE rojos_message DROP COLUMN IF EXISTS search_vector",
+        "ALTER TABLE rojos_conversation DROP COLUMN IF EXISTS search_vector",
     ],
 }
 
