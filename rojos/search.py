@@ -3,7 +3,8 @@
 The database's own index, never a LIKE scan: SQLite's FTS5 tables `rojos_message_fts` and
 `rojos_conversation_fts` (kept in sync by triggers), PostgreSQL's GIN indexes on stored
 `search_vector` columns (`to_tsvector('simple', ...)`); both made by migration 0016. Both
-tokenise words without stemming; every word of the query must match, the last one as a prefix (search as you type).
+tokenise words without stemming; every word of the query must match, the last one as a
+prefix (search as you type).
 Only user and assistant messages are indexed: tool results are file contents. Hits come
 newest first (by id), which lets both databases stop at the limit for a common word instead
 of ranking every match.
