@@ -205,3 +205,33 @@ def test_export_replay_and_the_admin_show_every_branch(
     page = admin_client.get(f"/admin/rojos/conversation/{conversation}/change/").content.decode()
     assert "Branch 2 of 2 is shown." in page
     assert f"Branch 2 replaces message {old.pk} (position 0) of branch 1." in page
+
+
+def test_a_summary_stays_on_its_branch(client_for, users, project, rojo, fake_provider):
+    """A summary stored on one branch is sent by that branch's requests in place of the
+    turns it covers; a fork before it sends the turns themselves and no summary."""
+    client = client_for(users["editor"])
+    conversation = Conversation.objects.create(project=project, rojo=rojo, user=users["editor"])
+    texts = [("user", "Q0"), ("assistant", "A0"), ("user", "Q1"), ("assistant", "A1")]
+    rows = [
+        Message.objects.create(conversation=conversation, position=n, role=role, content=text)
+        for n, (role, text) in enumerate(texts)
+    ]
+    Message.objects.create(
+        conversation=conversation,
+        position=4,
+        role="summary",
+        content="SUMMARY OF Q0 AND Q1",
+        extra={"until": 4, "summarised": 4, "from": 0},
+    )
+    fake_provider.add(reply("A2."), reply("A1 again."))
+
+    chat(client, project, rojo, "Q2", conversation=conversation.pk)
+    request = fake_provider.requests[-1]
+    assert "SUMMARY OF Q0 AND Q1" in request["messages"][0]["content"]
+    assert sent(request)[-1] == ("user", "Q2") and ("user", "Q0") not in sent(request)
+
+    chat(client, project, rojo, "Q1, edited", conversation=conversation.pk, replace=rows[2].pk)
+    request = fake_provider.requests[-1]
+    assert "SUMMARY" not in str(request["messages"])
+    assert sent(request) == [("user", "Q0"), ("assistant", "A0"), ("user", "Q1, edited")]
