@@ -28,7 +28,7 @@ async def approval_marked(turn: Turn, call_id: str) -> bool:
 async def _record_status(turn: Turn, status: str) -> None:
     try:
         await TurnRecord.objects.filter(
-            pk=turn.record_id, status__in=[TurnRecord.Status.RUNNING, TurnRecord.Status.WAITING]
+            pk=turn.record_id, status__in=TurnRecord.UNFINISHED
         ).aupdate(status=status)
     except DatabaseError:  # a badge is not worth failing the turn for
         logger.warning("could not mark the turn of conversation %s", turn.conversation_id)

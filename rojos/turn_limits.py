@@ -31,7 +31,7 @@ def turn_limits_check(*, user) -> None:
         return
     _user_lock(user)
     recent = Q(started__gte=timezone.now() - timedelta(minutes=1))
-    running = Q(status=TurnRecord.Status.RUNNING, conversation__in=Conversation.objects.running())
+    running = Q(status__in=TurnRecord.UNFINISHED, conversation__in=Conversation.objects.running())
     counts = TurnRecord.objects.filter(recent | running, user=user).aggregate(
         recent=Count("pk", filter=recent), running=Count("pk", filter=running)
     )

@@ -62,7 +62,7 @@ def conversation_repair(
     repair = Repair(project_id=conversation.project_id, root=root, cut_off=history.cut_off)
     if not (taken_over or history.cut_off):
         return repair
-    TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING).update(
+    TurnRecord.objects.filter(conversation=conversation, status__in=TurnRecord.UNFINISHED).update(
         status=TurnRecord.Status.INTERRUPTED,
         error=INTERRUPTED_MESSAGE,
         error_code="interrupted",

@@ -139,6 +139,9 @@ class TurnRecord(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
     )
+    # Not ended yet: running, or waiting for an approval.
+    UNFINISHED = (Status.RUNNING, Status.WAITING)
+
     status = models.CharField(max_length=12, choices=Status.choices, default=Status.RUNNING)
     error = models.TextField(blank=True)
     error_code = models.CharField(max_length=20, blank=True)
