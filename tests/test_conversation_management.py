@@ -163,3 +163,32 @@ def test_badges_say_running_waiting_and_failed(client_for, users, project, rojo,
         assert {i["title"]: i["status"] for i in items}["Rewrite notes"] == "running"
         list(events)
     assert statuses(running) == {str(running): ""}
+
+
+def test_a_turn_waiting_for_approval_still_counts_as_running_for_the_limit(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """Its record says `waiting`, and the user's concurrent-turn limit still counts it."""
+    settings.ROJO_USER_CONCURRENT_TURNS = 1
+    root = project_root_create(project.pk)
+    (root / "notes.txt").write_text("old\n")
+    fake_provider.add(
+        stream(*tool_call_chunks([("write_text_content", {"path": "notes.txt", "text": "new\n"})])),
+        stream(*text_chunks("Done.")),
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.pk, message="Rewrite notes") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        approval = next(e for e in events if e.type == "APPROVAL_REQUIRED")
+        wait_until(lambda: TurnRecord.objects.filter(status="waiting").exists())
+        second = client.post(
+            f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "More"}
+        )
+        assert second.status_code == 429
+        client.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": approval.data["id"], "approve": False},
+        )
+        list(events)
+    assert TurnRecord.objects.get().status == "done"
