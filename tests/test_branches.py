@@ -72,6 +72,11 @@ def test_an_edit_forks_and_the_model_gets_only_the_active_branch(
     assert shown["choices"] == {str(new.pk): [old.pk, new.pk]}
     assert Message.objects.filter(conversation=conversation).count() == 6  # both kept
 
+    outsider = client_for(users["outsider"])
+    hidden = outsider.post(f"/api/conversations/{conversation}/branch", json={"message": old.pk})
+    assert hidden.status_code == 404
+    assert outsider.get("/api/search", params={"q": "question"}).json() == []
+    assert client.get("/api/search", params={"q": "question"}).json() != []
     switched = client.post(f"/api/conversations/{conversation}/branch", json={"message": old.pk})
     assert switched.status_code == 200 and switched.json() == {"branch": 0}
     fake_provider.add(reply("Answer three."))
