@@ -25,10 +25,10 @@ from .api_schemas import (
     BranchIn,
     BranchOut,
     ChatIn,
+    ConversationChangeIn,
     ConversationDetail,
     ConversationItem,
     ConversationOut,
-    ConversationRenameIn,
     ConversationStatusOut,
     ConversationUsageOut,
     DeletedOut,
@@ -112,12 +112,14 @@ def search(request: HttpRequest, q: str = "", project: int | None = None):
     response=answers(ConversationOut, 403, 404, 422),
     tags=["chat"],
 )
-def conversation_rename(request: HttpRequest, conversation_id: int, payload: ConversationRenameIn):
-    """Rename a conversation: editors and owners, any conversation of the project."""
+def conversation_change(request: HttpRequest, conversation_id: int, payload: ConversationChangeIn):
+    """Rename a conversation or pin it: editors and owners, any conversation of the project."""
     conversation, _ = selectors.conversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    return conversations.conversation_rename(conversation=conversation, title=payload.title)
+    return conversations.conversation_change(
+        conversation=conversation, title=payload.title, pinned=payload.pinned
+    )
 
 
 @api.delete(

@@ -42,6 +42,7 @@ class ConversationOut(Schema):
     created: datetime
     updated: datetime
     running: bool
+    pinned: bool
 
 
 class ConversationItem(ConversationOut):
@@ -62,8 +63,9 @@ class ConversationStatusOut(Schema):
     statuses: dict[str, str] = Field(description="By conversation id: its badge, or empty.")
 
 
-class ConversationRenameIn(Schema):
-    title: str = Field(min_length=1, max_length=200)
+class ConversationChangeIn(Schema):
+    title: str | None = Field(None, min_length=1, max_length=200)
+    pinned: bool | None = Field(None, description="Pinned ones head the project's list.")
 
 
 class DeletedOut(Schema):

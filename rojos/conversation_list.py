@@ -1,7 +1,8 @@
 """The conversation list: pages of a project's conversations and the status of each.
 
-Pages are a keyset on (updated, id), newest first, so the 100th page costs what the first
-does (the `conversation_page` index); a cursor is the last row's `updated|id`. A status is
+Pages are a keyset on (pinned, updated, id): pinned ones first, then newest first, so the
+100th page costs what the first does (the `conversation_page` index); a cursor is the last
+row's `pinned|updated|id`. A status is
 what the list's badge shows: `running`, `waiting` (a call waits for approval), `failed` (the
 last turn ended in an error or was cut off) or "" — one query for a page, whatever its size.
 """
@@ -44,16 +45,18 @@ def _with_status(conversations: QuerySet[Conversation]) -> QuerySet[Conversation
 
 def cursor_of(conversation: Conversation) -> str:
     """Where the page after this row starts."""
-    return f"{conversation.updated.isoformat()}|{conversation.pk}"
+    return f"{int(conversation.pinned)}|{conversation.updated.isoformat()}|{conversation.pk}"
 
 
 def _after(cursor: str) -> Q | None:
-    updated, _, pk = cursor.partition("|")
+    pinned, _, rest = cursor.partition("|")
+    updated, _, pk = rest.partition("|")
     try:
-        when, number = datetime.fromisoformat(updated), int(pk)
+        flag, when, number = bool(int(pinned)), datetime.fromisoformat(updated), int(pk)
     except ValueError:
         return None
-    return Q(updated__lt=when) | Q(updated=when, pk__lt=number)
+    after = Q(pinned=flag) & (Q(updated__lt=when) | Q(updated=when, pk__lt=number))
+    return after | Q(pinned=False) if flag else after
 
 
 def conversation_page(
@@ -66,7 +69,7 @@ def conversation_page(
     after = _after(before) if before else None
     if after is not None:
         rows = rows.filter(after)
-    rows = _with_status(rows).order_by("-updated", "-pk")
+    rows = _with_status(rows).order_by("-pinned", "-updated", "-pk")
     return list(rows[: max(1, min(limit, 200))])
 
 

@@ -1,6 +1,6 @@
 """Changing conversations: rename, delete, switch the active branch.
 
-Who may: renaming and deleting change what every member sees, so they take a role that
+Who may: renaming, pinning and deleting change what every member sees, so they take a role that
 writes (editors and owners, any conversation of the project); a viewer may do neither.
 Switching branches is part of chatting (any member who may send to the conversation may
 switch it), and is refused while a turn runs: a turn only appends to the active branch.
@@ -26,10 +26,20 @@ class ConversationBusy(TurnBusy):
     """A turn runs in the conversation, and what was asked needs it to have ended (409)."""
 
 
-def conversation_rename(*, conversation: Conversation, title: str) -> Conversation:
-    """(Blocking) Give the conversation a title of one line (the list shows it whole)."""
-    conversation.title = " ".join(title.split())[:200]
-    conversation.save(update_fields=["title"])  # not `updated`: a rename is no new activity
+def conversation_change(
+    *, conversation: Conversation, title: str | None = None, pinned: bool | None = None
+) -> Conversation:
+    """(Blocking) Rename the conversation (a title of one line: the list shows it whole)
+    and pin it to the head of the list or unpin it."""
+    fields = []
+    if title is not None and title.strip():
+        conversation.title = " ".join(title.split())[:200]
+        fields.append("title")
+    if pinned is not None:
+        conversation.pinned = pinned
+        fields.append("pinned")
+    if fields:
+        conversation.save(update_fields=fields)  # not `updated`: no new activity
     return conversation
 
 

@@ -95,6 +95,7 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
         "created": conversation.created,
         "updated": conversation.updated,
         "running": conversation.running,
+        "pinned": conversation.pinned,
         "project_id": conversation.project_id,
         "messages": messages,
         "changes": changes,

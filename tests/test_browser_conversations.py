@@ -103,6 +103,29 @@ def test_an_editor_renames_and_deletes_with_a_confirmation(page_for, users, proj
     assert page.console_errors == []
 
 
+def test_a_pinned_conversation_goes_first_and_stays_there(page_for, users, project):
+    """Pin the oldest of three: it heads the list, marked, after a reload too; unpinned,
+    its mark goes."""
+    *_, oldest = many_conversations(project, users["owner"], 3)
+    page = page_for(users["owner"])
+    page.goto(f"/projects/{project.pk}/")
+    row = page.locator(f'.conversation-list li[data-id="{oldest.pk}"]')
+    row.hover()
+    row.get_by_role("button", name="Pin this conversation").click()
+    titles = page.locator(".conversation-list .conversation-title")
+    expect(titles.first).to_have_text(oldest.title)
+    expect(row).to_have_attribute("data-pinned", "true")
+    page.reload()
+    expect(titles).to_have_text([oldest.title, "Topic 0", "Topic 1"])
+    screenshot(page, "conversations-pinned")
+    row.hover()
+    row.get_by_role("button", name="Unpin this conversation").click()
+    expect(row).not_to_have_attribute("data-pinned", "true")
+    oldest.refresh_from_db()
+    assert oldest.pinned is False
+    assert page.console_errors == []
+
+
 def test_search_finds_a_reply_and_opens_the_conversation_at_it(page_for, users, project):
     """Typing a word of a reply lists the conversation with a snippet; opening it scrolls to
     that reply and highlights it, far down a long conversation."""

@@ -192,3 +192,29 @@ def test_a_turn_waiting_for_approval_still_counts_as_running_for_the_limit(
         )
         list(events)
     assert TurnRecord.objects.get().status == "done"
+
+
+def test_pinned_conversations_head_every_members_list_across_pages(client_for, users, project):
+    """An editor pins the oldest of 70: it comes first for the viewer too, the pages after
+    still hold every other row once; a viewer may not pin (403)."""
+    now = timezone.now()
+    Conversation.objects.bulk_create(
+        Conversation(project=project, user=users["owner"], title=f"c{i}", updated=now)
+        for i in range(70)
+    )
+    oldest = Conversation.objects.order_by("pk").first()
+    Conversation.objects.filter(pk=oldest.pk).update(updated=now - timezone.timedelta(days=9))
+    url = f"/api/conversations/{oldest.pk}"
+    assert client_for(users["viewer"]).http.patch(url, json={"pinned": True}).status_code == 403
+    pinned = client_for(users["editor"]).http.patch(url, json={"pinned": True})
+    assert pinned.status_code == 200 and pinned.json()["pinned"] is True
+    assert pinned.json()["title"] == oldest.title  # a pin renames nothing
+
+    viewer = client_for(users["viewer"])
+    first = viewer.get(f"/api/projects/{project.pk}/conversations").json()
+    rest = viewer.get(
+        f"/api/projects/{project.pk}/conversations", params={"before": first[-1]["cursor"]}
+    ).json()
+    assert first[0]["id"] == oldest.pk and first[0]["pinned"] is True
+    assert len(first) == 50 and len(rest) == 20
+    assert len({item["id"] for item in first + rest}) == 70

@@ -96,7 +96,7 @@ class Migration(migrations.Migration):
     operations = [
         migrations.AlterModelOptions(
             name='conversation',
-            options={'ordering': ['-updated', '-id']},
+            options={'ordering': ['-pinned', '-updated', '-id']},
         ),
         migrations.RemoveConstraint(
             model_name='message',
@@ -105,6 +105,11 @@ class Migration(migrations.Migration):
         migrations.RemoveIndex(
             model_name='conversation',
             name='rojos_conve_project_44f6b0_idx',
+        ),
+        migrations.AddField(
+            model_name='conversation',
+            name='pinned',
+            field=models.BooleanField(default=False),
         ),
         migrations.AddField(
             model_name='conversation',
@@ -128,7 +133,7 @@ class Migration(migrations.Migration):
         ),
         migrations.AddIndex(
             model_name='conversation',
-            index=models.Index(fields=['project', '-updated', '-id'], name='conversation_page'),
+            index=models.Index(fields=['project', '-pinned', '-updated', '-id'], name='conversation_page'),
         ),
         migrations.AddConstraint(
             model_name='message',

@@ -33,6 +33,8 @@ class Conversation(models.Model):
         related_name="conversations",
     )
     title = models.CharField(max_length=200, blank=True)
+    # Pinned conversations head the project's list, for every member.
+    pinned = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     # The running turn, if any: claimed with a conditional UPDATE so that only one turn runs
@@ -48,10 +50,12 @@ class Conversation(models.Model):
     objects = ConversationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["-updated", "-id"]
+        ordering = ["-pinned", "-updated", "-id"]
         indexes = [
-            # The list's pages: keyset on (updated, id) within a project.
-            models.Index(fields=["project", "-updated", "-id"], name="conversation_page"),
+            # The list's pages: keyset on (pinned, updated, id) within a project.
+            models.Index(
+                fields=["project", "-pinned", "-updated", "-id"], name="conversation_page"
+            ),
         ]
 
     def __str__(self) -> str:

@@ -138,6 +138,7 @@ export class ConversationList {
     li.append(link, meta);
     this.setTitle(li, item.title || "Untitled");
     li.dataset.status = item.status ?? "";
+    if (item.pinned) li.dataset.pinned = "true";
     this.decorate(li);
     if (item.id === this.currentId) li.setAttribute("aria-current", "page");
     return li;
@@ -156,8 +157,16 @@ export class ConversationList {
     for (const li of this.list.querySelectorAll("li")) li.removeAttribute("aria-current");
     const li = this.row({ id, title, author: this.username, updated: new Date().toISOString(), status: "" });
     li.setAttribute("aria-current", "page");
-    this.list.prepend(li);
+    this.placeTop(li);
     this.badgeShow(id, "running");
+  }
+
+  /** At the head of the list: of the pinned ones if it is pinned, else just after them. */
+  placeTop(li) {
+    if (li.dataset.pinned) return this.list.prepend(li);
+    const pinned = [...this.list.querySelectorAll("li[data-pinned]")].filter((row) => row !== li);
+    if (pinned.length) pinned.at(-1).after(li);
+    else this.list.prepend(li);
   }
 
   /** A turn in conversation `id`: it is the most recent now, and running. */
@@ -165,7 +174,7 @@ export class ConversationList {
     const li = this.list.querySelector(`li[data-id="${id}"]`);
     if (!li) return;
     showTime(li.querySelector("time"), new Date());
-    this.list.prepend(li);
+    this.placeTop(li);
     this.badgeShow(id, "running");
   }
 
@@ -175,11 +184,34 @@ export class ConversationList {
     if (!this.canWrite || li.querySelector(".conversation-actions")) return;
     const actions = document.createElement("span");
     actions.className = "conversation-actions";
+    const pin = small("📌", "", () => this.pin(li));
+    this.pinLabel(li, pin);
     actions.append(
+      pin,
       small("✎", "Rename this conversation", () => this.rename(li)),
       small("🗑", "Delete this conversation", () => this.confirmDelete(li)),
     );
     meta.after(actions);
+  }
+
+  pinLabel(li, pin) {
+    const label = li.dataset.pinned ? "Unpin this conversation" : "Pin this conversation";
+    pin.title = label;
+    pin.setAttribute("aria-label", label);
+  }
+
+  async pin(li) {
+    const pinned = !li.dataset.pinned;
+    try {
+      await request(`/api/conversations/${li.dataset.id}`, { method: "PATCH", json: { pinned } });
+    } catch (error) {
+      alert(error instanceof ApiError ? error.message : "Could not pin it.");
+      return;
+    }
+    if (pinned) li.dataset.pinned = "true";
+    else delete li.dataset.pinned;
+    this.pinLabel(li, li.querySelector(".conversation-action"));
+    this.placeTop(li);
   }
 
   rename(li) {
