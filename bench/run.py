@@ -169,6 +169,12 @@ class Bench:
         ]
         return window_section(builds, [session_cost(self.user, turns) for turns in (25, 50)])
 
+    def conversations(self) -> Section:
+        from .conversations import conversations_bench, conversations_section
+
+        print("\n# 7. Conversations", flush=True)
+        return conversations_section(conversations_bench(self.user))
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -181,7 +187,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
     parser.add_argument(
         "--only",
-        choices=["database", "window"],
+        choices=["database", "window", "conversations"],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )
     args = parser.parse_args(argv)
@@ -204,6 +210,7 @@ def main(argv: list[str] | None = None) -> None:
             bench.big_files(),
             bench.database(),
             bench.window(),
+            bench.conversations(),
         ]
     except BaseException:
         log = scratch / "server.log"

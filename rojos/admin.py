@@ -10,6 +10,7 @@ from django.urls import path
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from .branches import branch_count
 from .context_window import window_of
 from .models import (
     Conversation,
@@ -166,9 +167,13 @@ class MessageInline(ReadOnly, admin.TabularInline):
     model = Message
     extra = 0
     can_delete = False
-    fields = ["position", "role", "text", "calls", "outcome", "created"]
+    fields = ["branch_number", "position", "role", "text", "calls", "outcome", "created"]
     readonly_fields = fields
-    ordering = ["position"]
+    ordering = ["branch", "position"]
+
+    @admin.display(description="branch")
+    def branch_number(self, message: Message) -> int:
+        return message.branch + 1  # as the chat counts them
 
     @admin.display(description="content")
     def text(self, message: Message):
@@ -221,11 +226,22 @@ class ConversationAdmin(ReadOnly, admin.ModelAdmin):
     list_select_related = ["project", "rojo", "user"]  # rojo and user may be empty
     list_filter = ["project", "rojo", "user"]
     search_fields = ["title", "messages__content"]
-    readonly_fields = ["project", "rojo", "user", "title", "created", "updated"]
+    readonly_fields = ["project", "rojo", "user", "title", "created", "updated", "branch_forks"]
     inlines = [MessageInline, TurnRecordInline]
 
     class Media:
         css = {"all": ["rojo/admin.css"]}  # long messages and tool calls wrap
+
+    @admin.display(description="branches")
+    def branch_forks(self, conversation: Conversation) -> str:
+        """Which branch the chat shows, and where each other one forked (1-based)."""
+        shown = f"Branch {conversation.branch + 1} of {branch_count(conversation)} is shown."
+        forks = [
+            f"Branch {f['id'] + 1} replaces message {f['replaced']} (position {f['at']}) "
+            f"of branch {f['parent'] + 1}."
+            for f in conversation.branches or ()
+        ]
+        return " ".join([shown, *forks])
 
 
 @admin.register(FileChange)

@@ -11,29 +11,38 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import NinjaAPI, Status, Swagger
 from ninja.security import django_auth
 
-from roject.access import aproject_access
+from roject.access import project_access
 from roject.api_answers import answers
 from roject.files_api import router as files_router
 from roject.selectors import membership_list
 from roject.token_auth import token_auth
 
-from . import selectors, turn_relay, turns, undo, usage_report
+from . import conversation_list as listing
+from . import conversations, selectors, turn_relay, turns, undo, usage_report
 from .api_errors import error_handlers_add
 from .api_schemas import (
     ApprovalIn,
     ApprovalOut,
+    BranchIn,
+    BranchOut,
     ChangeDiffOut,
     ChatIn,
+    ConversationChangeIn,
     ConversationDetail,
+    ConversationItem,
     ConversationOut,
+    ConversationStatusOut,
     ConversationUsageOut,
+    DeletedOut,
     ProjectOut,
     RojoOut,
+    SearchHitOut,
     StopOut,
     UndoneOut,
     UndoTurnIn,
 )
 from .export import conversation_export_json, conversation_export_markdown
+from .search import conversation_search
 from .wire import WireEvent, encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
@@ -70,13 +79,82 @@ def rojo_list(request: HttpRequest):
 
 @api.get(
     "/projects/{project_id}/conversations",
-    response=answers(list[ConversationOut], 404, 422),
+    response=answers(list[ConversationItem], 404, 422),
     tags=["chat"],
 )
-async def conversation_list(request: HttpRequest, project_id: int):
-    """A project's conversations, newest first."""
-    access = await aproject_access(user=request.auth, project_id=project_id)
-    return [c async for c in selectors.conversation_list(project=access.project)]
+def conversation_list(request: HttpRequest, project_id: int, before: str = "", limit: int = 50):
+    """A page of a project's conversations, newest first, with their author and badge;
+    the next page starts `before` the last one's `cursor`."""
+    access = project_access(user=request.auth, project_id=project_id)
+    return listing.conversation_page(project=access.project, before=before, limit=limit)
+
+
+@api.get(
+    "/projects/{project_id}/conversations/status",
+    response=answers(ConversationStatusOut, 404, 422),
+    tags=["chat"],
+)
+def conversation_status(request: HttpRequest, project_id: int, ids: str = ""):
+    """The badges of the conversations `ids` (comma-separated) and of every running one:
+    light enough to poll every few seconds."""
+    access = project_access(user=request.auth, project_id=project_id)
+    wanted = [int(i) for i in ids.split(",") if i.isdigit() and len(i) <= 18]
+    statuses = listing.conversation_statuses(project=access.project, ids=wanted)
+    return {"statuses": {str(k): v for k, v in statuses.items()}}
+
+
+@api.get("/search", response=answers(list[SearchHitOut], 422), tags=["chat"])
+def search(request: HttpRequest, q: str = "", project: int | None = None):
+    """Conversations whose title, and messages whose text, contain every word of `q`, in
+    your projects (or one of them): the database's full-text index, the last word a prefix."""
+    return conversation_search(user=request.auth, query=q[:500], project_id=project)
+
+
+@api.patch(
+    "/conversations/{conversation_id}",
+    response=answers(ConversationOut, 403, 404, 422),
+    tags=["chat"],
+)
+def conversation_change(request: HttpRequest, conversation_id: int, payload: ConversationChangeIn):
+    """Rename a conversation or pin it: editors and owners, any conversation of the project."""
+    conversation, _ = selectors.conversation_access(
+        user=request.auth, conversation_id=conversation_id, write=True
+    )
+    return conversations.conversation_change(
+        conversation=conversation, title=payload.title, pinned=payload.pinned
+    )
+
+
+@api.delete(
+    "/conversations/{conversation_id}",
+    response=answers(DeletedOut, 403, 404, 409, 422),
+    tags=["chat"],
+)
+async def conversation_delete(request: HttpRequest, conversation_id: int):
+    """Delete a conversation (editors and owners); a running reply is stopped first. The
+    files it changed stay, and their changes can still be undone from the admin."""
+    conversation, _ = await selectors.aconversation_access(
+        user=request.auth, conversation_id=conversation_id, write=True
+    )
+    await conversations.conversation_delete(conversation=conversation)
+    return {"deleted": conversation.pk}
+
+
+@api.post(
+    "/conversations/{conversation_id}/branch",
+    response=answers(BranchOut, 404, 409, 422),
+    tags=["chat"],
+)
+def conversation_branch(request: HttpRequest, conversation_id: int, payload: BranchIn):
+    """Show another branch: the newest one through `message` (a `< 2/3 >` choice); 409
+    while a reply runs."""
+    conversation, _ = selectors.conversation_access(
+        user=request.auth, conversation_id=conversation_id
+    )
+    branch = conversations.conversation_branch_switch(
+        conversation=conversation, message_id=payload.message
+    )
+    return {"branch": branch}
 
 
 @api.get(
@@ -217,7 +295,12 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         user=user, project_id=project_id, rojo=payload.rojo, conversation_id=payload.conversation
     )
     turn = await turns.turn_start(
-        access=access, user=user, rojo=rojo, conversation=conversation, message=payload.message
+        access=access,
+        user=user,
+        rojo=rojo,
+        conversation=conversation,
+        message=payload.message,
+        replace=payload.replace,
     )
     return _stream(request, turn.follow())
 

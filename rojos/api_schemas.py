@@ -8,6 +8,7 @@ from datetime import datetime
 from ninja import Field, Schema
 
 from .context_window import window_of
+from .conversation_list import cursor_of
 
 
 class ProjectOut(Schema):
@@ -47,6 +48,51 @@ class ConversationOut(Schema):
     allowed_tools: list[str] = Field(
         description="Tools allowed for the rest of this conversation: they no longer ask."
     )
+    pinned: bool
+
+
+class ConversationItem(ConversationOut):
+    author: str = Field(description="Who started it; empty for a deleted user.")
+    status: str = Field(description="running, waiting (for approval), failed, or empty.")
+    cursor: str = Field(description="Pass as `before` for the page after this one.")
+
+    @staticmethod
+    def resolve_author(conversation) -> str:
+        return conversation.user.get_username() if conversation.user else ""
+
+    @staticmethod
+    def resolve_cursor(conversation) -> str:
+        return cursor_of(conversation)
+
+
+class ConversationStatusOut(Schema):
+    statuses: dict[str, str] = Field(description="By conversation id: its badge, or empty.")
+
+
+class ConversationChangeIn(Schema):
+    title: str | None = Field(None, min_length=1, max_length=200)
+    pinned: bool | None = Field(None, description="Pinned ones head the project's list.")
+
+
+class DeletedOut(Schema):
+    deleted: int
+
+
+class BranchIn(Schema):
+    message: int = Field(description="A message of the branch to show: its newest is shown.")
+
+
+class BranchOut(Schema):
+    branch: int
+
+
+class SearchHitOut(Schema):
+    conversation: int
+    title: str
+    project: int
+    project_name: str
+    message: int | None = Field(description="The matching message; null when the title did.")
+    snippet: str
 
 
 class MessageOut(Schema):
@@ -107,6 +153,11 @@ class ConversationDetail(ConversationOut):
     turns: list[TurnOut]
     events: list[dict] = Field(description="Each stored turn's events, as the chat streams them.")
     usage: ConversationUsageOut
+    branch: int = Field(description="The active branch, which the messages and events follow.")
+    choices: dict[str, list[int]] = Field(
+        description="By message id: the ids of its alternatives (edits, regenerations), "
+        "oldest first, itself included; only messages that have some."
+    )
 
 
 class ApprovalIn(Schema):
@@ -143,3 +194,8 @@ class ChatIn(Schema):
     rojo: int | str = Field(description="The rojo's id or slug.")
     message: str = Field(min_length=1, max_length=100_000)
     conversation: int | None = None
+    replace: int | None = Field(
+        None,
+        description="The id of a user message of the conversation's active branch: the "
+        "message replaces it on a new branch (an edit; the same text regenerates the reply).",
+    )

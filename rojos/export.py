@@ -3,6 +3,7 @@
 import json
 import re
 
+from .branches import branch_count, branch_messages
 from .models import Conversation, FileChange, Message, TurnRecord
 from .replay import conversation_replay
 
@@ -10,6 +11,7 @@ from .replay import conversation_replay
 def _message_json(message: Message) -> dict:
     data = {
         "id": message.pk,
+        "branch": message.branch,
         "position": message.position,
         "role": message.role,
         "content": message.content,
@@ -29,10 +31,11 @@ def _message_json(message: Message) -> dict:
 
 
 def conversation_export_json(conversation: Conversation) -> dict:
-    """The stored OpenAI-format messages with the conversation's metadata, turn outcomes and
-    the file changes its calls made (and whether each was undone)."""
+    """The stored OpenAI-format messages of every branch (each with its `branch`; the active
+    one's path is `branch_path`) with the conversation's metadata, its forks, turn outcomes
+    and the file changes its calls made (and whether each was undone)."""
     rojo = conversation.rojo
-    messages = Message.objects.filter(conversation=conversation).order_by("position")
+    messages = Message.objects.filter(conversation=conversation).order_by("branch", "position")
     turns = TurnRecord.objects.filter(conversation=conversation)
     changes = FileChange.objects.filter(conversation=conversation).order_by("created", "pk")
     return {
@@ -44,7 +47,10 @@ def conversation_export_json(conversation: Conversation) -> dict:
             "user": conversation.user.get_username() if conversation.user else None,
             "created": conversation.created.isoformat(),
             "updated": conversation.updated.isoformat(),
+            "branch": conversation.branch,
+            "branches": conversation.branches,
         },
+        "branch_path": list(branch_messages(conversation).values_list("pk", flat=True)),
         "messages": [_message_json(m) for m in messages],
         "turns": [
             {
@@ -85,7 +91,29 @@ def conversation_export_markdown(conversation: Conversation) -> str:
             "pk", flat=True
         )
     )
-    for turn in conversation_replay(conversation):
+    if conversation.branches:
+        lines += [
+            "",
+            f"_Branch {conversation.branch + 1} of {branch_count(conversation)}, the one shown "
+            "in the chat; the others follow._",
+        ]
+    lines += _turns_markdown(conversation_replay(conversation), undone)
+    others = [f for f in conversation.branches or () if f["id"] != conversation.branch]
+    if conversation.branch:
+        others.insert(0, {"id": 0, "at": 0})
+    for fork in others:
+        turns = conversation_replay(conversation, branch=fork["id"])
+        lines += ["", "---", "", f"# Branch {fork['id'] + 1} of {branch_count(conversation)}"]
+        if fork["at"]:
+            lines += ["", f"_The conversation up to its message {fork['at'] + 1}, then:_"]
+        lines += _turns_markdown([t for t in turns if t.user.position >= fork["at"]], undone)
+    return "\n".join(lines) + "\n"
+
+
+def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
+    """The transcript lines of some turns."""
+    lines: list[str] = []
+    for turn in turns:
         text = turn.user.content or ""
         lines += ["", "## You", "", _fences_closed(text)]
         speaking = False
@@ -113,7 +141,7 @@ def conversation_export_markdown(conversation: Conversation) -> str:
             elif event.type == "ERROR":
                 lines += ["", f"> **Error:** {data['message']}"]
                 speaking = False
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def _inline_code(text: str, limit: int = 200) -> str:

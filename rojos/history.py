@@ -18,6 +18,7 @@ from asgiref.sync import sync_to_async
 from django.db import DatabaseError, transaction
 from django.db.models import Model
 
+from .branches import branch_messages
 from .models import Conversation, Message
 
 logger = logging.getLogger(__name__)
@@ -67,18 +68,14 @@ def _tool_message(call: dict, result: Any, *, ok: bool) -> dict:
     }
 
 
-async def call_open(conversation_id: int, call_id: str) -> bool:
-    """Whether a call of the conversation's last assistant message still has no result."""
-    last = (
-        await Message.objects.filter(conversation_id=conversation_id, role=Message.Role.ASSISTANT)
-        .order_by("-position")
-        .afirst()
-    )
+async def call_open(conversation: Conversation, call_id: str) -> bool:
+    """Whether a call of the last assistant message of the conversation's active branch
+    still has no result."""
+    path = branch_messages(conversation)
+    last = await path.filter(role=Message.Role.ASSISTANT).order_by("-position").afirst()
     if last is None or not any(call.get("id") == call_id for call in last.tool_calls or ()):
         return False
-    answered = Message.objects.filter(
-        conversation_id=conversation_id, position__gt=last.position, tool_call_id=call_id
-    )
+    answered = path.filter(position__gt=last.position, tool_call_id=call_id)
     return not await answered.aexists()
 
 
@@ -114,7 +111,7 @@ class History:
     def load_blocking(cls, conversation: Conversation) -> "History":
         """(Blocking) The messages, in one query; calls a crash left open are answered
         interrupted right away."""
-        history = cls(conversation, list(Message.objects.filter(conversation=conversation)))
+        history = cls(conversation, list(branch_messages(conversation)))
         history.cut_off = unanswered_calls(history.messages)
         for call in history.cut_off:
             history.append_blocking(**_tool_message(call, INTERRUPTED, ok=False))
@@ -126,7 +123,10 @@ class History:
     def append_blocking(self, **fields) -> Message:
         """(Blocking) Store one message, from the database thread."""
         message = Message.objects.create(
-            conversation=self.conversation, position=self._next_position(), **fields
+            conversation=self.conversation,
+            branch=self.conversation.branch,
+            position=self._next_position(),
+            **fields,
         )
         self.messages.append(message)
         return message
@@ -154,7 +154,10 @@ class History:
             if row:
                 row.save()
             return Message.objects.create(
-                conversation=self.conversation, position=position, **fields
+                conversation=self.conversation,
+                branch=self.conversation.branch,
+                position=position,
+                **fields,
             )
 
     async def add_tool_result(

@@ -47,8 +47,9 @@ class _Numbered:
 
 
 def conversation_replay(conversation: Conversation, **loaded) -> list[ReplayTurn]:
-    """Rebuild each turn's wire events from the stored messages and turn records (`loaded`:
-    what the caller has read of them already, see stored_events.conversation_turns)."""
+    """Rebuild each turn's wire events from the stored messages and turn records of the
+    active branch (`loaded`: what the caller has read of them already, or `branch=N` for
+    another branch's path; see stored_events.conversation_turns)."""
     turns = []
     for user, events in conversation_turns(conversation, **loaded):
         numbering = _Numbered()

@@ -10,6 +10,7 @@ from roject.access import LoginRequired, ProjectAccess, aproject_access, object_
 from roject.errors import AppError
 from roject.models import Project
 
+from .branches import branch_choices, branch_messages
 from .budgets import budget_check
 from .models import Conversation, FileChange, Message, Rojo, TurnRecord
 from .replay import conversation_events
@@ -84,7 +85,7 @@ def conversation_list(*, project: Project) -> QuerySet[Conversation]:
 def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
     """(Blocking) The conversation with its messages, file changes and turn records, and the
     events of its turns (which the page renders through its live handler)."""
-    messages = list(Message.objects.filter(conversation=conversation))
+    messages = list(branch_messages(conversation))
     changes = list(FileChange.objects.filter(conversation=conversation))
     records = list(TurnRecord.objects.filter(conversation=conversation))
     return {
@@ -97,6 +98,7 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
         "running": conversation.running,
         "waiting_approval": conversation.waiting_approval,
         "allowed_tools": conversation.allowed_tools,
+        "pinned": conversation.pinned,
         "project_id": conversation.project_id,
         "messages": messages,
         "changes": changes,
@@ -105,6 +107,8 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
             conversation, messages=messages, records=records, changes=changes
         ),
         "usage": conversation_usage(conversation=conversation, messages=messages),
+        "branch": conversation.branch,
+        "choices": {str(k): v for k, v in branch_choices(conversation, messages).items()},
     }
 
 
@@ -156,15 +160,12 @@ def turn_changes_list(*, conversation: Conversation, message_id: int) -> list[Fi
     ).first()
     if start is None:
         raise Http404("No such message.")
-    end = (
-        Message.objects.filter(
-            conversation=conversation, role=Message.Role.USER, position__gt=start.position
-        )
-        .order_by("position")
-        .first()
-    )
+    path = branch_messages(conversation, start.branch)  # the branch the turn is on
+    end = path.filter(role=Message.Role.USER, position__gt=start.position).order_by("position")
+    end = end.first()
     changes = FileChange.objects.filter(
-        conversation=conversation, message__position__gt=start.position
+        conversation=conversation,
+        message__in=path.filter(position__gt=start.position).values("pk"),
     )
     if end is not None:
         changes = changes.filter(message__position__lt=end.position)

@@ -7,6 +7,7 @@ so a stored turn reads as the live one did.
 
 from collections.abc import Iterable, Iterator
 
+from .branches import branch_messages
 from .events import (
     ChatEvent,
     DoneEvent,
@@ -82,14 +83,16 @@ def conversation_turns(
     messages: list[Message] | None = None,
     records: list[TurnRecord] | None = None,
     changes: list[FileChange] | None = None,
+    branch: int | None = None,
 ) -> list[tuple[Message, list[TurnEvent]]]:
     """(Blocking) Each user message of the conversation with the events of its turn: START,
     the reply's events, the turn's ERROR if it ended with one, and DONE.
 
-    Three queries, fewer for what the caller has loaded already (in position order).
+    Three queries, fewer for what the caller has loaded already (in position order): the
+    active branch's messages, or those of `branch`'s path.
     """
     if messages is None:
-        messages = list(Message.objects.filter(conversation=conversation).order_by("position"))
+        messages = list(branch_messages(conversation, branch).order_by("position"))
     if records is None:
         records = list(TurnRecord.objects.filter(conversation=conversation))
     if changes is None:

@@ -18,13 +18,18 @@ from .models import Conversation
 logger = logging.getLogger(__name__)
 
 
-def turn_claim_blocking(conversation_id: int, turn_id: uuid.UUID) -> bool | None:
+def turn_claim_blocking(
+    conversation_id: int, turn_id: uuid.UUID, *, branch: int | None = None
+) -> bool | None:
     """(Blocking) Claim a conversation for a turn: True when it was free, False when this took
     over the claim of a turn that a crash cut off (its heartbeat stopped), None when a turn
-    is running. Only a takeover calls for repairs: every turn that ends gives its claim up
-    in the transaction that records how it ended."""
+    is running (or, with `branch`, when its active branch is no longer that one). Only a
+    takeover calls for repairs: every turn that ends gives its claim up in the transaction
+    that records how it ended."""
     now = timezone.now()
     rows = Conversation.objects.filter(pk=conversation_id)
+    if branch is not None:
+        rows = rows.filter(branch=branch)
     if rows.filter(turn_id__isnull=True).update(turn_id=turn_id, turn_heartbeat=now):
         return True
     stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)

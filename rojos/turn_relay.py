@@ -119,7 +119,7 @@ async def turn_approve(
     """
     if not await Conversation.objects.running().filter(pk=conversation.pk).aexists():
         return "No reply is running in this conversation."
-    if not await call_open(conversation.pk, call_id):
+    if not await call_open(conversation, call_id):
         return (
             "That tool call is not waiting for a decision: it was decided already, or it is "
             "not one of this reply's calls."

@@ -19,6 +19,7 @@ from asgiref.sync import sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import transaction
+from django.http import Http404
 from django.utils import timezone
 
 from roject import storage
@@ -26,6 +27,7 @@ from roject.access import ProjectAccess
 from roject.db_threads import own_thread
 
 from .agent import agent_loop
+from .branches import branch_fork, branch_started
 from .clients import rojo_client
 from .errors import TurnBusy, TurnError, TurnNotStarted
 from .events import DoneEvent, StartEvent
@@ -59,6 +61,7 @@ async def turn_start(
     message: str,
     auto_approve: bool | None = None,
     limits: bool = True,
+    replace: int | None = None,
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message and start the
     turn's task.
@@ -67,14 +70,16 @@ async def turn_start(
     (unless `limits` is False: an operator's command) and TurnBusy when a turn is already
     running; TurnNotStarted, after storing the message and recording the turn as failed,
     when the turn cannot start (the channel layer or the database is down). Calls that need
-    approval wait for a person unless `auto_approve` decides them all (scripts).
+    approval wait for a person unless `auto_approve` decides them all (scripts). With
+    `replace`, the id of a user message of the active branch, the message forks the
+    conversation there (an edit, or a regenerate with the same text: rojos/branches.py).
 
     A client that hangs up meanwhile does not stop the start half-way (a stored message
     and a claim with no turn behind it): a turn outlives its request, so it starts, and the
     cancellation goes on once it has.
     """
     starting = asyncio.ensure_future(
-        _turn_start(access, user, rojo, conversation, message, auto_approve, limits)
+        _turn_start(access, user, rojo, conversation, message, auto_approve, limits, replace)
     )
     try:
         return await asyncio.shield(starting)
@@ -84,9 +89,13 @@ async def turn_start(
         raise
 
 
-async def _turn_start(access, user, rojo, conversation, message, auto_approve, limits) -> Turn:
+async def _turn_start(
+    access, user, rojo, conversation, message, auto_approve, limits, replace
+) -> Turn:
     turn_id = uuid.uuid4()
-    begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id, limits)
+    begun = await sync_to_async(_begin)(
+        access, conversation, rojo, user, message, turn_id, limits, replace
+    )
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
@@ -152,6 +161,7 @@ def _begin(
     message: str,
     turn_id: uuid.UUID,
     limits: bool,
+    replace: int | None = None,
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
@@ -178,21 +188,51 @@ def _begin(
             )
             history, free = History(conversation, []), True
         else:
-            free = turn_claim_blocking(conversation.pk, turn_id)
+            free = _claim(conversation, turn_id)
             if free is None:
                 return None
             history = History.load_blocking(conversation)
         repair = conversation_repair(
             conversation=conversation, history=history, root=root, taken_over=not free
         )
+        changed = ["rojo"] if conversation.rojo_id != rojo.pk else []
+        if replace is not None:
+            history = _fork(conversation, history, replace)
+            changed += ["branch", "branches"]
         user_message = history.append_blocking(role=Message.Role.USER, content=message)
         record = TurnRecord.objects.create(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
         )
-        if conversation.rojo_id != rojo.pk:
-            conversation.rojo = rojo
-            conversation.save(update_fields=["rojo"])
+        if replace is not None:
+            branch_started(conversation, first=user_message)
+        conversation.rojo = rojo
+        if changed:
+            conversation.save(update_fields=changed)
     return _Begun(conversation, history, user_message, record, repair)
+
+
+def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:
+    """(Blocking) Claim the conversation on the branch it was read with; if another request
+    forked or switched it since, read its branches again and claim that one. A path depends
+    only on its branch's ancestors, which never change: the same branch, the same path."""
+    free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
+    if free is None:
+        conversation.refresh_from_db(fields=["branch", "branches"])
+        free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
+    return free
+
+
+def _fork(conversation: Conversation, history: History, replace: int) -> History:
+    """(Blocking) The history a message replacing the user message `replace` continues:
+    the active path before it, on a new branch; 404 for no such message on that path."""
+    replaced = next(
+        (m for m in history.messages if m.pk == replace and m.role == Message.Role.USER), None
+    )
+    if replaced is None:
+        raise Http404("No such message in this conversation's active branch.")
+    index = history.messages.index(replaced)
+    branch_fork(conversation, messages=history.messages, replaced=replaced)
+    return History(conversation, history.messages[:index])
 
 
 async def _run_in_own_thread(turn: Turn, **kwargs) -> None:

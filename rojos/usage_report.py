@@ -8,6 +8,7 @@ from decimal import Decimal
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 
+from .branches import branch_messages
 from .compaction import compact
 from .context_window import (
     DEFAULT_CHARS_PER_TOKEN,
@@ -64,7 +65,7 @@ def conversation_usage(
     One query, two when the messages are not given.
     """
     if messages is None:
-        messages = list(Message.objects.filter(conversation=conversation))
+        messages = list(branch_messages(conversation))
     rows = list(
         UsageRecord.objects.filter(conversation=conversation).values(
             "message_id", *_FIELDS, "cost", "reported"

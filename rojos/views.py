@@ -7,8 +7,9 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 
 from roject.access import project_access
 
-from .models import Rojo
-from .selectors import conversation_list, rojo_list
+from .conversation_list import PAGE_SIZE, conversation_page, cursor_of
+from .models import Conversation, Rojo
+from .selectors import rojo_list
 from .tools import registry
 
 
@@ -28,10 +29,10 @@ def _rojo_config(rojo: Rojo) -> dict:
 def project_page(request, project_id: int, conversation_id: int | None = None):
     """A project's files, its conversations and the chat panel."""
     access = project_access(user=request.user, project_id=project_id)
-    conversations = conversation_list(project=access.project)
+    conversations = conversation_page(project=access.project)
     current = None
     if conversation_id is not None:
-        current = conversations.filter(pk=conversation_id).first()
+        current = Conversation.objects.filter(pk=conversation_id, project=access.project).first()
         if current is None:
             raise Http404("No such conversation.")
     config = {
@@ -44,6 +45,8 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         "writingTools": [tool.name for tool in registry if tool.writes],
         # An outside agent's calls through MCP: shown with their Undo, never continued here.
         "mcpConversation": bool(current and current.via_mcp),
+        "username": request.user.get_username(),
+        "nextCursor": cursor_of(conversations[-1]) if len(conversations) >= PAGE_SIZE else "",
     }
     return render(
         request,
@@ -51,7 +54,7 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         {
             "access": access,
             "project": access.project,
-            "conversations": conversations[:200],
+            "conversations": conversations,
             "current": current,
             "config": config,
             "mcp_url": request.build_absolute_uri(f"/mcp/projects/{access.project.slug}"),

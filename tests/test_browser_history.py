@@ -56,13 +56,16 @@ def test_a_reopened_conversation_renders_exactly_as_it_did_live(
     screenshot(page, "history-live")
     assert [name for name, _ in live["items"]] == [
         "bubble user",
+        "message-tools",
         "tool-line ok",
         "tool-line ok",  # its Undo inline, on its own row
         "bubble assistant",
         "undo undo-turn",
         "bubble user",
+        "message-tools",
         "tool-line error",
         "bubble assistant",
+        "turn-actions",
     ]
     conversation = Conversation.objects.get()
     Conversation.objects.create(project=project, title="A newer one")  # listed first now

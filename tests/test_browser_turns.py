@@ -266,10 +266,12 @@ def test_reopened_conversation_shows_the_history_as_it_happened(
     # this turn".
     assert [name for name, _ in live] == [
         "bubble user",
+        "message-tools",
         "tool-line ok",
         "tool-line ok",
         "bubble assistant",
         "undo undo-turn",
+        "turn-actions",
     ]
     lines = reopened.locator(".tool-line")
     expect(lines.locator("summary button.undo")).to_have_count(2)

@@ -106,8 +106,12 @@ def test_json_holds_the_openai_format_messages_metadata_and_turn_outcomes(client
         "user": "editor",
         "created": data["conversation"]["created"],
         "updated": data["conversation"]["updated"],
+        "branch": 0,
+        "branches": [],
     }
     messages = data["messages"]
+    assert data["branch_path"] == [m.pk for m in stored]
+    assert {m["branch"] for m in messages} == {0}
     assert [m["id"] for m in messages] == [m.pk for m in stored]
     assert [m["position"] for m in messages] == list(range(10))
     assert [(m["role"], m["content"]) for m in messages] == [

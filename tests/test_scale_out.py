@@ -13,7 +13,7 @@ from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, TurnRecord
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, big_text, files_in, make_rojo, stored_history
-from tests.live_server import Event, parse_sse, read_until
+from tests.live_server import Event, parse_sse, read_until, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -144,3 +144,32 @@ def test_reattaching_through_the_other_process_streams_the_rest(
     assert [e.id for e in seen + rest] == list(range(1, len(seen) + len(rest) + 1))
     assert rest[-1].type == "DONE"
     assert chat_text(seen + rest) == "w " * 40
+
+
+def test_badges_and_a_delete_reach_across_processes(
+    other_process, client_for, users, project, fake_provider
+):
+    """A turn waiting for approval on one process is `waiting` in the other's list; deleting
+    it through the other process stops the turn first (the waiting call never runs)."""
+    root = project_root_create(project.pk)
+    (root / "b.txt").write_text("b before\n")
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*tool_call_chunks([write("b.txt", "b after\n")])))
+    on_one = client_for(users["editor"])
+    on_two = client_for(users["owner"], base_url=other_process.base_url)
+    with on_one.chat_stream(project.pk, rojo=rojo.slug, message="Rewrite b") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = read_until(events, "APPROVAL_REQUIRED")[0].data["conversation"]
+
+        def badge() -> str:
+            url = f"/api/projects/{project.pk}/conversations/status"
+            return on_two.get(url, params={"ids": conversation}).json()["statuses"][
+                str(conversation)
+            ]
+
+        wait_until(lambda: badge() == "waiting")
+        deleted = on_two.http.delete(f"/api/conversations/{conversation}")
+        assert deleted.status_code == 200, deleted.text
+        assert [e.type for e in events][-2:] == ["ERROR", "DONE"]
+    assert not Conversation.objects.filter(pk=conversation).exists()
+    assert (root / "b.txt").read_text() == "b before\n"  # it was never approved

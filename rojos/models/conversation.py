@@ -33,6 +33,8 @@ class Conversation(models.Model):
         related_name="conversations",
     )
     title = models.CharField(max_length=200, blank=True)
+    # Pinned conversations head the project's list, for every member.
+    pinned = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
     # An outside agent's calls through MCP with one token (one conversation per token and
@@ -56,12 +58,22 @@ class Conversation(models.Model):
     # Since when the running turn waits for a person's approval (None: it does not), for the
     # conversation list's badge on every server process.
     approval_waiting = models.DateTimeField(null=True, blank=True, editable=False)
+    # The active branch (0: the first) and the forks made by editing or regenerating, one
+    # entry each: {"id", "parent", "at", "after", "first", "replaced"} (rojos/branches.py).
+    # Kept on the row, so loading the active branch stays one query of messages.
+    branch = models.PositiveIntegerField(default=0, editable=False)
+    branches = models.JSONField(default=list, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()
 
     class Meta:
-        ordering = ["-updated"]
-        indexes = [models.Index(fields=["project", "-updated"])]
+        ordering = ["-pinned", "-updated", "-id"]
+        indexes = [
+            # The list's pages: keyset on (pinned, updated, id) within a project.
+            models.Index(
+                fields=["project", "-pinned", "-updated", "-id"], name="conversation_page"
+            ),
+        ]
         constraints = [
             models.UniqueConstraint(
                 fields=["via_token", "project"],
@@ -108,6 +120,9 @@ class Message(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
+    # Which branch of the conversation holds it (rojos/branches.py) and its place along that
+    # branch's path from the first message: positions on one path run 0, 1, 2, ... .
+    branch = models.PositiveIntegerField(default=0)
     position = models.PositiveIntegerField()
     role = models.CharField(max_length=10, choices=Role.choices)
     # null, as in the OpenAI format, for an assistant message that only calls tools.
@@ -129,7 +144,7 @@ class Message(models.Model):
         ordering = ["conversation_id", "position"]  # the column: ordering by the relation joins
         constraints = [
             models.UniqueConstraint(
-                fields=["conversation", "position"], name="unique_message_position"
+                fields=["conversation", "branch", "position"], name="unique_message_position"
             ),
         ]
 
@@ -142,6 +157,7 @@ class TurnRecord(models.Model):
 
     class Status(models.TextChoices):
         RUNNING = "running"
+        # Running, and a tool call waits for someone's approval (the list's badge).
         DONE = "done"
         ERROR = "error"
         STOPPED = "stopped"

@@ -95,10 +95,12 @@ export class ChatPanel extends EventTarget {
         if (this.history) {
           const times = this.history.times.get(data.message);
           const bubble = this.log.addUser(this.history.asked.get(data.message) ?? "");
+          bubble.dataset.message = data.message;
           if (times) stampTime(bubble, times.asked);
           this.history.replied = times?.replied;
           break;
         }
+        if (this.sentBubble) this.sentBubble.dataset.message = data.message;
         this.turnStarted = true;
         this.joinConversation(data.conversation);
         if (this.stopWanted) this.stop();
@@ -202,23 +204,30 @@ export class ChatPanel extends EventTarget {
     this.dispatchEvent(new Event("turn-finished"));
   }
 
-  async send() {
-    const text = this.input.value.trim();
+  /** Send the box's text; or `text` in place of the user message `replace` (an edit, a
+   * regenerate: the conversation forks there), `before` being what the log drops for it. */
+  async send({ text: given, replace = null, before = null } = {}) {
+    const text = (given ?? this.input.value).trim();
     if (!text || this.busy) return;
     if (!this.rojoId) {
       this.log.addError("Pick a rojo first.");
       return;
     }
-    this.input.value = "";
+    if (given === undefined) this.input.value = "";
     this.turnStarted = false;
     this.setBusy(true);
+    if (before) {
+      while (before.nextSibling) before.nextSibling.remove();
+      before.remove();
+    }
     const bubble = this.log.addUser(text);
+    this.sentBubble = bubble;
     this.lastEventId = 0;
     let response;
     try {
       response = await request(`/api/projects/${this.projectId}/chat`, {
         method: "POST",
-        json: { rojo: this.rojoId, message: text, conversation: this.conversationId },
+        json: { rojo: this.rojoId, message: text, conversation: this.conversationId, replace },
         accept: "text/event-stream",
       });
     } catch (error) {
@@ -228,7 +237,7 @@ export class ChatPanel extends EventTarget {
       } else {
         // Not sent (refused, or the server is out of reach): it goes back in the box.
         bubble.remove();
-        if (!this.input.value) this.input.value = text;
+        if (!this.input.value && given === undefined) this.input.value = text;
       }
       this.log.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
       this.setBusy(false);
@@ -285,6 +294,7 @@ export class ChatPanel extends EventTarget {
     this.dispatchEvent(new CustomEvent("usage", { detail: detail.usage }));
     if (!detail.running) {
       this.replay(detail.events, detail);
+      this.dispatchEvent(new CustomEvent("opened", { detail }));
       return;
     }
     const response = await request(`/api/conversations/${conversationId}/stream`, {
@@ -296,14 +306,16 @@ export class ChatPanel extends EventTarget {
       // The turn ended in between: the stored history is complete.
       const fresh = await getJson(`/api/conversations/${conversationId}`);
       this.replay(fresh.events, fresh);
+      this.dispatchEvent(new CustomEvent("opened", { detail: fresh }));
       return;
     }
     const turnMessage = first.value.data.message;
     this.replay(eventsBefore(detail.events, turnMessage), detail);
     const own = detail.messages.find((m) => m.id === turnMessage);
-    if (own) this.log.addUser(own.content ?? "");
+    if (own) this.sentBubble = this.log.addUser(own.content ?? "");
     this.handle(first.value);
     this.setBusy(true);
+    this.dispatchEvent(new CustomEvent("opened", { detail }));
     await this.consume(events);
   }
 }

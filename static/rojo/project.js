@@ -1,8 +1,10 @@
 // The project page: wires the rojo picker, the chat panel, the conversation list and the files.
 
+import { Branches } from "./branches.js";
 import { ChatPanel } from "./chat.js";
+import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
-import { visible, visibleText } from "./visible.js";
+import { visibleText } from "./visible.js";
 import { workspacePolish } from "./workspace-polish.js";
 import { contextText, usageText } from "./render.js";
 
@@ -91,61 +93,40 @@ chat.addEventListener("usage", (event) => {
     + "turns are left out or summarised to keep it under the window.";
 });
 
-// A reply waiting for approval marks its conversation in the list (class approval-waiting).
+const conversations = new ConversationList(document.querySelector(".conversations"), {
+  projectId: config.project.id,
+  canWrite: config.canWrite,
+  nextCursor: config.nextCursor,
+  currentId: config.conversation,
+  username: config.username,
+});
+new Branches(chat);
+chat.addEventListener("opened", (event) => messageReveal(chat, event.detail));
+
+// A reply waiting for approval marks its conversation in the list at once (class
+// approval-waiting and its badge); the list's poll keeps the other conversations' badges.
 chat.addEventListener("approval", (event) => {
   const { conversation, waiting } = event.detail;
   const li = document.querySelector(`.conversation-list li[data-id="${conversation}"]`);
   li?.classList.toggle("approval-waiting", waiting);
+  conversations.badgeShow(conversation, waiting ? "waiting" : "running");
 });
+
 chat.addEventListener("files-changed", () => files.refresh());
-chat.addEventListener("turn-finished", () => files.refresh());
+chat.addEventListener("turn-finished", () => {
+  files.refresh();
+  conversations.poll(); // the badge: done, or failed
+});
 chat.addEventListener("conversation", (event) => {
   const id = event.detail;
   showExport(id);
-  const url = `/projects/${config.project.id}/c/${id}/`;
-  history.replaceState(null, "", url);
-  const list = document.querySelector(".conversation-list");
-  list.querySelector(".empty")?.remove();
-  for (const li of list.querySelectorAll("li")) li.removeAttribute("aria-current");
-  const li = document.createElement("li");
-  li.dataset.id = String(id);
-  li.setAttribute("aria-current", "page");
-  const link = document.createElement("a");
-  link.href = url;
+  history.replaceState(null, "", `/projects/${config.project.id}/c/${id}/`);
   const asked = [...document.querySelectorAll("rojo-chat-panel .bubble.user")].at(-1);
-  link.append(...visible(conversationTitle(asked?.text ?? "") || "New conversation"));
-  li.append(link);
-  list.prepend(li);
+  conversations.addCurrent(id, conversationTitle(asked?.text ?? "") || "New conversation");
 });
-
-/** A time in the list, in the reader's time zone and one format (the page comes in UTC). */
-function showTime(time, date) {
-  time.dateTime = date.toISOString();
-  time.textContent = date.toLocaleString(undefined, {
-    month: "short",
-    day: "numeric",
-    hour: "2-digit",
-    minute: "2-digit",
-  });
-}
-
-for (const time of document.querySelectorAll(".conversation-list time")) {
-  showTime(time, new Date(time.dateTime));
-}
 
 // Each turn makes its conversation the most recent one, as the server orders them.
-chat.addEventListener("turn", (event) => {
-  const list = document.querySelector(".conversation-list");
-  const li = list.querySelector(`li[data-id="${event.detail}"]`);
-  if (!li) return;
-  let time = li.querySelector("time");
-  if (!time) {
-    time = document.createElement("time");
-    li.append(time);
-  }
-  showTime(time, new Date());
-  list.prepend(li);
-});
+chat.addEventListener("turn", (event) => conversations.touched(event.detail));
 
 for (const tab of document.querySelectorAll(".panel-tabs button")) {
   tab.addEventListener("click", () => {

@@ -8,6 +8,7 @@ from django.db.models import Count
 from roject import storage
 from roject.models import Project
 from roject.storage import scratch_copy
+from rojos.branches import branch_count
 from rojos.models import Conversation, Rojo
 from rojos.replay import conversation_replay, conversation_rerun, tool_call_differences
 from rojos.transcript import EventPrinter
@@ -26,6 +27,12 @@ class Command(BaseCommand):
         parser.add_argument("conversation", nargs="?", type=int, help="The conversation's id.")
         parser.add_argument("--format", choices=["text", "ndjson", "sse"], default="text")
         parser.add_argument("--list", action="store_true", help="List conversations.")
+        parser.add_argument(
+            "--branch",
+            type=int,
+            metavar="N",
+            help="The branch to replay or re-run (from 1; default: the one the chat shows).",
+        )
         parser.add_argument("--project", metavar="SLUG", help="With --list: only this project.")
         parser.add_argument("--rerun", action="store_true", help="Send the user messages again.")
         parser.add_argument("--rojo", metavar="SLUG", help="With --rerun: use this rojo instead.")
@@ -44,6 +51,7 @@ class Command(BaseCommand):
     def handle(
         self, *args, conversation, format, list, project, rerun, rojo, apply, yes, **options
     ):
+        branch = options.get("branch")
         self.printer = EventPrinter(self.write_raw, format)
         if list:
             return self.list_conversations(project)
@@ -55,9 +63,13 @@ class Command(BaseCommand):
             )
         except Conversation.DoesNotExist:
             raise CommandError(f"no conversation {conversation}", returncode=ERROR_EXIT) from None
-        original = conversation_replay(conv)
+        if branch is not None and not 1 <= branch <= branch_count(conv):
+            raise CommandError(
+                f"conversation {conv.pk} has {branch_count(conv)} branch(es)", returncode=ERROR_EXIT
+            )
+        original = conversation_replay(conv, branch=None if branch is None else branch - 1)
         if not rerun:
-            self.print_header(conv)
+            self.print_header(conv, None if branch is None else branch - 1)
             self.print_turns(original)
             return
         status = self.rerun(conv, original, rojo_slug=rojo, apply=apply, yes=yes)
@@ -86,15 +98,19 @@ class Command(BaseCommand):
             user = c.user.get_username() if c.user else "(deleted user)"
             self.stdout.write(
                 f"{c.pk}\t{c.project.slug}\t{rojo}\t{user}\t"
-                f"{c.updated:%Y-%m-%d %H:%M}\t{c.message_count} messages\t{c.title}"
+                f"{c.updated:%Y-%m-%d %H:%M}\t{c.message_count} messages\t"
+                + (f"{branch_count(c)} branches\t" if c.branches else "")
+                + c.title
             )
 
-    def print_header(self, conv: Conversation) -> None:
+    def print_header(self, conv: Conversation, branch: int | None = None) -> None:
         rojo = conv.rojo.slug if conv.rojo else "(deleted rojo)"
         user = conv.user.get_username() if conv.user else "(deleted user)"
+        shown = conv.branch if branch is None else branch
+        branches = f" · branch {shown + 1} of {branch_count(conv)}" if conv.branches else ""
         self.note(
             f"# conversation {conv.pk} · project {conv.project.slug} · rojo {rojo} · "
-            f"{user} · {conv.created:%Y-%m-%d %H:%M} · {conv.title}"
+            f"{user} · {conv.created:%Y-%m-%d %H:%M}{branches} · {conv.title}"
         )
 
     def print_turns(self, turns) -> None:
