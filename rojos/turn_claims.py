@@ -1,7 +1,8 @@
 """One turn per conversation: the claim in the database, and the heartbeat that keeps it.
 
 The claim is a column of the conversation, so the rule holds across server processes; a
-claim whose heartbeat stopped (its process died) may be taken over by the next message.
+claim whose heartbeat stopped, or whose owner is a gone process of this host
+(rojos.turn_owner), may be taken over by the next message.
 """
 
 import asyncio
@@ -14,6 +15,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from .models import Conversation
+from .turn_owner import owner_gone, process_owner
 
 logger = logging.getLogger(__name__)
 
@@ -25,17 +27,21 @@ def turn_claim_blocking(conversation_id: int, turn_id: uuid.UUID) -> bool | None
     in the transaction that records how it ended."""
     now = timezone.now()
     rows = Conversation.objects.filter(pk=conversation_id)
-    if rows.filter(turn_id__isnull=True).update(turn_id=turn_id, turn_heartbeat=now):
+    claim = {"turn_id": turn_id, "turn_heartbeat": now, "turn_owner": process_owner()}
+    if rows.filter(turn_id__isnull=True).update(**claim):
         return True
     stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-    if rows.filter(turn_heartbeat__lt=stale).update(turn_id=turn_id, turn_heartbeat=now):
+    if rows.filter(turn_heartbeat__lt=stale).update(**claim):
+        return False
+    owner = rows.values_list("turn_owner", flat=True).first()
+    if owner and owner_gone(owner) and rows.filter(turn_owner=owner).update(**claim):
         return False
     return None
 
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
     Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
-        turn_id=None, turn_heartbeat=None, updated=timezone.now()
+        turn_id=None, turn_heartbeat=None, turn_owner="", updated=timezone.now()
     )
 
 

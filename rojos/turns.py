@@ -35,7 +35,8 @@ from .tools import RojoToolContext
 from .turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
 from .turn_limits import turn_limits_check
 from .turn_log import Turn, turn_forget_later, turn_get, turn_register
-from .turn_relay import turn_group, turn_listen
+from .turn_owner import process_owner
+from .turn_relay import LAYER_ERRORS, turn_group, turn_listen
 from .turn_repair import INTERRUPTED_MESSAGE, Repair, conversation_repair
 
 __all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_get", "turn_start"]
@@ -175,6 +176,7 @@ def _begin(
                 title=Conversation.title_from(message),
                 turn_id=turn_id,
                 turn_heartbeat=timezone.now(),
+                turn_owner=process_owner(),
             )
             history, free = History(conversation, []), True
         else:
@@ -277,7 +279,7 @@ async def _cleanup(turn: Turn, *, turn_id, layer, channel) -> None:
     try:
         await sync_to_async(_end)(turn, turn_id)
     finally:
-        with contextlib.suppress(Exception):  # the relay may be down; the end is recorded
+        with contextlib.suppress(*LAYER_ERRORS):  # the relay may be down; the end is recorded
             await layer.group_discard(turn_group(conversation_id), channel)
         turn.publish(DoneEvent())
         turn.finish()

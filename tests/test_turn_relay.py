@@ -1,6 +1,8 @@
 """Re-attaching through a process that does not run the turn: events relayed over the layer."""
 
 import asyncio
+import os
+import subprocess
 import uuid
 
 import pytest
@@ -10,7 +12,9 @@ from django.utils import timezone
 
 from roject.access import aproject_access
 from rojos import turn_relay, turns
-from rojos.models import Conversation
+from rojos.models import Conversation, Message, TurnRecord
+from rojos.turn_owner import process_owner
+from rojos.turn_repair import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 
@@ -76,18 +80,62 @@ async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
     await turn.task
 
 
-async def test_a_follower_of_a_gone_process_ends_after_the_silence(project, monkeypatch):
-    """Nobody relays for a turn whose process died: the stream ends so the client reloads."""
-    monkeypatch.setattr(turn_relay, "FOLLOW_SILENCE_SECONDS", 0.2)
+def gone_owner() -> str:
+    """A claim owner naming a process of this host that has exited."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return process_owner().replace(f":{os.getpid()}:", f":{child.pid}:")
+
+
+async def test_a_follower_of_a_gone_process_is_told_it_stopped_within_seconds(
+    project, users, settings
+):
+    """A fresh claim whose owner process has exited: the follower gets ERROR `interrupted`
+    and DONE within a few seconds, the turn is recorded interrupted, the claim given up."""
+    settings.ROJO_TURN_STALE_SECONDS = 60  # the gone owner alone must tell
     conversation = await Conversation.objects.acreate(
-        project=project, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now(),
+        turn_owner=gone_owner(),
     )
+    asked = await Message.objects.acreate(
+        conversation=conversation, position=0, role="user", content="Hi"
+    )
+    await TurnRecord.objects.acreate(conversation=conversation, user_message=asked)
 
     started = asyncio.get_running_loop().time()
+    relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=3)]
+
+    assert [(e.seq, e.type, e.data.get("code")) for e in relayed] == [
+        (4, "ERROR", "interrupted"),
+        (5, "DONE", None),
+    ]
+    assert relayed[0].data["message"] == INTERRUPTED_MESSAGE
+    assert asyncio.get_running_loop().time() - started < turn_relay.FOLLOW_CHECK_SECONDS + 2
+    await conversation.arefresh_from_db()
+    assert (conversation.turn_id, conversation.turn_owner) == (None, "")
+    record = await TurnRecord.objects.aget(user_message=asked)
+    assert (record.status, record.error_code) == ("interrupted", "interrupted")
+
+
+async def test_a_follower_of_a_turn_on_another_host_is_told_once_its_claim_is_stale(
+    project, settings
+):
+    """An owner elsewhere cannot be checked: its claim going stale ends the turn."""
+    settings.ROJO_TURN_STALE_SECONDS = 1
+    conversation = await Conversation.objects.acreate(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now(),
+        turn_owner="elsewhere/pid:[1]:42:cafe",
+    )
+
     relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=0)]
 
-    assert [(e.seq, e.type) for e in relayed] == [(0, "DONE")]
-    assert asyncio.get_running_loop().time() - started < 2
+    assert [(e.seq, e.type) for e in relayed] == [(1, "ERROR"), (2, "DONE")]
+    await conversation.arefresh_from_db()
+    assert conversation.turn_id is None
 
 
 class FlakyLayer:

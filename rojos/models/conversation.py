@@ -39,6 +39,9 @@ class Conversation(models.Model):
     # per conversation across every server process; a stale heartbeat frees a crashed claim.
     turn_id = models.UUIDField(null=True, blank=True, editable=False)
     turn_heartbeat = models.DateTimeField(null=True, blank=True, editable=False)
+    # The process running it (host, pid, boot token: rojos/turn_owner.py), so that a process
+    # on the same host can tell at once that a claim's owner is gone.
+    turn_owner = models.CharField(max_length=200, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()
 
@@ -51,11 +54,14 @@ class Conversation(models.Model):
 
     @property
     def running(self) -> bool:
-        """Whether a turn is alive here; a crashed one stops counting once its claim is stale."""
+        """Whether a turn is alive here; a crashed one stops counting once its claim is stale,
+        or at once when its owner was a process of this host that is gone."""
+        from ..turn_owner import owner_gone  # the owner module reads the models
+
         if self.turn_id is None or self.turn_heartbeat is None:
             return False
         stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-        return self.turn_heartbeat >= stale
+        return self.turn_heartbeat >= stale and not owner_gone(self.turn_owner)
 
     @staticmethod
     def title_from(message: str) -> str:
