@@ -58,3 +58,9 @@ class TurnUnreachable(TurnError):
     or restarting): nothing is known delivered, so the client is told to try again."""
 
     code = "unavailable"
+
+
+class DatabaseUnreachable(TurnError):
+    """The database stayed out of reach for longer than the turn retries its writes."""
+
+    code = "database"

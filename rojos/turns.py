@@ -38,6 +38,7 @@ from .turn_log import Turn, turn_forget_later, turn_get, turn_register
 from .turn_owner import process_owner
 from .turn_relay import LAYER_ERRORS, turn_group, turn_listen
 from .turn_repair import INTERRUPTED_MESSAGE, Repair, conversation_repair
+from .turn_writeback import DB_DOWN, turn_end, unreachable
 
 __all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_get", "turn_start"]
 
@@ -251,6 +252,11 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
             turn.fail(_CLAIM_LOST, "internal")
         else:
             turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
+    except DB_DOWN:  # a read the turn does not retry (its writes are: rojos.turn_writeback)
+        logger.warning("turn in conversation %s: the database failed", conversation_id)
+        await _publish_interrupted(turn, history)
+        error = unreachable()
+        turn.fail(str(error), error.code)
     except Exception:
         logger.exception("turn in conversation %s failed", conversation_id)
         await _publish_interrupted(turn, history)
@@ -258,7 +264,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     finally:
         for helper in helpers:
             helper.cancel()
-        await _cleanup(turn, turn_id=turn_id, layer=layer, channel=channel)
+        await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
 
 
 async def _publish_interrupted(turn: Turn, history: History) -> None:
@@ -274,10 +280,10 @@ async def _publish_interrupted(turn: Turn, history: History) -> None:
     turn.publish_unsent(history.messages)
 
 
-async def _cleanup(turn: Turn, *, turn_id, layer, channel) -> None:
+async def _cleanup(turn: Turn, *, turn_id, history: History, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
-        await sync_to_async(_end)(turn, turn_id)
+        await turn_end(turn, turn_id, history)
     finally:
         with contextlib.suppress(*LAYER_ERRORS):  # the relay may be down; the end is recorded
             await layer.group_discard(turn_group(conversation_id), channel)
