@@ -44,6 +44,7 @@ UNREACHABLE = (
 )
 
 _down_since: float | None = None  # when this process's database trips began to fail
+_tried_at = 0.0  # when a trip last failed
 
 
 def unreachable() -> DatabaseUnreachable:
@@ -52,15 +53,26 @@ def unreachable() -> DatabaseUnreachable:
 
 async def db_retrying(call: Callable[[], Awaitable[T]]) -> T:
     """Await `call()` (one trip to the database), again after each failure to reach the
-    database, until ROJO_DB_RETRY_SECONDS after the outage began; then DatabaseUnreachable."""
-    global _down_since
+    database, until ROJO_DB_RETRY_SECONDS after the outage began; then DatabaseUnreachable.
+
+    Past that time a trip is still tried, but at most one every WRITEBACK_EVERY_SECONDS:
+    each may wait the pool's whole timeout for a connection, and a turn that gave up must
+    not wait it again for each of its last writes.
+    """
+    global _down_since, _tried_at
     delay = 0.25
     while True:
+        spent = _down_since is not None and (
+            time.monotonic() - _down_since >= settings.ROJO_DB_RETRY_SECONDS
+        )
+        if spent and time.monotonic() - _tried_at < WRITEBACK_EVERY_SECONDS:
+            raise unreachable()
+        started = time.monotonic()  # a trip may wait the pool's timeout before it fails
         try:
             value = await call()
         except DB_DOWN as exc:
-            now = time.monotonic()
-            _down_since = _down_since or now
+            now = _tried_at = time.monotonic()
+            _down_since = _down_since or started
             if now - _down_since >= settings.ROJO_DB_RETRY_SECONDS:
                 raise unreachable() from exc
             logger.warning("the database could not be reached; trying again (%s)", exc)
@@ -128,8 +140,8 @@ async def _write_back_later(turn, turn_id: uuid.UUID, history) -> None:
         while time.monotonic() < give_up:
             await asyncio.sleep(WRITEBACK_EVERY_SECONDS)
             try:
-                await sync_to_async(turn_end_blocking)(turn, turn_id, history)
-            except DB_DOWN:
+                await db_retrying(lambda: sync_to_async(turn_end_blocking)(turn, turn_id, history))
+            except DatabaseUnreachable:
                 continue
             logger.warning("conversation %s: the turn's end was stored late", turn.conversation_id)
             return

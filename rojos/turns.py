@@ -212,7 +212,9 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     task = asyncio.current_task()
     helpers = [
         asyncio.create_task(turn_listen(layer, channel, turn, task)),
-        asyncio.create_task(turn_heartbeat(turn, turn_id, task)),
+        # A thread of its own: a beat waiting on a database out of reach (the pool's whole
+        # timeout) must not hold up the turn's own writes, queued on the turn's thread.
+        asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
     ]
     deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     try:
@@ -265,6 +267,11 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
         for helper in helpers:
             helper.cancel()
         await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
+
+
+async def _beating(turn: Turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
+    async with own_thread():
+        await turn_heartbeat(turn, turn_id, task)
 
 
 async def _publish_interrupted(turn: Turn, history: History) -> None:

@@ -118,6 +118,13 @@ class OwnPostgres:
             "start",
         )
 
+    def running(self) -> bool:
+        try:
+            with socket.create_connection(("127.0.0.1", self.port), timeout=0.2):
+                return True
+        except OSError:
+            return False
+
     def stop(self) -> None:
         self._run(
             str(PG_BIN / "pg_ctl"),
@@ -131,7 +138,7 @@ class OwnPostgres:
         _wait_port(self.port, up=False)
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def own_postgres() -> Iterator[OwnPostgres]:
     if not (PG_BIN / "initdb").exists():
         pytest.skip("PostgreSQL 15's initdb is not installed")
