@@ -7,7 +7,8 @@ import uuid
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
+from channels.exceptions import ChannelFull
+from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from django.utils import timezone
 
 from roject.access import aproject_access
@@ -163,3 +164,59 @@ async def test_a_failing_layer_does_not_stop_the_turn_from_listening(monkeypatch
     assert layer.receives == 2
     with pytest.raises(asyncio.CancelledError):
         await running
+
+
+class SmallLayer(InMemoryChannelLayer):
+    """An in-memory layer whose channels hold two messages, counting the sends refused."""
+
+    def __init__(self) -> None:
+        super().__init__(capacity=2)
+        self.refused = 0
+
+    async def send(self, channel: str, message: dict) -> None:
+        try:
+            await super().send(channel, message)
+        except ChannelFull:
+            self.refused += 1
+            raise
+
+
+async def test_a_slow_remote_follower_gets_its_backlog_late_rather_than_never(
+    project, users, fake_provider, monkeypatch
+):
+    """A follower that stops reading while its channel fills: the relay waits and sends the
+    backlog from the turn's kept events once it reads again; every event arrives, in order."""
+    layer = SmallLayer()
+    channel_layers.backends[DEFAULT_CHANNEL_LAYER] = layer
+    monkeypatch.setattr(turn_relay, "BATCH_EVENTS", 1)
+    fake_provider.add(stream(*text_chunks("w " * 50, pieces=50)))
+    conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
+
+    relayed = []
+    async for event in turn_relay.turn_follow_remote(conversation.pk, after=0):
+        relayed.append(event)
+        if len(relayed) == 1:
+            await asyncio.sleep(1)  # not reading, while the turn runs to its end
+
+    assert layer.refused > 0
+    assert [e.seq for e in relayed] == list(range(1, len(relayed) + 1))
+    assert relayed[-1].type == "DONE"
+    assert "".join(e.data["text"] for e in relayed if e.type == "CHAT") == "w " * 50
+    await turn.task
+
+
+async def test_a_reattach_to_a_turn_finished_elsewhere_gets_its_stored_events(
+    project, users, fake_provider
+):
+    """No live log here (it ran in another process, or was dropped): the stored turn comes
+    whole, numbered from 1, through its DONE."""
+    fake_provider.add(stream(*text_chunks("All of it.", pieces=4)))
+    conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
+    await turn.task
+    await conversation.arefresh_from_db()
+
+    stored = await turn_relay.stored_turn_events(conversation)
+
+    assert [(e.seq, e.type) for e in stored] == [(1, "START"), (2, "CHAT"), (3, "DONE")]
+    assert stored[0].data == {"conversation": conversation.pk, "message": turn.data[0]["message"]}
+    assert stored[1].data == {"text": "All of it."}
