@@ -12,10 +12,16 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import Conversation
-from .turn_owner import owner_gone, process_owner
+from .turn_owner import owner_alive_here, owner_gone, process_owner
+
+# A claim of a process that still runs on this host is stale only after this many times the
+# stale age: a beat delayed by the database (an outage just over) is no death, while a PID
+# that another process got since cannot hold a conversation for ever.
+ALIVE_HERE_FACTOR = 10
 
 logger = logging.getLogger(__name__)
 
@@ -30,12 +36,27 @@ def turn_claim_blocking(conversation_id: int, turn_id: uuid.UUID) -> bool | None
     claim = {"turn_id": turn_id, "turn_heartbeat": now, "turn_owner": process_owner()}
     if rows.filter(turn_id__isnull=True).update(**claim):
         return True
-    stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-    if rows.filter(turn_heartbeat__lt=stale).update(**claim):
+    held = rows.filter(turn_id__isnull=False).first()
+    dead = dead_claim(held) if held is not None else None
+    if dead is not None and rows.filter(dead).update(**claim):
         return False
-    owner = rows.values_list("turn_owner", flat=True).first()
-    if owner and owner_gone(owner) and rows.filter(turn_owner=owner).update(**claim):
-        return False
+    return None
+
+
+def dead_claim(conversation: Conversation) -> Q | None:
+    """A filter matching the conversation's claim for as long as it stays the dead one it is
+    now (its owner gone, or its heartbeat stale); None when no claim or a live one."""
+    if conversation.turn_id is None:
+        return None
+    claim = Q(turn_id=conversation.turn_id)
+    if owner_gone(conversation.turn_owner):
+        return claim & Q(turn_owner=conversation.turn_owner)
+    seconds = settings.ROJO_TURN_STALE_SECONDS
+    if owner_alive_here(conversation.turn_owner):
+        seconds *= ALIVE_HERE_FACTOR
+    stale = timezone.now() - timedelta(seconds=seconds)
+    if conversation.turn_heartbeat is None or conversation.turn_heartbeat < stale:
+        return claim & (Q(turn_heartbeat__lt=stale) | Q(turn_heartbeat__isnull=True))
     return None
 
 

@@ -65,6 +65,13 @@ def owner_gone(owner: str) -> bool:
     return not _pid_alive(pid)
 
 
+def owner_alive_here(owner: str) -> bool:
+    """Whether `owner` is a process of this host that still runs (its PID may, rarely, be
+    another's by now: callers still give such a claim a longer limit)."""
+    parts = _parts(owner or "")
+    return parts is not None and parts[0] == _host() and not owner_gone(owner)
+
+
 async def turns_of_past_lives_end() -> int:
     """End, as interrupted, every turn whose claim names a gone process of this host.
 

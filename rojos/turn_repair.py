@@ -10,11 +10,9 @@ records that and answers its calls itself.
 """
 
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -26,7 +24,7 @@ from .history import History
 from .models import Conversation, FileChange, TurnRecord
 from .tool_calls import cut_off_writes_clean
 from .tools import registry
-from .turn_owner import owner_gone
+from .turn_claims import dead_claim
 
 # What followers of a dead turn are told, and what its record says.
 INTERRUPTED_MESSAGE = "The server running this reply stopped; what it had written is kept."
@@ -79,20 +77,6 @@ def conversation_repair(
         FileChange.objects.filter(conversation=conversation, after__isnull=True)
     )
     return repair
-
-
-def dead_claim(conversation: Conversation) -> Q | None:
-    """A filter matching the conversation's claim for as long as it stays the dead one it is
-    now (its owner gone, or its heartbeat stale); None when no claim or a live one."""
-    if conversation.turn_id is None:
-        return None
-    claim = Q(turn_id=conversation.turn_id)
-    if owner_gone(conversation.turn_owner):
-        return claim & Q(turn_owner=conversation.turn_owner)
-    stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-    if conversation.turn_heartbeat is None or conversation.turn_heartbeat < stale:
-        return claim & Q(turn_heartbeat__lt=stale)
-    return None
 
 
 def _dead_turn_end_blocking(conversation: Conversation, claim: Q) -> Repair | None:

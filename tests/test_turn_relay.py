@@ -4,6 +4,7 @@ import asyncio
 import os
 import subprocess
 import uuid
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -14,6 +15,7 @@ from django.utils import timezone
 from roject.access import aproject_access
 from rojos import turn_relay, turns
 from rojos.models import Conversation, Message, TurnRecord
+from rojos.turn_claims import turn_claim_blocking
 from rojos.turn_owner import process_owner
 from rojos.turn_repair import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks
@@ -220,3 +222,34 @@ async def test_a_reattach_to_a_turn_finished_elsewhere_gets_its_stored_events(
     assert [(e.seq, e.type) for e in stored] == [(1, "START"), (2, "CHAT"), (3, "DONE")]
     assert stored[0].data == {"conversation": conversation.pk, "message": turn.data[0]["message"]}
     assert stored[1].data == {"text": "All of it."}
+
+
+def test_a_live_process_of_this_host_keeps_a_claim_whose_beats_were_held_up(project):
+    """A claim of a process that runs here, its heartbeat just past the stale age (a database
+    outage held the beats up), is not taken over; past ten times that age it is (the PID may
+    be another process's by then)."""
+    held_up = Conversation.objects.create(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now() - timedelta(seconds=20),
+        turn_owner=process_owner(),
+    )
+    long_gone = Conversation.objects.create(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now() - timedelta(seconds=100),
+        turn_owner=process_owner(),
+    )
+    elsewhere = Conversation.objects.create(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now() - timedelta(seconds=20),
+        turn_owner="elsewhere/pid:[1]:42:cafe",
+    )
+
+    assert held_up.running
+    assert turn_claim_blocking(held_up.pk, uuid.uuid4()) is None
+    assert not long_gone.running
+    assert turn_claim_blocking(long_gone.pk, uuid.uuid4()) is False
+    assert not elsewhere.running
+    assert turn_claim_blocking(elsewhere.pk, uuid.uuid4()) is False

@@ -54,14 +54,11 @@ class Conversation(models.Model):
 
     @property
     def running(self) -> bool:
-        """Whether a turn is alive here; a crashed one stops counting once its claim is stale,
-        or at once when its owner was a process of this host that is gone."""
-        from ..turn_owner import owner_gone  # the owner module reads the models
+        """Whether a turn is alive here: claimed, and the claim not a dead one (its owner a
+        gone process of this host, or its heartbeat stale; rojos.turn_claims.dead_claim)."""
+        from ..turn_claims import dead_claim  # the claims module reads the models
 
-        if self.turn_id is None or self.turn_heartbeat is None:
-            return False
-        stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-        return self.turn_heartbeat >= stale and not owner_gone(self.turn_owner)
+        return self.turn_id is not None and dead_claim(self) is None
 
     @staticmethod
     def title_from(message: str) -> str:
