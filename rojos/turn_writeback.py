@@ -39,16 +39,18 @@ WRITEBACK_SECONDS = 600
 WRITEBACK_EVERY_SECONDS = 2
 
 UNREACHABLE = (
-    "The database could not be reached for {seconds:g} seconds, so this reply stopped; "
-    "what it had written is kept and stored once the database is back."
+    "The database could not be reached{spell}, so this reply stopped; what it had written "
+    "is kept and stored once the database is back."
 )
 
 _down_since: float | None = None  # when this process's database trips began to fail
 _tried_at = 0.0  # when a trip last failed
 
 
-def unreachable() -> DatabaseUnreachable:
-    return DatabaseUnreachable(UNREACHABLE.format(seconds=settings.ROJO_DB_RETRY_SECONDS))
+def unreachable(*, retried: bool = True) -> DatabaseUnreachable:
+    """The error a turn ends with; `retried`: after ROJO_DB_RETRY_SECONDS of tries."""
+    spell = f" for {settings.ROJO_DB_RETRY_SECONDS:g} seconds" if retried else ""
+    return DatabaseUnreachable(UNREACHABLE.format(spell=spell))
 
 
 async def db_retrying(call: Callable[[], Awaitable[T]]) -> T:

@@ -257,7 +257,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     except DB_DOWN:  # a read the turn does not retry (its writes are: rojos.turn_writeback)
         logger.warning("turn in conversation %s: the database failed", conversation_id)
         await _publish_interrupted(turn, history)
-        error = unreachable()
+        error = unreachable(retried=False)
         turn.fail(str(error), error.code)
     except Exception:
         logger.exception("turn in conversation %s failed", conversation_id)
