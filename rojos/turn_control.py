@@ -17,6 +17,7 @@ from django.db.models import Q
 from .errors import TurnUnreachable
 from .history import call_open
 from .models import Conversation
+from .turn_log import Turn, turn_get
 from .turn_relay import LAYER_ERRORS, turn_group
 from .turn_repair import dead_turn_end
 
@@ -25,6 +26,14 @@ NOT_WAITING = (
     "That tool call is not waiting for a decision: it was decided already, or it is not one "
     "of this reply's calls."
 )
+
+
+def _running_here(conversation_id: int) -> Turn | None:
+    """The conversation's turn if it runs in this process: told directly, not over the layer."""
+    turn = turn_get(conversation_id)
+    if turn is None or turn.finished or turn.task is None or turn.task.done():
+        return None
+    return turn
 
 
 async def _ask(conversation_id: int, message: dict) -> dict | None:
@@ -69,6 +78,9 @@ async def turn_stop(*, conversation: Conversation) -> bool:
         return True  # its process is gone: it ended now
     if not conversation.running:
         return False
+    if (here := _running_here(conversation.pk)) is not None:
+        here.task.cancel()
+        return True
     if await _ask(conversation.pk, {"type": "turn.stop"}) is not None:
         return True
     if await _silent_turn_end(conversation, conversation.turn_heartbeat):
@@ -88,6 +100,12 @@ async def turn_approve(*, conversation: Conversation, call_id: str, approve: boo
         return NOT_RUNNING
     if not await call_open(conversation.pk, call_id):
         return NOT_WAITING
+    if (here := _running_here(conversation.pk)) is not None:
+        waiting = here.approvals.get(call_id)
+        if waiting is None or waiting.done():
+            return NOT_WAITING
+        waiting.set_result(approve)
+        return None
     message = {"type": "turn.approval", "call": call_id, "approve": approve}
     answer = await _ask(conversation.pk, message)
     if answer is not None:
