@@ -4,7 +4,8 @@ Each is a request-reply over the channel layer: the turn's listener (rojos.turn_
 acknowledges what it received, and only an acknowledged Stop or decision is reported as
 done. No acknowledgement within ROJO_RELAY_CONFIRM_SECONDS is a TurnUnreachable (503, try
 again), never a delivery that may have been lost; unless the turn's process turns out to be
-gone, in which case the turn is ended there and then.
+gone, in which case the turn is ended there and then. A turn of this very process is told
+directly.
 """
 
 import asyncio
