@@ -10,6 +10,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
 django.setup(set_prefix=False)  # as django.core.asgi.get_asgi_application does
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up first)
+from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
 from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
@@ -38,6 +39,11 @@ class PathRouter:
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
 # answers 404 to any path that is not plainly inside the static directories).
 application = ProtocolTypeRouter({"http": PathRouter(StaticFilesHandler(django_asgi_app), mcp_app)})
+
+# What a server process does once at start-up, named by dotted string (roject imports
+# nothing from the apps on it): rojos ends the turns its earlier life left running.
+for hook in settings.ROJO_STARTUP_HOOKS:
+    import_string(hook)()
 
 # Everything loaded so far lives as long as the process: keep it out of the garbage
 # collector's passes. And collect less often than Python's default (every 700 net new

@@ -211,14 +211,24 @@ ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 0.2
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
 ROJO_PROVIDER_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TIMEOUT") or 120)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)
+# Seconds to connect and get a response's headers; and the most one request may take over
+# all its tries until its stream starts (a provider that never answers fails within it).
+ROJO_PROVIDER_HEADERS_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_HEADERS_TIMEOUT") or 45)
+ROJO_PROVIDER_TOTAL_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TOTAL_TIMEOUT") or 150)
 # The longest a turn waits for a provider to list its model's context window (once an hour).
 ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
 # The longest one turn may run, approvals included: a provider that streams (or keeps the
 # connection alive) for ever must not hold a conversation and its cost without end.
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
-ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 15)
-ROJO_TURN_STALE_SECONDS = float(os.environ.get("ROJO_TURN_STALE_SECONDS") or 60)
+ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)
+ROJO_TURN_STALE_SECONDS = float(os.environ.get("ROJO_TURN_STALE_SECONDS") or 8)
+# Seconds a Stop or an approval waits for the running turn to confirm it (else: 503, retry).
+ROJO_RELAY_CONFIRM_SECONDS = float(os.environ.get("ROJO_RELAY_CONFIRM_SECONDS") or 5)
+# Seconds a running turn retries a database write that fails before it gives up.
+ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
+# Called once when the ASGI app loads (roject/asgi.py), by dotted path.
+ROJO_STARTUP_HOOKS = ["rojos.turn_owner.turns_of_past_lives_end_soon"]
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"

@@ -8,16 +8,14 @@ server process and for the conversation's later turns; the approval gate
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
+from .branches import branch_messages
 from .models import Conversation, Message
 
 
-async def call_tool_name(*, conversation_id: int, call_id: str) -> str | None:
-    """The tool of a call of the conversation's last assistant message, if it is one."""
-    last = (
-        await Message.objects.filter(conversation_id=conversation_id, role=Message.Role.ASSISTANT)
-        .order_by("-position")
-        .afirst()
-    )
+async def call_tool_name(*, conversation: Conversation, call_id: str) -> str | None:
+    """The tool of a call of the last assistant message of the conversation's active branch."""
+    path = branch_messages(conversation)
+    last = await path.filter(role=Message.Role.ASSISTANT).order_by("-position").afirst()
     for call in (last.tool_calls if last else None) or ():
         if call.get("id") == call_id:
             return (call.get("function") or {}).get("name") or None
@@ -34,6 +32,6 @@ def _allow_blocking(conversation_id: int, tool: str) -> None:
 
 async def conversation_tool_allow(*, conversation: Conversation, call_id: str) -> None:
     """Allow the tool of waiting call `call_id` for the rest of the conversation."""
-    tool = await call_tool_name(conversation_id=conversation.pk, call_id=call_id)
+    tool = await call_tool_name(conversation=conversation, call_id=call_id)
     if tool is not None:
         await sync_to_async(_allow_blocking)(conversation.pk, tool)

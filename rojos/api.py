@@ -3,7 +3,7 @@ service, encode. Errors are answered in rojos/api_errors.py, schemas are in rojo
 
 import json
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import async_to_sync, sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connections
@@ -18,7 +18,7 @@ from roject.selectors import membership_list
 from roject.token_auth import token_auth
 
 from . import conversation_list as listing
-from . import conversations, selectors, turn_relay, turns, undo, usage_report
+from . import conversations, selectors, turn_control, turn_relay, turns, undo, usage_report
 from .api_errors import error_handlers_add
 from .api_schemas import (
     ApprovalIn,
@@ -43,7 +43,8 @@ from .api_schemas import (
 )
 from .export import conversation_export_json, conversation_export_markdown
 from .search import conversation_search
-from .wire import WireEvent, encoder_for
+from .turn_repair import dead_turn_end
+from .wire import encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
 # comes from ninja's own static files (ninja is in INSTALLED_APPS), never a CDN, and starts
@@ -167,6 +168,7 @@ def conversation_detail(request: HttpRequest, conversation_id: int):
     conversation, _ = selectors.conversation_access(
         user=request.auth, conversation_id=conversation_id
     )
+    async_to_sync(dead_turn_end)(conversation)  # a turn whose process is gone reads as ended
     return selectors.conversation_detail_get(conversation=conversation)
 
 
@@ -194,7 +196,7 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
     conversation, _ = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    refused = await turn_relay.turn_approve(
+    refused = await turn_control.turn_approve(
         conversation=conversation,
         call_id=payload.call,
         approve=payload.approve,
@@ -316,17 +318,24 @@ async def conversation_stream(request: HttpRequest, conversation_id: int, after:
     turn = turns.turn_get(conversation.pk)
     if turn is not None:
         return _stream(request, turn.follow(after))
-    if conversation.running:  # in another server process
+    if await dead_turn_end(conversation):  # its process is gone: ended now
+        if after:
+            return _stream(request, _listed(turn_relay.interrupted_events(after)))
+    elif conversation.running:  # in another server process
         return _stream(request, turn_relay.turn_follow_remote(conversation.pk, after))
-    return _stream(request, _nothing_running())
+    # Finished, its live log elsewhere or gone: the stored turn, from its START.
+    return _stream(request, _listed(await turn_relay.stored_turn_events(conversation)))
 
 
-async def _nothing_running():
-    yield WireEvent(0, "DONE", {})
+async def _listed(events):
+    for event in events:
+        yield event
 
 
 @api.post(
-    "/conversations/{conversation_id}/stop", response=answers(StopOut, 403, 404, 422), tags=["chat"]
+    "/conversations/{conversation_id}/stop",
+    response=answers(StopOut, 403, 404, 422),
+    tags=["chat"],
 )
 async def conversation_stop(request: HttpRequest, conversation_id: int):
     """Stop the conversation's running turn; history is left consistent."""
@@ -335,4 +344,4 @@ async def conversation_stop(request: HttpRequest, conversation_id: int):
     )
     if not access.can_write and conversation.user_id != request.auth.pk:
         raise PermissionDenied("Only the person who started it or an editor can stop it.")
-    return {"stopping": await turn_relay.turn_stop(conversation=conversation)}
+    return {"stopping": await turn_control.turn_stop(conversation=conversation)}

@@ -29,7 +29,7 @@ from roject.storage import StorageError
 from roject.tokens import TokenRefused
 
 from .budgets import BudgetExceeded
-from .errors import TurnBusy, TurnLimited, TurnNotStarted
+from .errors import TurnBusy, TurnLimited, TurnNotStarted, TurnUnreachable
 from .undo import UndoRefused
 
 # The API's log lines keep the logger name they had before this module was split out.
@@ -54,6 +54,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     PermissionDenied: Answer(403, "Not allowed."),
     Http404: Answer(404, "Not found."),
     TurnBusy: Answer(409),
+    TurnUnreachable: Answer(503, retry_after="5"),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
     TurnLimited: Answer(429, retry_after="60"),
     BudgetExceeded: Answer(429),  # its message says when the budget resets

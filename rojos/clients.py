@@ -83,7 +83,7 @@ async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
     key = (
         rojo.base_url,
         rojo.resolved_api_key() or "no-key",
-        settings.ROJO_PROVIDER_TIMEOUT,
+        settings.ROJO_PROVIDER_HEADERS_TIMEOUT,
         settings.ROJO_PROVIDER_RETRIES,
     )
     client = clients.sdk.get(key)
@@ -93,7 +93,9 @@ async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
         client = clients.sdk[key] = openai.AsyncOpenAI(
             base_url=key[0],
             api_key=key[1],
-            timeout=openai.Timeout(key[2], connect=10.0),
+            # Until the response's headers: the stream's own silence limit is the body
+            # reader's (ROJO_PROVIDER_TIMEOUT, rojos.provider).
+            timeout=openai.Timeout(key[2], connect=min(10.0, key[2])),
             max_retries=key[3],
             http_client=clients.pool,
         )

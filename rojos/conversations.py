@@ -16,7 +16,7 @@ from django.http import Http404
 from .branches import branch_leaf
 from .errors import TurnBusy
 from .models import Conversation, Message
-from .turn_relay import turn_stop
+from .turn_control import turn_stop
 
 # How long a delete waits for the running turn it stopped to end.
 _STOP_WAIT_SECONDS = 10.0

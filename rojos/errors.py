@@ -51,3 +51,16 @@ class TurnNotStarted(TurnError):
     def __init__(self, message: str, conversation_id: int):
         super().__init__(message)
         self.conversation_id = conversation_id
+
+
+class TurnUnreachable(TurnError):
+    """A Stop or a decision the running turn did not confirm it received (the relay is down
+    or restarting): nothing is known delivered, so the client is told to try again."""
+
+    code = "unavailable"
+
+
+class DatabaseUnreachable(TurnError):
+    """The database stayed out of reach for longer than the turn retries its writes."""
+
+    code = "database"

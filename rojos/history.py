@@ -19,7 +19,9 @@ from django.db import DatabaseError, transaction
 from django.db.models import Model
 
 from .branches import branch_messages
+from .errors import DatabaseUnreachable
 from .models import Conversation, Message
+from .turn_writeback import db_retrying
 
 logger = logging.getLogger(__name__)
 
@@ -92,6 +94,8 @@ class History:
         self.messages = messages
         # The calls that loading answered as interrupted: a crash cut them off.
         self.cut_off: list[dict] = []
+        # Text shown but not stored, the database being out of reach: (its draft, the text).
+        self.unsaved: tuple[Message | None, str] | None = None
 
     @classmethod
     async def load(
@@ -139,7 +143,9 @@ class History:
         two are stored together or not at all.
         """
         position = self._next_position()
-        insert = asyncio.ensure_future(sync_to_async(self._insert)(position, with_row, fields))
+        insert = asyncio.ensure_future(
+            db_retrying(lambda: sync_to_async(self._insert)(position, with_row, fields))
+        )
         try:
             message = await asyncio.shield(insert)
         except asyncio.CancelledError:
@@ -171,6 +177,11 @@ class History:
         for call in closed:
             await self.add_tool_result(call, INTERRUPTED, ok=False)
         return closed
+
+    def close_open_calls_blocking(self) -> None:
+        """(Blocking) close_open_calls, from the database thread."""
+        for call in unanswered_calls(self.messages):
+            self.append_blocking(**_tool_message(call, INTERRUPTED, ok=False))
 
     def call_ids(self) -> frozenset[str]:
         """The ids of the tool calls made so far in this conversation."""
@@ -206,14 +217,23 @@ class Draft:
     async def _draft(self, text: str) -> None:
         try:
             await self._write(content=text)
-        except DatabaseError:
+        except (DatabaseError, DatabaseUnreachable):
             logger.warning("could not save a draft of the reply", exc_info=True)
 
     async def save(self, **fields) -> Message:
-        """Store the message (after any draft being written), or update the stored draft."""
+        """Store the message (after any draft being written), or update the stored draft.
+
+        When the database stays out of reach, the text is kept for the turn's end to store
+        (History.unsaved), and DatabaseUnreachable raised.
+        """
         if self.pending is not None:
             await asyncio.shield(self.pending)
-        return await self._write(**fields)
+        try:
+            return await self._write(**fields)
+        except DatabaseUnreachable:
+            if fields.get("content"):
+                self.history.unsaved = (self.message, fields["content"])
+            raise
 
     async def _write(self, **fields) -> Message:
         if self.message is None:
@@ -221,5 +241,5 @@ class Draft:
             return self.message
         for name, value in fields.items():
             setattr(self.message, name, value)
-        await self.message.asave(update_fields=list(fields))
+        await db_retrying(lambda: self.message.asave(update_fields=list(fields)))
         return self.message

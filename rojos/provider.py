@@ -17,6 +17,7 @@ import aiohttp
 import httpx2
 import openai
 import orjson
+from django.conf import settings
 
 from .errors import ProviderError
 from .provider_failures import failure_message, mid_stream_message, scrub
@@ -42,16 +43,14 @@ async def provider_chunks(
     and the accumulator then reports it as unfinished.
     """
     try:
-        response = await client.post(
-            "/chat/completions", body=request, cast_to=httpx2.Response, stream=True
-        )
+        response = await _response(client, request)
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
                 yield [_checked(json.loads(await response.aread()), client.api_key)]
                 return
             rest = b""
-            with body_reader(response, _read_timeout(client), tick) as read:
+            with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick) as read:
                 while (data := await read()) != b"":
                     if data is None:
                         yield []
@@ -98,9 +97,25 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
     return False
 
 
-def _read_timeout(client: openai.AsyncOpenAI) -> float | None:
-    timeout = client.timeout
-    return timeout.read if isinstance(timeout, httpx2.Timeout) else timeout
+async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Response:
+    """The streaming response, once its headers came: each try waits for them at most
+    ROJO_PROVIDER_HEADERS_TIMEOUT (the client's), all tries together ROJO_PROVIDER_TOTAL_TIMEOUT.
+    """
+    total = settings.ROJO_PROVIDER_TOTAL_TIMEOUT
+    deadline = asyncio.timeout(total)
+    try:
+        async with deadline:
+            return await client.post(
+                "/chat/completions", body=request, cast_to=httpx2.Response, stream=True
+            )
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise ProviderError(
+            f"The provider at {client.base_url} did not start answering within {total:g} "
+            "seconds, retries included (ROJO_PROVIDER_TOTAL_TIMEOUT). Check that it is "
+            "running and not overloaded."
+        ) from None
 
 
 async def _drain(read: Read) -> None:

@@ -62,8 +62,8 @@ def failure_message(exc: Exception, client: openai.AsyncOpenAI) -> str:
     if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
         if _timed_out(exc):
             return (
-                f"The provider at {client.base_url} did not answer in time. "
-                "Check that it is running and not overloaded."
+                f"The provider at {client.base_url} did not answer in time "
+                "(ROJO_PROVIDER_HEADERS_TIMEOUT). Check that it is running and not overloaded."
             )
         return (
             f"Could not connect to the provider at {client.base_url}. Check that it is running "

@@ -1,7 +1,8 @@
 """One turn per conversation: the claim in the database, and the heartbeat that keeps it.
 
 The claim is a column of the conversation, so the rule holds across server processes; a
-claim whose heartbeat stopped (its process died) may be taken over by the next message.
+claim whose heartbeat stopped, or whose owner is a gone process of this host
+(rojos.turn_owner), may be taken over by the next message.
 """
 
 import asyncio
@@ -11,9 +12,16 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import DatabaseError
+from django.db.models import Q
 from django.utils import timezone
 
 from .models import Conversation
+from .turn_owner import owner_alive_here, owner_gone, process_owner
+
+# A claim of a process that still runs on this host is stale only after this many times the
+# stale age: a beat delayed by the database (an outage just over) is no death, while a PID
+# that another process got since cannot hold a conversation for ever.
+ALIVE_HERE_FACTOR = 10
 
 logger = logging.getLogger(__name__)
 
@@ -30,22 +38,41 @@ def turn_claim_blocking(
     rows = Conversation.objects.filter(pk=conversation_id)
     if branch is not None:
         rows = rows.filter(branch=branch)
-    if rows.filter(turn_id__isnull=True).update(turn_id=turn_id, turn_heartbeat=now):
+    claim = {"turn_id": turn_id, "turn_heartbeat": now, "turn_owner": process_owner()}
+    if rows.filter(turn_id__isnull=True).update(**claim):
         return True
-    stale = now - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-    taken_over = rows.filter(turn_heartbeat__lt=stale).update(
-        turn_id=turn_id,
-        turn_heartbeat=now,
-        approval_waiting=None,  # a crashed turn's wait
-    )
-    if taken_over:
+    held = rows.filter(turn_id__isnull=False).first()
+    dead = dead_claim(held) if held is not None else None
+    # approval_waiting: a crashed turn's wait
+    if dead is not None and rows.filter(dead).update(**claim, approval_waiting=None):
         return False
+    return None
+
+
+def dead_claim(conversation: Conversation) -> Q | None:
+    """A filter matching the conversation's claim for as long as it stays the dead one it is
+    now (its owner gone, or its heartbeat stale); None when no claim or a live one."""
+    if conversation.turn_id is None:
+        return None
+    claim = Q(turn_id=conversation.turn_id)
+    if owner_gone(conversation.turn_owner):
+        return claim & Q(turn_owner=conversation.turn_owner)
+    seconds = settings.ROJO_TURN_STALE_SECONDS
+    if owner_alive_here(conversation.turn_owner):
+        seconds *= ALIVE_HERE_FACTOR
+    stale = timezone.now() - timedelta(seconds=seconds)
+    if conversation.turn_heartbeat is None or conversation.turn_heartbeat < stale:
+        return claim & (Q(turn_heartbeat__lt=stale) | Q(turn_heartbeat__isnull=True))
     return None
 
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
     Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
-        turn_id=None, turn_heartbeat=None, approval_waiting=None, updated=timezone.now()
+        turn_id=None,
+        turn_heartbeat=None,
+        turn_owner="",
+        approval_waiting=None,
+        updated=timezone.now(),
     )
 
 

@@ -1,29 +1,57 @@
-"""Messages between server processes about a running turn, over the Channels layer.
+"""Following a turn that runs in another server process, over the Channels layer.
 
-Stop, approve and follow requests may land on any process; the one running the turn listens
-on its group and acts, or relays the turn's events to a follower elsewhere.
+The process running the turn listens on its conversation's group (turn_listen) for Stop,
+approvals (rojos.turn_control) and follow requests, and relays the turn's events to a
+follower elsewhere (_relay), in batches, from its kept log: a follower that falls behind
+gets its backlog late, not never. The follower (turn_follow_remote) checks the turn's claim
+whenever the relay goes quiet: a turn whose process is gone is ended there and then
+(ERROR `interrupted`, DONE), one that finished gets its stored events, and one still alive
+is asked again from where the follower is (after a Redis restart, say).
+
+Every failure of the layer (Redis timing out, restarting, down) is waited out and retried on
+both sides; only a follower that cannot even ask is told, with an ERROR saying to retry.
 """
 
 import asyncio
+import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator
 
+from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import DatabaseError
 from redis.exceptions import RedisError
 
-from .allowed_tools import conversation_tool_allow
-from .events import DoneEvent
-from .history import call_open
-from .models import Conversation
+from .events import DoneEvent, ErrorEvent
+from .models import Conversation, Message, TurnRecord
+from .stored_events import conversation_turns
+from .turn_repair import INTERRUPTED_MESSAGE, dead_turn_end
 from .wire import WireEvent, numbered
 
 logger = logging.getLogger(__name__)
 
-# A turn relaying to another process pings it this often; that long without word, it is gone.
-FOLLOW_PING_SECONDS = 10
-FOLLOW_SILENCE_SECONDS = 30
+# A relay pings its follower this often through quiet spells (an approval can take minutes);
+# a follower checks the turn's claim after FOLLOW_CHECK_SECONDS without word, and asks again
+# after FOLLOW_SILENCE_SECONDS (its relay was lost). A relay gives up sending after as long.
+FOLLOW_PING_SECONDS = 5
+FOLLOW_CHECK_SECONDS = 2
+FOLLOW_SILENCE_SECONDS = 12
 LAYER_RETRY_SECONDS = 1
+# One relayed message carries up to this many events, or about this many characters.
+BATCH_EVENTS = 256
+BATCH_CHARS = 64_000
+
+# What a failing channel layer raises: Redis timing out (its own TimeoutError, a RedisError),
+# restarting or refusing connections.
+LAYER_ERRORS = (OSError, RedisError)
+
+RELAY_DOWN = (
+    "The server cannot reach its message relay to follow this reply; it keeps running. "
+    "Reconnecting…"
+)
 
 
 def turn_group(conversation_id: int) -> str:
@@ -33,108 +61,218 @@ def turn_group(conversation_id: int) -> str:
 async def turn_listen(layer, channel: str, turn, task: asyncio.Task) -> None:
     """Messages for the running turn, from whichever process received the request.
 
-    A failing channel layer (Redis timing out or restarting) does not end the listening:
-    Stop and approvals must still reach the turn once it is back. Anything else (a layer
-    used wrongly) ends it, as before.
+    A failing channel layer does not end the listening: Stop and approvals must still reach
+    the turn once it is back; and the turn's place in its group is renewed every heartbeat,
+    since a restarted Redis forgets its groups. Anything else (a layer used wrongly) ends it.
     """
+    keeper = asyncio.create_task(_group_keep(layer, channel, turn.conversation_id))
+    try:
+        while True:
+            try:
+                message = await layer.receive(channel)
+            except (TimeoutError, *LAYER_ERRORS):
+                logger.info("turn %s: the channel layer failed", turn.conversation_id)
+                await asyncio.sleep(LAYER_RETRY_SECONDS)
+                continue
+            if await _handle(layer, message, turn, task):
+                return
+    finally:
+        keeper.cancel()
+
+
+async def _handle(layer, message: dict, turn, task: asyncio.Task) -> bool:
+    """Act on one message for the turn; True when it was a Stop (listening ends)."""
+    kind = message.get("type")
+    if kind == "turn.stop":
+        await _ack(layer, message, ok=True)
+        task.cancel()
+        return True
+    if kind == "turn.approval":
+        waiting = turn.approvals.get(message.get("call"))
+        delivered = waiting is not None and not waiting.done()
+        if delivered:
+            waiting.set_result(bool(message.get("approve")))
+        await _ack(layer, message, ok=delivered)
+    elif kind == "turn.follow":
+        relay = asyncio.create_task(_relay(layer, turn, message["channel"], message["after"]))
+        turn.relays.add(relay)
+        relay.add_done_callback(turn.relays.discard)
+    return False
+
+
+async def _ack(layer, message: dict, *, ok: bool) -> None:
+    """Tell the process that sent `message` that the turn received it (rojos.turn_control)."""
+    if message.get("reply"):
+        with contextlib.suppress(ChannelFull, *LAYER_ERRORS):  # the sender then says retry
+            await layer.send(message["reply"], {"type": "turn.ack", "ok": ok})
+
+
+async def _group_keep(layer, channel: str, conversation_id: int) -> None:
     while True:
-        try:
-            message = await layer.receive(channel)
-        except (OSError, TimeoutError, RedisError):
-            logger.warning("turn %s: the channel layer failed", turn.conversation_id, exc_info=True)
-            await asyncio.sleep(LAYER_RETRY_SECONDS)
-            continue
-        if message.get("type") == "turn.stop":
-            task.cancel()
-            return
-        if message.get("type") == "turn.approval":
-            waiting = turn.approvals.get(message.get("call"))
-            if waiting is not None and not waiting.done():
-                waiting.set_result(bool(message.get("approve")))
-        if message.get("type") == "turn.follow":
-            relay = asyncio.create_task(_relay(layer, turn, message["channel"], message["after"]))
-            turn.relays.add(relay)
-            relay.add_done_callback(turn.relays.discard)
+        await asyncio.sleep(settings.ROJO_TURN_HEARTBEAT_SECONDS)
+        with contextlib.suppress(*LAYER_ERRORS):
+            await layer.group_add(turn_group(conversation_id), channel)
 
 
 async def _relay(layer, turn, channel: str, after: int) -> None:
-    """Send a turn's events to a client re-attached through another process."""
+    """Send a turn's events to a client re-attached through another process, in batches.
+
+    An `after` this turn never gave starts from the beginning, as Turn.follow does.
+    """
     position = max(after, 0)
-    try:
-        while True:
-            while position < len(turn.kinds):
-                event = turn.event(position)
-                position += 1
-                await layer.send(
-                    channel,
-                    {
-                        "type": "turn.event",
-                        "seq": event.seq,
-                        "kind": event.type,
-                        "data": event.data,
-                    },
-                )
-            if turn.finished:
+    if position > len(turn.kinds):
+        position = 0
+    while True:
+        if position < len(turn.kinds):
+            events, position = _batch(turn, position)
+            if not await _send(layer, channel, {"type": "turn.events", "events": events}):
                 return
-            try:
-                await asyncio.wait_for(turn.changed(), FOLLOW_PING_SECONDS)
-            except TimeoutError:
-                await layer.send(channel, {"type": "turn.ping"})
-    except ChannelFull:
-        logger.warning("a remote follower of conversation %s fell behind", turn.conversation_id)
+            continue
+        if turn.finished:
+            return
+        try:
+            await asyncio.wait_for(turn.changed(), FOLLOW_PING_SECONDS)
+        except TimeoutError:
+            if not await _send(layer, channel, {"type": "turn.ping"}):
+                return
+
+
+def _batch(turn, position: int) -> tuple[list[list], int]:
+    """The events from `position` on that fit one message, as [seq, type, data]; and the
+    position after them."""
+    events, size = [], 0
+    while position < len(turn.kinds) and len(events) < BATCH_EVENTS and size < BATCH_CHARS:
+        event = turn.event(position)
+        events.append([event.seq, event.type, event.data])
+        size += len(event.data["text"]) if event.type == "CHAT" else 200
+        position += 1
+    return events, position
+
+
+async def _send(layer, channel: str, message: dict) -> bool:
+    """Send to a follower, waiting while its channel is full or the layer fails; False once
+    that lasted FOLLOW_SILENCE_SECONDS (the follower then asks again from where it is)."""
+    give_up = time.monotonic() + FOLLOW_SILENCE_SECONDS
+    delay = 0.05
+    while True:
+        try:
+            await layer.send(channel, message)
+            return True
+        except (ChannelFull, *LAYER_ERRORS):
+            if time.monotonic() > give_up:
+                logger.warning("gave up relaying to a follower of a turn: it stayed unreachable")
+                return False
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 1)
 
 
 async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[WireEvent]:
     """Follow a turn that runs in another process: it relays its events over the layer.
 
-    The process running the turn pings through quiet spells (an approval can take minutes);
-    silence beyond that means it is gone, and the stream ends for the client to reload.
+    Ends with the turn's DONE; with ERROR `interrupted` and DONE when its process is gone;
+    with ERROR `unavailable` (no DONE: the turn goes on) when the layer cannot be reached.
     """
     layer = get_channel_layer()
-    channel = await layer.new_channel()
-    await layer.group_send(
-        turn_group(conversation_id), {"type": "turn.follow", "channel": channel, "after": after}
-    )
+    seq, channel, heard = after, None, time.monotonic()
     while True:
-        try:
-            message = await asyncio.wait_for(layer.receive(channel), FOLLOW_SILENCE_SECONDS)
-        except TimeoutError:
-            yield numbered(0, DoneEvent())
-            return
-        if message.get("type") != "turn.event":
+        if channel is None:
+            channel = await layer.new_channel()
+            try:
+                await layer.group_send(
+                    turn_group(conversation_id),
+                    {"type": "turn.follow", "channel": channel, "after": seq},
+                )
+            except LAYER_ERRORS:
+                logger.warning("could not ask for the turn of conversation %s", conversation_id)
+                yield relay_unavailable()
+                return
+            heard, fresh = time.monotonic(), True
+        message = await _receive(layer, channel)
+        if message is not None:
+            heard = time.monotonic()
+            for event in _events_of(message):
+                if event.seq <= seq and not (fresh and event.seq == 1):
+                    continue  # sent already, by a relay asked before
+                fresh, seq = False, event.seq
+                yield event
+                if event.type == "DONE":
+                    return
             continue
-        event = WireEvent(message["seq"], message["kind"], message["data"])
-        yield event
-        if event.type == "DONE":
+        ending = await _turn_ended(conversation_id, seq)
+        if ending is not None:
+            for event in ending:
+                yield event
             return
+        if time.monotonic() - heard > FOLLOW_SILENCE_SECONDS:
+            channel = None  # the relay was lost (Redis restarted, or it gave up): ask again
 
 
-async def turn_approve(
-    *, conversation: Conversation, call_id: str, approve: bool, allow_tool: bool = False
-) -> str | None:
-    """Deliver a decision on a call waiting for approval, to whichever process runs the turn;
-    with `allow_tool`, the call's tool first stops asking for the rest of the conversation.
+async def _receive(layer, channel: str) -> dict | None:
+    """The next message on the channel, or None after FOLLOW_CHECK_SECONDS without one (or a
+    failing layer: Redis' own read timeouts end here, never the follow)."""
+    try:
+        return await asyncio.wait_for(layer.receive(channel), FOLLOW_CHECK_SECONDS)
+    except TimeoutError:
+        return None
+    except LAYER_ERRORS:
+        await asyncio.sleep(LAYER_RETRY_SECONDS)
+        return None
 
-    Returns why it was not delivered, or None.
+
+def _events_of(message: dict) -> list[WireEvent]:
+    if message.get("type") == "turn.events":
+        return [WireEvent(seq, kind, data) for seq, kind, data in message["events"]]
+    if message.get("type") == "turn.event":  # one event, as a process of an older version sends
+        return [WireEvent(message["seq"], message["kind"], message["data"])]
+    return []
+
+
+async def _turn_ended(conversation_id: int, seq: int) -> list[WireEvent] | None:
+    """How a quiet turn ended, as the events the follower still needs: None while it runs.
+
+    Its process gone: the turn is ended here, ERROR `interrupted` and DONE. Finished (its
+    DONE not relayed): its stored events. A database out of reach: None, ask again later.
     """
-    if not await Conversation.objects.running().filter(pk=conversation.pk).aexists():
-        return "No reply is running in this conversation."
-    if not await call_open(conversation, call_id):
-        return (
-            "That tool call is not waiting for a decision: it was decided already, or it is "
-            "not one of this reply's calls."
-        )
-    if allow_tool and approve:  # stored before the call goes on: its turn's next calls see it
-        await conversation_tool_allow(conversation=conversation, call_id=call_id)
-    await get_channel_layer().group_send(
-        turn_group(conversation.pk), {"type": "turn.approval", "call": call_id, "approve": approve}
-    )
+    try:
+        conversation = await Conversation.objects.aget(pk=conversation_id)
+        if conversation.turn_id is None:
+            return await stored_turn_events(conversation)
+        if await dead_turn_end(conversation):
+            return interrupted_events(seq)
+    except DatabaseError:
+        logger.warning("could not check the turn of conversation %s", conversation_id)
     return None
 
 
-async def turn_stop(*, conversation: Conversation) -> bool:
-    """Ask the conversation's running turn to stop, in whichever process it runs."""
-    running = await Conversation.objects.running().filter(pk=conversation.pk).aexists()
-    if running:
-        await get_channel_layer().group_send(turn_group(conversation.pk), {"type": "turn.stop"})
-    return running
+def interrupted_events(seq: int) -> list[WireEvent]:
+    """What the followers of a turn whose process is gone are told, after event `seq`."""
+    error = ErrorEvent(message=INTERRUPTED_MESSAGE, code="interrupted")
+    return [numbered(seq + 1, error), numbered(seq + 2, DoneEvent())]
+
+
+def relay_unavailable() -> WireEvent:
+    """An unnumbered ERROR for a follower that cannot reach the relay; `retry` in seconds."""
+    return WireEvent(0, "ERROR", {"message": RELAY_DOWN, "code": "unavailable", "retry": 2})
+
+
+async def stored_turn_events(conversation: Conversation) -> list[WireEvent]:
+    """The conversation's last turn as stored, numbered from 1: for a re-attach whose live log
+    is in another process or gone. A START numbered 1 tells a client that had events of it
+    that this is the whole turn again."""
+    return await sync_to_async(_stored_turn_events)(conversation)
+
+
+def _stored_turn_events(conversation: Conversation) -> list[WireEvent]:
+    last_user = (
+        Message.objects.filter(conversation=conversation, role=Message.Role.USER)
+        .order_by("-position")
+        .first()
+    )
+    if last_user is None:
+        return [numbered(1, DoneEvent())]
+    messages = list(
+        Message.objects.filter(conversation=conversation, position__gte=last_user.position)
+    )
+    records = list(TurnRecord.objects.filter(user_message=last_user))
+    _, events = conversation_turns(conversation, messages=messages, records=records)[-1]
+    return [numbered(seq, event) for seq, event in enumerate(events, start=1)]

@@ -1,4 +1,6 @@
-"""Repairing a conversation whose last turn a crash cut off, when its next turn starts.
+"""Repairing a conversation whose last turn a crash cut off: as soon as any process finds
+its claim dead (dead_turn_end: a re-attach, a Stop, a read, a restart), or when its next
+turn starts.
 
 The stored history is made whole where the turn died: calls left open are answered as
 interrupted (History.load_blocking), the turn's record says it was interrupted, change
@@ -10,6 +12,9 @@ records that and answers its calls itself.
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from roject import storage
@@ -19,11 +24,10 @@ from .history import History
 from .models import Conversation, FileChange, TurnRecord
 from .tool_calls import cut_off_writes_clean
 from .tools import registry
+from .turn_claims import dead_claim
 
-INTERRUPTED_MESSAGE = (
-    "The server stopped while this reply was running; it ends here, "
-    "and calls it had not finished are marked interrupted."
-)
+# What followers of a dead turn are told, and what its record says.
+INTERRUPTED_MESSAGE = "The server running this reply stopped; what it had written is kept."
 
 
 @dataclass
@@ -73,3 +77,43 @@ def conversation_repair(
         FileChange.objects.filter(conversation=conversation, after__isnull=True)
     )
     return repair
+
+
+def _dead_turn_end_blocking(conversation: Conversation, claim: Q) -> Repair | None:
+    """(Blocking) Give a dead claim up and record its turn as interrupted, answering its open
+    calls: one transaction. None when the claim was not (or no longer) that dead one."""
+    with transaction.atomic():
+        rows = Conversation.objects.filter(claim, pk=conversation.pk)
+        if not rows.update(turn_id=None, turn_heartbeat=None, turn_owner=""):
+            return None
+        history = History.load_blocking(conversation)
+        return conversation_repair(
+            conversation=conversation,
+            history=history,
+            root=storage.project_root(conversation.project_id),
+            taken_over=True,
+        )
+
+
+async def dead_turn_end(conversation: Conversation, *, silent: Q | None = None) -> bool:
+    """End the conversation's turn as interrupted if its claim is dead; whether it did.
+    `silent`: a filter that tells the claim is dead when it still matches (a heartbeat that
+    did not move through a wait spanning two beats).
+
+    What the turn had written is kept: its text was saved as it streamed (history.Draft),
+    its finished calls are stored; the calls it left open are answered as interrupted, and
+    the files its cut-off calls touched are repaired, as at the next message.
+    """
+    claim = dead_claim(conversation)
+    if claim is None and silent is not None and conversation.turn_id is not None:
+        claim = Q(turn_id=conversation.turn_id) & silent
+    if claim is None:
+        return False
+    repair = await sync_to_async(_dead_turn_end_blocking)(conversation, claim)
+    if repair is None:
+        return False
+    if repair.needed:
+        await repair.files_repair()
+    conversation.turn_id = conversation.turn_heartbeat = None
+    conversation.turn_owner = ""
+    return True

@@ -37,8 +37,10 @@ from .tools import RojoToolContext
 from .turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
 from .turn_limits import turn_limits_check
 from .turn_log import Turn, turn_forget_later, turn_get, turn_register
-from .turn_relay import turn_group, turn_listen
+from .turn_owner import process_owner
+from .turn_relay import LAYER_ERRORS, turn_group, turn_listen
 from .turn_repair import INTERRUPTED_MESSAGE, Repair, conversation_repair
+from .turn_writeback import DB_DOWN, turn_end, unreachable
 
 __all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_get", "turn_start"]
 
@@ -185,6 +187,7 @@ def _begin(
                 title=Conversation.title_from(message),
                 turn_id=turn_id,
                 turn_heartbeat=timezone.now(),
+                turn_owner=process_owner(),
             )
             history, free = History(conversation, []), True
         else:
@@ -249,7 +252,9 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     task = asyncio.current_task()
     helpers = [
         asyncio.create_task(turn_listen(layer, channel, turn, task)),
-        asyncio.create_task(turn_heartbeat(turn, turn_id, task)),
+        # A thread of its own: a beat waiting on a database out of reach (the pool's whole
+        # timeout) must not hold up the turn's own writes, queued on the turn's thread.
+        asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
     ]
     deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     try:
@@ -289,6 +294,11 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
             turn.fail(_CLAIM_LOST, "internal")
         else:
             turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
+    except DB_DOWN:  # a read the turn does not retry (its writes are: rojos.turn_writeback)
+        logger.warning("turn in conversation %s: the database failed", conversation_id)
+        await _publish_interrupted(turn, history)
+        error = unreachable(retried=False)
+        turn.fail(str(error), error.code)
     except Exception:
         logger.exception("turn in conversation %s failed", conversation_id)
         await _publish_interrupted(turn, history)
@@ -296,7 +306,12 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
     finally:
         for helper in helpers:
             helper.cancel()
-        await _cleanup(turn, turn_id=turn_id, layer=layer, channel=channel)
+        await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
+
+
+async def _beating(turn: Turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
+    async with own_thread():
+        await turn_heartbeat(turn, turn_id, task)
 
 
 async def _publish_interrupted(turn: Turn, history: History) -> None:
@@ -312,12 +327,12 @@ async def _publish_interrupted(turn: Turn, history: History) -> None:
     turn.publish_unsent(history.messages)
 
 
-async def _cleanup(turn: Turn, *, turn_id, layer, channel) -> None:
+async def _cleanup(turn: Turn, *, turn_id, history: History, layer, channel) -> None:
     conversation_id = turn.conversation_id
     try:
-        await sync_to_async(_end)(turn, turn_id)
+        await turn_end(turn, turn_id, history)
     finally:
-        with contextlib.suppress(Exception):  # the relay may be down; the end is recorded
+        with contextlib.suppress(*LAYER_ERRORS):  # the relay may be down; the end is recorded
             await layer.group_discard(turn_group(conversation_id), channel)
         turn.publish(DoneEvent())
         turn.finish()

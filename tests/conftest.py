@@ -10,6 +10,7 @@ pytest_plugins = [
     "tests.fake_provider",
     "tests.live_server",
     "tests.server_process",
+    "tests.own_services",
     "tests.browser",
     "tests.replay_story",
 ]

@@ -8,7 +8,6 @@ to the in-process server, as after a crash behind a load balancer.
 import asyncio
 import json
 import threading
-import time
 from pathlib import Path
 
 import httpx2
@@ -67,21 +66,14 @@ def doomed_server(server_process) -> ServerProcess:
 
 
 def send_once_free(client: ApiClient, project, rojo, conversation: int) -> list[Event]:
-    """Send "Again" to a conversation whose turn died; it is busy only until the claim is stale.
+    """Send "Again" to a conversation whose turn died: accepted at once, since the claim's
+    owner was a process of this host that is gone (rojos.turn_owner).
 
     Returns the events of the accepted turn.
     """
     url = f"/api/projects/{project.pk}/chat"
     body = {"rojo": rojo.slug, "message": "Again", "conversation": conversation}
-    first = client.post(url, json=body)
-    assert first.status_code == 409, "the dead turn's claim was not fresh right after the kill"
-    deadline = time.monotonic() + STALE_SECONDS + 10
-    while True:
-        response = client.post(url, json=body)
-        if response.status_code != 409:
-            break
-        assert time.monotonic() < deadline, "the dead turn's claim was never given up"
-        time.sleep(0.1)
+    response = client.post(url, json=body)
     assert response.status_code == 200, response.text
     return list(parse_sse(response.text.splitlines()))
 
@@ -105,7 +97,7 @@ def assert_killed_turn_recorded(client: ApiClient, conversation: int) -> None:
     killed, next_one = detail["turns"]
     assert killed["status"] == "interrupted"
     assert (killed["error"], killed["error_code"]) == (INTERRUPTED_MESSAGE, "interrupted")
-    assert "server stopped" in killed["error"]
+    assert "server running this reply stopped" in killed["error"]
     assert (next_one["status"], next_one["error"]) == ("done", "")
 
 

@@ -301,17 +301,58 @@ async def test_connection_refused_says_where_it_tried(fake_provider, project, us
 
 
 async def test_slow_first_byte_times_out(fake_provider, project, users, settings):
-    """No headers within ROJO_PROVIDER_TIMEOUT: the turn ends instead of hanging."""
-    settings.ROJO_PROVIDER_TIMEOUT = 0.3
+    """No headers within ROJO_PROVIDER_HEADERS_TIMEOUT: the turn ends instead of hanging."""
+    settings.ROJO_PROVIDER_HEADERS_TIMEOUT = 0.3
     fake_provider.add(stream(text_chunks("Too late."), first_byte_delay=1.5))
     rojo = await rojo_for(fake_provider)
 
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
-    assert_failed(run, "did not answer in time", fake_provider.base_url)
+    assert_failed(
+        run, "did not answer in time", "ROJO_PROVIDER_HEADERS_TIMEOUT", fake_provider.base_url
+    )
     assert run.events == []
     history = await valid_history(run.conversation)
     assert [m.role for m in history] == ["user"]
+
+
+async def test_a_provider_that_never_sends_headers_fails_within_the_total_across_retries(
+    fake_provider, project, users, settings
+):
+    """Each try waits for headers up to ROJO_PROVIDER_HEADERS_TIMEOUT, but all tries together
+    stop at ROJO_PROVIDER_TOTAL_TIMEOUT, not the tries times that timeout."""
+    settings.ROJO_PROVIDER_RETRIES = 2
+    settings.ROJO_PROVIDER_HEADERS_TIMEOUT = 0.4
+    settings.ROJO_PROVIDER_TOTAL_TIMEOUT = 1.2
+    for _ in range(3):
+        fake_provider.add(stream(text_chunks("Never."), first_byte_delay=4))
+    fake_provider.allow_leftovers()  # how many tries fit in the total depends on the backoff
+    rojo = await rojo_for(fake_provider)
+
+    started = time.monotonic()
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert 1.2 <= time.monotonic() - started < 2.2
+    assert_failed(run, "did not start answering within 1.2 seconds", "ROJO_PROVIDER_TOTAL_TIMEOUT")
+    assert len(fake_provider.requests) >= 2  # the first try timed out on its own limit
+    history = await valid_history(run.conversation)
+    assert [m.role for m in history] == ["user"]
+
+
+async def test_the_headers_wait_and_the_stream_silence_have_limits_of_their_own(
+    fake_provider, project, users, settings
+):
+    """Headers slower than the stream's silence limit, and silences in the stream longer
+    than the headers limit, are both within their own limits: the reply arrives whole."""
+    settings.ROJO_PROVIDER_HEADERS_TIMEOUT = 2
+    settings.ROJO_PROVIDER_TIMEOUT = 0.9
+    chunks = text_chunks("Slow to start, slow to go", pieces=3)
+    fake_provider.add(stream(chunks, first_byte_delay=1.2, delay=0.6))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "Slow to start, slow to go"
 
 
 async def test_provider_silent_mid_stream_times_out_and_keeps_the_text(

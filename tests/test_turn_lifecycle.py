@@ -116,6 +116,9 @@ def test_stop_while_the_reply_asking_for_calls_is_stored_answers_every_call(
         conversation = next(events).data["conversation"]
         with transaction.atomic():
             Conversation.objects.filter(pk=conversation).update(title="held")
+            if connection.vendor == "postgresql":  # SQLite's write lock holds inserts already
+                with connection.cursor() as cursor:
+                    cursor.execute("LOCK TABLE rojos_message IN SHARE ROW EXCLUSIVE MODE")
             time.sleep(1.0)
             assert client.post(f"/api/conversations/{conversation}/stop").json() == {
                 "stopping": True

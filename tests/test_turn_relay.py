@@ -1,16 +1,23 @@
 """Re-attaching through a process that does not run the turn: events relayed over the layer."""
 
 import asyncio
+import os
+import subprocess
 import uuid
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import sync_to_async
-from channels.layers import DEFAULT_CHANNEL_LAYER, channel_layers
+from channels.exceptions import ChannelFull
+from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from django.utils import timezone
 
 from roject.access import aproject_access
 from rojos import turn_relay, turns
-from rojos.models import Conversation
+from rojos.models import Conversation, Message, TurnRecord
+from rojos.turn_claims import turn_claim_blocking
+from rojos.turn_owner import process_owner
+from rojos.turn_repair import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 
@@ -76,18 +83,62 @@ async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
     await turn.task
 
 
-async def test_a_follower_of_a_gone_process_ends_after_the_silence(project, monkeypatch):
-    """Nobody relays for a turn whose process died: the stream ends so the client reloads."""
-    monkeypatch.setattr(turn_relay, "FOLLOW_SILENCE_SECONDS", 0.2)
+def gone_owner() -> str:
+    """A claim owner naming a process of this host that has exited."""
+    child = subprocess.Popen(["true"])
+    child.wait()
+    return process_owner().replace(f":{os.getpid()}:", f":{child.pid}:")
+
+
+async def test_a_follower_of_a_gone_process_is_told_it_stopped_within_seconds(
+    project, users, settings
+):
+    """A fresh claim whose owner process has exited: the follower gets ERROR `interrupted`
+    and DONE within a few seconds, the turn is recorded interrupted, the claim given up."""
+    settings.ROJO_TURN_STALE_SECONDS = 60  # the gone owner alone must tell
     conversation = await Conversation.objects.acreate(
-        project=project, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now(),
+        turn_owner=gone_owner(),
     )
+    asked = await Message.objects.acreate(
+        conversation=conversation, position=0, role="user", content="Hi"
+    )
+    await TurnRecord.objects.acreate(conversation=conversation, user_message=asked)
 
     started = asyncio.get_running_loop().time()
+    relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=3)]
+
+    assert [(e.seq, e.type, e.data.get("code")) for e in relayed] == [
+        (4, "ERROR", "interrupted"),
+        (5, "DONE", None),
+    ]
+    assert relayed[0].data["message"] == INTERRUPTED_MESSAGE
+    assert asyncio.get_running_loop().time() - started < turn_relay.FOLLOW_CHECK_SECONDS + 2
+    await conversation.arefresh_from_db()
+    assert (conversation.turn_id, conversation.turn_owner) == (None, "")
+    record = await TurnRecord.objects.aget(user_message=asked)
+    assert (record.status, record.error_code) == ("interrupted", "interrupted")
+
+
+async def test_a_follower_of_a_turn_on_another_host_is_told_once_its_claim_is_stale(
+    project, settings
+):
+    """An owner elsewhere cannot be checked: its claim going stale ends the turn."""
+    settings.ROJO_TURN_STALE_SECONDS = 1
+    conversation = await Conversation.objects.acreate(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now(),
+        turn_owner="elsewhere/pid:[1]:42:cafe",
+    )
+
     relayed = [e async for e in turn_relay.turn_follow_remote(conversation.pk, after=0)]
 
-    assert [(e.seq, e.type) for e in relayed] == [(0, "DONE")]
-    assert asyncio.get_running_loop().time() - started < 2
+    assert [(e.seq, e.type) for e in relayed] == [(1, "ERROR"), (2, "DONE")]
+    await conversation.arefresh_from_db()
+    assert conversation.turn_id is None
 
 
 class FlakyLayer:
@@ -115,3 +166,90 @@ async def test_a_failing_layer_does_not_stop_the_turn_from_listening(monkeypatch
     assert layer.receives == 2
     with pytest.raises(asyncio.CancelledError):
         await running
+
+
+class SmallLayer(InMemoryChannelLayer):
+    """An in-memory layer whose channels hold two messages, counting the sends refused."""
+
+    def __init__(self) -> None:
+        super().__init__(capacity=2)
+        self.refused = 0
+
+    async def send(self, channel: str, message: dict) -> None:
+        try:
+            await super().send(channel, message)
+        except ChannelFull:
+            self.refused += 1
+            raise
+
+
+async def test_a_slow_remote_follower_gets_its_backlog_late_rather_than_never(
+    project, users, fake_provider, monkeypatch
+):
+    """A follower that stops reading while its channel fills: the relay waits and sends the
+    backlog from the turn's kept events once it reads again; every event arrives, in order."""
+    layer = SmallLayer()
+    channel_layers.backends[DEFAULT_CHANNEL_LAYER] = layer
+    monkeypatch.setattr(turn_relay, "BATCH_EVENTS", 1)
+    fake_provider.add(stream(*text_chunks("w " * 50, pieces=50)))
+    conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
+
+    relayed = []
+    async for event in turn_relay.turn_follow_remote(conversation.pk, after=0):
+        relayed.append(event)
+        if len(relayed) == 1:
+            await asyncio.sleep(1)  # not reading, while the turn runs to its end
+
+    assert layer.refused > 0
+    assert [e.seq for e in relayed] == list(range(1, len(relayed) + 1))
+    assert relayed[-1].type == "DONE"
+    assert "".join(e.data["text"] for e in relayed if e.type == "CHAT") == "w " * 50
+    await turn.task
+
+
+async def test_a_reattach_to_a_turn_finished_elsewhere_gets_its_stored_events(
+    project, users, fake_provider
+):
+    """No live log here (it ran in another process, or was dropped): the stored turn comes
+    whole, numbered from 1, through its DONE."""
+    fake_provider.add(stream(*text_chunks("All of it.", pieces=4)))
+    conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
+    await turn.task
+    await conversation.arefresh_from_db()
+
+    stored = await turn_relay.stored_turn_events(conversation)
+
+    assert [(e.seq, e.type) for e in stored] == [(1, "START"), (2, "CHAT"), (3, "DONE")]
+    assert stored[0].data == {"conversation": conversation.pk, "message": turn.data[0]["message"]}
+    assert stored[1].data == {"text": "All of it."}
+
+
+def test_a_live_process_of_this_host_keeps_a_claim_whose_beats_were_held_up(project):
+    """A claim of a process that runs here, its heartbeat just past the stale age (a database
+    outage held the beats up), is not taken over; past ten times that age it is (the PID may
+    be another process's by then)."""
+    held_up = Conversation.objects.create(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now() - timedelta(seconds=20),
+        turn_owner=process_owner(),
+    )
+    long_gone = Conversation.objects.create(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now() - timedelta(seconds=100),
+        turn_owner=process_owner(),
+    )
+    elsewhere = Conversation.objects.create(
+        project=project,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now() - timedelta(seconds=20),
+        turn_owner="elsewhere/pid:[1]:42:cafe",
+    )
+
+    assert held_up.running
+    assert turn_claim_blocking(held_up.pk, uuid.uuid4()) is None
+    assert not long_gone.running
+    assert turn_claim_blocking(long_gone.pk, uuid.uuid4()) is False
+    assert not elsewhere.running
+    assert turn_claim_blocking(elsewhere.pk, uuid.uuid4()) is False

@@ -63,6 +63,9 @@ class Conversation(models.Model):
     # Kept on the row, so loading the active branch stays one query of messages.
     branch = models.PositiveIntegerField(default=0, editable=False)
     branches = models.JSONField(default=list, blank=True, editable=False)
+    # The process running it (host, pid, boot token: rojos/turn_owner.py), so that a process
+    # on the same host can tell at once that a claim's owner is gone.
+    turn_owner = models.CharField(max_length=200, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()
 
@@ -87,11 +90,11 @@ class Conversation(models.Model):
 
     @property
     def running(self) -> bool:
-        """Whether a turn is alive here; a crashed one stops counting once its claim is stale."""
-        if self.turn_id is None or self.turn_heartbeat is None:
-            return False
-        stale = timezone.now() - timedelta(seconds=settings.ROJO_TURN_STALE_SECONDS)
-        return self.turn_heartbeat >= stale
+        """Whether a turn is alive here: claimed, and the claim not a dead one (its owner a
+        gone process of this host, or its heartbeat stale; rojos.turn_claims.dead_claim)."""
+        from ..turn_claims import dead_claim  # the claims module reads the models
+
+        return self.turn_id is not None and dead_claim(self) is None
 
     @property
     def waiting_approval(self) -> bool:

@@ -7,6 +7,7 @@ import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { ChatLog } from "./chat-log.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
+import { Reconnector } from "./reconnect.js";
 import { readEvents } from "./sse.js";
 import { UndoButtons } from "./undo.js";
 import { turnUsageShow } from "./usage.js";
@@ -41,6 +42,7 @@ export class ChatPanel extends EventTarget {
     this.sendButton = element.querySelector(".send");
     this.stopButton = element.querySelector(".stop");
     this.busyNote = element.querySelector(".busy");
+    this.reconnector = new Reconnector(this.busyNote);
     this.history = null; // while stored turns are replayed: what their events do not carry
     this.lastEventId = 0;
     this.busy = false;
@@ -188,16 +190,26 @@ export class ChatPanel extends EventTarget {
 
   async consume(events) {
     let done = false;
+    let retry = 0;
     try {
       for await (const event of events) {
+        if (event.type === "ERROR" && event.data.code === "unavailable") {
+          retry = event.data.retry ?? 1; // the relay is down: the reply goes on, try again
+          continue;
+        }
+        if (event.type === "START" && event.id === 1 && this.lastEventId > 1 && this.conversationId) {
+          // The whole turn again, from what was stored: its live log is gone. Show that.
+          return this.reopen();
+        }
+        this.reconnector.connected();
         this.handle(event);
         if (event.type === "DONE") done = true;
       }
     } catch (error) {
-      if (!done && this.conversationId) return this.reattach();
+      if (!done && this.conversationId) return this.reattach(retry);
       this.log.addError("The connection to the server was lost.");
     }
-    if (!done && this.conversationId) return this.reattach();
+    if (!done && this.conversationId) return this.reattach(retry);
     await this.usagePending; // the reply's figures are shown before the turn counts as over
     this.usagePending = null;
     this.setBusy(false);
@@ -255,16 +267,31 @@ export class ChatPanel extends EventTarget {
     this.dispatchEvent(new CustomEvent("turn", { detail: id }));
   }
 
-  async reattach() {
-    const response = await request(`/api/conversations/${this.conversationId}/stream?after=${this.lastEventId}`, {
-      accept: "text/event-stream",
-    }).catch(() => null);
-    if (!response) {
-      this.log.addError("The connection to the server was lost; reload the page to see the reply.");
-      this.setBusy(false);
-      return;
+  /** Follow the running reply again, after a wait that grows with each failed try. */
+  async reattach(hintSeconds = 0) {
+    await this.reconnector.wait(hintSeconds);
+    let response;
+    try {
+      response = await request(`/api/conversations/${this.conversationId}/stream?after=${this.lastEventId}`, {
+        accept: "text/event-stream",
+      });
+    } catch (error) {
+      if (error instanceof ApiError && error.status < 500) {
+        this.log.addError(error.message); // gone, or no longer ours to see: no use retrying
+        this.reconnector.connected();
+        this.setBusy(false);
+        return;
+      }
+      return this.reattach(); // the server is out of reach, or answered 503
     }
     await this.consume(readEvents(response));
+  }
+
+  /** Show the conversation as stored, the reply having ended while out of reach. */
+  async reopen() {
+    this.reconnector.connected();
+    this.setBusy(false);
+    await this.open(this.conversationId);
   }
 
   async stop() {
