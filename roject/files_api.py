@@ -17,11 +17,20 @@ class Entry(Schema):
     type: str
 
 
+class FileVersion(Schema):
+    """What a save names as the version it started from."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
 class FileOut(Schema):
     path: str
     text: str
     size: int
     modifiedAt: str
+    version: FileVersion
 
 
 @router.get("/{project_id}/files", response=answers(list[Entry], 400, 404, 422))

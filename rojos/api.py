@@ -32,6 +32,7 @@ from .api_schemas import (
     UndoTurnIn,
 )
 from .export import conversation_export_json, conversation_export_markdown
+from .files_api import router as file_edits_router
 from .wire import WireEvent, encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
@@ -47,6 +48,7 @@ api = NinjaAPI(
     docs_decorator=login_required,
 )
 api.add_router("/projects", files_router)
+api.add_router("/projects", file_edits_router)
 error_handlers_add(api)
 
 

@@ -29,6 +29,7 @@ from roject.storage import StorageError
 
 from .budgets import BudgetExceeded
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
+from .file_edits import EntryExists, VersionConflict
 from .undo import UndoRefused
 
 # The API's log lines keep the logger name they had before this module was split out.
@@ -52,6 +53,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     Http404: Answer(404, "Not found."),
     TurnBusy: Answer(409),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
+    EntryExists: Answer(409),
     TurnLimited: Answer(429, retry_after="60"),
     BudgetExceeded: Answer(429),  # its message says when the budget resets
 }
@@ -72,6 +74,12 @@ def error_handlers_add(api: NinjaAPI) -> None:
     api.add_exception_handler(MultiPartParserError, partial(_unreadable, api))
     api.add_exception_handler(SuspiciousOperation, partial(_unreadable, api))
     api.add_exception_handler(TurnNotStarted, partial(_turn_not_started, api))
+    api.add_exception_handler(VersionConflict, partial(_version_conflict, api))
+
+
+def _version_conflict(api: NinjaAPI, request, exc: VersionConflict) -> HttpResponse:
+    """409 with the file as it is now, so the page can show both versions to merge."""
+    return _detail(api, request, 409, str(exc), current=exc.current, currentText=exc.text)
 
 
 def _detail(api: NinjaAPI, request, status: int, detail: str, **extra) -> HttpResponse:

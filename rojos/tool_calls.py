@@ -270,6 +270,8 @@ class ToolCallRunner:
             conversation=self.history.conversation if self.history.conversation.pk else None,
             message_id=message_id,
             tool_call_id=call_id,
+            author_id=getattr(user, "pk", user),
+            origin=FileChange.Origin.ROJO,
             tool=tool.name,
             paths=snapshot.paths,
             before=snapshot.existed,

@@ -48,9 +48,12 @@ from .snapshots import (
     snapshot_digests,
     snapshot_discard,
     snapshot_of,
+    snapshot_path_restore,
     snapshot_restore,
     snapshot_take,
+    snapshot_text,
 )
+from .versions import file_version, same_version
 
 __all__ = [
     "MAX_MATCHES",
@@ -66,6 +69,7 @@ __all__ = [
     "digest",
     "digests",
     "entry_exists",
+    "file_version",
     "is_temp_file",
     "list_directory",
     "move_path",
@@ -83,13 +87,16 @@ __all__ = [
     "resolve",
     "resolve_entry",
     "resolved_relative",
+    "same_version",
     "scratch_copy",
     "search_text",
     "snapshot_digests",
     "snapshot_discard",
     "snapshot_of",
+    "snapshot_path_restore",
     "snapshot_restore",
     "snapshot_take",
+    "snapshot_text",
     "temp_files_remove",
     "under_changes_lock",
     "undo_dir",
