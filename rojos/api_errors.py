@@ -25,7 +25,7 @@ from redis.exceptions import RedisError
 
 from roject.access import LoginRequired
 from roject.errors import AppError
-from roject.storage import StorageError
+from roject.storage import StorageError, TooLarge
 
 from .budgets import BudgetExceeded
 from .errors import TurnBusy, TurnLimited, TurnNotStarted
@@ -54,6 +54,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     TurnBusy: Answer(409),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
     EntryExists: Answer(409),
+    TooLarge: Answer(413),
     TurnLimited: Answer(429, retry_after="60"),
     BudgetExceeded: Answer(429),  # its message says when the budget resets
 }

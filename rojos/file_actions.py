@@ -6,6 +6,8 @@ the file still at the version the editor loaded), then runs through file_change_
 
 import asyncio
 
+from django.conf import settings
+
 from roject import storage
 
 from .file_edits import EntryExists, VersionConflict, file_change_make, file_tool_run
@@ -111,3 +113,71 @@ async def version_restore(*, change: FileChange, path: str, user):
         paths=[path],
         work=work,
     )
+
+
+def _limits_upload(length: int | None, limit: int) -> None:
+    if length is not None and length > limit:
+        raise storage.TooLarge(f"the upload is {length:,} bytes, over the limit of {limit:,}")
+
+
+async def file_upload(
+    *, project_id: int, user, path: str, read, length: int | None, overwrite: bool = False
+):
+    """Receive an upload (`read(n)` gives its bytes) into the gate, then move it to `path`
+    as one recorded change (origin upload). An existing file is replaced only with
+    `overwrite`; the limits are ROJO_UPLOAD_MAX_FILE_BYTES and ROJO_UPLOAD_MAX_BYTES."""
+    limit = min(settings.ROJO_UPLOAD_MAX_FILE_BYTES, settings.ROJO_UPLOAD_MAX_BYTES)
+    _limits_upload(length, limit)
+    incoming = await asyncio.to_thread(
+        storage.upload_receive, project_id=project_id, read=read, max_bytes=limit
+    )
+    try:
+        return await _place(project_id, user, path, incoming, overwrite, tool="upload")
+    finally:
+        await asyncio.to_thread(storage.incoming_discard, incoming)
+
+
+async def _place(project_id, user, path, incoming, overwrite, *, tool: str):
+    root = storage.project_root_create(project_id)
+
+    async def work():
+        await asyncio.to_thread(storage.upload_place, root, path, incoming, overwrite=overwrite)
+
+    return await file_change_make(
+        project_id=project_id,
+        user=user,
+        origin=Origin.UPLOAD,
+        tool=tool,
+        paths=[path],
+        work=work,
+        check=None if overwrite else _free(path),
+    )
+
+
+async def zip_upload(
+    *, project_id: int, user, folder: str, read, length: int | None, overwrite: bool = False
+):
+    """Receive a .zip and unpack it into `folder` (new, or replaced with `overwrite`) as one
+    recorded change; returns it with the names unpacked and those skipped, with why."""
+    limit = settings.ROJO_UPLOAD_MAX_BYTES
+    _limits_upload(length, limit)
+    archive = await asyncio.to_thread(
+        storage.upload_receive, project_id=project_id, read=read, max_bytes=limit
+    )
+    limits = storage.ZipLimits(
+        max_file_bytes=settings.ROJO_UPLOAD_MAX_FILE_BYTES,
+        max_total_bytes=limit,
+        max_ratio=settings.ROJO_UPLOAD_ZIP_MAX_RATIO,
+        max_entries=settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES,
+    )
+    try:
+        unpacked = await asyncio.to_thread(
+            storage.zip_unpack, project_id=project_id, archive_file=archive, limits=limits
+        )
+    finally:
+        await asyncio.to_thread(storage.incoming_discard, archive)
+    try:
+        result = await _place(project_id, user, folder, unpacked.incoming, overwrite, tool="unzip")
+    finally:
+        await asyncio.to_thread(storage.incoming_discard, unpacked.incoming)
+    return result, unpacked

@@ -23,19 +23,17 @@ from roject import storage
 from roject.access import project_role
 from roject.models import Role
 from roject.project_live import project_event_publish
-from roject.storage import StorageError
+from roject.storage import EntryExists, StorageError
 
 from .models import FileChange
 from .tools import RojoToolContext, ToolError, registry
 from .tools.schema import validate
 from .undo import change_finish
 
+__all__ = ["EntryExists", "VersionConflict", "file_change_make", "file_tool_run"]
+
 # A check run under the change lock before anything is copied or changed (blocking).
 Check = Callable[[Path], None]
-
-
-class EntryExists(StorageError):
-    """The path is taken, and replacing it was not asked for."""
 
 
 class VersionConflict(StorageError):

@@ -5,13 +5,24 @@ beside the change ledger. Every endpoint needs a role that writes (viewers get 4
 projects 404) and a CSRF token, like every state change of the API.
 """
 
-from django.http import HttpRequest
+import asyncio
+import functools
+from datetime import datetime
+from pathlib import PurePosixPath
+from urllib.parse import quote
+
+from asgiref.sync import sync_to_async
+from django.http import Http404, HttpRequest, StreamingHttpResponse
 from ninja import Field, Router, Schema
 
-from roject.access import aproject_access
+from roject import storage
+from roject.access import aproject_access, object_id
 from roject.api_answers import answers
+from roject.streaming import blocking_stream
 
 from . import file_actions
+from . import file_history as history
+from .models import FileChange
 
 router = Router(tags=["files"])
 
@@ -126,3 +137,94 @@ async def file_save(request: HttpRequest, project_id: int, payload: SaveIn):
             base=base,
         )
     )
+
+
+class UploadOut(ChangeOut):
+    extracted: list[str] = Field(default_factory=list, description="Unpacked from a .zip.")
+    skipped: list[dict] = Field(
+        default_factory=list, description="Entries of a .zip not unpacked: {name, reason}."
+    )
+
+
+def _length(request: HttpRequest) -> int | None:
+    value = request.headers.get("Content-Length", "")
+    return int(value) if value.isdigit() else None
+
+
+@router.post("/{project_id}/files/upload", response=answers(UploadOut, 400, 403, 404, 409, 413))
+async def file_upload(
+    request: HttpRequest, project_id: int, path: str, overwrite: bool = False, unpack: bool = False
+):
+    """Upload one file as the request's body (`application/octet-stream`) to `path`.
+
+    An existing file is replaced only with `overwrite` (else 409). With `unpack`, the body
+    is a .zip unpacked into the folder `path`: entries that climb out, absolute names,
+    links, special files and likely zip bombs are skipped and listed in `skipped`.
+    """
+    access = await _writer(request, project_id)
+    upload = {"project_id": access.project.pk, "user": request.auth, "overwrite": overwrite}
+    upload.update(read=request.read, length=_length(request))
+    if not unpack:
+        return _changed(await file_actions.file_upload(path=path, **upload))
+    result, unpacked = await file_actions.zip_upload(folder=path, **upload)
+    return {**_changed(result), "extracted": unpacked.extracted, "skipped": unpacked.skipped}
+
+
+class HistoryEntry(Schema):
+    change: int
+    origin: str
+    tool: str
+    author: str | None
+    created: datetime
+    paths: list[str]
+    diff: str
+    conversation: int | None
+    undone: datetime | None
+    restorable: bool
+
+
+@router.get("/{project_id}/files/history", response=answers(list[HistoryEntry], 404, 422))
+async def file_history(request: HttpRequest, project_id: int, path: str):
+    """Every recorded change to a file, newest first: by a person, a rojo, MCP, an upload."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    return await sync_to_async(history.file_history)(project_id=access.project.pk, path=path)
+
+
+class RestoreIn(Schema):
+    change: int = Field(description="A change from the file's history.")
+    path: str
+
+
+@router.post("/{project_id}/files/restore", response=WRITE_ANSWERS)
+async def version_restore(request: HttpRequest, project_id: int, payload: RestoreIn):
+    """Put a file back as it was before a change of its history; itself a recorded change."""
+    access = await _writer(request, project_id)
+    change = await FileChange.objects.filter(
+        pk=object_id(payload.change, "change"), project_id=access.project.pk
+    ).afirst()
+    if change is None:
+        raise Http404("No such change.")
+    return _changed(
+        await file_actions.version_restore(change=change, path=payload.path, user=request.auth)
+    )
+
+
+@router.get("/{project_id}/files/download", response=answers(None, 400, 404, 422))
+async def download(request: HttpRequest, project_id: int, path: str = ""):
+    """A file as it is, or a folder (`path` empty: the whole project) as a .zip, streamed."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    root = storage.project_root_create(access.project.pk)
+    kind = "directory" if path.strip("/") in ("", ".") else None
+    if kind is None:
+        kind = (await asyncio.to_thread(storage.path_meta, root, path))["type"]
+    name = PurePosixPath(path.strip("/")).name or access.project.slug
+    if kind == "directory":
+        produce = functools.partial(storage.zip_write, root, path.strip("/"))
+        name, content_type = name + ".zip", "application/zip"
+    else:
+        produce = functools.partial(storage.file_chunks, root, path)
+        content_type = "application/octet-stream"
+    response = StreamingHttpResponse(blocking_stream(produce), content_type=content_type)
+    response["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(name)}"
+    response["Cache-Control"] = "no-store"
+    return response
