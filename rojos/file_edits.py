@@ -108,6 +108,13 @@ async def file_change_make(
     return value, finished
 
 
+def _author_name(change: FileChange) -> str | None:
+    """The author's username if the row holds the user already (no query from the loop)."""
+    if change.author_id is None or not FileChange.author.is_cached(change):
+        return None
+    return change.author.get_username()
+
+
 async def change_published(change: FileChange) -> None:
     """Tell the project's open pages that files changed."""
     await project_event_publish(
@@ -118,7 +125,7 @@ async def change_published(change: FileChange) -> None:
             "paths": change.paths,
             "origin": change.origin,
             "tool": change.tool,
-            "author": change.author.get_username() if change.author_id else None,
+            "author": _author_name(change),
         },
     )
 

@@ -15,8 +15,10 @@ from roject.storage import StorageError
 
 from .errors import AccessRevoked
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
+from .file_edits import change_published
 from .history import History
 from .models import FileChange
+from .read_versions import ReadVersions, read_paths
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
 from .turn_caps import TurnCaps
@@ -39,6 +41,10 @@ REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was
 
 class _Revoked(Exception):
     """The person the turn runs for may no longer change the project's files."""
+
+
+class _Stale(Exception):
+    """A file the turn read changed since; the message says so to the model."""
 
 
 # Waits for a person's decision on a call id; True to run the call.
@@ -116,6 +122,7 @@ class ToolCallRunner:
 
     def __post_init__(self) -> None:
         self._granted = Role(self.ctx.role)  # the role the turn started with
+        self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
 
     async def _role_now(self) -> Role | None:
         """The user's role now, narrowing the context to it when it may no longer write."""
@@ -211,6 +218,8 @@ class ToolCallRunner:
         if not (changing and self.record_changes):
             outcome = await self.tools.run(parsed, self.ctx)
             outcome = self.caps.charged(outcome, changed=changing is not None)
+            if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
+                await asyncio.to_thread(self.reads.remember, read)
             await self._store(call, outcome)
             return outcome, None
         tool, args = changing
@@ -221,10 +230,17 @@ class ToolCallRunner:
         except _Revoked:  # raised by start, before the call ran
             await self._store(call, REVOKED_OUTCOME)
             return REVOKED_OUTCOME, None
+        except _Stale as stale:  # likewise
+            refused = ToolOutcome.failure(str(stale))
+            await self._store(call, refused)
+            return refused, None
 
     async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
         """Run a changing call (the change lock held) and store its result with its record."""
         outcome = self.caps.charged(await self.tools.run(parsed, self.ctx), changed=True)
+        if self.reads.seen:
+            tool = self.tools.get(parsed.name)
+            await asyncio.to_thread(self.reads.refresh, tool.changed_paths(parsed.args))
         kept: list[FileChange] = []
 
         def change_finished() -> FileChange | None:
@@ -233,6 +249,8 @@ class ToolCallRunner:
             return finished
 
         await self._store(call, outcome, with_row=change_finished if change else None)
+        if kept:
+            await change_published(kept[0])
         return outcome, kept[0].pk if kept else None
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> storage.Snapshot:
@@ -261,6 +279,8 @@ class ToolCallRunner:
             role = project_role(user=user, project_id=self.ctx.project_id)
             if role is None or not role.can_write:
                 raise _Revoked
+        if self.reads.seen and (stale := self.reads.stale(tool.changed_paths(args))):
+            raise _Stale(stale)
         try:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):
@@ -279,6 +299,8 @@ class ToolCallRunner:
             created_parents=snapshot.missing_parents,
             key=snapshot.key,
         )
+        if hasattr(user, "get_username"):
+            change.author = user  # held, so that publishing the change asks no query
         if any(snapshot.existed):
             change.save()
         return change
