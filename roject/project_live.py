@@ -9,6 +9,7 @@ in one process's memory without it. Events are news, not state: a page that miss
 """
 
 import asyncio
+import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -37,26 +38,32 @@ async def project_event_publish(*, project_id: int, kind: str, data: dict) -> No
         logger.warning("could not publish %r to project %s", kind, project_id, exc_info=True)
 
 
-async def project_events(
+@contextlib.asynccontextmanager
+async def project_subscribed(
     *, project_id: int, keepalive: float = KEEPALIVE_SECONDS
-) -> AsyncIterator[dict | None]:
-    """The project's events as they come ({"kind", "data"}); None after `keepalive` seconds
-    without one, so the caller can send a keep-alive and check who is still listening."""
+) -> AsyncIterator[AsyncIterator[dict | None]]:
+    """Join the project's group; the block gets its events as they come ({"kind", "data"}),
+    and None after `keepalive` seconds without one, so the caller can send a keep-alive and
+    check who is still listening. Events published once the block runs reach it."""
     layer = get_channel_layer()
     channel = await layer.new_channel("project-live.")
     group = _group(project_id)
     await layer.group_add(group, channel)
     try:
-        while True:
-            try:
-                message = await asyncio.wait_for(layer.receive(channel), keepalive)
-            except TimeoutError:
-                yield None
-                await layer.group_add(group, channel)  # keeps the membership from expiring
-                continue
-            yield {"kind": message["kind"], "data": message["data"]}
+        yield _received(layer, group, channel, keepalive)
     finally:
         await layer.group_discard(group, channel)
+
+
+async def _received(layer, group: str, channel: str, keepalive: float):
+    while True:
+        try:
+            message = await asyncio.wait_for(layer.receive(channel), keepalive)
+        except TimeoutError:
+            yield None
+            await layer.group_add(group, channel)  # keeps the membership from expiring
+            continue
+        yield {"kind": message["kind"], "data": message["data"]}
 
 
 def sse_event(event: dict | None) -> bytes:
