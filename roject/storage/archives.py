@@ -206,7 +206,8 @@ def zip_write(project_root: Path, relative: str, emit: Callable[[bytes], None]) 
     with opened(project_root, relative or ".") as root:
         top = root.open_dir(relative or ".")
         try:
-            with zipfile.ZipFile(sink, "w", compresslevel=6) as archive:
+            # Level 1: a folder of already compressed files costs little CPU time per MB.
+            with zipfile.ZipFile(sink, "w", compresslevel=1) as archive:
                 for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=top):
                     dirnames[:] = sorted(d for d in dirnames if not is_temp_file(d))
                     for name in sorted(filenames):
