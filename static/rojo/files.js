@@ -27,6 +27,11 @@ export class FileBrowser {
     this.viewer = root.querySelector(".file-viewer");
     this.expanded = new Set();
     this.openPath = null;
+    // Set by the file panel's other modules: decorate(li, entry, path) adds an item's actions,
+    // opened(file) follows the open file, and while `editing` a refresh leaves the file alone.
+    this.decorate = null;
+    this.opened = null;
+    this.editing = false;
     root.querySelector(".refresh-files").addEventListener("click", () => this.refresh());
     this.viewer.querySelector(".close-file").addEventListener("click", () => this.closeFile());
   }
@@ -38,7 +43,7 @@ export class FileBrowser {
   /** Reload every expanded folder and the open file, keeping what the user had open. */
   async refresh() {
     await this.fill(this.tree, "");
-    if (this.openPath !== null) await this.openFile(this.openPath, { quiet: true });
+    if (this.openPath !== null && !this.editing) await this.openFile(this.openPath, { quiet: true });
   }
 
   async fill(list, dir) {
@@ -96,6 +101,7 @@ export class FileBrowser {
       button.addEventListener("click", () => this.openFile(path));
       if (path === this.openPath) button.setAttribute("aria-current", "true");
     }
+    this.decorate?.(li, entry, path);
     return li;
   }
 
@@ -131,8 +137,10 @@ export class FileBrowser {
       meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
       content.replaceChildren(...visible(file.text, { prose: true }));
       content.classList.remove("error");
+      this.opened?.(file);
     } catch (error) {
       meta.textContent = "";
+      this.opened?.(null);
       const message = error instanceof ApiError ? error.message : "Could not open the file.";
       content.replaceChildren(...visible(message));
       content.classList.add("error");
@@ -142,5 +150,6 @@ export class FileBrowser {
   closeFile() {
     this.openPath = null;
     this.viewer.hidden = true;
+    this.opened?.(null);
   }
 }

@@ -2,6 +2,7 @@
 
 import { ChatPanel } from "./chat.js";
 import { FileBrowser } from "./files.js";
+import { filePanelExtras } from "./files-panel.js";
 import { visible, visibleText } from "./visible.js";
 import { contextText, usageText } from "./render.js";
 
@@ -48,6 +49,11 @@ else {
 showTools(initial);
 
 const files = new FileBrowser(document.querySelector(".files"), config.project.id);
+filePanelExtras(document.querySelector(".files"), files, {
+  projectId: config.project.id,
+  canWrite: config.canWrite,
+  onError: (message) => window.alert(message),
+});
 const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   projectId: config.project.id,
   conversationId: config.conversation,
