@@ -205,11 +205,13 @@ class ConversationAdmin(ReadOnly, admin.ModelAdmin):
 
 @admin.register(FileChange)
 class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
-    """The change log of each project: what every tool call changed, and what was undone."""
+    """The change log of each project: what every tool call and person changed, and what was
+    undone."""
 
-    list_display = ["created", "project", "tool", "changed_paths", "conversation", "undone"]
-    list_select_related = ["project", "conversation"]
-    list_filter = ["project", "tool", ("undone", admin.EmptyFieldListFilter)]
+    list_display = ["created", "project", "origin", "author", "tool", "changed_paths"]
+    list_display += ["conversation", "undone"]
+    list_select_related = ["project", "conversation", "author"]
+    list_filter = ["project", "origin", "tool", ("undone", admin.EmptyFieldListFilter)]
     search_fields = ["paths", "tool_call_id"]
     readonly_fields = [f.name for f in FileChange._meta.fields]
 
