@@ -58,16 +58,16 @@ async def file_content(request: HttpRequest, project_id: int, path: str):
 @router.get("/{project_id}/live", response=answers(None, 404, 422), tags=["live"])
 async def project_live(request: HttpRequest, project_id: int):
     """Server-sent events of what changes in the project, for every member's open page:
-    `files {change, paths, origin, tool, author}` after each recorded change to its files
-    (by anyone: a person, a rojo, an upload, a restore). Comment lines keep it alive; it
-    ends when the user is no longer a member."""
+    `ready {}` once subscribed, then `files {change, paths, origin, tool, author}` after
+    each recorded change to its files (by anyone: a person, a rojo, an upload, a restore).
+    Comment lines keep it alive; it ends when the user is no longer a member."""
     access = await aproject_access(user=request.auth, project_id=project_id)
     user, pk = request.auth, access.project.pk
 
     async def body():
         await sync_to_async(connections.close_all)()  # the stream holds no connection
         async with project_subscribed(project_id=pk) as events:
-            yield b": live\n\n"  # subscribed: what happens from now on is sent
+            yield sse_event({"kind": "ready", "data": {}})  # what happens from now on is sent
             async for event in events:
                 if event is None and await aproject_role(user=user, project_id=pk) is None:
                     return

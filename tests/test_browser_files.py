@@ -154,6 +154,7 @@ def test_the_tree_and_open_file_follow_changes_made_elsewhere(
     page = open_project(page_for, users["viewer"], project)
     entry(page, "a.md").locator(".entry").click()
     expect(page.locator(".file-content")).to_have_text("before\n")
+    expect(page.locator(".live-status")).to_have_text("● live")
     api = client_for(users["editor"])
     files = f"/api/projects/{project.pk}/files"
     api.post(
@@ -166,3 +167,39 @@ def test_the_tree_and_open_file_follow_changes_made_elsewhere(
     base = api.get(f"{files}/content", params={"path": "a.md"}).json()["version"]
     api.post(f"{files}/save", json={"path": "a.md", "text": "after\n", "base": base})
     expect(page.locator(".file-content")).to_have_text("after\n")
+
+
+def test_the_live_tree_across_two_server_processes(
+    browser, server_process, users, project, root, client_for
+):
+    """PostgreSQL + Redis: a page served by a second process shows an upload made on the
+    first, without a reload."""
+    import os
+
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+
+    if not os.environ.get("REDIS_URL") or connection.vendor != "postgresql":
+        pytest.skip("the cross-process live tree runs with REDIS_URL and PostgreSQL")
+    other = server_process()
+    context = browser.new_context(base_url=other.base_url)
+    try:
+        login = Client()
+        login.force_login(users["viewer"])
+        session = login.cookies[settings.SESSION_COOKIE_NAME].value
+        cookie = {"name": settings.SESSION_COOKIE_NAME, "value": session, "url": other.base_url}
+        context.add_cookies([cookie])
+        page = context.new_page()
+        page.goto(f"/projects/{project.pk}/")
+        expect(page.locator(".file-tree")).to_contain_text("No files yet.")
+        expect(page.locator(".live-status")).to_have_text("● live")
+        client_for(users["editor"]).post(
+            f"/api/projects/{project.pk}/files/upload",
+            params={"path": "from-one.txt"},
+            content=b"one",
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        expect(entry(page, "from-one.txt")).to_be_visible()
+    finally:
+        context.close()

@@ -21,9 +21,9 @@ def live(client, project):
     response = context.__enter__()
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("text/event-stream")
-    lines = response.iter_lines()
-    assert next(lines) == ": live"
-    return context, parse_sse(lines)
+    events = parse_sse(response.iter_lines())
+    assert next(events).type == "ready"
+    return context, events
 
 
 def test_a_persons_change_and_a_rojos_reach_another_members_stream(

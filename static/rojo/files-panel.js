@@ -15,7 +15,10 @@ export function filePanelExtras(panel, browser, { projectId, canWrite, onError }
     editor.opened(file);
     history.refresh();
   };
-  const live = filesLive(projectId, async (changes) => {
+  const status = document.createElement("span");
+  status.className = "live-status";
+  panel.querySelector(".files-header h2").after(status);
+  const live = filesLive(projectId, status, async (changes) => {
     editor.changed(changes);
     await browser.refresh();
     await history.refresh();

@@ -40,10 +40,26 @@ export class FileBrowser {
     return `/api/projects/${this.projectId}/files${suffix}?path=${encodeURIComponent(path)}`;
   }
 
-  /** Reload every expanded folder and the open file, keeping what the user had open. */
+  /** Reload every expanded folder and the open file, keeping what the user had open.
+   * Refreshes asked for while one runs (a change of one's own and its live news) make one
+   * more after it, never two filling the same list at once. */
   async refresh() {
-    await this.fill(this.tree, "");
-    if (this.openPath !== null && !this.editing) await this.openFile(this.openPath, { quiet: true });
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false;
+        await this.fill(this.tree, "");
+        if (this.openPath !== null && !this.editing) await this.openFile(this.openPath, { quiet: true });
+      } while (this.refreshAgain);
+    })();
+    try {
+      await this.refreshing;
+    } finally {
+      this.refreshing = null;
+    }
   }
 
   async fill(list, dir) {
