@@ -13,13 +13,15 @@ function join(dir, name) {
   return dir ? `${dir}/${name}` : name;
 }
 
-function button(label, title, className) {
+// `name` is what assistive technology reads (within the entry, so without its path: the
+// entry's own button keeps the path as its whole name); `title` says it in full on hover.
+function button(label, name, className, title = name) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = className;
   b.textContent = label;
   b.title = title;
-  b.setAttribute("aria-label", title);
+  b.setAttribute("aria-label", name);
   return b;
 }
 
@@ -98,11 +100,11 @@ export class FileActions {
     download.href = this.downloadUrl(path);
     download.textContent = "⬇";
     download.title = entry.type === "directory" ? `Download ${path} as a .zip` : `Download ${path}`;
-    download.setAttribute("aria-label", download.title);
+    download.setAttribute("aria-label", "Download");
     actions.append(download);
     if (this.canWrite) {
-      const rename = button("✎", `Rename or move ${path}`, "rename");
-      const remove = button("🗑", `Delete ${path}`, "delete");
+      const rename = button("✎", "Rename or move", "rename", `Rename or move ${path}`);
+      const remove = button("🗑", "Delete", "delete", `Delete ${path}`);
       rename.addEventListener("click", () => this.rename(path));
       remove.addEventListener("click", () => this.remove(path, entry.type));
       actions.append(rename, remove);
