@@ -48,7 +48,19 @@ def file_history(*, project_id: int, path: str, limit: int = 100) -> list[dict]:
         )
         if len(found) >= limit:
             break
+    _versions_link(found, path)
     return found
+
+
+def _versions_link(found: list[dict], path: str) -> None:
+    """Give each change the change whose copy holds the version it left (`versionFrom`):
+    the next newer one, which copied the file before it changed it; none for the newest,
+    whose version is the file now."""
+    newer = None
+    for entry in found:
+        exact = path in entry["paths"]
+        entry["versionFrom"] = newer["change"] if newer and newer["restorable"] else None
+        newer = entry if exact else None
 
 
 def file_last_change(*, project_id: int, path: str) -> FileChange | None:

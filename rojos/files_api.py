@@ -180,7 +180,11 @@ class HistoryEntry(Schema):
     diff: str
     conversation: int | None
     undone: datetime | None
-    restorable: bool
+    restorable: bool = Field(description="The version before this change can be restored.")
+    versionFrom: int | None = Field(
+        description="Restore the version this change left by restoring with this change "
+        "(the next newer one, which kept a copy of it); null for the file as it is now."
+    )
 
 
 @router.get("/{project_id}/files/history", response=answers(list[HistoryEntry], 404, 422))

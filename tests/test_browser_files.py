@@ -137,11 +137,15 @@ def test_history_lists_changes_and_restores_a_version(page_for, users, project, 
     items = page.locator(".history-list > li")
     expect(items).to_have_count(2)
     expect(items.first.locator(".history-diff")).to_contain_text("+two")
-    items.first.get_by_role("button", name="Restore the version before this").click()
+    expect(items.first.get_by_role("button", name="Restore this version")).to_have_count(0)
+    items.nth(1).get_by_role("button", name="Restore this version").click()
     expect(page.locator(".file-content")).to_have_text("one\n")
     expect(items).to_have_count(3)
     expect(items.first.locator(".history-origin")).to_contain_text("restore")
     assert (root / "a.md").read_text() == "one\n"
+    # The version the save left ("two") is the restore's copy now.
+    items.nth(1).get_by_role("button", name="Restore this version").click()
+    expect(page.locator(".file-content")).to_have_text("two\n")
     screenshot(page, "files-history")
 
 

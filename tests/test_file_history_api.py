@@ -42,6 +42,8 @@ def test_history_lists_each_change_and_restore_brings_a_version_back(
     ]
     assert "-two\n+three" in entries[0]["diff"] and "-one\n+two" in entries[1]["diff"]
     assert all(e["restorable"] for e in entries)
+    # Each change's own version is kept by the next newer change; the newest is the file now.
+    assert [e["versionFrom"] for e in entries] == [None, entries[0]["change"], entries[1]["change"]]
 
     # Before the upload, the file was "two": restore that version.
     restore = {"change": entries[0]["change"], "path": "a.md"}

@@ -79,13 +79,11 @@ export class FileHistory {
     when.textContent = new Date(entry.created).toLocaleString();
     head.append(who, " ", what, " ", when);
     if (entry.undone) head.append(" (undone)");
+    if (this.canWrite && entry.versionFrom !== null) {
+      head.append(this.restoreButton("Restore this version", "restore-this", entry.versionFrom, path));
+    }
     if (this.canWrite && entry.restorable) {
-      const restore = document.createElement("button");
-      restore.type = "button";
-      restore.className = "restore";
-      restore.textContent = "Restore the version before this";
-      restore.addEventListener("click", () => this.restore(entry.change, path));
-      head.append(restore);
+      head.append(this.restoreButton("Restore the version before", "restore", entry.change, path));
     }
     li.append(head);
     if (entry.diff) {
@@ -95,6 +93,15 @@ export class FileHistory {
       li.append(diff);
     }
     return li;
+  }
+
+  restoreButton(label, className, change, path) {
+    const restore = document.createElement("button");
+    restore.type = "button";
+    restore.className = className;
+    restore.textContent = label;
+    restore.addEventListener("click", () => this.restore(change, path));
+    return restore;
   }
 
   async restore(change, path) {
