@@ -207,3 +207,14 @@ def test_the_live_tree_across_two_server_processes(
         expect(entry(page, "from-one.txt")).to_be_visible()
     finally:
         context.close()
+
+
+def test_dragging_an_entry_onto_a_folder_moves_it(page_for, users, project, root):
+    (root / "docs").mkdir()
+    (root / "a.md").write_text("A")
+    page = open_project(page_for, users["editor"], project)
+    entry(page, "a.md").drag_to(entry(page, "docs").locator(".entry"))
+    expect(entry(page, "a.md")).to_have_count(0)
+    assert files_in(root) == {"docs/a.md": "A"}
+    entry(page, "docs").locator(".entry").click()
+    expect(entry(page, "docs/a.md")).to_be_visible()
