@@ -1,6 +1,7 @@
 """The JSON API and the chat stream: thin endpoints that check access, call a selector or a
 service, encode. Errors are answered in rojos/api_errors.py, schemas are in rojos/api_schemas.py."""
 
+import asyncio
 import json
 
 from asgiref.sync import sync_to_async
@@ -31,6 +32,7 @@ from .api_schemas import (
     UndoneOut,
     UndoTurnIn,
 )
+from .attachments import attachments_read
 from .export import conversation_export_json, conversation_export_markdown
 from .files_api import router as file_edits_router
 from .wire import WireEvent, encoder_for
@@ -204,8 +206,18 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     access, rojo, conversation = await sync_to_async(selectors.chat_context_get)(
         user=user, project_id=project_id, rojo=payload.rojo, conversation_id=payload.conversation
     )
+    attachments = None
+    if payload.attachments:
+        attachments = await asyncio.to_thread(
+            attachments_read, project_id=access.project.pk, paths=payload.attachments
+        )
     turn = await turns.turn_start(
-        access=access, user=user, rojo=rojo, conversation=conversation, message=payload.message
+        access=access,
+        user=user,
+        rojo=rojo,
+        conversation=conversation,
+        message=payload.message,
+        attachments=attachments,
     )
     return _stream(request, turn.follow())
 

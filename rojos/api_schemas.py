@@ -54,6 +54,16 @@ class MessageOut(Schema):
     is_error: bool
     reasoning: str
     created: datetime
+    attachments: list[dict] = Field(
+        default_factory=list, description="A user message's attached files: {path, size}."
+    )
+
+    @staticmethod
+    def resolve_attachments(message) -> list[dict]:
+        return [
+            {"path": a["path"], "size": a["size"]}
+            for a in (message.extra or {}).get("attachments", [])
+        ]
 
 
 class ChangeOut(Schema):
@@ -128,3 +138,8 @@ class ChatIn(Schema):
     rojo: int | str = Field(description="The rojo's id or slug.")
     message: str = Field(min_length=1, max_length=100_000)
     conversation: int | None = None
+    attachments: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Project files whose text goes to the model with the message (`@path`).",
+    )

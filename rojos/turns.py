@@ -59,9 +59,10 @@ async def turn_start(
     message: str,
     auto_approve: bool | None = None,
     limits: bool = True,
+    attachments: list[dict] | None = None,
 ) -> Turn:
-    """Claim the conversation (a new one when None), store the user's message and start the
-    turn's task.
+    """Claim the conversation (a new one when None), store the user's message (with the
+    files it attaches, rojos/attachments.py) and start the turn's task.
 
     Raises, before storing anything, TurnLimited when the user is over a per-user limit
     (unless `limits` is False: an operator's command) and TurnBusy when a turn is already
@@ -74,7 +75,7 @@ async def turn_start(
     cancellation goes on once it has.
     """
     starting = asyncio.ensure_future(
-        _turn_start(access, user, rojo, conversation, message, auto_approve, limits)
+        _turn_start(access, user, rojo, conversation, message, auto_approve, limits, attachments)
     )
     try:
         return await asyncio.shield(starting)
@@ -84,9 +85,13 @@ async def turn_start(
         raise
 
 
-async def _turn_start(access, user, rojo, conversation, message, auto_approve, limits) -> Turn:
+async def _turn_start(
+    access, user, rojo, conversation, message, auto_approve, limits, attachments=None
+) -> Turn:
     turn_id = uuid.uuid4()
-    begun = await sync_to_async(_begin)(access, conversation, rojo, user, message, turn_id, limits)
+    begun = await sync_to_async(_begin)(
+        access, conversation, rojo, user, message, turn_id, limits, attachments
+    )
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
@@ -152,6 +157,7 @@ def _begin(
     message: str,
     turn_id: uuid.UUID,
     limits: bool,
+    attachments: list[dict] | None = None,
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
@@ -185,7 +191,8 @@ def _begin(
         repair = conversation_repair(
             conversation=conversation, history=history, root=root, taken_over=not free
         )
-        user_message = history.append_blocking(role=Message.Role.USER, content=message)
+        extra = {"attachments": attachments} if attachments else {}
+        user_message = history.append_blocking(role=Message.Role.USER, content=message, extra=extra)
         record = TurnRecord.objects.create(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
         )

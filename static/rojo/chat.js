@@ -4,6 +4,7 @@
 
 import { ApiError, getJson, request } from "./api.js";
 import { approvalPrompt } from "./approvals.js";
+import { Attachments } from "./attach.js";
 import { ChatLog } from "./chat-log.js";
 import { readEvents } from "./sse.js";
 import { UndoButtons } from "./undo.js";
@@ -34,6 +35,7 @@ export class ChatPanel extends EventTarget {
     });
     this.form = element.querySelector(".composer");
     this.input = element.querySelector("textarea");
+    this.attach = new Attachments(element.querySelector("form.composer"), this.input, projectId);
     this.sendButton = element.querySelector(".send");
     this.stopButton = element.querySelector(".stop");
     this.busyNote = element.querySelector(".busy");
@@ -89,7 +91,7 @@ export class ChatPanel extends EventTarget {
         this.turnChanges = [];
         this.log.lastReply = null;
         if (this.history) {
-          this.log.addUser(this.history.asked.get(data.message) ?? "");
+          this.log.addUser(this.history.asked.get(data.message) ?? "", this.history.attached.get(data.message));
           break;
         }
         this.turnStarted = true;
@@ -148,6 +150,7 @@ export class ChatPanel extends EventTarget {
   replay(events, { messages, changes, usage }) {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
+      attached: new Map(messages.map((m) => [m.id, (m.attachments ?? []).map((a) => a.path)])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
       usage,
     };
@@ -187,13 +190,14 @@ export class ChatPanel extends EventTarget {
     this.input.value = "";
     this.turnStarted = false;
     this.setBusy(true);
-    const bubble = this.log.addUser(text);
+    const attachments = this.attach?.take(text) ?? [];
+    const bubble = this.log.addUser(text, attachments);
     this.lastEventId = 0;
     let response;
     try {
       response = await request(`/api/projects/${this.projectId}/chat`, {
         method: "POST",
-        json: { rojo: this.rojoId, message: text, conversation: this.conversationId },
+        json: { rojo: this.rojoId, message: text, conversation: this.conversationId, attachments },
         accept: "text/event-stream",
       });
     } catch (error) {
@@ -275,7 +279,7 @@ export class ChatPanel extends EventTarget {
     const turnMessage = first.value.data.message;
     this.replay(eventsBefore(detail.events, turnMessage), detail);
     const own = detail.messages.find((m) => m.id === turnMessage);
-    if (own) this.log.addUser(own.content ?? "");
+    if (own) this.log.addUser(own.content ?? "", (own.attachments ?? []).map((a) => a.path));
     this.handle(first.value);
     this.setBusy(true);
     await this.consume(events);
