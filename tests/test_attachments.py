@@ -32,12 +32,11 @@ def test_an_attached_file_goes_to_the_model_with_the_message(
         project.pk, rojo=rojo.slug, message="Summarise @docs/a.md", attachments=["docs/a.md"]
     )
     assert events[-1].type == "DONE"
-    assert user_contents(fake_provider.requests[0]) == [
-        'Summarise @docs/a.md\n\n<attached-file path="docs/a.md">\n# Plan\nship it\n\n</attached-file>'
-    ]
+    attached = '<attached-file path="docs/a.md">\n# Plan\nship it\n\n</attached-file>'
+    assert user_contents(fake_provider.requests[0]) == [f"Summarise @docs/a.md\n\n{attached}"]
     conversation = events[0].data["conversation"]
     detail = editor.get(f"/api/conversations/{conversation}").json()
-    asked = [m for m in detail["messages"] if m["role"] == "user"][0]
+    asked = next(m for m in detail["messages"] if m["role"] == "user")
     assert asked["attachments"] == [{"path": "docs/a.md", "size": 15}]
     # The next request sends the text as first attached, not the file as it is now.
     (root / "docs" / "a.md").write_text("changed\n")
