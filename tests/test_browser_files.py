@@ -218,3 +218,36 @@ def test_dragging_an_entry_onto_a_folder_moves_it(page_for, users, project, root
     assert files_in(root) == {"docs/a.md": "A"}
     entry(page, "docs").locator(".entry").click()
     expect(entry(page, "docs/a.md")).to_be_visible()
+
+
+def test_an_open_editor_takes_a_change_made_elsewhere_unless_it_has_unsaved_work(
+    page_for, users, project, root, client_for
+):
+    (root / "a.md").write_text("one\n")
+    page = open_project(page_for, users["editor"], project)
+    entry(page, "a.md").locator(".entry").click()
+    page.locator(".edit-file").click()
+    editor = page.locator(".file-editor .cm-content")
+    expect(editor).to_have_text("one")
+    expect(page.locator(".live-status")).to_have_text("● live")
+    api = client_for(users["owner"])
+    files = f"/api/projects/{project.pk}/files"
+
+    def owner_saves(text: str) -> None:
+        base = api.get(f"{files}/content", params={"path": "a.md"}).json()["version"]
+        api.post(f"{files}/save", json={"path": "a.md", "text": text, "base": base})
+
+    owner_saves("two\n")
+    expect(editor).to_have_text("two")
+    expect(page.locator(".file-editor-note")).to_have_text(
+        "Updated: a.md was changed by owner (person)."
+    )
+    editor.click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("mine")
+    owner_saves("three\n")
+    expect(page.locator(".file-editor-note")).to_contain_text("Save will show both versions")
+    expect(editor).to_contain_text("mine")
+    page.keyboard.press("Control+s")
+    expect(page.locator(".file-editor .cm-mergeView")).to_be_visible()
+    assert (root / "a.md").read_text() == "three\n"

@@ -66,6 +66,12 @@ export class FileEditor {
     this.editButton.addEventListener("click", () => this.edit());
     this.saveButton.addEventListener("click", () => this.save());
     this.doneButton.addEventListener("click", () => this.stop({ reload: true }));
+    this.area.addEventListener("keydown", (event) => {
+      if ((event.ctrlKey || event.metaKey) && event.key === "s") {
+        event.preventDefault();
+        this.save();
+      }
+    });
   }
 
   get editing() {
@@ -165,14 +171,30 @@ export class FileEditor {
     );
   }
 
-  /** A recorded change reached the page: if it is to the file being edited, say so. */
-  changed(changes) {
-    if (!this.editing || !this.file) return;
+  get dirty() {
+    return this.editing && this.view.state.doc.toString() !== this.file.text;
+  }
+
+  /** A recorded change reached the page. An editor of that file with nothing unsaved takes
+   * the new text; one with unsaved work keeps it and says so (Save then merges). */
+  async changed(changes) {
+    if (!this.editing || !this.file || this.merge) return;
     const path = this.file.path;
     const other = changes.find((c) => !this.ownChanges.has(c.change) && c.paths.some((p) => p === path || path.startsWith(`${p}/`)));
-    if (other) {
-      const who = other.author ? ` by ${other.author}` : "";
+    if (!other) return;
+    const who = other.author ? ` by ${other.author}` : "";
+    if (this.dirty) {
       this.say(`${path} was changed${who} (${other.origin}) since you opened it; Save will show both versions to merge.`);
+      return;
     }
+    try {
+      this.file = await getJson(`/api/projects/${this.projectId}/files/content?path=${encodeURIComponent(path)}`);
+    } catch {
+      this.say(`${path} was changed${who} and cannot be opened now.`);
+      return;
+    }
+    const doc = this.view.state.doc;
+    this.view.dispatch({ changes: { from: 0, to: doc.length, insert: this.file.text } });
+    this.say(`Updated: ${path} was changed${who} (${other.origin}).`);
   }
 }
