@@ -136,3 +136,13 @@ def test_paths_go_through_the_gate(editor, project, root):
         response = post(editor, project, "new", path=path, text="x")
         assert response.status_code == 400, (path, response.text)
     assert files_in(root) == {}
+
+
+def test_a_save_with_no_base_creates_a_file_but_never_replaces_one(editor, project, root):
+    """`base: null` says the editor started from no file: fine for a new path, a conflict
+    when someone made the file meanwhile."""
+    created = post(editor, project, "save", path="new.md", text="new\n", base=None)
+    assert created.status_code == 200 and (root / "new.md").read_text() == "new\n"
+    taken = post(editor, project, "save", path="new.md", text="other\n", base=None)
+    assert taken.status_code == 409 and taken.json()["currentText"] == "new\n"
+    assert (root / "new.md").read_text() == "new\n"

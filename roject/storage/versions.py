@@ -37,8 +37,8 @@ def file_version(project_root: Path, relative_path: str) -> dict | None:
     except (FileNotFoundError, NotADirectoryError):
         return None
     except StorageError as exc:
-        if "No such" in str(exc):
-            return None
+        if isinstance(exc.__cause__, FileNotFoundError | NotADirectoryError):
+            return None  # reported by the gate, which names only the relative path
         return {"size": -1, "mtime_ns": 0, "sha256": "not a regular file"}
 
 
