@@ -77,7 +77,28 @@ def test_upload_over_the_size_limits_is_413_and_keeps_nothing(editor, project, r
     assert upload(editor, project, "big.bin", b"x" * 501).status_code == 413
     # Sent in chunks, without a Content-Length: the limit is counted as the body streams in.
     assert upload(editor, project, "big.bin", iter([b"x" * 300, b"x" * 300])).status_code == 413
-    assert files_in(root) == {} and not list((root.parent / "incoming").iterdir())
+    incoming = root.parent / "incoming"
+    assert files_in(root) == {} and (not incoming.exists() or not list(incoming.iterdir()))
+
+
+def test_an_upload_over_the_limit_is_refused_before_django_reads_its_body(
+    editor, project, root, settings, caplog
+):
+    """A chunked body past ROJO_UPLOAD_MAX_BYTES is answered 413 by the ASGI guard: Django
+    never spools the rest, the view never runs (it logs no 413), nothing reaches incoming/."""
+    settings.ROJO_UPLOAD_MAX_BYTES = 1 << 20
+
+    def body():
+        for _ in range(16):  # 16 MiB offered
+            yield b"x" * (1 << 20)
+
+    response = upload(editor, project, "big.bin", body())
+    assert response.status_code == 413
+    assert "over the limit" in response.json()["detail"]
+    assert not [r for r in caplog.records if r.name == "django.request"]
+    assert files_in(root) == {}
+    incoming = root.parent / "incoming"
+    assert not incoming.exists() or not list(incoming.iterdir())
 
 
 def test_upload_names_go_through_the_gate(editor, project, root):
