@@ -104,15 +104,16 @@ def test_the_editor_saves_and_a_conflicting_save_shows_the_merge_view(
         page.locator(".edit-file").click()
         expect(page.locator(".file-editor .cm-content")).to_be_visible()
     owner, editor = pages
-    owner.locator(".file-editor .cm-content").click()
-    owner.keyboard.press("Control+End")
-    owner.keyboard.type("owner's line\n")
+    # Both type before either saves: an editor with unsaved work keeps it when the file
+    # changes elsewhere (one with none would take the new text).
+    for page, line in ((owner, "owner's line\n"), (editor, "editor's line\n")):
+        page.locator(".file-editor .cm-content").click()
+        page.keyboard.press("Control+End")
+        page.keyboard.type(line)
     owner.locator(".save-file").click()
     expect(owner.locator(".file-editor-note")).to_have_text("Saved.")
     assert (root / "a.md").read_text() == "# Title\nowner's line\n"
-    editor.locator(".file-editor .cm-content").click()
-    editor.keyboard.press("Control+End")
-    editor.keyboard.type("editor's line\n")
+    expect(editor.locator(".file-editor-note")).to_contain_text("was changed by owner")
     editor.locator(".save-file").click()
     expect(editor.locator(".file-editor .cm-mergeView")).to_be_visible()
     expect(editor.locator(".file-editor-note")).to_contain_text("changed since you opened it")
