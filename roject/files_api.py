@@ -1,13 +1,17 @@
-"""Read-only file endpoints for the file browser; every path goes through the storage gate."""
+"""Read-only file endpoints for the file browser, and the project's live stream; every path
+goes through the storage gate."""
 
 import asyncio
 
-from django.http import HttpRequest
+from asgiref.sync import sync_to_async
+from django.db import connections
+from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 
 from . import storage
-from .access import aproject_access
+from .access import aproject_access, aproject_role
 from .api_answers import answers
+from .project_live import project_subscribed, sse_event
 
 router = Router(tags=["files"])
 
@@ -17,11 +21,20 @@ class Entry(Schema):
     type: str
 
 
+class FileVersion(Schema):
+    """What a save names as the version it started from."""
+
+    size: int
+    mtime_ns: int
+    sha256: str
+
+
 class FileOut(Schema):
     path: str
     text: str
     size: int
     modifiedAt: str
+    version: FileVersion
 
 
 @router.get("/{project_id}/files", response=answers(list[Entry], 400, 404, 422))
@@ -40,3 +53,27 @@ async def file_content(request: HttpRequest, project_id: int, path: str):
     return await asyncio.to_thread(
         storage.project_file_show, project_id=access.project.pk, path=path
     )
+
+
+@router.get("/{project_id}/live", response=answers(None, 404, 422), tags=["live"])
+async def project_live(request: HttpRequest, project_id: int):
+    """Server-sent events of what changes in the project, for every member's open page:
+    `ready {}` once subscribed, then `files {change, paths, origin, tool, author}` after
+    each recorded change to its files (by anyone: a person, a rojo, an upload, a restore).
+    Comment lines keep it alive; it ends when the user is no longer a member."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    user, pk = request.auth, access.project.pk
+
+    async def body():
+        await sync_to_async(connections.close_all)()  # the stream holds no connection
+        async with project_subscribed(project_id=pk) as events:
+            yield sse_event({"kind": "ready", "data": {}})  # what happens from now on is sent
+            async for event in events:
+                if event is None and await aproject_role(user=user, project_id=pk) is None:
+                    return
+                yield sse_event(event)
+
+    response = StreamingHttpResponse(body(), content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache, no-transform"
+    response["X-Accel-Buffering"] = "no"
+    return response

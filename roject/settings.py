@@ -179,6 +179,13 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 ROJO_STORAGE_DIR = Path(os.environ.get("ROJO_STORAGE_DIR") or BASE_DIR / "storage").resolve()
 ROJO_MAX_READ_BYTES = env_int("ROJO_MAX_READ_BYTES", 1024 * 1024)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
+# Uploads from the file panel: the largest file, and the most one upload may bring in (a
+# file, or everything a .zip unpacks to); a .zip entry that unpacks to more than RATIO times
+# its compressed size is refused as a likely zip bomb, and so are entries past ENTRIES.
+ROJO_UPLOAD_MAX_FILE_BYTES = env_int("ROJO_UPLOAD_MAX_FILE_BYTES", 100 * 1024 * 1024)
+ROJO_UPLOAD_MAX_BYTES = env_int("ROJO_UPLOAD_MAX_BYTES", 1024 * 1024 * 1024)
+ROJO_UPLOAD_ZIP_MAX_RATIO = env_int("ROJO_UPLOAD_ZIP_MAX_RATIO", 100)
+ROJO_UPLOAD_ZIP_MAX_ENTRIES = env_int("ROJO_UPLOAD_ZIP_MAX_ENTRIES", 10_000)
 # The longest a search_text call may run, in seconds (its pattern comes from the model).
 ROJO_SEARCH_SECONDS = float(os.environ.get("ROJO_SEARCH_SECONDS") or 5)
 # Modules imported at startup that register tools of their own (comma-separated).

@@ -246,11 +246,13 @@ class ConversationAdmin(ReadOnly, admin.ModelAdmin):
 
 @admin.register(FileChange)
 class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
-    """The change log of each project: what every tool call changed, and what was undone."""
+    """The change log of each project: what every tool call and person changed, and what was
+    undone."""
 
-    list_display = ["created", "project", "tool", "changed_paths", "conversation", "by", "undone"]
-    list_select_related = ["project", "conversation__user", "conversation__via_token"]
-    list_filter = ["project", "tool", UndoneFilter]
+    list_display = ["created", "project", "origin", "tool", "changed_paths", "conversation"]
+    list_display += ["by", "undone"]
+    list_select_related = ["project", "author", "conversation__user", "conversation__via_token"]
+    list_filter = ["project", "origin", "tool", UndoneFilter]
     search_fields = ["paths", "tool_call_id"]
     readonly_fields = [f.name for f in FileChange._meta.fields]
 
@@ -260,12 +262,14 @@ class FileChangeAdmin(ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="by")
     def by(self, change: FileChange) -> str:
-        """Who made a change through MCP: its token's user, via MCP (the token's name)."""
+        """Who made a change: its author (a person, or the one a rojo ran for), and through
+        MCP, the token's user via MCP (the token's name)."""
         conversation = change.conversation
-        if conversation is None or not conversation.via_mcp:
-            return ""
-        token = conversation.via_token.name if conversation.via_token else "a deleted token"
-        return f"{conversation.user} via MCP ({token})"
+        if conversation is not None and conversation.via_mcp:
+            token = conversation.via_token.name if conversation.via_token else "a deleted token"
+            return f"{conversation.user} via MCP ({token})"
+        who = change.author or (conversation.user if conversation else None)
+        return str(who) if who else ""
 
 
 @admin.register(UsageRecord)

@@ -1,6 +1,7 @@
 """The JSON API and the chat stream: thin endpoints that check access, call a selector or a
 service, encode. Errors are answered in rojos/api_errors.py, schemas are in rojos/api_schemas.py."""
 
+import asyncio
 import json
 
 from asgiref.sync import async_to_sync, sync_to_async
@@ -41,7 +42,9 @@ from .api_schemas import (
     UndoneOut,
     UndoTurnIn,
 )
+from .attachments import attachments_read
 from .export import conversation_export_json, conversation_export_markdown
+from .files_api import router as file_edits_router
 from .search import conversation_search
 from .turn_repair import dead_turn_end
 from .wire import encoder_for
@@ -60,6 +63,7 @@ api = NinjaAPI(
     docs_decorator=login_required,
 )
 api.add_router("/projects", files_router)
+api.add_router("/projects", file_edits_router)
 error_handlers_add(api)
 
 
@@ -209,10 +213,10 @@ async def conversation_approve(request: HttpRequest, conversation_id: int, paylo
 
 @api.get("/changes/{change_id}/diff", response=answers(ChangeDiffOut, 404, 422), tags=["changes"])
 async def change_diff(request: HttpRequest, change_id: int):
-    """What a whole-file write changed, as a unified diff (kept when it ran), for its
-    activity line; empty for a change that kept none."""
+    """What a change did to its paths' text, as unified diffs (kept when it ran), for its
+    activity line; empty for a change that kept none (no small text)."""
     change, _ = await selectors.achange_access(user=request.auth, change_id=change_id)
-    return {"diff": change.diff}
+    return {"diff": "".join(change.diffs or ())}
 
 
 @api.post(
@@ -296,6 +300,11 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     access, rojo, conversation = await sync_to_async(selectors.chat_context_get)(
         user=user, project_id=project_id, rojo=payload.rojo, conversation_id=payload.conversation
     )
+    attachments = None
+    if payload.attachments:
+        attachments = await asyncio.to_thread(
+            attachments_read, project_id=access.project.pk, paths=payload.attachments
+        )
     turn = await turns.turn_start(
         access=access,
         user=user,
@@ -303,6 +312,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         conversation=conversation,
         message=payload.message,
         replace=payload.replace,
+        attachments=attachments,
     )
     return _stream(request, turn.follow())
 

@@ -25,11 +25,12 @@ from redis.exceptions import RedisError
 
 from roject.access import LoginRequired
 from roject.errors import AppError
-from roject.storage import StorageError
+from roject.storage import StorageError, TooLarge
 from roject.tokens import TokenRefused
 
 from .budgets import BudgetExceeded
 from .errors import TurnBusy, TurnLimited, TurnNotStarted, TurnUnreachable
+from .file_edits import EntryExists, VersionConflict
 from .undo import UndoRefused
 
 # The API's log lines keep the logger name they had before this module was split out.
@@ -56,6 +57,8 @@ ANSWERS: dict[type[Exception], Answer] = {
     TurnBusy: Answer(409),
     TurnUnreachable: Answer(503, retry_after="5"),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
+    EntryExists: Answer(409),
+    TooLarge: Answer(413),
     TurnLimited: Answer(429, retry_after="60"),
     BudgetExceeded: Answer(429),  # its message says when the budget resets
 }
@@ -76,6 +79,12 @@ def error_handlers_add(api: NinjaAPI) -> None:
     api.add_exception_handler(MultiPartParserError, partial(_unreadable, api))
     api.add_exception_handler(SuspiciousOperation, partial(_unreadable, api))
     api.add_exception_handler(TurnNotStarted, partial(_turn_not_started, api))
+    api.add_exception_handler(VersionConflict, partial(_version_conflict, api))
+
+
+def _version_conflict(api: NinjaAPI, request, exc: VersionConflict) -> HttpResponse:
+    """409 with the file as it is now, so the page can show both versions to merge."""
+    return _detail(api, request, 409, str(exc), current=exc.current, currentText=exc.text)
 
 
 def _detail(api: NinjaAPI, request, status: int, detail: str, **extra) -> HttpResponse:

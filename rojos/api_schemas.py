@@ -106,6 +106,16 @@ class MessageOut(Schema):
     is_error: bool
     reasoning: str
     created: datetime
+    attachments: list[dict] = Field(
+        default_factory=list, description="A user message's attached files: {path, size}."
+    )
+
+    @staticmethod
+    def resolve_attachments(message) -> list[dict]:
+        return [
+            {"path": a["path"], "size": a["size"]}
+            for a in (message.extra or {}).get("attachments", [])
+        ]
 
 
 class ChangeOut(Schema):
@@ -198,4 +208,9 @@ class ChatIn(Schema):
         None,
         description="The id of a user message of the conversation's active branch: the "
         "message replaces it on a new branch (an edit; the same text regenerates the reply).",
+    )
+    attachments: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Project files whose text goes to the model with the message (`@path`).",
     )

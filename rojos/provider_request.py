@@ -17,6 +17,7 @@ The stream reader, the other half of speaking to a provider, is `provider.py`.
 import hashlib
 import json
 
+from .attachments import attachments_wire
 from .errors import TurnError
 from .history import History
 from .models import Message, Rojo
@@ -98,6 +99,8 @@ def message_to_wire(message: Message, model: str | None = None) -> dict:
         if message.content:
             wire["content"] = message.content
         wire["tool_calls"] = [_call_to_wire(call, sent_back) for call in message.tool_calls]
+    elif message.role == Message.Role.USER and extra.get("attachments"):
+        wire["content"] = attachments_wire(message.content or "", extra["attachments"])
     else:
         wire["content"] = message.content or ""
     for key in sent_back:

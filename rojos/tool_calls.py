@@ -17,8 +17,10 @@ from roject.storage import StorageError
 
 from .errors import AccessRevoked
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
+from .file_edits import change_published
 from .history import History
 from .models import Conversation, FileChange
+from .read_versions import ReadVersions, read_paths
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
 from .turn_caps import TurnCaps
@@ -41,6 +43,10 @@ REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was
 
 class _Revoked(Exception):
     """The person the turn runs for may no longer change the project's files."""
+
+
+class _Stale(Exception):
+    """A file the turn read changed since; the message says so to the model."""
 
 
 # Waits for a person's decision on a call id; True to run the call.
@@ -124,6 +130,7 @@ class ToolCallRunner:
 
     def __post_init__(self) -> None:
         self._granted = Role(self.ctx.role)  # the role the turn started with
+        self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
 
     async def _role_now(self) -> Role | None:
         """The user's role now, narrowing the context to it when it may no longer write."""
@@ -257,6 +264,8 @@ class ToolCallRunner:
         if not (changing and self.record_changes):
             outcome = await self.tools.run(parsed, self.ctx)
             outcome = self.caps.charged(outcome, changed=changing is not None)
+            if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
+                await asyncio.to_thread(self.reads.remember, read)
             await self._store(call, outcome)
             return outcome, None
         tool, args = changing
@@ -267,10 +276,17 @@ class ToolCallRunner:
         except _Revoked:  # raised by start, before the call ran
             await self._store(call, REVOKED_OUTCOME)
             return REVOKED_OUTCOME, None
+        except _Stale as stale:  # likewise
+            refused = ToolOutcome.failure(str(stale))
+            await self._store(call, refused)
+            return refused, None
 
     async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
         """Run a changing call (the change lock held) and store its result with its record."""
         outcome = self.caps.charged(await self.tools.run(parsed, self.ctx), changed=True)
+        if self.reads.seen:
+            tool = self.tools.get(parsed.name)
+            await asyncio.to_thread(self.reads.refresh, tool.changed_paths(parsed.args))
         kept: list[FileChange] = []
 
         def change_finished() -> FileChange | None:
@@ -279,6 +295,8 @@ class ToolCallRunner:
             return finished
 
         await self._store(call, outcome, with_row=change_finished if change else None)
+        if kept:
+            await change_published(kept[0])
         return outcome, kept[0].pk if kept else None
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> storage.Snapshot:
@@ -307,24 +325,33 @@ class ToolCallRunner:
             role = project_role(user=user, project_id=self.ctx.project_id)
             if role is None or not role.can_write:
                 raise _Revoked
+        if self.reads.seen and (stale := self.reads.stale(tool.changed_paths(args))):
+            raise _Stale(stale)
         try:
             snapshot = self._take_snapshot(tool, args)
         except (StorageError, OSError):
             return None
-        diff = _preview(tool, args, self.ctx).get("diff", "") if tool.keeps_diff else ""
         change = FileChange(
             project_id=self.ctx.project_id,
             conversation=self.history.conversation if self.history.conversation.pk else None,
             message_id=message_id,
             tool_call_id=call_id,
+            author_id=getattr(user, "pk", user),
+            origin=_origin(self.history.conversation),
             tool=tool.name,
             paths=snapshot.paths,
             before=snapshot.existed,
             after=None,
             created_parents=snapshot.missing_parents,
             key=snapshot.key,
-            diff=diff,
         )
+        if hasattr(user, "get_username"):
+            change.author = user  # held, so that publishing the change asks no query
         if any(snapshot.existed):
             change.save()
         return change
+
+
+def _origin(conversation: Conversation) -> str:
+    """Whose call this is in the ledger: an outside agent's through MCP, or a rojo's."""
+    return FileChange.Origin.MCP if conversation.via_mcp else FileChange.Origin.ROJO

@@ -64,9 +64,10 @@ async def turn_start(
     auto_approve: bool | None = None,
     limits: bool = True,
     replace: int | None = None,
+    attachments: list[dict] | None = None,
 ) -> Turn:
-    """Claim the conversation (a new one when None), store the user's message and start the
-    turn's task.
+    """Claim the conversation (a new one when None), store the user's message (with the
+    files it attaches, rojos/attachments.py) and start the turn's task.
 
     Raises, before storing anything, TurnLimited when the user is over a per-user limit
     (unless `limits` is False: an operator's command) and TurnBusy when a turn is already
@@ -81,7 +82,9 @@ async def turn_start(
     cancellation goes on once it has.
     """
     starting = asyncio.ensure_future(
-        _turn_start(access, user, rojo, conversation, message, auto_approve, limits, replace)
+        _turn_start(
+            access, user, rojo, conversation, message, auto_approve, limits, replace, attachments
+        )
     )
     try:
         return await asyncio.shield(starting)
@@ -92,11 +95,11 @@ async def turn_start(
 
 
 async def _turn_start(
-    access, user, rojo, conversation, message, auto_approve, limits, replace
+    access, user, rojo, conversation, message, auto_approve, limits, replace, attachments=None
 ) -> Turn:
     turn_id = uuid.uuid4()
     begun = await sync_to_async(_begin)(
-        access, conversation, rojo, user, message, turn_id, limits, replace
+        access, conversation, rojo, user, message, turn_id, limits, replace, attachments
     )
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
@@ -164,6 +167,7 @@ def _begin(
     turn_id: uuid.UUID,
     limits: bool,
     replace: int | None = None,
+    attachments: list[dict] | None = None,
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
@@ -202,7 +206,8 @@ def _begin(
         if replace is not None:
             history = _fork(conversation, history, replace)
             changed += ["branch", "branches"]
-        user_message = history.append_blocking(role=Message.Role.USER, content=message)
+        extra = {"attachments": attachments} if attachments else {}
+        user_message = history.append_blocking(role=Message.Role.USER, content=message, extra=extra)
         record = TurnRecord.objects.create(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
         )

@@ -1,4 +1,4 @@
-"""Undo for anything a rojo changed: the records of changes, and when an undo may happen.
+"""Undo for any recorded change (a rojo's, a person's): the records, and when an undo may happen.
 
 Before a change, the storage gate copies the previous state of each path aside (a snapshot);
 after it, a digest of each path is recorded. An undo restores the snapshot only while every
@@ -13,6 +13,7 @@ import logging
 from pathlib import Path
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.utils import timezone
 
 from roject.storage import (
@@ -20,15 +21,19 @@ from roject.storage import (
     StorageError,
     changes_locked,
     digests,
+    entry_exists,
     project_root_create,
+    read_project_file,
     reported,
     snapshot_digests,
     snapshot_discard,
     snapshot_of,
     snapshot_restore,
+    snapshot_text,
 )
 
 from .models import Conversation, FileChange
+from .tools.diff import unified_diff
 
 logger = logging.getLogger(__name__)
 
@@ -41,7 +46,29 @@ class UndoneAlready(UndoRefused):
     """Another request undid the change first (a double click, two tabs)."""
 
 
-def _snapshot(change: FileChange) -> Snapshot:
+def _text_now(root: Path, path: str) -> str | None:
+    """A path's text now: "" when absent, None when it is no small text file."""
+    try:
+        return read_project_file(root, path)
+    except StorageError:
+        with contextlib.suppress(StorageError):
+            if not entry_exists(root, path):
+                return ""
+        return None
+
+
+def _diffs(root: Path, snapshot: Snapshot) -> list[str]:
+    """Per path, the diff of its text from the snapshot to now ("" when either is no text)."""
+    limit = settings.ROJO_MAX_READ_BYTES
+    found = []
+    for number, path in enumerate(snapshot.paths):
+        before = snapshot_text(snapshot, number, limit)
+        after = None if before is None else _text_now(root, path)
+        found.append("" if after is None else unified_diff(path, before, after))
+    return found
+
+
+def snapshot_for(change: FileChange) -> Snapshot:
     """The snapshot a change record stands for."""
     return snapshot_of(
         project_id=change.project_id,
@@ -59,7 +86,7 @@ def change_finish(root: Path, change: FileChange) -> FileChange | None:
     and None returned. What the paths were before is read off the copies (absent: they did
     not exist).
     """
-    snapshot = _snapshot(change)
+    snapshot = snapshot_for(change)
     with reported(", ".join(change.paths)):
         before = snapshot_digests(snapshot)
         after = digests(root, change.paths)
@@ -69,6 +96,7 @@ def change_finish(root: Path, change: FileChange) -> FileChange | None:
         snapshot_discard(snapshot)
         return None
     change.after = after
+    change.diffs = _diffs(root, snapshot)
     return change
 
 
@@ -85,7 +113,7 @@ def cut_off_changes_finish(root: Path, changes: list[FileChange]) -> None:
             logger.warning("could not finish the change record %s", change.pk, exc_info=True)
             continue
         if finished is not None:
-            finished.save(update_fields=["after"])
+            finished.save(update_fields=["after", "diffs"])
 
 
 def _cut_off_finish(change: FileChange) -> FileChange | None:
@@ -97,11 +125,12 @@ def _restore(change: FileChange) -> None:
     """Put every path back as the snapshot has it, if none changed since (blocking)."""
     root = project_root_create(change.project_id)
     if digests(root, change.paths) != change.after:
+        by = "the rojo's" if change.origin == FileChange.Origin.ROJO else "the"
         raise UndoRefused(
-            f"{', '.join(change.paths)} changed since the rojo's {change.tool}; "
+            f"{', '.join(change.paths)} changed since {by} {change.tool}; "
             "undo refused so that newer work is not lost"
         )
-    snapshot_restore(root, _snapshot(change))
+    snapshot_restore(root, snapshot_for(change))
 
 
 async def change_undo(*, change: FileChange, user) -> FileChange:
@@ -116,7 +145,7 @@ async def change_undo(*, change: FileChange, user) -> FileChange:
         if change.after is None:  # its call was cut off, and its conversation not used since
             if await sync_to_async(_cut_off_finish)(change) is None:
                 raise UndoRefused("the call was cut off before it changed anything")
-            await change.asave(update_fields=["after"])
+            await change.asave(update_fields=["after", "diffs"])
         await asyncio.to_thread(_restore, change)
     change.undone = timezone.now()
     change.undone_by = user

@@ -68,6 +68,11 @@ ID_ENDPOINTS = [
     ("GET", "/api/projects/{project}/conversations"),
     ("GET", "/api/projects/{project}/files"),
     ("GET", "/api/projects/{project}/files/content?path=secret.txt"),
+    ("GET", "/api/projects/{project}/files/history?path=secret.txt"),
+    ("GET", "/api/projects/{project}/files/download?path=secret.txt"),
+    ("GET", "/api/projects/{project}/files/download"),
+    ("GET", "/api/projects/{project}/live"),
+    ("POST", "/api/projects/{project}/files/upload?path=secret.txt"),
     ("GET", "/api/conversations/{conversation}"),
     ("GET", "/api/conversations/{conversation}/export"),
     ("GET", "/api/conversations/{conversation}/export?format=markdown"),
@@ -89,6 +94,45 @@ def test_an_id_of_another_project_answers_as_a_missing_one(
     missing = dict.fromkeys(ids, MISSING)
 
     assert_same(editor, method, template.format(**ids), template.format(**missing))
+
+
+FILE_WRITES = [
+    ("new", {"path": "secret.txt", "text": "x"}),
+    ("folder", {"path": "secret"}),
+    ("move", {"source": "secret.txt", "destination": "b.txt"}),
+    ("delete", {"path": "secret.txt"}),
+    ("save", {"path": "secret.txt", "text": "x", "base": None}),
+    ("restore", {"change": 1, "path": "secret.txt"}),
+]
+
+
+@pytest.mark.parametrize(("action", "body"), FILE_WRITES, ids=[a for a, _ in FILE_WRITES])
+def test_a_file_change_in_another_project_answers_as_a_missing_one(
+    client_for, users, project, foreign, action, body
+):
+    editor = client_for(users["editor"])
+    assert_same(
+        editor,
+        "POST",
+        f"/api/projects/{foreign['project'].pk}/files/{action}",
+        f"/api/projects/{MISSING}/files/{action}",
+        foreign=body,
+        missing=body,
+    )
+
+
+def test_restoring_another_projects_change_answers_as_a_missing_one(
+    client_for, users, project, foreign
+):
+    editor = client_for(users["editor"])
+    assert_same(
+        editor,
+        "POST",
+        f"/api/projects/{project.pk}/files/restore",
+        f"/api/projects/{project.pk}/files/restore",
+        foreign={"change": foreign["change"].pk, "path": "secret.txt"},
+        missing={"change": MISSING, "path": "secret.txt"},
+    )
 
 
 @pytest.mark.parametrize("path", ["approve", "undo-turn"])

@@ -9,6 +9,7 @@ restores, scratch copies for re-runs. Nothing outside it touches a project's fil
 The functions are blocking unless async; async callers run them with `asyncio.to_thread`.
 """
 
+from .archives import Unpacked, ZipLimits, zip_unpack, zip_write
 from .browser import project_file_show, project_files_list
 from .changes import delete_path, move_path, paths_under
 from .entries import entry_exists
@@ -31,8 +32,10 @@ from .locks import change_lock_open, changes_locked, under_changes_lock
 from .paths import (
     TEMP_PREFIX,
     TEMP_SUFFIX,
+    EntryExists,
     PathError,
     StorageError,
+    TooLarge,
     is_temp_file,
     reported,
     resolve,
@@ -48,17 +51,26 @@ from .snapshots import (
     snapshot_digests,
     snapshot_discard,
     snapshot_of,
+    snapshot_path_restore,
     snapshot_restore,
     snapshot_take,
+    snapshot_text,
 )
+from .uploads import Incoming, file_chunks, incoming_discard, upload_place, upload_receive
+from .versions import file_version, same_version
 
 __all__ = [
     "MAX_MATCHES",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
+    "EntryExists",
+    "Incoming",
     "PathError",
     "Snapshot",
     "StorageError",
+    "TooLarge",
+    "Unpacked",
+    "ZipLimits",
     "change_lock_open",
     "changes_locked",
     "create_directory",
@@ -66,6 +78,9 @@ __all__ = [
     "digest",
     "digests",
     "entry_exists",
+    "file_chunks",
+    "file_version",
+    "incoming_discard",
     "is_temp_file",
     "list_directory",
     "move_path",
@@ -83,15 +98,22 @@ __all__ = [
     "resolve",
     "resolve_entry",
     "resolved_relative",
+    "same_version",
     "scratch_copy",
     "search_text",
     "snapshot_digests",
     "snapshot_discard",
     "snapshot_of",
+    "snapshot_path_restore",
     "snapshot_restore",
     "snapshot_take",
+    "snapshot_text",
     "temp_files_remove",
     "under_changes_lock",
     "undo_dir",
+    "upload_place",
+    "upload_receive",
     "write_project_file",
+    "zip_unpack",
+    "zip_write",
 ]

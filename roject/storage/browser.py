@@ -1,5 +1,6 @@
 """What the file browser shows people: a directory's entries and a file's text."""
 
+import hashlib
 import os
 
 from django.conf import settings
@@ -15,7 +16,8 @@ def project_files_list(*, project_id: int, path: str) -> list[dict]:
 
 
 def project_file_show(*, project_id: int, path: str) -> dict:
-    """(Blocking) A text file's content with its size and modification time, from one open."""
+    """(Blocking) A text file's content with its size, modification time and version (what
+    a save names as its base), from one open."""
     limit = settings.ROJO_MAX_READ_BYTES
     with open_regular_file(project_root_create(project_id), path) as fh:
         st = os.fstat(fh.fileno())
@@ -28,4 +30,12 @@ def project_file_show(*, project_id: int, path: str) -> dict:
     if len(data) > limit:
         raise StorageError(f"{path!r} is over the {limit:,}-byte limit of what is shown here")
     text = text_of(data, path)
-    return {"path": path, "text": text, "size": st.st_size, "modifiedAt": iso_utc(st.st_mtime)}
+    version = {"size": len(data), "mtime_ns": st.st_mtime_ns}
+    version["sha256"] = hashlib.sha256(data).hexdigest()
+    return {
+        "path": path,
+        "text": text,
+        "size": st.st_size,
+        "modifiedAt": iso_utc(st.st_mtime),
+        "version": version,
+    }

@@ -32,6 +32,15 @@ def undo_dir(project_id: int, key: str) -> Path:
     return project_dir(project_id) / "undo" / key
 
 
+def incoming_dir_create(project_id: int) -> Path:
+    """Where uploads land before they are checked and moved in: beside the root, not in it
+    (0700), on the same file system, so moving one in is a rename."""
+    directory = project_dir(project_id) / "incoming"
+    directory_make(directory.parent)
+    directory_make(directory, UNDO_MODE)
+    return directory
+
+
 def change_lock_path(project_id: int) -> Path:
     """The file whose flock lets one change or undo at a time run on the project."""
     return project_dir(project_id) / "changes.lock"

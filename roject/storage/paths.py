@@ -32,6 +32,14 @@ class PathError(StorageError):
     """A path that is not allowed: outside the root, absolute, or malformed."""
 
 
+class EntryExists(StorageError):
+    """The path is taken, and replacing it was not asked for."""
+
+
+class TooLarge(StorageError):
+    """What was sent is over a size limit."""
+
+
 def check_form(relative_path: str) -> None:
     """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes."""
     if not isinstance(relative_path, str):

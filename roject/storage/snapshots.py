@@ -267,3 +267,46 @@ def _remove_created_parents(root: Root, created: list[str]) -> None:
 
 def _depth(relative: str) -> int:
     return len(PurePosixPath(relative).parts)
+
+
+def snapshot_text(snapshot: Snapshot, number: int, limit: int) -> str | None:
+    """The text of the snapshot's copy of path `number`: "" when it did not exist, None when
+    it is no UTF-8 text file of at most `limit` bytes (a directory, a binary, a big file)."""
+    if not snapshot.existed[number]:
+        return ""
+    try:
+        fd = os.open(snapshot.directory / str(number), os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        data = os.read(fd, limit + 1)
+    finally:
+        os.close(fd)
+    try:
+        return None if b"\0" in data else data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def snapshot_path_restore(root: Path, snapshot: Snapshot, number: int) -> None:
+    """Put path `number` back as the snapshot has it, keeping the snapshot (blocking).
+
+    For restoring an older version: the snapshot stays the undo copy of its own change.
+    A path the snapshot holds as absent is removed.
+    """
+    relative = snapshot.paths[number]
+    with reported(relative), Root(root) as opened_root:
+        if not snapshot.existed[number]:
+            at = _present_at(opened_root, relative)
+            if at is not None:
+                with at:
+                    entry_remove(at.dir_fd, at.name)
+            return
+        copies = os.open(snapshot.directory, _DIRECTORY)
+        try:
+            _put_back(copies, str(number), opened_root, relative)
+        finally:
+            os.close(copies)

@@ -20,9 +20,4 @@ class Migration(migrations.Migration):
             name='approval_waiting',
             field=models.DateTimeField(blank=True, editable=False, null=True),
         ),
-        migrations.AddField(
-            model_name='filechange',
-            name='diff',
-            field=models.TextField(blank=True, editable=False, help_text="What a whole-file write changed, as a unified diff, for its activity line (an edit's result carries its own)."),
-        ),
     ]

@@ -189,12 +189,21 @@ class TurnRecord(models.Model):
 
 
 class FileChange(models.Model):
-    """One tool call's change to a project's files, with what is needed to reverse it.
+    """One change to a project's files, by a rojo's call or a person, with how to reverse it.
 
-    The previous state of each changed path is copied to storage/<project>/undo/<key>/,
-    outside the project root; `after` holds a digest of each path as the call left it,
-    so an undo can tell whether the file changed since and refuse rather than lose work.
+    The one ledger of every change: a rojo's tool call, a person's edit in the file panel, an
+    upload, a restore of an older version, an MCP client's call. The previous state of each
+    changed path is copied to storage/<project>/undo/<key>/, outside the project root;
+    `after` holds a digest of each path as the change left it, so an undo can tell whether
+    the file changed since and refuse rather than lose work.
     """
+
+    class Origin(models.TextChoices):
+        ROJO = "rojo"
+        PERSON = "person"
+        UPLOAD = "upload"
+        RESTORE = "restore"
+        MCP = "mcp"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="file_changes")
     conversation = models.ForeignKey(
@@ -204,6 +213,15 @@ class FileChange(models.Model):
         Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="changes"
     )
     tool_call_id = models.CharField(max_length=200, blank=True)
+    # Who made it; empty on rows older than the field, whose author is the conversation's user.
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="file_changes",
+    )
+    origin = models.CharField(max_length=10, choices=Origin.choices, default=Origin.ROJO)
     tool = models.CharField(max_length=64)
     paths = models.JSONField(help_text="The changed paths, relative to the project root.")
     before = models.JSONField(help_text="Per path: whether it existed before the call.")
@@ -217,13 +235,12 @@ class FileChange(models.Model):
         blank=True,
         help_text="Directories the call created on the way; an undo removes them when empty.",
     )
-    key = models.CharField(max_length=64, unique=True, editable=False)
-    diff = models.TextField(
+    diffs = models.JSONField(
+        default=list,
         blank=True,
-        editable=False,
-        help_text="What a whole-file write changed, as a unified diff, for its activity line "
-        "(an edit's result carries its own).",
+        help_text="Per path: a unified diff of its text, empty when it is not small text.",
     )
+    key = models.CharField(max_length=64, unique=True, editable=False)
     created = models.DateTimeField(auto_now_add=True)
     undone = models.DateTimeField(null=True, blank=True)
     undone_by = models.ForeignKey(
@@ -232,7 +249,17 @@ class FileChange(models.Model):
 
     class Meta:
         ordering = ["-created"]
-        indexes = [models.Index(fields=["conversation", "tool_call_id"])]
+        indexes = [
+            models.Index(fields=["conversation", "tool_call_id"]),
+            models.Index(fields=["project", "-created"]),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool} {', '.join(self.paths)}"
+
+    @property
+    def made_by(self):
+        """The user who made the change: its author, or for older rows the conversation's."""
+        if self.author_id is not None:
+            return self.author
+        return self.conversation.user if self.conversation_id else None

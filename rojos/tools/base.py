@@ -52,9 +52,6 @@ class RojoTool(ABC):
     # True when the call changes a file's content through a symlink rather than the link:
     # then the link's target is what gets kept for undo.
     follows_links: ClassVar[bool] = False
-    # True when the diff of what a call changes is kept with its undo record (its preview's
-    # "diff"), for the activity line; a tool whose result shows the diff needs none.
-    keeps_diff: ClassVar[bool] = False
 
     def changed_paths(self, args: dict) -> list[str]:
         """The paths (relative to the root) whose current state a call replaces or removes.

@@ -23,7 +23,6 @@ class WriteTextContent(RojoTool):
         "required": ["path", "text"],
     }
     writes = True
-    keeps_diff = True
     follows_links = True
 
     def changed_paths(self, args: dict) -> list[str]:

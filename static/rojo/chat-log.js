@@ -2,6 +2,7 @@
 // calls, errors. It keeps the reader's place at the end; nothing is ever inserted as HTML, and
 // hidden characters show as escapes.
 
+import { attachmentChip } from "./attach.js";
 import { copyButton } from "./copy.js";
 import { finishGrowingMarkdown, renderGrowingMarkdown } from "./markdown.js";
 import { stampTime } from "./message-times.js";
@@ -45,12 +46,20 @@ export class ChatLog {
     this.bubble = null;
   }
 
-  addUser(text) {
+  /** The user's message, with a chip for each file attached to it (`attachments`: paths). */
+  addUser(text, attachments = []) {
     this.closeBubble();
     const bubble = document.createElement("div");
     bubble.className = "bubble user";
     bubble.text = text; // as typed: the conversation's title is made from it
-    bubble.append(...visible(text, { prose: true }), copyButton(() => bubble.text, "Copy text"));
+    bubble.append(...visible(text, { prose: true }));
+    if (attachments.length) {
+      const chips = document.createElement("div");
+      chips.className = "attachment-chips";
+      chips.append(...attachments.map((path) => attachmentChip(path)));
+      bubble.append(chips);
+    }
+    bubble.append(copyButton(() => bubble.text, "Copy text"));
     stampTime(bubble);
     return this.append(bubble);
   }

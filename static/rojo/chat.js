@@ -5,6 +5,7 @@
 import { ApiError, getJson, request } from "./api.js";
 import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
+import { Attachments } from "./attach.js";
 import { ChatLog } from "./chat-log.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
@@ -39,6 +40,7 @@ export class ChatPanel extends EventTarget {
     });
     this.form = element.querySelector(".composer");
     this.input = element.querySelector("textarea");
+    this.attach = new Attachments(element.querySelector("form.composer"), this.input, projectId);
     this.sendButton = element.querySelector(".send");
     this.stopButton = element.querySelector(".stop");
     this.busyNote = element.querySelector(".busy");
@@ -96,7 +98,8 @@ export class ChatPanel extends EventTarget {
         this.log.lastReply = null;
         if (this.history) {
           const times = this.history.times.get(data.message);
-          const bubble = this.log.addUser(this.history.asked.get(data.message) ?? "");
+          const asked = this.history.asked.get(data.message) ?? "";
+          const bubble = this.log.addUser(asked, this.history.attached.get(data.message));
           bubble.dataset.message = data.message;
           if (times) stampTime(bubble, times.asked);
           this.history.replied = times?.replied;
@@ -176,6 +179,7 @@ export class ChatPanel extends EventTarget {
   replay(events, { messages, changes, usage }) {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
+      attached: new Map(messages.map((m) => [m.id, (m.attachments ?? []).map((a) => a.path)])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
       times: turnTimes(messages),
       usage,
@@ -232,14 +236,21 @@ export class ChatPanel extends EventTarget {
       while (before.nextSibling) before.nextSibling.remove();
       before.remove();
     }
-    const bubble = this.log.addUser(text);
+    const attachments = this.attach?.take(text) ?? [];
+    const bubble = this.log.addUser(text, attachments);
     this.sentBubble = bubble;
     this.lastEventId = 0;
     let response;
     try {
       response = await request(`/api/projects/${this.projectId}/chat`, {
         method: "POST",
-        json: { rojo: this.rojoId, message: text, conversation: this.conversationId, replace },
+        json: {
+          rojo: this.rojoId,
+          message: text,
+          conversation: this.conversationId,
+          replace,
+          attachments,
+        },
         accept: "text/event-stream",
       });
     } catch (error) {
@@ -339,7 +350,10 @@ export class ChatPanel extends EventTarget {
     const turnMessage = first.value.data.message;
     this.replay(eventsBefore(detail.events, turnMessage), detail);
     const own = detail.messages.find((m) => m.id === turnMessage);
-    if (own) this.sentBubble = this.log.addUser(own.content ?? "");
+    if (own) {
+      const attached = (own.attachments ?? []).map((a) => a.path);
+      this.sentBubble = this.log.addUser(own.content ?? "", attached);
+    }
     this.handle(first.value);
     this.setBusy(true);
     this.dispatchEvent(new CustomEvent("opened", { detail }));

@@ -30,6 +30,11 @@ export class FileBrowser {
     this.changed = new Set(); // the files the latest turn changed, and the folders holding them
     this.changedDirs = new Set();
     this.openPath = null;
+    // Set by the file panel's other modules: decorate(li, entry, path) adds an item's actions,
+    // opened(file) follows the open file, and while `editing` a refresh leaves the file alone.
+    this.decorate = null;
+    this.opened = null;
+    this.editing = false;
     root.querySelector(".refresh-files").addEventListener("click", () => this.refresh());
     this.viewer.querySelector(".close-file").addEventListener("click", () => this.closeFile());
   }
@@ -72,10 +77,26 @@ export class FileBrowser {
     return `/api/projects/${this.projectId}/files${suffix}?path=${encodeURIComponent(path)}`;
   }
 
-  /** Reload every expanded folder and the open file, keeping what the user had open. */
+  /** Reload every expanded folder and the open file, keeping what the user had open.
+   * Refreshes asked for while one runs (a change of one's own and its live news) make one
+   * more after it, never two filling the same list at once. */
   async refresh() {
-    await this.fill(this.tree, "");
-    if (this.openPath !== null) await this.openFile(this.openPath, { quiet: true });
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    this.refreshing = (async () => {
+      do {
+        this.refreshAgain = false;
+        await this.fill(this.tree, "");
+        if (this.openPath !== null && !this.editing) await this.openFile(this.openPath, { quiet: true });
+      } while (this.refreshAgain);
+    })();
+    try {
+      await this.refreshing;
+    } finally {
+      this.refreshing = null;
+    }
   }
 
   async fill(list, dir) {
@@ -134,6 +155,7 @@ export class FileBrowser {
       button.addEventListener("click", () => this.openFile(path));
       if (path === this.openPath) button.setAttribute("aria-current", "true");
     }
+    this.decorate?.(li, entry, path);
     return li;
   }
 
@@ -171,8 +193,10 @@ export class FileBrowser {
       meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
       content.replaceChildren(...visible(file.text, { prose: true }));
       content.classList.remove("error");
+      this.opened?.(file);
     } catch (error) {
       meta.textContent = "";
+      this.opened?.(null);
       const message = error instanceof ApiError ? error.message : "Could not open the file.";
       content.replaceChildren(...visible(message));
       content.classList.add("error");
@@ -182,5 +206,6 @@ export class FileBrowser {
   closeFile() {
     this.openPath = null;
     this.viewer.hidden = true;
+    this.opened?.(null);
   }
 }

@@ -4,6 +4,7 @@ import { Branches } from "./branches.js";
 import { ChatPanel } from "./chat.js";
 import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
+import { filePanelExtras } from "./files-panel.js";
 import { visibleText } from "./visible.js";
 import { workspacePolish } from "./workspace-polish.js";
 import { contextText, usageText } from "./render.js";
@@ -51,6 +52,11 @@ else {
 showTools(initial);
 
 const files = new FileBrowser(document.querySelector(".files"), config.project.id);
+filePanelExtras(document.querySelector(".files"), files, {
+  projectId: config.project.id,
+  canWrite: config.canWrite,
+  onError: (message) => window.alert(message),
+});
 const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   projectId: config.project.id,
   conversationId: config.conversation,

@@ -43,3 +43,35 @@ vendor dompurify dompurify 3.5.0 \
 vendor highlight.js @highlightjs/cdn-assets 11.12.0 \
   sha512-KvOKXODaiFmId9xaq3xc5xCL66wVLUuOngDbO9B/kewbFTqdGbn2nJxNhN3H5R1cgDTVj6R8vH0zgiNDEGjpDw== \
   es/highlight.min.js LICENSE
+
+# The file editor: CodeMirror 6 ships only ES modules in many packages, so they are
+# installed at pinned versions and bundled into one module by a pinned esbuild (a build
+# tool here, never shipped).
+vendor_dir=$(pwd)
+# --- CodeMirror 6 (the file editor and its merge view), one ES module bundled by esbuild ---
+codemirror() {
+  mkdir -p "$work/codemirror" && cd "$work/codemirror"
+  npm init -y >/dev/null
+  npm install --no-audit --no-fund --ignore-scripts --save-exact \
+    codemirror@6.0.2 @codemirror/merge@6.12.3 @codemirror/lang-markdown@6.5.2 \
+    @codemirror/lang-python@6.2.1 @codemirror/lang-javascript@6.2.5 \
+    @codemirror/lang-html@6.4.12 @codemirror/lang-css@6.3.1 @codemirror/lang-json@6.0.2 \
+    esbuild@0.28.2 >/dev/null
+  cat > entry.js <<'JS'
+export { EditorView, basicSetup } from "codemirror";
+export { EditorState } from "@codemirror/state";
+export { MergeView } from "@codemirror/merge";
+export { markdown } from "@codemirror/lang-markdown";
+export { python } from "@codemirror/lang-python";
+export { javascript } from "@codemirror/lang-javascript";
+export { html } from "@codemirror/lang-html";
+export { css } from "@codemirror/lang-css";
+export { json } from "@codemirror/lang-json";
+JS
+  ./node_modules/.bin/esbuild entry.js --bundle --format=esm --minify --legal-comments=eof \
+    --outfile="$vendor_dir/codemirror/codemirror.js"
+  cp node_modules/codemirror/LICENSE "$vendor_dir/codemirror/LICENSE"
+  cd "$vendor_dir"
+}
+codemirror
+# --- end CodeMirror ---

@@ -1,0 +1,219 @@
+"""Zip archives in and out: an uploaded .zip unpacked with every entry checked, and a folder
+(or the whole project) written as a .zip while it is sent, never whole in memory.
+
+Unpacking refuses, entry by entry and with a reason, what a hostile archive holds: names
+that climb out (`..`) or are absolute, links, devices and other special files, entries over
+the per-file limit, ones that inflate past a ratio of their compressed size (a zip bomb),
+and whatever would take the total past the upload's limit; what each entry really inflates
+to is counted as it is written, whatever its header claims. It unpacks into a new directory
+under incoming/ (outside the root), which the caller then moves in as one change.
+"""
+
+import os
+import re
+import stat
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from .beneath import DIRECTORY_MODE, FILE_MODE, opened
+from .layout import incoming_dir_create
+from .paths import StorageError, is_temp_file
+from .uploads import Incoming
+
+_BLOCK = 1 << 16
+_NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_SPECIAL = (stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ZipLimits:
+    max_file_bytes: int
+    max_total_bytes: int
+    max_ratio: int
+    max_entries: int
+
+
+@dataclass
+class Unpacked:
+    """An archive unpacked under incoming/: what was taken and what was skipped, and why."""
+
+    incoming: Incoming
+    extracted: list[str] = field(default_factory=list)
+    skipped: list[dict] = field(default_factory=list)
+
+
+class _Skip(Exception):
+    """This entry is refused; the message says why."""
+
+
+def _entry_name(info: zipfile.ZipInfo) -> list[str]:
+    """The parts of an entry's name, or _Skip for one that may not be unpacked."""
+    name = info.filename
+    if "\0" in name or "\\" in name:
+        raise _Skip("its name has a backslash or NUL character")
+    if name.startswith("/") or _DRIVE.match(name):
+        raise _Skip("its name is an absolute path")
+    parts = [p for p in name.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise _Skip("its name climbs out of the folder ('..')")
+    if not parts:
+        raise _Skip("it has no name")
+    if any(is_temp_file(p) for p in parts):
+        raise _Skip("its name is reserved for the server's temporary files")
+    mode = info.external_attr >> 16
+    if info.create_system == 3 and stat.S_ISLNK(mode):
+        raise _Skip("it is a symbolic link")
+    if info.create_system == 3 and stat.S_IFMT(mode) in _SPECIAL:
+        raise _Skip("it is a device or other special file")
+    if info.flag_bits & 0x1:
+        raise _Skip("it is encrypted")
+    return parts
+
+
+def _size_check(info: zipfile.ZipInfo, limits: ZipLimits, total: int) -> None:
+    if info.file_size > limits.max_file_bytes:
+        raise _Skip(f"it is over the per-file limit of {limits.max_file_bytes:,} bytes")
+    if info.file_size > max(info.compress_size, 1) * limits.max_ratio:
+        raise _Skip(f"it inflates over {limits.max_ratio} times its size (a zip bomb?)")
+    if total + info.file_size > limits.max_total_bytes:
+        raise _Skip(f"it takes the upload over its limit of {limits.max_total_bytes:,} bytes")
+
+
+def _directory(top: int, parts: list[str]) -> int:
+    """Open (making) the directory `parts` under the open directory `top`; links refused."""
+    fd = os.dup(top)
+    for part in parts:
+        try:
+            os.mkdir(part, DIRECTORY_MODE, dir_fd=fd)
+            os.chmod(part, DIRECTORY_MODE, dir_fd=fd, follow_symlinks=False)
+        except FileExistsError:
+            pass
+        try:
+            inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+        except (NotADirectoryError, OSError):
+            os.close(fd)
+            raise _Skip("its folder is a file in the archive") from None
+        os.close(fd)
+        fd = inner
+    return fd
+
+
+def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: list[str]) -> int:
+    """Write one entry under `top`; returns the bytes it really inflated to."""
+    fd = _directory(top, parts[:-1])
+    try:
+        try:
+            out = os.open(parts[-1], _NEW, FILE_MODE, dir_fd=fd)
+        except FileExistsError:
+            raise _Skip("another entry has the same name") from None
+        written = 0
+        try:
+            with archive.open(info) as source, os.fdopen(out, "wb") as target:
+                for block in iter(lambda: source.read(_BLOCK), b""):
+                    written += len(block)
+                    if written > info.file_size:
+                        raise _Skip("it inflates to more than its header says")
+                    target.write(block)
+                os.fchmod(target.fileno(), FILE_MODE)
+        except (_Skip, zipfile.BadZipFile, OSError) as exc:
+            os.unlink(parts[-1], dir_fd=fd)
+            raise exc if isinstance(exc, _Skip) else _Skip("it is damaged") from exc
+        return written
+    finally:
+        os.close(fd)
+
+
+def zip_unpack(*, project_id: int, archive_file: Incoming, limits: ZipLimits) -> Unpacked:
+    """(Blocking) Unpack a received .zip into a new directory under incoming/."""
+    try:
+        archive = zipfile.ZipFile(archive_file.path)
+    except (zipfile.BadZipFile, OSError):
+        raise StorageError("the upload is not a readable .zip archive") from None
+    directory = incoming_dir_create(project_id) / uuid.uuid4().hex
+    os.mkdir(directory, 0o700)
+    unpacked = Unpacked(incoming=Incoming(path=directory, size=0))
+    total = 0
+    top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        with archive:
+            for number, info in enumerate(archive.infolist()):
+                try:
+                    if number >= limits.max_entries:
+                        raise _Skip(f"the archive has over {limits.max_entries:,} entries")
+                    parts = _entry_name(info)
+                    if info.is_dir():
+                        os.close(_directory(top, parts))
+                        continue
+                    _size_check(info, limits, total)
+                    total += _extract(archive, info, top, parts)
+                    unpacked.extracted.append("/".join(parts))
+                except _Skip as why:
+                    unpacked.skipped.append({"name": info.filename, "reason": str(why)})
+    finally:
+        os.close(top)
+    unpacked.incoming = Incoming(path=directory, size=total)
+    return unpacked
+
+
+class _Sink:
+    """A write-only file for zipfile that hands what it gets on in blocks."""
+
+    def __init__(self, emit: Callable[[bytes], None], block: int = 1 << 18) -> None:
+        self.emit, self.block, self.buffer = emit, block, bytearray()
+
+    def write(self, data) -> int:
+        self.buffer += data
+        if len(self.buffer) >= self.block:
+            self.emit(bytes(self.buffer))
+            self.buffer.clear()
+        return len(data)
+
+    def flush(self) -> None:
+        if self.buffer:
+            self.emit(bytes(self.buffer))
+            self.buffer.clear()
+
+
+def _add_file(archive: zipfile.ZipFile, dir_fd: int, name: str, arcname: str) -> None:
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
+    except OSError:
+        return  # gone meanwhile, or a link swapped in: not part of the archive
+    with os.fdopen(fd, "rb") as source:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            return  # the gate reads no special file nor one with other hard links
+        info = zipfile.ZipInfo(arcname, time.localtime(max(st.st_mtime, 315532800))[:6])
+        info.compress_type = zipfile.ZIP_DEFLATED
+        info.external_attr = (stat.S_IFREG | 0o644) << 16
+        with archive.open(info, "w", force_zip64=True) as target:
+            for block in iter(lambda: source.read(_BLOCK), b""):
+                target.write(block)
+
+
+def zip_write(project_root: Path, relative: str, emit: Callable[[bytes], None]) -> None:
+    """(Blocking) Write a folder of the project (or the root, for "") as a .zip to `emit`.
+
+    Walked on descriptors with links not followed: only regular files of one link go in,
+    named from the folder; nothing is built in memory past one block.
+    """
+    sink = _Sink(emit)
+    with opened(project_root, relative or ".") as root:
+        top = root.open_dir(relative or ".")
+        try:
+            # Level 1: a folder of already compressed files costs little CPU time per MB.
+            with zipfile.ZipFile(sink, "w", compresslevel=1) as archive:
+                for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=top):
+                    dirnames[:] = sorted(d for d in dirnames if not is_temp_file(d))
+                    for name in sorted(filenames):
+                        if not is_temp_file(name):
+                            arcname = str(PurePosixPath(dirpath, name))
+                            _add_file(archive, dir_fd, name, arcname)
+        finally:
+            os.close(top)
+    sink.flush()

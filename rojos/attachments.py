@@ -1,0 +1,39 @@
+"""Files attached to a message (`@path` in the message box): their text goes to the model with
+the message, within the read limit, and the page shows a chip for each.
+
+The text is read through the storage gate when the message is sent and kept with the message
+(`extra["attachments"]`), so the conversation replays, exports and is sent again as the
+model first saw it, whatever the file became since.
+"""
+
+from django.conf import settings
+
+from roject import storage
+from roject.storage import TooLarge
+
+MAX_ATTACHMENTS = 10
+
+
+def attachments_read(*, project_id: int, paths: list[str]) -> list[dict]:
+    """(Blocking) [{path, size, text}] of the attached text files, refused (StorageError)
+    when one cannot be read as text or all of them pass ROJO_MAX_READ_BYTES together."""
+    root = storage.project_root_create(project_id)
+    limit, total, found = settings.ROJO_MAX_READ_BYTES, 0, []
+    for path in dict.fromkeys(paths):
+        text = storage.read_project_file(root, path)
+        size = len(text.encode())
+        total += size
+        if total > limit:
+            raise TooLarge(f"the attached files are over {limit:,} bytes together; attach fewer")
+        found.append({"path": path, "size": size, "text": text})
+    return found
+
+
+def attachments_wire(content: str, attachments: list[dict]) -> str:
+    """A user message's text as the model reads it: the message, then each attached file."""
+    parts = [content]
+    for attached in attachments:
+        parts.append(
+            f'<attached-file path="{attached["path"]}">\n{attached["text"]}\n</attached-file>'
+        )
+    return "\n\n".join(parts)

@@ -1,0 +1,238 @@
+"""Uploads, .zip unpacking with its attacks refused, and downloads of files and folders.
+
+Against the live ASGI server, with real CSRF tokens and bodies streamed as a browser's XHR
+sends them (`application/octet-stream`).
+"""
+
+import io
+import random
+import stat
+import zipfile
+
+import pytest
+
+from roject.storage import project_root_create
+from rojos.models import FileChange
+from tests.helpers import files_in
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+RAW = {"Content-Type": "application/octet-stream"}
+
+
+@pytest.fixture
+def root(project):
+    return project_root_create(project.pk)
+
+
+@pytest.fixture
+def editor(client_for, users):
+    return client_for(users["editor"])
+
+
+def upload(client, project, path: str, body: bytes, **params):
+    return client.post(
+        f"/api/projects/{project.pk}/files/upload",
+        params={"path": path, **params},
+        content=body,
+        headers=RAW,
+    )
+
+
+def zip_of(*entries) -> bytes:
+    """A .zip of (name, data) or (ZipInfo, data) entries."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in entries:
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_upload_writes_the_file_as_a_recorded_upload(editor, project, root, users):
+    body = bytes(range(256)) * 1000
+    response = upload(editor, project, "data/blob.bin", body)
+    assert response.status_code == 200, response.text
+    assert (root / "data" / "blob.bin").read_bytes() == body
+    change = FileChange.objects.get(pk=response.json()["change"])
+    assert (change.origin, change.tool, change.author) == ("upload", "upload", users["editor"])
+    assert stat.S_IMODE((root / "data" / "blob.bin").stat().st_mode) == 0o644
+    assert not list((root.parent / "incoming").iterdir())  # nothing left behind
+
+
+def test_upload_does_not_replace_an_existing_file_unless_asked(editor, project, root):
+    (root / "a.txt").write_text("mine")
+    refused = upload(editor, project, "a.txt", b"theirs")
+    assert refused.status_code == 409 and (root / "a.txt").read_text() == "mine"
+    replaced = upload(editor, project, "a.txt", b"theirs", overwrite="true")
+    assert replaced.status_code == 200 and (root / "a.txt").read_text() == "theirs"
+    undo = editor.post(f"/api/changes/{replaced.json()['change']}/undo")
+    assert undo.status_code == 200 and (root / "a.txt").read_text() == "mine"
+
+
+def test_upload_over_the_size_limits_is_413_and_keeps_nothing(editor, project, root, settings):
+    settings.ROJO_UPLOAD_MAX_FILE_BYTES = 1000
+    assert upload(editor, project, "big.bin", b"x" * 1001).status_code == 413
+    settings.ROJO_UPLOAD_MAX_FILE_BYTES = 10_000
+    settings.ROJO_UPLOAD_MAX_BYTES = 500
+    assert upload(editor, project, "big.bin", b"x" * 501).status_code == 413
+    # Sent in chunks, without a Content-Length: the limit is counted as the body streams in.
+    assert upload(editor, project, "big.bin", iter([b"x" * 300, b"x" * 300])).status_code == 413
+    incoming = root.parent / "incoming"
+    assert files_in(root) == {} and (not incoming.exists() or not list(incoming.iterdir()))
+
+
+def test_an_upload_over_the_limit_is_refused_before_django_reads_its_body(
+    editor, project, root, settings, caplog
+):
+    """A chunked body past ROJO_UPLOAD_MAX_BYTES is answered 413 by the ASGI guard: Django
+    never spools the rest, the view never runs (it logs no 413), nothing reaches incoming/."""
+    settings.ROJO_UPLOAD_MAX_BYTES = 1 << 20
+
+    def body():
+        for _ in range(16):  # 16 MiB offered
+            yield b"x" * (1 << 20)
+
+    response = upload(editor, project, "big.bin", body())
+    assert response.status_code == 413
+    assert "over the limit" in response.json()["detail"]
+    assert not [r for r in caplog.records if r.name == "django.request"]
+    assert files_in(root) == {}
+    incoming = root.parent / "incoming"
+    assert not incoming.exists() or not list(incoming.iterdir())
+
+
+def test_upload_names_go_through_the_gate(editor, project, root):
+    for path in ("../x.txt", "/tmp/x.txt", "a/../../x.txt", ""):
+        assert upload(editor, project, path, b"x").status_code in (400, 422), path
+    assert files_in(root) == {}
+
+
+def test_viewers_and_outsiders_cannot_upload(client_for, users, project, root):
+    assert upload(client_for(users["viewer"]), project, "a.txt", b"x").status_code == 403
+    assert upload(client_for(users["outsider"]), project, "a.txt", b"x").status_code == 404
+    no_csrf = client_for(users["editor"])
+    del no_csrf.http.headers["X-CSRFToken"]
+    assert upload(no_csrf, project, "a.txt", b"x").status_code == 403
+    assert files_in(root) == {}
+
+
+def test_zip_upload_unpacks_into_a_new_folder(editor, project, root):
+    body = zip_of(("readme.md", "# R\n"), ("src/main.py", "print(1)\n"), ("src/", ""))
+    response = upload(editor, project, "imported", body, unpack="true")
+    assert response.status_code == 200, response.text
+    assert sorted(response.json()["extracted"]) == ["readme.md", "src/main.py"]
+    assert response.json()["skipped"] == []
+    assert files_in(root) == {"imported/readme.md": "# R\n", "imported/src/main.py": "print(1)\n"}
+    assert FileChange.objects.get().tool == "unzip"
+
+
+def _link_entry(name: str, target: str) -> tuple[zipfile.ZipInfo, str]:
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = (stat.S_IFLNK | 0o777) << 16
+    return info, target
+
+
+def _device_entry(name: str) -> tuple[zipfile.ZipInfo, str]:
+    info = zipfile.ZipInfo(name)
+    info.create_system = 3
+    info.external_attr = (stat.S_IFCHR | 0o600) << 16
+    return info, ""
+
+
+def test_zip_attacks_are_skipped_and_listed(editor, project, root, tmp_path, settings):
+    """Climbing out, absolute names, links, devices and a zip bomb are each refused by name;
+    the one good entry is unpacked and nothing lands outside the folder."""
+    settings.ROJO_UPLOAD_ZIP_MAX_RATIO = 50
+    body = zip_of(
+        ("ok.txt", "fine"),
+        ("../escape.txt", "x"),
+        ("a/../../escape2.txt", "x"),
+        ("/etc/absolute.txt", "x"),
+        ("C:/windows.txt", "x"),
+        _link_entry("link", "/etc/passwd"),
+        _device_entry("dev"),
+        ("bomb.txt", "0" * 5_000_000),
+    )
+    response = upload(editor, project, "in", body, unpack="true")
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["extracted"] == ["ok.txt"]
+    reasons = {entry["name"]: entry["reason"] for entry in answer["skipped"]}
+    assert set(reasons) == {
+        "../escape.txt",
+        "a/../../escape2.txt",
+        "/etc/absolute.txt",
+        "C:/windows.txt",
+        "link",
+        "dev",
+        "bomb.txt",
+    }
+    assert "climbs out" in reasons["../escape.txt"] and "absolute" in reasons["C:/windows.txt"]
+    assert "link" in reasons["link"] and "special" in reasons["dev"]
+    assert "zip bomb" in reasons["bomb.txt"]
+    assert files_in(root) == {"in/ok.txt": "fine"}
+    assert not (root.parent / "escape.txt").exists() and not (root / "escape.txt").exists()
+
+
+def test_zip_total_size_limit_skips_what_goes_over(editor, project, root, settings):
+    settings.ROJO_UPLOAD_MAX_BYTES = 10_000
+    # Text of few letters: compresses about 2.5 times, so the archive is under the limit.
+    text = bytes(random.Random(1).choices(b"abcd", k=6000))
+    body = zip_of(("a.bin", text), ("b.bin", text))
+    assert len(body) < 10_000
+    answer = upload(editor, project, "in", body, unpack="true").json()
+    assert answer["extracted"] == ["a.bin"]
+    assert "over its limit" in answer["skipped"][0]["reason"]
+
+
+def test_zip_upload_onto_an_existing_folder_is_409_unless_replacing(editor, project, root):
+    (root / "in").mkdir()
+    (root / "in" / "old.txt").write_text("old")
+    body = zip_of(("new.txt", "new"))
+    assert upload(editor, project, "in", body, unpack="true").status_code == 409
+    assert files_in(root) == {"in/old.txt": "old"}
+    assert upload(editor, project, "in", body, unpack="true", overwrite="true").status_code == 200
+    assert files_in(root) == {"in/new.txt": "new"}
+
+
+def test_a_broken_zip_is_a_bad_request(editor, project, root):
+    response = upload(editor, project, "in", b"not a zip", unpack="true")
+    assert response.status_code == 400 and "zip" in response.json()["detail"]
+    assert files_in(root) == {}
+
+
+def test_download_a_file_as_it_is(editor, project, root):
+    (root / "d").mkdir()
+    (root / "d" / "x.bin").write_bytes(b"\x00\x01" * 100_000)
+    response = editor.get(f"/api/projects/{project.pk}/files/download", params={"path": "d/x.bin"})
+    assert response.status_code == 200
+    assert response.content == b"\x00\x01" * 100_000
+    assert response.headers["content-disposition"] == "attachment; filename*=UTF-8''x.bin"
+
+
+def test_download_a_folder_and_the_project_as_zip(client_for, users, project, root):
+    """A viewer downloads too; links and what they point at outside are left out."""
+    viewer = client_for(users["viewer"])
+    (root / "docs" / "sub").mkdir(parents=True)
+    (root / "docs" / "a.md").write_text("A")
+    (root / "docs" / "sub" / "b.md").write_text("B")
+    (root / "top.txt").write_text("T")
+    (root / "docs" / "passwd").symlink_to("/etc/passwd")
+    folder = viewer.get(f"/api/projects/{project.pk}/files/download", params={"path": "docs"})
+    assert folder.status_code == 200 and folder.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(folder.content)) as archive:
+        assert sorted(archive.namelist()) == ["a.md", "sub/b.md"]
+        assert archive.read("sub/b.md") == b"B"
+    whole = viewer.get(f"/api/projects/{project.pk}/files/download")
+    with zipfile.ZipFile(io.BytesIO(whole.content)) as archive:
+        assert sorted(archive.namelist()) == ["docs/a.md", "docs/sub/b.md", "top.txt"]
+
+
+def test_download_of_another_project_or_a_missing_path_is_404(client_for, users, project, root):
+    outsider = client_for(users["outsider"])
+    url = f"/api/projects/{project.pk}/files/download"
+    assert outsider.get(url).status_code == 404
+    missing = client_for(users["editor"]).get(url, params={"path": "nope.txt"})
+    assert missing.status_code in (400, 404)
+    assert client_for(users["editor"]).get(url, params={"path": "../x"}).status_code == 400

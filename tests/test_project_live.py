@@ -1,0 +1,89 @@
+"""Live for everyone: every recorded change to a project's files (a person's edit, an upload,
+a restore, a rojo's call) is published to the project's group and reaches each open page's
+stream (`GET /api/projects/<id>/live`), across server processes with Redis."""
+
+import os
+
+import pytest
+from django.db import connection
+
+from roject.storage import project_root_create
+from tests.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.helpers import make_rojo
+from tests.live_server import parse_sse
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def live(client, project):
+    """Open the live stream; returns (the response's context, its events) once subscribed."""
+    context = client.http.stream("GET", f"/api/projects/{project.pk}/live")
+    response = context.__enter__()
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/event-stream")
+    events = parse_sse(response.iter_lines())
+    assert next(events).type == "ready"
+    return context, events
+
+
+def test_a_persons_change_and_a_rojos_reach_another_members_stream(
+    client_for, users, project, fake_provider, settings
+):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    project_root_create(project.pk)
+    context, events = live(client_for(users["viewer"]), project)
+    try:
+        editor = client_for(users["editor"])
+        made = editor.post(f"/api/projects/{project.pk}/files/new", json={"path": "a.md"})
+        event = next(events)
+        assert event.type == "files"
+        assert event.data == {
+            "change": made.json()["change"],
+            "paths": ["a.md"],
+            "origin": "person",
+            "tool": "write_text_content",
+            "author": "editor",
+        }
+        rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+        fake_provider.add(
+            stream(*tool_call_chunks([("write_text_content", {"path": "b.md", "text": "B"})])),
+            stream(*text_chunks("Done.")),
+        )
+        editor.chat(project.pk, rojo=rojo.slug, message="Write b.md")
+        event = next(events)
+        assert (event.data["paths"], event.data["origin"], event.data["author"]) == (
+            ["b.md"],
+            "rojo",
+            "editor",
+        )
+    finally:
+        context.__exit__(None, None, None)
+
+
+def test_the_live_stream_of_another_project_is_404(client_for, users, project):
+    response = client_for(users["outsider"]).get(f"/api/projects/{project.pk}/live")
+    assert response.status_code == 404
+    assert client_for().get(f"/api/projects/{project.pk}/live").status_code == 401
+
+
+def test_a_change_on_one_process_reaches_a_page_served_by_another(
+    server_process, client_for, users, project
+):
+    """Two server processes on PostgreSQL and Redis: the stream is served by the second, the
+    upload is made on the first (the test's own server)."""
+    if not os.environ.get("REDIS_URL") or connection.vendor != "postgresql":
+        pytest.skip("the cross-process live stream runs with REDIS_URL and PostgreSQL")
+    other = server_process()
+    project_root_create(project.pk)
+    context, events = live(client_for(users["viewer"], base_url=other.base_url), project)
+    try:
+        client_for(users["editor"]).post(
+            f"/api/projects/{project.pk}/files/upload",
+            params={"path": "up.bin"},
+            content=b"x" * 1000,
+            headers={"Content-Type": "application/octet-stream"},
+        )
+        event = next(events)
+        assert (event.data["paths"], event.data["origin"]) == (["up.bin"], "upload")
+    finally:
+        context.__exit__(None, None, None)
