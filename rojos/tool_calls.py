@@ -64,7 +64,7 @@ def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
 def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
     """The tool and valid arguments of a call that may change files, else None."""
     tool = tools.get(call.name)
-    if tool is None or not tool.writes or call.args is None:
+    if tool is None or not tool.writes or not tool.undoable or call.args is None:
         return None
     try:
         validate(call.args, tool.parameters)
@@ -173,7 +173,16 @@ class ToolCallRunner:
                 raise AccessRevoked(REMOVED_MESSAGE)
             return
         changing = self._changing_tool(parsed)
-        if changing and self.approver is not None and name in self.approval_tools:
+        tool = self.tools.get(name)
+        if self._asks_always(tool, parsed):
+            yield ApprovalRequiredEvent(
+                id=call_id, name=name, args=parsed.args, preview=tool.preview(parsed.args, self.ctx)
+            )
+            if not await self.approver(call_id):
+                await self._store(call, DENIED_OUTCOME)
+                yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
+                return
+        elif changing and self.approver is not None and name in self.approval_tools:
             tool, args = changing
             paths = tool.changed_paths(args)
             if await asyncio.to_thread(_exists_any, self.ctx, paths):
@@ -183,20 +192,49 @@ class ToolCallRunner:
                     await self._store(call, DENIED_OUTCOME)
                     yield ToolResultEvent(id=call_id, name=name, result=DENIED, ok=False)
                     return
-        # A call that started finishes, even when the turn is stopped meanwhile: its thread
-        # would change the files anyway, so its real result and undo record are kept.
-        running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
-        try:
-            outcome, change = await asyncio.shield(running)
-        except asyncio.CancelledError:
-            await running
-            raise
+        if tool is not None and not tool.undoable:
+            # An MCP call is a request to another server: a stop cancels it (the SDK tells
+            # the server), and the call is answered as interrupted.
+            outcome, change = await self._execute(call, parsed, None, message_id)
+        else:
+            # A call that started finishes, even when the turn is stopped meanwhile: its
+            # thread would change the files anyway, so its real result and undo record
+            # are kept.
+            running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
+            try:
+                outcome, change = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                await running
+                raise
         yield ToolResultEvent(
-            id=call_id, name=name, result=outcome.result, ok=outcome.ok, change=change
+            id=call_id,
+            name=name,
+            result=outcome.result,
+            ok=outcome.ok,
+            change=change,
+            mcp_server=tool.mcp_server if tool is not None else None,
+        )
+
+    def _asks_always(self, tool: RojoTool | None, parsed: ToolCall) -> bool:
+        """Whether the call waits for approval whatever it touches (an MCP tool the server
+        does not mark read-only), when someone can give it."""
+        return (
+            self.approver is not None
+            and tool is not None
+            and tool.needs_approval
+            and parsed.args is not None
+            and tool in self.tools.available(self.ctx)
         )
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
-        await self.history.add_tool_result(call, outcome.result, ok=outcome.ok, with_row=with_row)
+        tool = self.tools.get(call["function"]["name"])
+        await self.history.add_tool_result(
+            call,
+            outcome.result,
+            ok=outcome.ok,
+            with_row=with_row,
+            mcp_server=tool.mcp_server if tool is not None else None,
+        )
 
     async def _execute(
         self, call: dict, parsed: ToolCall, changing, message_id
