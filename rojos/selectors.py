@@ -75,7 +75,7 @@ def rojo_get(ref: int | str) -> Rojo:
 
 def rojo_list() -> QuerySet[Rojo]:
     """Every rojo, by name: any logged-in user may chat with any of them."""
-    return Rojo.objects.all()
+    return Rojo.objects.prefetch_related("mcp_links__server")
 
 
 def conversation_list(*, project: Project) -> QuerySet[Conversation]:

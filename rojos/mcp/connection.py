@@ -94,7 +94,9 @@ class McpConnection:
         client = await self._client()
         self._in_flight += 1
         try:
-            async with asyncio.timeout(timeout):
+            # The SDK's timeout cancels the request on the server (REQUEST_TIMEOUT); this
+            # one only guards against a call the SDK could not end.
+            async with asyncio.timeout(timeout + 5):
                 return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
         except MCPError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
@@ -120,6 +122,9 @@ class McpConnection:
                 await self._task
 
     async def _client(self) -> Client:
+        if self.running and self._stop.is_set():  # ending (a crash): wait, then start anew
+            with contextlib.suppress(Exception):
+                await asyncio.shield(self._task)
         if not self.running:
             failed = self._failed
             if failed and self._loop.time() - failed[0] < _RETRY_SECONDS:

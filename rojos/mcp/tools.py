@@ -60,6 +60,11 @@ class McpTool(RojoTool):
                 "(ROJO_MCP_CALL_TIMEOUT); the call was cancelled"
             ) from None
         except MCPError as exc:
+            if exc.error.code == types.REQUEST_TIMEOUT:
+                raise ToolError(
+                    f"the MCP server {server!r} did not answer within {timeout:g} s "
+                    "(ROJO_MCP_CALL_TIMEOUT); the call was cancelled"
+                ) from None
             if exc.error.code == types.CONNECTION_CLOSED:
                 raise ToolError(
                     f"the MCP server {server!r} stopped during the call (it is started "
