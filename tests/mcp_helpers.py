@@ -18,15 +18,22 @@ EDGE = str(Path(__file__).resolve().parent / "mcp_servers" / "edge.py")
 
 def time_server(**fields) -> McpServer:
     return McpServer.objects.create(
-        name="Time", slug="time", transport="stdio", command=sys.executable,
-        args=["-m", "mcp_server_time"], **fields,
+        name="Time",
+        slug="time",
+        transport="stdio",
+        command=sys.executable,
+        args=["-m", "mcp_server_time"],
+        **fields,
     )
 
 
 def edge_server(**fields) -> McpServer:
     """The edge server over stdio; it writes its pid to <project root>/edge.pid."""
     defaults = {
-        "name": "Edge", "slug": "edge", "transport": "stdio", "command": sys.executable,
+        "name": "Edge",
+        "slug": "edge",
+        "transport": "stdio",
+        "command": sys.executable,
         "args": [EDGE, "{project_root}/edge.pid"],
     }
     return McpServer.objects.create(**{**defaults, **fields})
@@ -65,7 +72,9 @@ class HttpEdge:
         self._log = open(log_path, "w")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [sys.executable, EDGE, "--http", str(port)],
-            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
             env={**os.environ, "EDGE_TOKEN": "from-env"},
         )
         deadline = time.monotonic() + 30

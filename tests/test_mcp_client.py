@@ -222,7 +222,10 @@ async def test_streamable_http_server_with_headers_from_the_environment(
     try:
         monkeypatch.setenv("EDGE_AUTH", "Bearer secret")
         server = await sync_to_async(edge_server)(
-            transport="http", command="", args=[], url=http.url,
+            transport="http",
+            command="",
+            args=[],
+            url=http.url,
             headers_from={"Authorization": "EDGE_AUTH"},
         )
         tools, ctx = await turn_tools(root, link(server))
