@@ -1,9 +1,10 @@
 """A rojo calling MCP tools in a real turn (the chat command, the fake provider), and the
 README's MCP commands, run as written."""
 
+import contextlib
 import io
-import os
 import json
+import os
 import re
 import shlex
 from pathlib import Path
@@ -23,7 +24,7 @@ README = Path(__file__).resolve().parent.parent / "README.md"
 
 def chat(message: str, *, user="editor", yes=False) -> list[dict]:
     out = io.StringIO()
-    try:
+    with contextlib.suppress(SystemExit):  # exit 1 when a turn ends with an error
         call_command(
             "chat",
             message,
@@ -34,8 +35,6 @@ def chat(message: str, *, user="editor", yes=False) -> list[dict]:
             yes=yes,
             stdout=out,
         )
-    except SystemExit:
-        pass
     return [json.loads(line) for line in out.getvalue().splitlines()]
 
 
