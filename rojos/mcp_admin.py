@@ -27,6 +27,11 @@ class McpServerForm(forms.ModelForm):
     """Stored values of variables and headers are write-only: the form shows their names,
     takes new ones (NAME=VALUE, one a line; `NAME=` removes one) and never renders values."""
 
+    url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="streamable HTTP: the endpoint, e.g. https://mcp.example.com/mcp.",
+    )
     set_env = forms.CharField(
         required=False,
         widget=forms.Textarea(attrs={"rows": 2}),

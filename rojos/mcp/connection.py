@@ -65,13 +65,25 @@ class McpConnection:
         if self._stale or self._tools is None:
             self._stale = False
             try:
-                self._tools = await asyncio.wait_for(
-                    self._list(client), settings.ROJO_MCP_CALL_TIMEOUT
-                )
+                with self._using():
+                    self._tools = await asyncio.wait_for(
+                        self._list(client), settings.ROJO_MCP_CALL_TIMEOUT
+                    )
             except BaseException:
                 self._stale = True
                 raise
         return self._tools
+
+    @contextlib.contextmanager
+    def _using(self):
+        """A request is running: the session is not idle until it ends."""
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            self._used = self._loop.time()
+            self._wake.set()
 
     async def _list(self, client: Client) -> list[types.Tool]:
         tools: list[types.Tool] = []
@@ -92,12 +104,9 @@ class McpConnection:
         transport error when it fails."""
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
         client = await self._client()
-        self._in_flight += 1
         try:
-            # The SDK's timeout cancels the request on the server (REQUEST_TIMEOUT); this
-            # one only guards against a call the SDK could not end.
-            async with asyncio.timeout(timeout + 5):
-                return await client.call_tool(name, arguments, read_timeout_seconds=timeout)
+            with self._using():
+                return await self._call(client, name, arguments, seconds=timeout)
         except MCPError as exc:
             if exc.error.code == types.CONNECTION_CLOSED:
                 self.stop()  # the next use starts the server again
@@ -105,10 +114,12 @@ class McpConnection:
         except (httpx2.TransportError, OSError):
             self.stop()
             raise
-        finally:
-            self._in_flight -= 1
-            self._used = self._loop.time()
-            self._wake.set()
+
+    async def _call(self, client: Client, name: str, arguments: dict, *, seconds: float):
+        # The SDK's timeout cancels the request on the server (REQUEST_TIMEOUT); this one
+        # only guards against a call the SDK could not end.
+        async with asyncio.timeout(seconds + 5):
+            return await client.call_tool(name, arguments, read_timeout_seconds=seconds)
 
     def stop(self) -> None:
         """End the session (its task leaves the client, which stops a stdio process)."""
@@ -122,6 +133,7 @@ class McpConnection:
                 await self._task
 
     async def _client(self) -> Client:
+        self._used = self._loop.time()  # a use: not idle while it waits for the session
         if self.running and self._stop.is_set():  # ending (a crash): wait, then start anew
             with contextlib.suppress(Exception):
                 await asyncio.shield(self._task)
@@ -169,6 +181,7 @@ class McpConnection:
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     await self._listen(stack, client)
                 self._failed = None
+                self._used = self._loop.time()  # idle from now, not from the spawn
                 ready.set_result(client)
                 await self._serve()
         except Exception as exc:
