@@ -149,6 +149,34 @@ async def test_a_hanging_call_times_out_as_a_tool_error(pool, root, settings):
     assert (await call(tools, ctx, "edge__echo", {"text": "still here"})).ok
 
 
+async def test_an_answer_that_is_not_mcp_is_a_tool_error(pool, root, caplog):
+    """A line that is not JSON is logged; a result of the wrong shape fails the call with
+    a tool error, and the session goes on."""
+    server = await sync_to_async(edge_server)()
+    tools, ctx = await turn_tools(root, link(server))
+
+    garbled = await call(tools, ctx, "edge__garbage")
+    assert not garbled.ok and "not valid MCP" in garbled.error
+    await asyncio.sleep(0.7)  # the real answer comes late, and is dropped
+    assert (await call(tools, ctx, "edge__echo", {"text": "fine"})).value == "fine"
+    assert "sent something unreadable" in caplog.text
+
+
+async def test_a_program_that_speaks_no_mcp_gives_a_tool_error_in_time(pool, root, settings):
+    """It answers every line with nonsense: the start gives up after
+    ROJO_MCP_START_TIMEOUT, and the model reads why."""
+    settings.ROJO_MCP_START_TIMEOUT = 2
+    nonsense = "import sys\nfor line in sys.stdin:\n    print('nonsense', flush=True)"
+    server = await sync_to_async(edge_server)(args=["-c", nonsense])
+    listed = ({"name": "echo", "inputSchema": {"type": "object"}},)
+    tools, ctx = await turn_tools(root, McpLink(ServerSpec.of(server), None, True, listed))
+
+    started = asyncio.get_running_loop().time()
+    outcome = await call(tools, ctx, "edge__echo", {"text": "x"})
+    assert not outcome.ok and "did not answer within 2 s of starting" in outcome.error
+    assert asyncio.get_running_loop().time() - started < 3  # the failure is remembered
+
+
 async def test_a_server_that_cannot_start_gives_a_readable_tool_error(pool, root):
     """A missing command: no tools listed live, the admin's last listing offered, and a
     call says why it failed."""

@@ -31,6 +31,7 @@ logger = logging.getLogger("rojos.mcp")
 
 _PAGES = 20  # tools/list pages read at most: a server paging forever cannot hang a turn
 _RETRY_SECONDS = 5.0  # a server that failed to start is not tried again sooner
+_CLOSE_SECONDS = 15.0  # the SDK's shutdown takes at most about 6 s (stdin, TERM, KILL)
 
 
 class McpUnavailable(Exception):
@@ -127,20 +128,28 @@ class McpConnection:
         self._wake.set()
 
     async def aclose(self) -> None:
+        """Stop and wait until the session is left (its server gone)."""
         self.stop()
-        if self._task is not None:
-            with contextlib.suppress(BaseException):
-                await self._task
+        task = self._task
+        if task is None:
+            return
+        if self._ready is not None and not self._ready.done():
+            task.cancel()  # still starting: nothing but a cancellation ends the handshake
+        try:
+            await asyncio.wait_for(asyncio.shield(task), _CLOSE_SECONDS)
+        except TimeoutError:
+            task.cancel()
+        except BaseException:  # how the session ended was logged by its task
+            pass
 
     async def _client(self) -> Client:
         self._used = self._loop.time()  # a use: not idle while it waits for the session
+        failed = self._failed
+        if failed and self._loop.time() - failed[0] < _RETRY_SECONDS:
+            raise McpUnavailable(failed[1])
         if self.running and self._stop.is_set():  # ending (a crash): wait, then start anew
-            with contextlib.suppress(Exception):
-                await asyncio.shield(self._task)
+            await asyncio.wait([self._task])  # its end, not its outcome
         if not self.running:
-            failed = self._failed
-            if failed and self._loop.time() - failed[0] < _RETRY_SECONDS:
-                raise McpUnavailable(failed[1])
             self._start()
         assert self._ready is not None
         try:
@@ -148,7 +157,10 @@ class McpConnection:
                 asyncio.shield(self._ready), settings.ROJO_MCP_START_TIMEOUT
             )
         except TimeoutError:
+            # The handshake is not answered: cancel the task (once; the SDK's shutdown, in
+            # its shielded scope, still stops the process).
             self.stop()
+            self._task.cancel()
             message = (
                 f"the MCP server {self.spec.name!r} did not answer within "
                 f"{settings.ROJO_MCP_START_TIMEOUT:g} s of starting (ROJO_MCP_START_TIMEOUT)"

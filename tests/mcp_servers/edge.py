@@ -6,6 +6,7 @@ PORT`). It writes its process id to PID_FILE (or $EDGE_PID_FILE) and a line to s
 
 import asyncio
 import base64
+import json
 import os
 import sys
 from pathlib import Path
@@ -54,6 +55,32 @@ async def hang() -> str:
 def fail() -> list:
     """Answer with isError."""
     raise ToolError("the disk is on fire")
+
+
+WIRE = os.fstat(1).st_ino  # the SDK moves the wire off fd 1 (prints go to stderr)
+
+
+def _wire_fd() -> int:
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            try:
+                if os.fstat(fd).st_ino == WIRE:
+                    return fd
+            except OSError:
+                continue
+    raise RuntimeError("no wire")
+
+
+@server.tool(annotations=READ_ONLY)
+async def garbage(ctx: Context) -> str:
+    """Answer (over stdio) with a line that is not JSON, then a result that is not MCP's."""
+    request_id = ctx.request_id
+    wire_id = int(request_id) if str(request_id).isdigit() else request_id
+    answer = json.dumps({"jsonrpc": "2.0", "id": wire_id, "result": {"content": "not a list"}})
+    os.write(_wire_fd(), b"this is not JSON-RPC\n" + answer.encode() + b"\n")
+    await asyncio.sleep(0.5)
+    return "the real answer, too late"
 
 
 @server.tool(annotations=READ_ONLY)
