@@ -17,14 +17,15 @@ EDGE = str(Path(__file__).resolve().parent / "mcp_servers" / "edge.py")
 
 
 def time_server(**fields) -> McpServer:
-    return McpServer.objects.create(
-        name="Time",
-        slug="time",
-        transport="stdio",
-        command=sys.executable,
-        args=["-m", "mcp_server_time"],
-        **fields,
-    )
+    """The reference time server (PyPI's mcp-server-time), over stdio."""
+    defaults = {
+        "name": "Time",
+        "slug": "time",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": ["-m", "mcp_server_time"],
+    }
+    return McpServer.objects.create(**{**defaults, **fields})
 
 
 def edge_server(**fields) -> McpServer:
