@@ -7,7 +7,7 @@ from pathlib import Path
 from django.utils import timezone
 
 from ..models import McpServer
-from .pool import mcp_pool, mcp_pool_close
+from .pool import mcp_pool, mcp_pool_close, mcp_server_relist
 from .spec import ServerSpec
 
 
@@ -20,7 +20,8 @@ async def _list(spec: ServerSpec, root: Path) -> list[dict]:
 
 
 def mcp_server_tools_refresh(*, server: McpServer) -> list[dict]:
-    """(Blocking; no event loop in this thread) List the server's tools now and keep them.
+    """(Blocking; no event loop in this thread) List the server's tools now and keep them;
+    the running sessions of this process list them again too.
 
     A stdio server runs in an empty scratch directory for it, as no project is involved.
     Raises what the connection raised (McpUnavailable, MCPError, TimeoutError …).
@@ -30,4 +31,5 @@ def mcp_server_tools_refresh(*, server: McpServer) -> list[dict]:
     server.listed_tools = listed
     server.listed_at = timezone.now()
     server.save(update_fields=["listed_tools", "listed_at"])
+    mcp_server_relist(server.slug)
     return listed

@@ -53,6 +53,15 @@ def mcp_pool() -> McpPool:
     return pool
 
 
+def mcp_server_relist(slug: str) -> None:
+    """(Any thread) The server's sessions in this process list its tools again at their
+    next use (the admin asked what it offers now)."""
+    for loop, pool in list(_pools.items()):
+        for connection in pool.connections():
+            if connection.spec.slug == slug and not loop.is_closed():
+                loop.call_soon_threadsafe(connection.mark_stale)
+
+
 async def mcp_pool_close() -> None:
     """Stop the running loop's sessions (the app's shutdown, a test's end)."""
     pool = _pools.pop(asyncio.get_running_loop(), None)
