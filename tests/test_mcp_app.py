@@ -53,14 +53,16 @@ def test_stop_cancels_a_hanging_mcp_call_at_once(
     assert wait_gone(pid_of(project), 15)
 
 
-@pytest.mark.parametrize("how", ["stop", "kill"])
+@pytest.mark.parametrize(
+    ("server", "how"), [("uvicorn", "stop"), ("daphne", "stop"), ("uvicorn", "kill")]
+)
 def test_no_stdio_server_outlives_the_app_process(
-    how, server_process, client_for, users, project, fake_provider
+    server, how, server_process, client_for, users, project, fake_provider
 ):
     """The app's process runs a turn that starts the edge server; once the process is
     stopped (SIGTERM: its loop ends the session) or killed (SIGKILL: the server reads the
     end of its stdin), the server's process is gone."""
-    app = server_process(ROJO_PROVIDER_RETRIES="0")
+    app = server_process(server, ROJO_PROVIDER_RETRIES="0")
     rojo = make_rojo(fake_provider.base_url)
     RojoMcpServer.objects.create(rojo=rojo, server=edge_server())
     fake_provider.add(
@@ -82,5 +84,5 @@ def test_no_stdio_server_outlives_the_app_process(
     else:
         app.kill()
     assert wait_gone(pid, 15), f"the MCP server {pid} outlived the app ({how})"
-    if how == "stop":
+    if how == "stop":  # the server's stderr went to the app's log
         assert "MCP server edge: edge server started" in app.log()
