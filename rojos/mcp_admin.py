@@ -101,7 +101,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
     @admin.display(description="stored secrets (names only)")
     def stored_secrets(self, server: McpServer) -> str:
-        names = [*(server.env or {}), *(server.headers or {})]
+        names = sorted([*(server.env or {}), *(server.headers or {})])
         return ", ".join(names) or "none"
 
     @admin.display(description="tools it offers (as last listed)")

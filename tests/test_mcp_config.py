@@ -119,7 +119,7 @@ def test_admin_keeps_stored_variables_write_only(admin_client):
     change_url = reverse("admin:rojos_mcpserver_change", args=[server.pk])
 
     page = admin_client.get(change_url).content.decode()
-    assert SECRET not in page and "TOKEN, MODE" in page
+    assert SECRET not in page and "MODE, TOKEN" in page
     assert admin_client.post(change_url, server_form(set_env="MODE=")).status_code == 302
     server.refresh_from_db()
     assert server.env == {"TOKEN": SECRET}  # kept; MODE removed
