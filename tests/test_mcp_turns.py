@@ -8,9 +8,11 @@ import os
 import re
 import shlex
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from django.core.management import call_command
+from django.db.backends.utils import CursorWrapper
 
 from roject.storage import project_root
 from rojos.models import McpServer, Message, Rojo, RojoMcpServer
@@ -109,6 +111,55 @@ def test_viewers_rojo_is_offered_only_read_only_mcp_tools(project, fake_provider
     names = offered(fake_provider.requests[0])
     assert "edge__echo" in names and "edge__where" in names
     assert "edge__write_note" not in names and "edge__crash" not in names
+
+
+@contextlib.contextmanager
+def counted_queries():
+    """Every query any thread runs (a turn's ORM calls run on a thread of its own)."""
+    count = []
+    original = CursorWrapper.execute
+
+    def execute(self, sql, params=None):
+        count.append(sql)
+        return original(self, sql, params)
+
+    with mock.patch.object(CursorWrapper, "execute", execute):
+        yield count
+
+
+def test_an_mcp_call_costs_a_step_no_more_queries_than_a_built_in_one(project, fake_provider):
+    """The same turn (a read-only call, then the answer) with a built-in tool and with an
+    MCP tool: the same number of queries (tool lists come from the session, not the
+    database)."""
+    plain = make_rojo(fake_provider.base_url)
+    with_mcp = make_rojo(fake_provider.base_url, name="Clock", slug="clock")
+    RojoMcpServer.objects.create(rojo=with_mcp, server=edge_server())
+    counts = {}
+    for rojo, tool, args in (
+        (plain, "read_path_meta", {"path": ""}),
+        (with_mcp, "edge__echo", {"text": "hi"}),
+    ):
+        fake_provider.add(
+            stream(*tool_call_chunks([(tool, args)])),
+            stream(*tool_call_chunks([(tool, args)])),
+            stream(*text_chunks("Done.")),
+        )
+        out = io.StringIO()
+        with counted_queries() as queries:
+            call_command(
+                "chat",
+                "Go",
+                project="demo-project",
+                rojo=rojo.slug,
+                user="editor",
+                format="ndjson",
+                stdout=out,
+            )
+        events = [json.loads(line) for line in out.getvalue().splitlines()]
+        assert [e["ok"] for e in results(events)] == [True, True]
+        counts[tool] = len(queries)
+    assert counts["read_path_meta"] > 10  # every thread's queries were counted
+    assert counts["edge__echo"] == counts["read_path_meta"]
 
 
 def readme_mcp_commands() -> list[list[str]]:
