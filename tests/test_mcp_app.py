@@ -65,18 +65,19 @@ def test_no_stdio_server_outlives_the_app_process(
     app = server_process(server, ROJO_PROVIDER_RETRIES="0")
     rojo = make_rojo(fake_provider.base_url)
     RojoMcpServer.objects.create(rojo=rojo, server=edge_server())
-    fake_provider.add(
-        stream(*tool_call_chunks([("edge__echo", {"text": "hi"})])),
-        stream(*text_chunks("Done.")),
-    )
-
-    events = client_for(users["editor"], base_url=app.base_url).chat(
-        project.pk, rojo=rojo.slug, message="Echo"
-    )
-    result = next(e for e in events if e.type == "TOOL_RESULT")
-    assert result.data["ok"] and result.data["result"] == "hi"
-    pid = pid_of(project)
-    assert alive(pid)  # reused across turns: it runs until idle or the app's end
+    client = client_for(users["editor"], base_url=app.base_url)
+    pids = []
+    for text in ("hi", "again"):
+        fake_provider.add(
+            stream(*tool_call_chunks([("edge__echo", {"text": text})])),
+            stream(*text_chunks("Done.")),
+        )
+        events = client.chat(project.pk, rojo=rojo.slug, message="Echo")
+        result = next(e for e in events if e.type == "TOOL_RESULT")
+        assert result.data["ok"] and result.data["result"] == text
+        pids.append(pid_of(project))
+    pid = pids[0]
+    assert pids == [pid, pid] and alive(pid)  # one process, reused across turns
 
     if how == "stop":
         app.process.send_signal(signal.SIGTERM)
