@@ -20,6 +20,7 @@ from django.conf import settings
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -184,7 +185,7 @@ class McpConnection:
                 if self.spec.stdio:
                     pipe = StderrPipe(self.spec.slug, self._exited)
                     stack.callback(pipe.spawned)
-                client = await stack.enter_async_context(self._session(pipe))
+                client = await stack.enter_async_context(self._session(pipe, stack))
                 if pipe is not None:
                     pipe.spawned()
                     self.pid = pipe.child_pid()
@@ -207,10 +208,9 @@ class McpConnection:
         finally:
             if not ready.done():
                 ready.set_exception(McpUnavailable(f"the MCP server {self.spec.name!r} stopped"))
-            if ready.exception() is not None:  # read here: no warning when nobody waits
-                pass
+            ready.exception()  # retrieved: no warning when nobody waits for it
 
-    def _session(self, pipe: StderrPipe | None) -> Client:
+    def _session(self, pipe: StderrPipe | None, stack: AsyncExitStack) -> Client:
         if pipe is not None:
             params = StdioServerParameters(
                 command=self.spec.command,
@@ -220,7 +220,10 @@ class McpConnection:
             )
             transport = stdio_client(params, errlog=pipe.writer)
         else:
-            http = httpx2.AsyncClient(headers=self.spec.http_headers(), timeout=30)
+            # The SDK's client settings (a long read timeout for held streams), our headers;
+            # a client passed in is ours to close, after the session.
+            http = create_mcp_http_client(headers=self.spec.http_headers())
+            stack.push_async_callback(http.aclose)
             transport = streamable_http_client(self.spec.url, http_client=http)
         return Client(
             transport,
