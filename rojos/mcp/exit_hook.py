@@ -9,6 +9,7 @@ import atexit
 import contextlib
 import os
 import signal
+import time
 
 _running: set[int] = set()
 
@@ -26,8 +27,21 @@ def running() -> frozenset[int]:
     return frozenset(_running)
 
 
+def _signal_all(pids: list[int], sig: int) -> list[int]:
+    """Send `sig` to each group; the ids of those still there."""
+    left = []
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, sig)
+            left.append(pid)
+    return left
+
+
 @atexit.register
 def _stop_all() -> None:
-    for pid in list(_running):
-        with contextlib.suppress(OSError):
-            os.killpg(pid, signal.SIGTERM)
+    left = _signal_all(list(_running), signal.SIGTERM)
+    deadline = time.monotonic() + 1.0
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _signal_all(left, 0)  # signal 0: only whether it is still there
+    _signal_all(left, signal.SIGKILL)
