@@ -272,3 +272,50 @@ async def test_streamable_http_server_with_headers_from_the_environment(
         await asyncio.to_thread(http.stop)
     down = await call(tools, ctx, "edge__echo", {"text": "anyone?"})
     assert not down.ok and "Edge" in down.error
+
+
+EXIT_SCRIPT = """
+import asyncio, sys, threading
+from pathlib import Path
+import django
+django.setup()
+from rojos.mcp.pool import mcp_pool
+from rojos.mcp.spec import ServerSpec
+
+root = Path(sys.argv[1])
+spec = ServerSpec(slug="edge", name="Edge", transport="stdio", command=sys.executable,
+                  args=(sys.argv[2], "{project_root}/edge.pid"), env=(("EDGE_LINGER", "1"),))
+started = threading.Event()
+
+async def use():
+    await mcp_pool().connection(spec, root).tools()
+    started.set()
+    await asyncio.sleep(3600)
+
+# A loop on a daemon thread, never closed: only the exit hook can stop the server.
+threading.Thread(target=asyncio.run, args=(use(),), daemon=True).start()
+started.wait(60)
+print(Path(root, "edge.pid").read_text(), flush=True)
+"""
+
+
+def test_the_exit_hook_stops_servers_a_process_left_running(root):
+    """A process exits with a session still open on a loop nobody closes, and its server
+    does not exit at the end of its stdin: the exit hook stops it."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.mcp_helpers import EDGE
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "roject.settings", "DEBUG": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", EXIT_SCRIPT, str(root), EDGE],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        check=True,
+    )
+    pid = int(done.stdout.strip())
+    assert wait_gone(pid, 10)

@@ -9,6 +9,7 @@ import base64
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -119,6 +120,8 @@ def main() -> None:
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
     else:
         server.run()
+    if os.environ.get("EDGE_LINGER"):  # a server that does not exit when its stdin ends
+        time.sleep(3600)
 
 
 if __name__ == "__main__":
