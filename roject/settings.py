@@ -226,6 +226,10 @@ ROJO_PROVIDER_TOTAL_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TOTAL_TIMEOUT"
 ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
 # The longest one turn may run, approvals included: a provider that streams (or keeps the
 # connection alive) for ever must not hold a conversation and its cost without end.
+# MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
+ROJO_MCP_CALL_TIMEOUT = float(os.environ.get("ROJO_MCP_CALL_TIMEOUT") or 60)
+ROJO_MCP_START_TIMEOUT = float(os.environ.get("ROJO_MCP_START_TIMEOUT") or 30)
+ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
 ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)

@@ -12,6 +12,7 @@ from django.utils.html import format_html, format_html_join
 
 from .branches import branch_count
 from .context_window import window_of
+from .mcp_admin import RojoMcpServerInline
 from .models import (
     Conversation,
     FileChange,
@@ -111,6 +112,7 @@ class RojoForm(forms.ModelForm):
 @admin.register(Rojo)
 class RojoAdmin(admin.ModelAdmin):
     form = RojoForm
+    inlines = [RojoMcpServerInline]
     list_display = ["name", "slug", "model", "base_url", "has_key", "window_in_use"]
     search_fields = ["name", "slug", "model"]
     prepopulated_fields = {"slug": ["name"]}

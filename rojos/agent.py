@@ -58,7 +58,9 @@ async def agent_loop(
     )
     requests = TurnRequests(rojo=rojo, history=history, tools=[], client=client, ctx=ctx)
     for _step in range(rojo.max_steps):
-        requests.offer([tool.definition for tool in tools.available(await runner.step_check())])
+        step_ctx = await runner.step_check()
+        await tools.prepare(step_ctx)
+        requests.offer([tool.definition for tool in tools.available(step_ctx)])
         accumulator = StreamAccumulator()
         deltas = ToolCallDeltas(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)

@@ -18,6 +18,26 @@ class ProjectOut(Schema):
     role: str
 
 
+class RojoMcpServerOut(Schema):
+    slug: str = Field(description="The server; its tools are named <slug>__<tool>.")
+    name: str
+    transport: str
+    tools: list[str] | None = Field(description="The tools the rojo uses; null: all of them.")
+    ask_before: bool = Field(description="Tools not marked read-only wait for approval.")
+
+    @staticmethod
+    def resolve_slug(link) -> str:
+        return link.server.slug
+
+    @staticmethod
+    def resolve_name(link) -> str:
+        return link.server.name
+
+    @staticmethod
+    def resolve_transport(link) -> str:
+        return link.server.transport
+
+
 class RojoOut(Schema):
     id: int
     name: str
@@ -28,6 +48,11 @@ class RojoOut(Schema):
     context_window: int | None = Field(description="Declared in the admin; null: learned.")
     max_output_tokens: int | None
     window: int = Field(description="The window in use, in tokens (declared, listed, stated).")
+    mcp_servers: list[RojoMcpServerOut] = Field(description="MCP servers it takes tools from.")
+
+    @staticmethod
+    def resolve_mcp_servers(rojo) -> list:
+        return list(rojo.mcp_links.all())
 
     @staticmethod
     def resolve_window(rojo) -> int:

@@ -72,6 +72,8 @@ class ToolResultEvent:
     result: Any
     ok: bool
     change: int | None = None  # the undo record of what the call changed, if anything
+    # The MCP server whose tool ran: what it changed is not in the undo ledger.
+    mcp_server: str | None = None
     type: Literal["TOOL_RESULT"] = "TOOL_RESULT"
 
 

@@ -57,8 +57,11 @@ def unanswered_calls(messages: list[Message]) -> list[dict]:
     return []
 
 
-def _tool_message(call: dict, result: Any, *, ok: bool) -> dict:
-    """The fields of the tool message answering `call`."""
+def _tool_message(call: dict, result: Any, *, ok: bool, mcp_server: str | None = None) -> dict:
+    """The fields of the tool message answering `call` (of a tool of `mcp_server`, if any)."""
+    extra = {"text_result": True} if isinstance(result, str) else {}
+    if mcp_server is not None:
+        extra["mcp_server"] = mcp_server
     return {
         "role": Message.Role.TOOL,
         "tool_call_id": call["id"],
@@ -66,7 +69,7 @@ def _tool_message(call: dict, result: Any, *, ok: bool) -> dict:
         "content": tool_content(result),
         "is_error": not ok,
         # A text result (a file's content) is stored as is; remember it was not JSON.
-        "extra": {"text_result": True} if isinstance(result, str) else {},
+        "extra": extra,
     }
 
 
@@ -167,9 +170,16 @@ class History:
             )
 
     async def add_tool_result(
-        self, call: dict, result: Any, *, ok: bool, with_row: Callable | None = None
+        self,
+        call: dict,
+        result: Any,
+        *,
+        ok: bool,
+        with_row: Callable | None = None,
+        mcp_server: str | None = None,
     ) -> Message:
-        return await self.add(with_row=with_row, **_tool_message(call, result, ok=ok))
+        fields = _tool_message(call, result, ok=ok, mcp_server=mcp_server)
+        return await self.add(with_row=with_row, **fields)
 
     async def close_open_calls(self) -> list[dict]:
         """Answer every call that never ran with {"error": "interrupted"}; return those calls."""

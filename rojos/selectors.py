@@ -3,7 +3,7 @@ a conversation only through the project access check."""
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 from django.http import Http404
 
 from roject.access import LoginRequired, ProjectAccess, aproject_access, object_id, project_access
@@ -12,7 +12,7 @@ from roject.models import Project
 
 from .branches import branch_choices, branch_messages
 from .budgets import budget_check
-from .models import Conversation, FileChange, Message, Rojo, TurnRecord
+from .models import Conversation, FileChange, Message, Rojo, RojoMcpServer, TurnRecord
 from .replay import conversation_events
 from .usage_report import conversation_usage
 
@@ -66,7 +66,10 @@ def _rojo_query(ref: int | str):
 
 
 def rojo_get(ref: int | str) -> Rojo:
-    rojo = _rojo_query(ref).first()
+    """The rojo, knowing (`mcp_used`) whether it uses MCP servers: in the same query, so
+    that a turn of one that uses none asks nothing more."""
+    used = Exists(RojoMcpServer.objects.filter(rojo=OuterRef("pk")))
+    rojo = _rojo_query(ref).annotate(mcp_used=used).first()
     if rojo is None:
         raise Http404(f"No rojo {ref!r}.")
     return rojo
@@ -74,7 +77,7 @@ def rojo_get(ref: int | str) -> Rojo:
 
 def rojo_list() -> QuerySet[Rojo]:
     """Every rojo, by name: any logged-in user may chat with any of them."""
-    return Rojo.objects.all()
+    return Rojo.objects.prefetch_related("mcp_links__server")
 
 
 def conversation_list(*, project: Project) -> QuerySet[Conversation]:

@@ -44,6 +44,7 @@ def tool_message_events(
             result=tool_result(message),
             ok=not message.is_error,
             change=change,
+            mcp_server=(message.extra or {}).get("mcp_server"),
         ),
     )
 

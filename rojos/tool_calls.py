@@ -78,7 +78,7 @@ def _changes_something(preview: dict) -> bool:
 def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
     """The tool and valid arguments of a call that may change files, else None."""
     tool = tools.get(call.name)
-    if tool is None or not tool.writes or call.args is None:
+    if tool is None or not tool.writes or not tool.undoable or call.args is None:
         return None
     try:
         validate(call.args, tool.parameters)
@@ -195,30 +195,60 @@ class ToolCallRunner:
                 yield event
         if denied:
             return
-        # A call that started finishes, even when the turn is stopped meanwhile: its thread
-        # would change the files anyway, so its real result and undo record are kept.
-        running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
-        try:
-            outcome, change = await asyncio.shield(running)
-        except asyncio.CancelledError:
-            await running
-            raise
+        tool = self.tools.get(name)
+        if tool is not None and not tool.undoable:
+            # An MCP call is a request to another server: a stop cancels it (the SDK tells
+            # the server), and the call is answered as interrupted.
+            outcome, change = await self._execute(call, parsed, None, message_id)
+        else:
+            # A call that started finishes, even when the turn is stopped meanwhile: its
+            # thread would change the files anyway, so its real result and undo record
+            # are kept.
+            running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
+            try:
+                outcome, change = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                await running
+                raise
         yield ToolResultEvent(
-            id=call_id, name=name, result=outcome.result, ok=outcome.ok, change=change
+            id=call_id,
+            name=name,
+            result=outcome.result,
+            ok=outcome.ok,
+            change=change,
+            mcp_server=tool.mcp_server if tool is not None else None,
+        )
+
+    def _asks_always(self, tool: RojoTool | None, parsed: ToolCall) -> bool:
+        """Whether the call waits for approval whatever it touches (an MCP tool the server
+        does not mark read-only), when someone can give it."""
+        return (
+            self.approver is not None
+            and tool is not None
+            and tool.needs_approval
+            and parsed.args is not None
+            and tool in self.tools.available(self.ctx)
         )
 
     async def _approval(self, call: dict, parsed: ToolCall, changing) -> AsyncIterator[AgentEvent]:
-        """Ask for approval if the call needs it: one of the rojo's Ask-before tools that
-        would change an existing path, unless nothing would change or a person allowed the
-        tool for the conversation. Yields the question, then the denial's result if denied
-        (the call must then not run)."""
-        if not changing or self.approver is None or parsed.name not in self.approval_tools:
-            return
-        tool, args = changing
-        if not await asyncio.to_thread(_exists_any, self.ctx, tool.changed_paths(args)):
-            return
-        preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
-        if not _changes_something(preview) or await self._allowed(parsed.name):
+        """Ask for approval if the call needs it: an MCP tool its server does not mark
+        read-only, or one of the rojo's Ask-before tools that would change an existing path
+        (unless nothing would change); not when a person allowed the tool for the
+        conversation. Yields the question, then the denial's result if denied (the call
+        must then not run)."""
+        tool = self.tools.get(parsed.name)
+        if self._asks_always(tool, parsed):
+            args, preview = parsed.args, tool.preview(parsed.args, self.ctx)
+        else:
+            if not changing or self.approver is None or parsed.name not in self.approval_tools:
+                return
+            tool, args = changing
+            if not await asyncio.to_thread(_exists_any, self.ctx, tool.changed_paths(args)):
+                return
+            preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
+            if not _changes_something(preview):
+                return
+        if await self._allowed(parsed.name):
             return
         # Marked before the question goes out, so that a decision sent at once finds the
         # approver already waiting (nothing awaits between the two).
@@ -249,7 +279,14 @@ class ToolCallRunner:
         return Conversation.objects.filter(pk=self.history.conversation.pk)
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
-        await self.history.add_tool_result(call, outcome.result, ok=outcome.ok, with_row=with_row)
+        tool = self.tools.get(call["function"]["name"])
+        await self.history.add_tool_result(
+            call,
+            outcome.result,
+            ok=outcome.ok,
+            with_row=with_row,
+            mcp_server=tool.mcp_server if tool is not None else None,
+        )
 
     async def _execute(
         self, call: dict, parsed: ToolCall, changing, message_id

@@ -32,8 +32,9 @@ from .clients import rojo_client
 from .errors import TurnBusy, TurnError, TurnNotStarted
 from .events import DoneEvent, StartEvent
 from .history import History
+from .mcp.spec import McpLink, rojo_mcp_links
 from .models import Conversation, Message, Rojo, TurnRecord
-from .tools import RojoToolContext
+from .tools import RojoToolContext, RojoToolRegistry, registry
 from .turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
 from .turn_limits import turn_limits_check
 from .turn_log import Turn, turn_forget_later, turn_get, turn_register
@@ -141,6 +142,7 @@ async def _turn_start(
             history=begun.history,
             rojo=rojo,
             ctx=ctx,
+            tools=_turn_tools(begun.mcp_links),
             layer=layer,
             channel=channel,
         ),
@@ -156,6 +158,16 @@ class _Begun:
     message: Message
     record: TurnRecord
     repair: Repair
+    mcp_links: tuple[McpLink, ...]
+
+
+def _turn_tools(links: tuple[McpLink, ...]) -> RojoToolRegistry:
+    """The shared registry, or, for a rojo that uses MCP servers, one with their tools."""
+    if not links:
+        return registry
+    from .mcp.tools import TurnTools  # the SDK is imported by turns that use it
+
+    return TurnTools(registry, links)
 
 
 def _begin(
@@ -216,7 +228,8 @@ def _begin(
         conversation.rojo = rojo
         if changed:
             conversation.save(update_fields=changed)
-    return _Begun(conversation, history, user_message, record, repair)
+    links = rojo_mcp_links(rojo)  # no query for a rojo loaded knowing it uses none
+    return _Begun(conversation, history, user_message, record, repair, links)
 
 
 def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:
@@ -252,7 +265,9 @@ async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
         await _run(turn, **kwargs)
 
 
-async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer, channel) -> None:
+async def _run(
+    turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, tools, layer, channel
+) -> None:
     conversation_id = turn.conversation_id
     task = asyncio.current_task()
     helpers = [
@@ -271,6 +286,7 @@ async def _run(turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, layer,
                     rojo=rojo,
                     ctx=ctx,
                     client=await rojo_client(rojo),
+                    tools=tools,
                     approver=turn.approval,
                     record_changes=True,
                 )

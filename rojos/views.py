@@ -21,6 +21,7 @@ def _rojo_config(rojo: Rojo) -> dict:
         "name": rojo.name,
         "model": rojo.model,
         "tools": [{"name": t.name, "writes": t.writes} for t in tools if t is not None],
+        "mcpServers": [link.server.name for link in rojo.mcp_links.all()],
     }
 
 

@@ -57,9 +57,15 @@ def event_data(event: TurnEvent) -> dict:
         case ToolCallEvent(id=id_, name=name, args=args, index=index, of=of):
             data = {"id": id_, "name": name, "args": args}
             return data if of == 1 else {**data, "index": index, "of": of}
-        case ToolResultEvent(id=id_, name=name, result=result, ok=ok, change=change):
+        case ToolResultEvent(
+            id=id_, name=name, result=result, ok=ok, change=change, mcp_server=server
+        ):
             data = {"id": id_, "name": name, "result": result, "ok": ok}
-            return data if change is None else {**data, "change": change}
+            if change is not None:
+                data["change"] = change
+            if server is not None:  # not in the undo ledger: the page says so
+                data["mcp"] = {"server": server, "undoable": False}
+            return data
         case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
             return {"id": id_, "name": name, "args": args, "preview": preview}
         case SummaryEvent(text=text, messages=messages):

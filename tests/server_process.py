@@ -67,8 +67,12 @@ class ServerProcess:
                 self.kill()
 
 
-def server_start(*, storage_dir: Path, log_path: Path, **env: str) -> ServerProcess:
-    """Start the app on a free port with `env` added; return once it answers requests."""
+def server_start(
+    *, storage_dir: Path, log_path: Path, server: str = "uvicorn", **env: str
+) -> ServerProcess:
+    """Start the app on a free port with `env` added; return once it answers requests.
+
+    `server` is uvicorn, or daphne (the production command)."""
     port = _free_port()
     full_env = {
         **os.environ,
@@ -85,8 +89,12 @@ def server_start(*, storage_dir: Path, log_path: Path, **env: str) -> ServerProc
         "ROJO_TOOL_DELTA_SECONDS": str(django_settings.ROJO_TOOL_DELTA_SECONDS),
         **env,
     }
-    command = [sys.executable, "-m", "uvicorn", "roject.asgi:application"]
-    command += ["--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
+    if server == "daphne":
+        command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
+        command += ["roject.asgi:application"]
+    else:
+        command = [sys.executable, "-m", "uvicorn", "roject.asgi:application"]
+        command += ["--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
     with log_path.open("w") as log:
         process = subprocess.Popen(
             command, cwd=django_settings.BASE_DIR, env=full_env, stdout=log, stderr=log
@@ -123,9 +131,9 @@ def server_process(
     """
     started: list[ServerProcess] = []
 
-    def start(**env: str) -> ServerProcess:
+    def start(server: str = "uvicorn", **env: str) -> ServerProcess:
         log_path = tmp_path / f"server-{len(started) + 1}.log"
-        server = server_start(storage_dir=storage_dir, log_path=log_path, **env)
+        server = server_start(storage_dir=storage_dir, log_path=log_path, server=server, **env)
         started.append(server)
         return server
 

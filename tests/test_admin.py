@@ -31,6 +31,9 @@ def rojo_form(**fields) -> dict:
         "max_steps": "12",
         "tools": ["list_files", "get_text_content"],
         "request_options": "{}",
+        # The MCP servers inline: none.
+        "mcp_links-TOTAL_FORMS": "0",
+        "mcp_links-INITIAL_FORMS": "0",
     }
     return {**data, **fields}
 

@@ -52,6 +52,7 @@ def test_rojos_never_include_the_key_or_its_value(client_for, users, monkeypatch
         "context_window",
         "max_output_tokens",
         "window",
+        "mcp_servers",
     }
 
 

@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('roject', '0001_initial'),
-        ('rojos', '0013_turn_owner'),
+        ('rojos', '0016_turn_owner'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -4,6 +4,7 @@ A package by subject; migrations and callers import everything from here.
 """
 
 from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
+from .mcp import McpServer, RojoMcpServer
 from .rojo import (
     Rojo,
     default_approval_tools,
@@ -17,8 +18,10 @@ __all__ = [
     "Conversation",
     "ConversationQuerySet",
     "FileChange",
+    "McpServer",
     "Message",
     "Rojo",
+    "RojoMcpServer",
     "TurnRecord",
     "UsageBudget",
     "UsageRecord",

@@ -36,6 +36,13 @@ class RojoTool(ABC):
     destructive: ClassVar[bool] = True
     # Whether a new rojo gets this tool without an administrator enabling it.
     default_enabled: ClassVar[bool] = True
+    # Whether what it changes is kept for undo (an MCP server's tools change what we
+    # cannot see), whether its arguments are checked here against `parameters`, whether
+    # every call waits for approval, and the MCP server it comes from, if any.
+    undoable: ClassVar[bool] = True
+    validates_arguments: ClassVar[bool] = True
+    needs_approval: bool = False
+    mcp_server: str | None = None
 
     @property
     def definition(self) -> dict:

@@ -51,6 +51,9 @@ class RojoToolRegistry:
     def get(self, name: str) -> RojoTool | None:
         return self._tools.get(name)
 
+    async def prepare(self, ctx: RojoToolContext) -> None:
+        """Before a model step: bring tools from elsewhere up to date (MCP servers)."""
+
     def available(self, ctx: RojoToolContext) -> list[RojoTool]:
         """The tools this context may call: enabled for the rojo and allowed for the role."""
         return [tool for tool in self._tools.values() if self._refusal(tool, ctx) is None]
@@ -80,7 +83,8 @@ class RojoToolRegistry:
         if call.args is None:
             return ToolOutcome.failure(call.problem)
         try:
-            validate(call.args, tool.parameters)
+            if tool.validates_arguments:
+                validate(call.args, tool.parameters)
             return ToolOutcome.success(await tool.execute(call.args, ctx))
         except (ToolError, StorageError) as exc:
             return ToolOutcome.failure(str(exc))

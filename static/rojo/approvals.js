@@ -120,6 +120,10 @@ function previewText(preview) {
   if (preview?.move) {
     return `move ${preview.move[0]} → ${preview.move[1]}${preview.replaces ? " (replaces it)" : ""}`;
   }
+  if (preview?.mcp) {
+    const { server, tool, note } = preview.mcp;
+    return `${tool} on the MCP server ${server}\n(${note})`;
+  }
   if (preview?.delete) return `delete:\n${preview.delete.map((p) => `  ${p}`).join("\n")}`;
   return preview?.error ? `preview failed: ${preview.error}` : JSON.stringify(preview);
 }

@@ -103,7 +103,7 @@ export class ChatLog {
   }
 
   /** The call's outcome on its line (a line of its own for a call not shown); returns the line. */
-  addToolResult({ id, name, result, ok }) {
+  addToolResult({ id, name, result, ok, mcp }) {
     const line = this.lines.get(id) ?? this.addToolCall({ id, name, args: {} });
     line.classList.remove("pending");
     line.classList.add(ok ? "ok" : "error");
@@ -111,6 +111,13 @@ export class ChatLog {
     const message = result && typeof result === "object" && "error" in result ? result.error : result;
     const outcome = line.querySelector(".outcome");
     outcome.replaceChildren(...visible(ok ? " → ok" : ` → error: ${short(String(message), 200)}`));
+    if (mcp) {
+      // An MCP server's tool: what it changed is not in the undo ledger.
+      const note = document.createElement("span");
+      note.className = "mcp-note";
+      note.append(...visible(` · MCP server ${mcp.server}; not undoable here`));
+      outcome.append(note);
+    }
     return line;
   }
 

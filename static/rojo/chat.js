@@ -168,8 +168,9 @@ export class ChatPanel extends EventTarget {
       if (!undone) this.turnChanges.push(data.change);
       this.undo.track(line, data.change, { undone });
     }
-    // Stored writes are in the file list already: only live ones refresh it.
-    if (data.ok && !this.history && this.writingTools.has(data.name)) {
+    // Stored writes are in the file list already: only live ones refresh it. An MCP
+    // server's tool may have changed files too.
+    if (data.ok && !this.history && (this.writingTools.has(data.name) || data.mcp)) {
       this.dispatchEvent(new Event("files-changed"));
     }
   }

@@ -19,7 +19,9 @@ function showTools(rojo) {
   const names = (rojo?.tools ?? [])
     .filter((tool) => config.canWrite || !tool.writes)
     .map((tool) => tool.name);
-  toolList.textContent = names.length ? `Tools: ${visibleText(names.join(", "))}` : "No tools";
+  const servers = rojo?.mcpServers ?? [];
+  const mcp = servers.length ? ` · MCP servers: ${visibleText(servers.join(", "))}` : "";
+  toolList.textContent = (names.length ? `Tools: ${visibleText(names.join(", "))}` : "No tools") + mcp;
 }
 
 // What Python's str.split() splits at (JavaScript's \s differs: it has U+FEFF, not U+001C-1F).

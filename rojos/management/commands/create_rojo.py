@@ -1,9 +1,10 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils.text import slugify
 
 from roject.services import validation_text
-from rojos.models import Rojo, default_tools, validate_base_url
+from rojos.models import McpServer, Rojo, RojoMcpServer, default_tools, validate_base_url
 from rojos.prices import rojo_prices_prefill
 from rojos.tools import registry
 
@@ -23,6 +24,12 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--tools", default="", help="Comma-separated tool names (default: all)."
+        )
+        parser.add_argument(
+            "--mcp-servers",
+            default="",
+            metavar="SLUG,SLUG",
+            help="MCP servers whose tools the rojo uses (all of each server's tools).",
         )
         parser.add_argument("--system-prompt", default="")
         parser.add_argument("--max-steps", type=int, default=12)
@@ -51,6 +58,7 @@ class Command(BaseCommand):
         max_steps,
         context_window,
         max_output_tokens,
+        mcp_servers,
         **options,
     ):
         slug = slugify(name)
@@ -68,6 +76,7 @@ class Command(BaseCommand):
             raise CommandError(
                 f"unknown tools: {', '.join(unknown)} (known: {', '.join(registry.names())})"
             )
+        servers = _mcp_servers(mcp_servers)
         if max_steps < 1:
             raise CommandError("--max-steps must be at least 1")
         rojo = Rojo(
@@ -87,5 +96,19 @@ class Command(BaseCommand):
             rojo.full_clean()  # lengths: PostgreSQL refuses what SQLite would store
         except ValidationError as exc:
             raise CommandError(validation_text(exc)) from None
-        rojo.save()
+        with transaction.atomic():
+            rojo.save()
+            RojoMcpServer.objects.bulk_create(
+                RojoMcpServer(rojo=rojo, server=server) for server in servers
+            )
         self.stdout.write(rojo.slug)
+
+
+def _mcp_servers(slugs: str) -> list[McpServer]:
+    wanted = [s.strip() for s in slugs.split(",") if s.strip()]
+    found = {server.slug: server for server in McpServer.objects.filter(slug__in=wanted)}
+    unknown = [slug for slug in wanted if slug not in found]
+    if unknown:
+        known = ", ".join(McpServer.objects.values_list("slug", flat=True)) or "none"
+        raise CommandError(f"unknown MCP servers: {', '.join(unknown)} (known: {known})")
+    return [found[slug] for slug in dict.fromkeys(wanted)]

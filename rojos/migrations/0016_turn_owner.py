@@ -3,7 +3,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("rojos", "0016_conversation_branches"),
+        ("rojos", "0015_conversation_branches"),
     ]
 
     operations = [

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('rojos', '0015_conversation_via_token'),
+        ('rojos', '0013_conversation_via_token'),
     ]
 
     operations = [

@@ -89,7 +89,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('roject', '0001_initial'),
-        ('rojos', '0018_conversation_allowed_tools'),
+        ('rojos', '0014_conversation_allowed_tools'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,90 @@
+import shlex
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.utils.text import slugify
+
+from roject.services import validation_text
+from rojos.models import McpServer
+
+
+def _pairs(values: list[str], flag: str) -> dict[str, str]:
+    pairs = {}
+    for value in values:
+        name, sep, rest = value.partition("=")
+        if not sep or not name:
+            raise CommandError(f"{flag} {value!r}: expected NAME=VALUE")
+        pairs[name] = rest
+    return pairs
+
+
+class Command(BaseCommand):
+    help = "Register an MCP server (a stdio command or a streamable HTTP URL); prints its slug."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--name", required=True)
+        where = parser.add_mutually_exclusive_group(required=True)
+        where.add_argument(
+            "--command",
+            metavar='"CMD ARG…"',
+            help="The command line of a stdio server; {project_root} is the project's directory.",
+        )
+        where.add_argument("--url", help="The endpoint of a streamable HTTP server.")
+        parser.add_argument(
+            "--env",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="A variable for the stdio server (stored write-only).",
+        )
+        parser.add_argument(
+            "--env-from",
+            action="append",
+            default=[],
+            metavar="NAME=ENVVAR",
+            help="A variable for the stdio server, read from this app's environment.",
+        )
+        parser.add_argument(
+            "--header-from",
+            action="append",
+            default=[],
+            metavar="HEADER=ENVVAR",
+            help="An HTTP header, read from this app's environment.",
+        )
+
+    def handle(self, *args, name, command, url, env, env_from, header_from, **options):
+        slug = slugify(name)
+        if not slug:
+            raise CommandError(f"server name {name!r} gives an empty slug")
+        if McpServer.objects.filter(slug=slug).exists():
+            raise CommandError(f"an MCP server with slug {slug!r} already exists")
+        if command is not None:
+            try:
+                words = shlex.split(command)
+            except ValueError as exc:
+                raise CommandError(f"--command: {exc}") from None
+            if not words:
+                raise CommandError("--command is empty")
+        if url is not None and (env or env_from):
+            raise CommandError("--env and --env-from are for stdio servers (--command)")
+        if command is not None and header_from:
+            raise CommandError("--header-from is for HTTP servers (--url)")
+        server = McpServer(
+            name=name,
+            slug=slug,
+            transport=McpServer.Transport.STDIO
+            if command is not None
+            else McpServer.Transport.HTTP,
+            command=words[0] if command is not None else "",
+            args=words[1:] if command is not None else [],
+            env=_pairs(env, "--env"),
+            env_from=_pairs(env_from, "--env-from"),
+            url=url or "",
+            headers_from=_pairs(header_from, "--header-from"),
+        )
+        try:
+            server.full_clean()
+        except ValidationError as exc:
+            raise CommandError(validation_text(exc)) from None
+        server.save()
+        self.stdout.write(server.slug)

@@ -1,0 +1,1 @@
+"""Tools from MCP servers: their sessions, names, schemas and results."""

@@ -1,0 +1,286 @@
+"""One MCP session, owned by one asyncio task: started at first use, stopped when idle.
+
+The SDK's client holds anyio cancel scopes that must be entered and left in the same task,
+so the session is entered, served and left by a task of its own (made with a fresh context,
+so it outlives the turn that started it). Turns call through it from their own tasks: a
+call is a request on the session, cancelled with the turn. A stdio server's exit (the end
+of its stderr) or a closed connection ends the session; the next use starts a new one.
+"""
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+import httpx2
+import mcp_types as types
+from django.conf import settings
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from . import exit_hook
+from .process_log import StderrPipe
+from .spec import ServerSpec
+
+logger = logging.getLogger("rojos.mcp")
+
+_PAGES = 20  # tools/list pages read at most: a server paging forever cannot hang a turn
+_RETRY_SECONDS = 5.0  # a server that failed to start is not tried again sooner
+_CLOSE_SECONDS = 15.0  # the SDK's shutdown takes at most about 6 s (stdin, TERM, KILL)
+
+
+class McpUnavailable(Exception):
+    """The server could not be reached or started; the message says why, for the model."""
+
+
+class McpConnection:
+    """The session with one server for one project, in this process and event loop."""
+
+    def __init__(self, spec: ServerSpec, root: Path) -> None:
+        self.spec = spec
+        self.root = root
+        self.pid: int | None = None
+        self._task: asyncio.Task | None = None
+        self._ready: asyncio.Future | None = None
+        self._stop = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._in_flight = 0
+        self._used = 0.0
+        self._tools: list[types.Tool] | None = None
+        self._stale = True
+        self._failed: tuple[float, str] | None = None
+        self._loop = asyncio.get_running_loop()
+
+    @property
+    def running(self) -> bool:
+        return self._task is not None and not self._task.done()
+
+    async def tools(self) -> list[types.Tool]:
+        """The server's tools, listed once and again after it said they changed."""
+        client = await self._client()
+        if self._stale or self._tools is None:
+            self._stale = False
+            try:
+                with self._using():
+                    self._tools = await asyncio.wait_for(
+                        self._list(client), settings.ROJO_MCP_CALL_TIMEOUT
+                    )
+            except BaseException:
+                self._stale = True
+                raise
+        return self._tools
+
+    @contextlib.contextmanager
+    def _using(self):
+        """A request is running: the session is not idle until it ends."""
+        self._in_flight += 1
+        try:
+            yield
+        finally:
+            self._in_flight -= 1
+            self._used = self._loop.time()
+            self._wake.set()
+
+    async def _list(self, client: Client) -> list[types.Tool]:
+        tools: list[types.Tool] = []
+        cursor = None
+        for _page in range(_PAGES):
+            result = await client.list_tools(cursor=cursor)
+            tools.extend(result.tools)
+            cursor = result.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    def mark_stale(self) -> None:
+        self._stale = True
+
+    async def call(self, name: str, arguments: dict) -> types.CallToolResult:
+        """One tools/call within ROJO_MCP_CALL_TIMEOUT; MCPError, TimeoutError or a
+        transport error when it fails."""
+        timeout = settings.ROJO_MCP_CALL_TIMEOUT
+        client = await self._client()
+        try:
+            with self._using():
+                return await self._call(client, name, arguments, seconds=timeout)
+        except MCPError as exc:
+            if exc.error.code == types.CONNECTION_CLOSED:
+                self.stop()  # the next use starts the server again
+            raise
+        except (httpx2.TransportError, OSError):
+            self.stop()
+            raise
+
+    async def _call(self, client: Client, name: str, arguments: dict, *, seconds: float):
+        # The SDK's timeout cancels the request on the server (REQUEST_TIMEOUT); this one
+        # only guards against a call the SDK could not end.
+        async with asyncio.timeout(seconds + 5):
+            return await client.call_tool(name, arguments, read_timeout_seconds=seconds)
+
+    def stop(self) -> None:
+        """End the session (its task leaves the client, which stops a stdio process)."""
+        self._stop.set()
+        self._wake.set()
+
+    async def aclose(self) -> None:
+        """Stop and wait until the session is left (its server gone)."""
+        self.stop()
+        task = self._task
+        if task is None:
+            return
+        if self._ready is not None and not self._ready.done():
+            task.cancel()  # still starting: nothing but a cancellation ends the handshake
+        try:
+            await asyncio.wait_for(asyncio.shield(task), _CLOSE_SECONDS)
+        except TimeoutError:
+            task.cancel()
+        except BaseException:  # how the session ended was logged by its task
+            pass
+
+    async def _client(self) -> Client:
+        self._used = self._loop.time()  # a use: not idle while it waits for the session
+        failed = self._failed
+        if failed and self._loop.time() - failed[0] < _RETRY_SECONDS:
+            raise McpUnavailable(failed[1])
+        if self.running and self._stop.is_set():  # ending (a crash): wait, then start anew
+            await asyncio.wait([self._task])  # its end, not its outcome
+        if not self.running:
+            self._start()
+        assert self._ready is not None
+        try:
+            return await asyncio.wait_for(
+                asyncio.shield(self._ready), settings.ROJO_MCP_START_TIMEOUT
+            )
+        except TimeoutError:
+            # The handshake is not answered: cancel the task (once; the SDK's shutdown, in
+            # its shielded scope, still stops the process).
+            self.stop()
+            self._task.cancel()
+            message = (
+                f"the MCP server {self.spec.name!r} did not answer within "
+                f"{settings.ROJO_MCP_START_TIMEOUT:g} s of starting (ROJO_MCP_START_TIMEOUT)"
+            )
+            self._failed = (self._loop.time(), message)
+            raise McpUnavailable(message) from None
+
+    def _start(self) -> None:
+        self._stop = asyncio.Event()
+        self._ready = self._loop.create_future()
+        self._stale = True
+        self._used = self._loop.time()
+        # A fresh context: the session must not belong to the turn that happened to start it.
+        self._task = self._loop.create_task(self._own(), context=contextvars.Context())
+
+    async def _own(self) -> None:
+        ready = self._ready
+        pipe = None
+        try:
+            async with AsyncExitStack() as stack:
+                if self.spec.stdio:
+                    pipe = StderrPipe(self.spec.slug, self._exited)
+                    stack.callback(pipe.spawned)
+                client = await stack.enter_async_context(self._session(pipe, stack))
+                if pipe is not None:
+                    pipe.spawned()
+                    self.pid = pipe.child_pid()
+                    exit_hook.track(self.pid)
+                    stack.callback(exit_hook.untrack, self.pid)
+                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+                    await self._listen(stack, client)
+                self._failed = None
+                self._used = self._loop.time()  # idle from now, not from the spawn
+                ready.set_result(client)
+                await self._serve()
+        except Exception as exc:
+            message = _start_failure(self.spec, exc)
+            if not ready.done():
+                logger.warning("%s", message, exc_info=exc)
+                self._failed = (self._loop.time(), message)
+                ready.set_exception(McpUnavailable(message))
+            else:
+                logger.warning("MCP server %s: the session ended: %r", self.spec.slug, exc)
+        finally:
+            if not ready.done():
+                ready.set_exception(McpUnavailable(f"the MCP server {self.spec.name!r} stopped"))
+            ready.exception()  # retrieved: no warning when nobody waits for it
+
+    def _session(self, pipe: StderrPipe | None, stack: AsyncExitStack) -> Client:
+        if pipe is not None:
+            params = StdioServerParameters(
+                command=self.spec.command,
+                args=self.spec.arguments(self.root),
+                env=self.spec.environment(),
+                cwd=self.root,
+            )
+            transport = stdio_client(params, errlog=pipe.writer)
+        else:
+            # The SDK's client settings (a long read timeout for held streams), our headers;
+            # a client passed in is ours to close, after the session.
+            http = create_mcp_http_client(headers=self.spec.http_headers())
+            stack.push_async_callback(http.aclose)
+            transport = streamable_http_client(self.spec.url, http_client=http)
+        return Client(
+            transport,
+            cache=None,  # the tool list is kept here, refreshed when the server says
+            message_handler=self._on_message,
+            client_info=types.Implementation(name="rojo-chat", version="1"),
+        )
+
+    async def _listen(self, stack: AsyncExitStack, client: Client) -> None:
+        """On a 2026 connection, changes come on a subscription: follow it in a child task."""
+        capabilities = client.server_capabilities.tools
+        if not (capabilities and capabilities.list_changed):
+            return
+        from mcp.client.subscriptions import SubscriptionLost
+
+        subscription = await stack.enter_async_context(client.listen(tools_list_changed=True))
+
+        async def follow() -> None:
+            with contextlib.suppress(SubscriptionLost):
+                async for _event in subscription:
+                    self.mark_stale()
+
+        task = asyncio.get_running_loop().create_task(follow())
+        stack.callback(task.cancel)
+
+    async def _on_message(self, message) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self.mark_stale()
+        elif isinstance(message, Exception):
+            logger.warning("MCP server %s sent something unreadable: %s", self.spec.slug, message)
+
+    async def _serve(self) -> None:
+        """Wait until stopped, or idle past ROJO_MCP_IDLE_SECONDS with no call running."""
+        while not self._stop.is_set():
+            idle = settings.ROJO_MCP_IDLE_SECONDS
+            left = self._used + idle - self._loop.time()
+            if self._in_flight == 0 and left <= 0:
+                logger.info("MCP server %s: idle for %g s, stopped", self.spec.slug, idle)
+                return
+            self._wake.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), max(left, 0.05))
+
+    def _exited(self) -> None:
+        """(Pipe thread) The process and all it started are gone."""
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
+            self._loop.call_soon_threadsafe(self.stop)
+
+
+def _start_failure(spec: ServerSpec, exc: BaseException) -> str:
+    where = spec.command if spec.stdio else spec.url
+    if isinstance(exc, FileNotFoundError):
+        why = f"the command {spec.command!r} was not found"
+    elif isinstance(exc, httpx2.TransportError):
+        why = f"{where} cannot be reached ({exc.__class__.__name__})"
+    elif isinstance(exc, MCPError):
+        why = f"it refused the connection: {exc.error.message}"
+    else:
+        why = f"{exc.__class__.__name__}: {exc}"[:300]
+    return f"the MCP server {spec.name!r} could not be started: {why}"

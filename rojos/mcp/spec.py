@@ -1,0 +1,86 @@
+"""What it takes to reach an MCP server, read from its row once per turn."""
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..models import McpServer, RojoMcpServer
+
+PROJECT_ROOT = "{project_root}"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSpec:
+    """A server's connection settings; a changed server is a different spec (and process)."""
+
+    slug: str
+    name: str
+    transport: str
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    env_from: tuple[tuple[str, str], ...] = ()
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    headers_from: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def of(cls, server: McpServer) -> "ServerSpec":
+        return cls(
+            slug=server.slug,
+            name=server.name,
+            transport=server.transport,
+            command=server.command,
+            args=tuple(server.args or ()),
+            env=tuple(sorted((server.env or {}).items())),
+            env_from=tuple(sorted((server.env_from or {}).items())),
+            url=server.url,
+            headers=tuple(sorted((server.headers or {}).items())),
+            headers_from=tuple(sorted((server.headers_from or {}).items())),
+        )
+
+    @property
+    def stdio(self) -> bool:
+        return self.transport == McpServer.Transport.STDIO
+
+    def arguments(self, root: Path) -> list[str]:
+        """The command's arguments, `{project_root}` replaced by the project's directory."""
+        return [arg.replace(PROJECT_ROOT, str(root)) for arg in self.args]
+
+    def environment(self) -> dict[str, str]:
+        """The variables set for the process: stored values and those named, read now."""
+        named = {name: os.environ.get(var, "") for name, var in self.env_from}
+        return {**dict(self.env), **named}
+
+    def http_headers(self) -> dict[str, str]:
+        named = {name: os.environ.get(var, "") for name, var in self.headers_from}
+        return {**dict(self.headers), **named}
+
+
+@dataclass(frozen=True, slots=True)
+class McpLink:
+    """A rojo's use of a server: its spec, the tools chosen (None: all), approvals."""
+
+    spec: ServerSpec
+    tools: frozenset[str] | None
+    ask_before: bool
+    listed: tuple[dict, ...] = ()  # the last listing the admin saw, when the server is down
+
+    @classmethod
+    def of(cls, link: RojoMcpServer) -> "McpLink":
+        chosen = link.tools
+        return cls(
+            spec=ServerSpec.of(link.server),
+            tools=frozenset(chosen) if chosen else None,
+            ask_before=link.ask_before,
+            listed=tuple(link.server.listed_tools or ()),
+        )
+
+
+def rojo_mcp_links(rojo) -> tuple[McpLink, ...]:
+    """(Blocking) The servers a rojo uses; no query when the rojo was loaded with
+    `mcp_used` (selectors.rojo_get) and uses none."""
+    if getattr(rojo, "mcp_used", True) is False:
+        return ()
+    links = RojoMcpServer.objects.filter(rojo=rojo).select_related("server")
+    return tuple(McpLink.of(link) for link in links)

@@ -1,0 +1,142 @@
+"""MCP tools as rojo tools, and the registry of a turn that uses MCP servers."""
+
+import asyncio
+import logging
+
+import httpx2
+import mcp_types as types
+from django.conf import settings
+from mcp.shared.exceptions import MCPError
+from pydantic import ValidationError
+
+from ..tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolError
+from .connection import McpUnavailable
+from .names import model_tool_name
+from .pool import mcp_pool
+from .results import outcome_from_result
+from .schemas import clean_schema
+from .spec import McpLink
+
+logger = logging.getLogger("rojos.mcp")
+
+NOT_UNDOABLE = "changes made by MCP tools are not in the undo ledger"
+
+
+class McpTool(RojoTool):
+    """A tool of an MCP server, under its model-facing name `<server>__<tool>`."""
+
+    undoable = False
+    validates_arguments = False  # the server checks them against its own, fuller schema
+
+    def __init__(self, link: McpLink, tool: types.Tool) -> None:
+        self.link = link
+        self.tool_name = tool.name
+        self.name = model_tool_name(link.spec.slug, tool.name)
+        described = (tool.description or tool.title or tool.name).strip()
+        origin = f"(Tool {tool.name!r} of the MCP server {link.spec.name!r}.)"
+        self.description = f"{described}\n{origin}"
+        self.parameters = clean_schema(tool.input_schema)
+        annotations = tool.annotations
+        self.read_only = bool(annotations and annotations.read_only_hint)
+        self.writes = not self.read_only
+        self.needs_approval = link.ask_before and not self.read_only
+        self.mcp_server = link.spec.name
+
+    def preview(self, args: dict, ctx: RojoToolContext) -> dict:
+        server = self.link.spec.name
+        return {"mcp": {"server": server, "tool": self.tool_name, "note": NOT_UNDOABLE}}
+
+    async def execute(self, args: dict, ctx: RojoToolContext):
+        connection = mcp_pool().connection(self.link.spec, ctx.project_root)
+        timeout = settings.ROJO_MCP_CALL_TIMEOUT
+        server = self.link.spec.name
+        try:
+            result = await connection.call(self.tool_name, args)
+        except McpUnavailable as exc:
+            raise ToolError(str(exc)) from None
+        except TimeoutError:
+            raise ToolError(
+                f"the MCP server {server!r} did not answer within {timeout:g} s "
+                "(ROJO_MCP_CALL_TIMEOUT); the call was cancelled"
+            ) from None
+        except MCPError as exc:
+            if exc.error.code == types.REQUEST_TIMEOUT:
+                raise ToolError(
+                    f"the MCP server {server!r} did not answer within {timeout:g} s "
+                    "(ROJO_MCP_CALL_TIMEOUT); the call was cancelled"
+                ) from None
+            if exc.error.code == types.CONNECTION_CLOSED:
+                raise ToolError(
+                    f"the MCP server {server!r} stopped during the call (it is started "
+                    "again on the next use)"
+                ) from None
+            raise ToolError(f"the MCP server {server!r} answered: {exc.error.message}") from None
+        except (httpx2.TransportError, OSError) as exc:
+            raise ToolError(f"the MCP server {server!r} cannot be reached: {exc}") from None
+        except (ValidationError, ValueError, RuntimeError) as exc:
+            logger.warning("MCP server %s: unreadable answer", server, exc_info=exc)
+            raise ToolError(
+                f"the MCP server {server!r} sent an answer that is not valid MCP"
+            ) from None
+        outcome = outcome_from_result(result)
+        if not outcome.ok:
+            raise ToolError(outcome.error)
+        return outcome.value
+
+
+def _offered(link: McpLink, tools: list[types.Tool]) -> list[types.Tool]:
+    return [t for t in tools if link.tools is None or t.name in link.tools]
+
+
+class TurnTools(RojoToolRegistry):
+    """The registry a turn offers: the shared one's tools and its rojo's MCP tools.
+
+    `prepare` lists each server's tools before a step (from the session's cache: no
+    request unless the server said its tools changed, no database query). A server that
+    cannot be started offers the tools the admin last listed for it, so that a call
+    gives the model a tool error saying why, rather than tools vanishing unexplained.
+    """
+
+    def __init__(self, base: RojoToolRegistry, links: tuple[McpLink, ...]) -> None:
+        super().__init__()
+        self._base = base
+        self._links = links
+        self._tools = dict(base._tools)
+
+    async def prepare(self, ctx: RojoToolContext) -> None:
+        listings = await asyncio.gather(*(self._listing(link, ctx) for link in self._links))
+        tools = dict(self._base._tools)
+        for link, listing in zip(self._links, listings, strict=True):
+            for tool in _offered(link, listing):
+                adapted = McpTool(link, tool)
+                if adapted.name in tools:
+                    logger.warning("MCP tool %s is named like another tool; left out", adapted.name)
+                    continue
+                tools[adapted.name] = adapted
+        self._tools = tools
+
+    async def _listing(self, link: McpLink, ctx: RojoToolContext) -> list[types.Tool]:
+        connection = mcp_pool().connection(link.spec, ctx.project_root)
+        try:
+            return await connection.tools()
+        except (McpUnavailable, MCPError, TimeoutError, httpx2.TransportError, OSError) as exc:
+            logger.warning("MCP server %s: no tool list (%s)", link.spec.slug, exc)
+        except (ValidationError, ValueError, RuntimeError) as exc:
+            logger.warning("MCP server %s: unreadable tool list", link.spec.slug, exc_info=exc)
+        listed = []
+        for data in link.listed:
+            try:
+                listed.append(types.Tool.model_validate(data))
+            except ValidationError:
+                continue
+        return listed
+
+    def _refusal(self, tool: RojoTool, ctx: RojoToolContext) -> str | None:
+        if isinstance(tool, McpTool):  # enabled by the rojo's link; viewers read only
+            if tool.writes and not ctx.can_write:
+                return (
+                    f"tool {tool.name!r} is not marked read-only by its MCP server, and your "
+                    "role in this project is read-only"
+                )
+            return None
+        return super()._refusal(tool, ctx)

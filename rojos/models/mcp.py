@@ -1,0 +1,124 @@
+"""MCP servers a rojo can take tools from, and which of them each rojo uses."""
+
+import re
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_HEADER_NAME = re.compile(r"^[A-Za-z0-9!#$%&'*+.^_`|~-]+$")
+
+
+def _validate_names(value, pattern: re.Pattern, what: str) -> None:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and pattern.match(k) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ValidationError(f"must be a JSON object of {what} names to strings")
+
+
+def validate_env(value) -> None:
+    _validate_names(value, _ENV_NAME, "environment variable")
+
+
+def validate_headers(value) -> None:
+    _validate_names(value, _HEADER_NAME, "HTTP header")
+
+
+def validate_args(value) -> None:
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise ValidationError("must be a JSON list of strings")
+
+
+class McpServer(models.Model):
+    """An MCP server: a command run over stdio, or a streamable HTTP URL.
+
+    Secrets are either named (`env_from`, `headers_from`: environment variables of this
+    app read when the server starts) or stored write-only (`env`, `headers`: the admin
+    shows their names, never their values).
+    """
+
+    class Transport(models.TextChoices):
+        STDIO = "stdio", "stdio (a command)"
+        HTTP = "http", "streamable HTTP (a URL)"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=40, unique=True)
+    transport = models.CharField(max_length=10, choices=Transport.choices)
+    command = models.CharField(
+        max_length=500, blank=True, help_text="stdio: the program, e.g. npx or uvx."
+    )
+    args = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[validate_args],
+        help_text='stdio: its arguments, e.g. ["mcp-server-time"]; {project_root} is replaced '
+        "by the project's directory, which is also its working directory.",
+    )
+    env = models.JSONField(default=dict, blank=True, validators=[validate_env], editable=False)
+    env_from = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_env],
+        help_text='stdio: variables set from this app\'s environment, {"NAME": "ENVVAR"}.',
+    )
+    url = models.URLField(max_length=500, blank=True, help_text="streamable HTTP: the endpoint.")
+    headers = models.JSONField(
+        default=dict, blank=True, validators=[validate_headers], editable=False
+    )
+    headers_from = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[validate_headers],
+        help_text='HTTP: headers set from this app\'s environment, {"Authorization": "ENVVAR"}.',
+    )
+    # The last tools/list the admin asked for: what it shows and offers to choose from.
+    listed_tools = models.JSONField(default=list, blank=True, editable=False)
+    listed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        if self.transport == self.Transport.STDIO and not self.command:
+            raise ValidationError({"command": "a stdio server needs a command"})
+        if self.transport == self.Transport.HTTP and not self.url:
+            raise ValidationError({"url": "a streamable HTTP server needs a URL"})
+
+
+class RojoMcpServer(models.Model):
+    """A rojo's use of an MCP server: all its tools (`tools` null) or the listed ones."""
+
+    rojo = models.ForeignKey("rojos.Rojo", on_delete=models.CASCADE, related_name="mcp_links")
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="rojo_links")
+    tools = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="Empty: all of the server's tools. Else a JSON list of its tool names, e.g. "
+        '["get_current_time"].',
+    )
+    ask_before = models.BooleanField(
+        default=True,
+        help_text="Its tools wait for approval, but for those the server marks read-only.",
+    )
+
+    class Meta:
+        ordering = ["server__name"]
+        constraints = [
+            models.UniqueConstraint(fields=["rojo", "server"], name="rojo_mcp_server_once")
+        ]
+        verbose_name = "MCP server"
+
+    def __str__(self) -> str:
+        return f"{self.server} for {self.rojo}"
+
+    def clean(self) -> None:
+        if self.tools is not None and not (
+            isinstance(self.tools, list) and all(isinstance(t, str) for t in self.tools)
+        ):
+            raise ValidationError({"tools": "must be empty or a JSON list of tool names"})

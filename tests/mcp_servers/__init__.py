@@ -1,0 +1,1 @@
+"""MCP servers the tests start, written with the SDK's server API."""
