@@ -27,10 +27,16 @@ from .layout import (
     project_storage_remove,
     undo_dir,
 )
+from .leftovers import (
+    project_leftovers_remove,
+    scratch_leftovers_remove,
+    storage_project_ids,
+)
 from .locks import change_lock_open, changes_locked, under_changes_lock
 from .paths import (
     TEMP_PREFIX,
     TEMP_SUFFIX,
+    DiskFull,
     PathError,
     StorageError,
     is_temp_file,
@@ -56,6 +62,7 @@ __all__ = [
     "MAX_MATCHES",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
+    "DiskFull",
     "PathError",
     "Snapshot",
     "StorageError",
@@ -74,6 +81,7 @@ __all__ = [
     "paths_under",
     "project_file_show",
     "project_files_list",
+    "project_leftovers_remove",
     "project_root",
     "project_root_create",
     "project_storage_remove",
@@ -84,12 +92,14 @@ __all__ = [
     "resolve_entry",
     "resolved_relative",
     "scratch_copy",
+    "scratch_leftovers_remove",
     "search_text",
     "snapshot_digests",
     "snapshot_discard",
     "snapshot_of",
     "snapshot_restore",
     "snapshot_take",
+    "storage_project_ids",
     "temp_files_remove",
     "under_changes_lock",
     "undo_dir",
