@@ -17,12 +17,13 @@ from django.core.management import call_command
 from roject.storage import (
     DiskFull,
     StorageError,
+    leftovers,
     project_root_create,
+    room,
     snapshot_take,
     write_project_file,
 )
 from roject.storage import entries as storage_entries
-from roject.storage import leftovers, room
 from rojos.models import FileChange, default_tools
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
