@@ -12,13 +12,15 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set
 
 from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
+from roject.write_timeout import WriteTimeout  # noqa: E402
 
 django_asgi_app = OwnThreadASGIHandler()
 
 # The app serves its own few static files, so one process is all a newcomer needs; a
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
 # answers 404 to any path that is not plainly inside the static directories).
-application = ProtocolTypeRouter({"http": StaticFilesHandler(django_asgi_app)})
+# Each response's writes wait at most ROJO_CLIENT_WRITE_TIMEOUT for a client that reads.
+application = ProtocolTypeRouter({"http": WriteTimeout(StaticFilesHandler(django_asgi_app))})
 
 # Everything loaded so far lives as long as the process: keep it out of the garbage
 # collector's passes. And collect less often than Python's default (every 700 net new

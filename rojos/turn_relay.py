@@ -61,7 +61,7 @@ async def _relay(layer, turn, channel: str, after: int) -> None:
     position = max(after, 0)
     try:
         while True:
-            while position < len(turn.kinds):
+            while position < turn.seq:
                 event = turn.event(position)
                 position += 1
                 await layer.send(
