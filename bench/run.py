@@ -71,7 +71,7 @@ class Bench:
 
         from . import client as http
 
-        fixtures = env.fixtures_create()
+        fixtures = self.fixtures = env.fixtures_create()
         self.user = get_user_model().objects.get(pk=fixtures.user_id)
         self.target = http.Target("127.0.0.1", 0, fixtures.session_key, fixtures.csrf_token)
         url = self.provider.base_url
@@ -169,6 +169,24 @@ class Bench:
         ]
         return window_section(builds, [session_cost(self.user, turns) for turns in (25, 50)])
 
+    def slow_clients(self) -> Section:
+        from .slow_clients import slow_clients_all, slow_clients_section
+
+        print("\n# 7. Slow clients", flush=True)
+        return slow_clients_section(
+            slow_clients_all(self.environ, self.provider.base_url, self.log.parent, self.fixtures)
+        )
+
+    def sqlite_memory(self) -> Section:
+        from .sqlite_memory import DURATION, sqlite_memory_all, sqlite_memory_section
+
+        print("\n# 8. Memory on SQLite under sustained load", flush=True)
+        seconds = 30 if self.quick else DURATION
+        results = sqlite_memory_all(
+            self.environ, self.provider.base_url, self.log.parent, self.fixtures, seconds
+        )
+        return sqlite_memory_section(results, seconds)
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -181,7 +199,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
     parser.add_argument(
         "--only",
-        choices=["database", "window"],
+        choices=["database", "window", "slow_clients", "sqlite_memory"],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )
     args = parser.parse_args(argv)
@@ -204,6 +222,8 @@ def main(argv: list[str] | None = None) -> None:
             bench.big_files(),
             bench.database(),
             bench.window(),
+            bench.slow_clients(),
+            bench.sqlite_memory(),
         ]
     except BaseException:
         log = scratch / "server.log"
