@@ -4,7 +4,8 @@
 with daphne) on a free port of 127.0.0.1 and prints the port. GET /__bench__/usage answers
 the process's CPU time in ns (all threads, those that ended included), which /proc's 10 ms
 ticks could not resolve per turn, and how long each of its garbage-collector passes stopped
-it (generation, ms).
+it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
+the Python heap grew since the last such call, by place (tracemalloc).
 """
 
 import contextlib

@@ -88,8 +88,10 @@ async def _load(server, target, projects, rojo: str, seconds: float, result: Loa
         result.grown = diff["grown"][:5]
 
 
-def sqlite_memory_all(environ: dict, provider_url: str, scratch, fixtures, seconds=DURATION):
-    """The three runs, each on a fresh server process."""
+def sqlite_memory_all(
+    environ: dict, provider_url: str, scratch, fixtures, seconds=DURATION, only=None
+):
+    """The three runs (or the `only` ones), each on a fresh server process."""
     from . import client as http
     from . import env
     from .server import server_start
@@ -103,6 +105,8 @@ def sqlite_memory_all(environ: dict, provider_url: str, scratch, fixtures, secon
     }
     results = []
     for variant, extra in variants.items():
+        if only and variant not in only:
+            continue
         print(f"sqlite memory: {variant}, {WORKERS} workers for {seconds} s…", flush=True)
         server = server_start({**environ, **extra}, scratch / f"sqlite-{variant}.log")
         target = http.Target("127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token)
@@ -113,6 +117,16 @@ def sqlite_memory_all(environ: dict, provider_url: str, scratch, fixtures, secon
             server.stop()
         results.append(result)
     return results
+
+
+def _place(frame: str) -> str:
+    """A traceback frame without the machine's paths: site-packages/…, the stdlib's, ours."""
+    for marker in ("site-packages/", "/lib/python3.11/", "/lib/python3.12/"):
+        if marker in frame:
+            return frame.split(marker, 1)[1]
+    from .env import ROOT
+
+    return frame.removeprefix(str(ROOT) + "/")
 
 
 def sqlite_memory_section(results: list[LoadResult], seconds: float) -> Section:
@@ -138,10 +152,9 @@ def sqlite_memory_section(results: list[LoadResult], seconds: float) -> Section:
                 note=f"Python heap (tracemalloc) {v0:.1f} → {v1:.1f} MiB in {t1 - t0:.0f} s",
             )
             for g in r.grown:
-                if "at" in g:
-                    section.notes.append(
-                        f"grew {g['kib']:+.0f} KiB ({g['count']:+d} blocks) at {g['at'][-1]}"
-                    )
+                section.notes.append(
+                    f"grew {g['kib']:+.0f} KiB ({g['count']:+d} blocks) at {_place(g['at'][-1])}"
+                )
     return section
 
 
@@ -154,14 +167,18 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=DURATION)
-    seconds = parser.parse_args().seconds
+    parser.add_argument("--variant", choices=["plain", "arenas", "traced"], action="append")
+    args = parser.parse_args()
+    seconds = args.seconds
     scratch = env.scratch_dir()
     env.setup(scratch)
     environ = env.bench_environ(scratch)
     provider = provider_start(environ)
     try:
         fixtures = env.fixtures_create()
-        results = sqlite_memory_all(environ, provider.base_url, scratch, fixtures, seconds)
+        results = sqlite_memory_all(
+            environ, provider.base_url, scratch, fixtures, seconds, args.variant
+        )
     finally:
         provider.stop()
         shutil.rmtree(scratch, ignore_errors=True)
