@@ -113,7 +113,9 @@ class WriteTimeout:
         async def bounded_send(message: dict) -> None:
             timeout = settings.ROJO_CLIENT_WRITE_TIMEOUT or None
             try:
-                await asyncio.wait_for(connection.write(message), timeout)
+                # A timer per write, not a task as wait_for would make: this runs per event.
+                async with asyncio.timeout(timeout):
+                    await connection.write(message)
             except TimeoutError:
                 connection.abort()
                 logger.info(
