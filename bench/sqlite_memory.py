@@ -152,11 +152,12 @@ def sqlite_memory_section(results: list[LoadResult], seconds: float) -> Section:
                 note=f"Python heap (tracemalloc) {v0:.1f} → {v1:.1f} MiB in {t1 - t0:.0f} s",
             )
             section.notes.append(
-                "Where the Python heap grew (tracemalloc, from the end of the first minute): "
-                "the finished turns' logs kept for re-attaches (turn_events: one run of text "
-                "and its ends per turn, with their asyncio events and the threading objects "
-                "of their database threads), which the 120 s keep window bounds: a turn "
-                "rate times 120 s, reached about two minutes into a run; nothing else grows."
+                "Where the Python heap grew (tracemalloc, one frame, from the end of the first "
+                "minute): the finished turns' logs kept for re-attaches (turn_events: one run "
+                "of text and its ends per turn), with asyncio and threading objects, which "
+                "the 120 s keep window bounds (a turn rate times 120 s, not yet reached when "
+                "the baseline was taken at 60 s); and decoded JSON (json/decoder.py, not "
+                "followed further with one frame)."
             )
             for g in r.grown:
                 section.notes.append(
