@@ -6,8 +6,9 @@ long as any connection still followed it. Here consecutive CHAT chunks are kept 
 their UTF-8 text in one buffer and, for each chunk, where its text ends (4 bytes). Every
 other event is kept as its wire data. The numbering stays that of the events as published
 (seq 1, 2, …): a follower that keeps up gets each chunk as its own event, numbered as it was;
-one that is behind (a re-attach, a slow reader) gets the rest of the run in one CHAT event,
-numbered as the run's last chunk, so that the text after any seq is exactly what it is sent.
+one that is far behind (a re-attach, a slow reader) gets the rest of the run in one CHAT
+event, numbered as the run's last chunk, so that the text after any seq is exactly what it
+is sent.
 """
 
 from array import array
@@ -15,6 +16,9 @@ from bisect import bisect_right
 from collections.abc import Iterator
 
 from .wire import WireEvent, WireType
+
+# A follower this many chunks behind or more gets the rest of the run as one event.
+JOIN_AFTER = 32
 
 
 class _Run:
@@ -72,8 +76,8 @@ class TurnEvents:
     def after(self, after: int) -> WireEvent | None:
         """What a follower that has seen up to seq `after` gets next; None when nothing yet.
 
-        In a run of CHAT chunks, that is the rest of the run as one event: one chunk for a
-        follower that keeps up, all it missed for one that is behind.
+        In a run of CHAT chunks: the next chunk, for a follower less than JOIN_AFTER chunks
+        behind (as the chunks came); else the rest of the run as one event.
         """
         seq = after + 1
         if seq > self.seq or seq < 1:
@@ -82,8 +86,10 @@ class TurnEvents:
         data = self._data[index]
         if type(data) is not _Run:
             return WireEvent(seq, self._kinds[index], data)
-        start = self._starts[index]
-        return WireEvent(start + len(data.ends) - 1, "CHAT", {"text": data.since(seq - start)})
+        start, count = self._starts[index], len(data.ends)
+        if start + count - seq <= JOIN_AFTER:
+            return WireEvent(seq, "CHAT", {"text": data.chunk(seq - start)})
+        return WireEvent(start + count - 1, "CHAT", {"text": data.since(seq - start)})
 
     def at(self, seq: int) -> WireEvent:
         """The event numbered `seq`, a CHAT chunk on its own."""
