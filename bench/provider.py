@@ -80,6 +80,14 @@ def paced_reply(chunks: int, delay_ms: int) -> Stream:
 
 
 @cache
+def long_reply(chunks: int) -> Stream:
+    """`chunks` text deltas of one word each, sent as fast as the connection takes them."""
+    deltas = [chunk({"content": f"word{n % 1000} "}) for n in range(chunks)]
+    deltas[0]["choices"][0]["delta"]["role"] = "assistant"
+    return stream(*deltas, chunk({}, "stop"))
+
+
+@cache
 def list_call() -> Stream:
     return stream(*tool_call_chunks([("list_files", {"path": ""})]))
 
@@ -103,7 +111,7 @@ class Scenario:
         return cls(match[1], *numbers)
 
 
-_SCENARIO = re.compile(r"^(story|paced|tool-paced)(?:-(\d+)-(\d+))?(?:-together-(\d+))?$")
+_SCENARIO = re.compile(r"^(story|paced|tool-paced|long)(?:-(\d+)-(\d+))?(?:-together-(\d+))?$")
 
 
 def _step(body: dict) -> int:
@@ -123,6 +131,7 @@ def reply_for(scenario: Scenario | None, step: int) -> Reply | None:
     story[-0-<ms>]         the verification story, in three requests (chunks ms apart)
     paced-<n>-<ms>         n stamped text chunks, ms apart
     tool-paced-<n>-<ms>    one list_files call, then n stamped text chunks ms apart
+    long-<n>-0             n text chunks of a word each, unstamped, at once
     """
     if scenario is None:
         return None
@@ -130,6 +139,8 @@ def reply_for(scenario: Scenario | None, step: int) -> Reply | None:
         return story_replies(scenario.delay_ms)[step]
     if scenario.kind == "paced" and step == 0 and scenario.chunks:
         return paced_reply(scenario.chunks, scenario.delay_ms)
+    if scenario.kind == "long" and step == 0 and scenario.chunks:
+        return long_reply(scenario.chunks)
     if scenario.kind == "tool-paced" and scenario.chunks:
         return list_call() if step == 0 else paced_reply(scenario.chunks, scenario.delay_ms)
     return None

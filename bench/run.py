@@ -71,7 +71,7 @@ class Bench:
 
         from . import client as http
 
-        fixtures = env.fixtures_create()
+        fixtures = self.fixtures = env.fixtures_create()
         self.user = get_user_model().objects.get(pk=fixtures.user_id)
         self.target = http.Target("127.0.0.1", 0, fixtures.session_key, fixtures.csrf_token)
         url = self.provider.base_url
@@ -175,6 +175,24 @@ class Bench:
         print("\n# 7. Conversations", flush=True)
         return conversations_section(conversations_bench(self.user))
 
+    def slow_clients(self) -> Section:
+        from .slow_clients import slow_clients_all, slow_clients_section
+
+        print("\n# 8. Slow clients", flush=True)
+        return slow_clients_section(
+            slow_clients_all(self.environ, self.provider.base_url, self.log.parent, self.fixtures)
+        )
+
+    def sqlite_memory(self) -> Section:
+        from .sqlite_memory import DURATION, sqlite_memory_all, sqlite_memory_section
+
+        print("\n# 9. Memory on SQLite under sustained load", flush=True)
+        seconds = 30 if self.quick else DURATION
+        results = sqlite_memory_all(
+            self.environ, self.provider.base_url, self.log.parent, self.fixtures, seconds
+        )
+        return sqlite_memory_section(results, seconds)
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -187,7 +205,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
     parser.add_argument(
         "--only",
-        choices=["database", "window", "conversations"],
+        choices=["database", "window", "conversations", "slow_clients", "sqlite_memory"],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )
     args = parser.parse_args(argv)
@@ -211,6 +229,8 @@ def main(argv: list[str] | None = None) -> None:
             bench.database(),
             bench.window(),
             bench.conversations(),
+            bench.slow_clients(),
+            bench.sqlite_memory(),
         ]
     except BaseException:
         log = scratch / "server.log"

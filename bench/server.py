@@ -1,11 +1,14 @@
 """The app served in a process of its own, as in production, with one extra route for its usage.
 
-`python -m bench.server` serves roject.asgi:application with uvicorn on a free port of
-127.0.0.1 and prints the port. GET /__bench__/usage answers the process's CPU time in ns (all
-threads, those that ended included), which /proc's 10 ms ticks could not resolve per turn,
-and how long each of its garbage-collector passes stopped it (generation, ms).
+`python -m bench.server` serves roject.asgi:application with uvicorn (BENCH_SERVER=daphne:
+with daphne) on a free port of 127.0.0.1 and prints the port. GET /__bench__/usage answers
+the process's CPU time in ns (all threads, those that ended included), which /proc's 10 ms
+ticks could not resolve per turn, and how long each of its garbage-collector passes stopped
+it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
+the Python heap grew since the last such call, by place (tracemalloc).
 """
 
+import contextlib
 import gc
 import json
 import os
@@ -19,6 +22,34 @@ from dataclasses import dataclass
 from pathlib import Path
 
 USAGE_PATH = "/__bench__/usage"
+MEMORY_PATH = "/__bench__/memory"
+
+_snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
+
+
+def _memory_diff() -> dict:
+    """With BENCH_TRACEMALLOC=<frames>: what Python allocated since the last call, by place.
+
+    The first call only takes the baseline. Each answer lists the 25 places (tracebacks,
+    innermost last) whose allocations grew most, the traced total, and the gc's objects.
+    """
+    import tracemalloc
+
+    if not tracemalloc.is_tracing():
+        return {"error": "start the server with BENCH_TRACEMALLOC=<frames>"}
+    gc.collect()
+    snapshot = tracemalloc.take_snapshot().filter_traces(
+        [tracemalloc.Filter(False, tracemalloc.__file__)]
+    )
+    grown = []
+    if _snapshots:
+        for stat in snapshot.compare_to(_snapshots[-1], "traceback")[:25]:
+            frames = [f"{f.filename}:{f.lineno}" for f in stat.traceback]
+            grown.append({"kib": stat.size_diff / 1024, "count": stat.count_diff, "at": frames})
+    _snapshots[:] = [snapshot]
+    traced, peak = tracemalloc.get_traced_memory()
+    return {"traced_kib": traced / 1024, "peak_kib": peak / 1024, "objects": len(gc.get_objects()),
+            "grown": grown}  # fmt: skip
 
 
 _gc_pauses: list[tuple[int, float]] = []
@@ -40,11 +71,11 @@ def _application():
     gc.callbacks.append(_gc_timer)
 
     async def application(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] == USAGE_PATH:
-            usage = {
-                "cpu_ns": time.process_time_ns(),
-                "gc_pauses": _gc_pauses,
-            }
+        if scope["type"] == "http" and scope["path"] in (USAGE_PATH, MEMORY_PATH):
+            if scope["path"] == MEMORY_PATH:
+                usage = _memory_diff()
+            else:
+                usage = {"cpu_ns": time.process_time_ns(), "gc_pauses": _gc_pauses}
             body = json.dumps(usage).encode()
             headers = [
                 (b"content-type", b"application/json"),
@@ -58,25 +89,47 @@ def _application():
     return application
 
 
-def main() -> None:
+def _serve_uvicorn(sock: socket.socket) -> None:
     import uvicorn
 
+    config = uvicorn.Config(
+        _application(), log_level="warning", lifespan="off", loop="asyncio", access_log=False
+    )
+    # uvicorn re-raises the SIGINT it was stopped with, once it has shut down.
+    with contextlib.suppress(KeyboardInterrupt):
+        uvicorn.Server(config).run(sockets=[sock])
+
+
+def _serve_daphne(sock: socket.socket) -> None:
+    """daphne on the same port, as `daphne roject.asgi:application` serves."""
+    from daphne.server import Server as Daphne  # installs Twisted's asyncio reactor first
+
+    # Twisted's asyncio reactor cannot adopt the socket: daphne binds its port again.
+    port = sock.getsockname()[1]
+    sock.close()
+    endpoint = f"tcp:port={port}:interface=127.0.0.1:backlog=2048"
+    Daphne(_application(), endpoints=[endpoint], verbosity=0, action_logger=None).run()
+
+
+def main() -> None:
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     print(sock.getsockname()[1], flush=True)
-    config = uvicorn.Config(
-        _application(), log_level="warning", lifespan="off", loop="asyncio", access_log=False
-    )
+    if os.environ.get("BENCH_TRACEMALLOC"):
+        import tracemalloc
+
+        tracemalloc.start(int(os.environ["BENCH_TRACEMALLOC"]))
     profile_to = os.environ.get("BENCH_PROFILE")
     if profile_to:
         from . import sampler
 
         sampler.start()
     try:
-        uvicorn.Server(config).run(sockets=[sock])
-    except KeyboardInterrupt:
-        pass  # uvicorn re-raises the SIGINT it was stopped with, once it has shut down
+        if os.environ.get("BENCH_SERVER") == "daphne":
+            _serve_daphne(sock)
+        else:
+            _serve_uvicorn(sock)
     finally:
         if profile_to:
             sampler.stop_and_write(f"{profile_to}.{os.getpid()}")
@@ -94,6 +147,12 @@ class Server:
         """The server's CPU time so far (ns), and its collector's pauses."""
         url = f"http://{self.host}:{self.port}{USAGE_PATH}"
         with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def memory_diff(self) -> dict:
+        """What the server's Python allocations grew by since the last call (tracemalloc)."""
+        url = f"http://{self.host}:{self.port}{MEMORY_PATH}"
+        with urllib.request.urlopen(url, timeout=120) as response:
             return json.load(response)
 
     def cpu_ns(self) -> int:

@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string  # noqa: E402
 from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
 from roject.upload_guard import UploadSizeGuard  # noqa: E402
+from roject.write_timeout import WriteTimeout  # noqa: E402
 
 django_asgi_app = OwnThreadASGIHandler()
 # By dotted string, as the root URLs include rojos': roject imports nothing from rojos.
@@ -39,9 +40,14 @@ class PathRouter:
 # The app serves its own few static files, so one process is all a newcomer needs; a
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
 # answers 404 to any path that is not plainly inside the static directories).
-# Uploads over the limit are refused before Django reads their body (roject/upload_guard.py).
+# Each response's writes wait at most ROJO_CLIENT_WRITE_TIMEOUT for a client that reads;
+# uploads over the limit are refused before Django reads their body (roject/upload_guard.py).
 application = ProtocolTypeRouter(
-    {"http": PathRouter(UploadSizeGuard(StaticFilesHandler(django_asgi_app)), mcp_app)}
+    {
+        "http": WriteTimeout(
+            PathRouter(UploadSizeGuard(StaticFilesHandler(django_asgi_app)), mcp_app)
+        )
+    }
 )
 
 # What a server process does once at start-up, named by dotted string (roject imports

@@ -62,6 +62,9 @@ class Completion:
     finish_reason: str | None
 
 
+_FOLD = 256  # text parts joined into one block
+
+
 class StreamAccumulator:
     """Folds chat-completion chunks into text deltas and, at the end, whole tool calls.
 
@@ -71,7 +74,10 @@ class StreamAccumulator:
     """
 
     def __init__(self) -> None:
+        # The text so far: parts as they came, and blocks of _FOLD parts joined. A reply of
+        # 100,000 chunks otherwise holds 100,000 string objects (6 MB) until it ends.
         self.text_parts: list[str] = []
+        self._text_blocks: list[str] = []
         self.reasoning_parts: list[str] = []
         self.calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
@@ -82,7 +88,7 @@ class StreamAccumulator:
 
     @property
     def text(self) -> str:
-        return "".join(self.text_parts)
+        return "".join(self._text_blocks) + "".join(self.text_parts)
 
     def feed(self, chunk: dict) -> str:
         """Take one parsed chunk; return the text it adds (possibly "")."""
@@ -121,6 +127,9 @@ class StreamAccumulator:
                     self.reasoning_parts.append(_thinking_text(part))
         if text:
             self.text_parts.append(text)
+            if len(self.text_parts) == _FOLD:
+                self._text_blocks.append("".join(self.text_parts))
+                self.text_parts.clear()
         reasoning = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(reasoning, str):
             self.reasoning_parts.append(reasoning)

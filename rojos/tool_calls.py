@@ -13,7 +13,7 @@ from django.utils import timezone
 from roject import storage
 from roject.access import aproject_role, project_role
 from roject.models import Role
-from roject.storage import StorageError
+from roject.storage import DiskFull, StorageError
 
 from .errors import AccessRevoked
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
@@ -315,6 +315,8 @@ class ToolCallRunner:
             return REVOKED_OUTCOME, None
         except _Stale as stale:  # likewise
             refused = ToolOutcome.failure(str(stale))
+        except DiskFull as full:  # the snapshot would not fit: the call is not run either
+            refused = ToolOutcome.failure(str(full))
             await self._store(call, refused)
             return refused, None
 
@@ -355,7 +357,7 @@ class ToolCallRunner:
         crash during the call cannot lose the copy of what was there. A call that only
         creates paths is recorded with its result: cut off, it leaves a new path and nothing
         lost. None when a path cannot be read: the call then fails on it, so there is
-        nothing to undo.
+        nothing to undo. DiskFull when the copy would not fit: the call is refused.
         """
         user = self.ctx.user
         if user is not None:
@@ -366,6 +368,8 @@ class ToolCallRunner:
             raise _Stale(stale)
         try:
             snapshot = self._take_snapshot(tool, args)
+        except DiskFull:
+            raise  # a change that could not be undone is not made
         except (StorageError, OSError):
             return None
         change = FileChange(

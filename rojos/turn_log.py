@@ -13,7 +13,8 @@ from django.conf import settings
 from .events import ChatEvent, ErrorEvent, ToolCallEvent, TurnEvent
 from .models import Message, TurnRecord
 from .stored_events import message_events
-from .wire import WireEvent, WireType, event_data
+from .turn_events import TurnEvents
+from .wire import WireEvent, event_data
 
 # How long a finished turn's events stay available to re-attaching clients.
 KEEP_FINISHED_SECONDS = 120
@@ -24,12 +25,11 @@ class Turn:
 
     def __init__(self, conversation_id: int) -> None:
         self.conversation_id = conversation_id
-        # The events in order (seq is the position + 1): their types, and their data, a CHAT
-        # event's as its text alone. Appending strings allocates nothing the garbage
-        # collector tracks, so the thousands of chunks a turn keeps neither trigger its
-        # passes nor lengthen them. event() gives the WireEvent back.
-        self.kinds: list[WireType] = []
-        self.data: list[dict | str] = []
+        # The events, numbered; a run of CHAT chunks is kept as one buffer (turn_events).
+        # Neither it nor the wire data of the others adds per-chunk objects for the garbage
+        # collector to track. events.at(seq) gives one event back, events.after(seq) what a
+        # follower gets next.
+        self.events = TurnEvents()
         self.finished = False
         self.task: asyncio.Task | None = None
         self.record_id: int | None = None
@@ -43,18 +43,20 @@ class Turn:
 
     def publish(self, event: TurnEvent) -> None:
         if type(event) is ChatEvent:
-            self.kinds.append("CHAT")
-            self.data.append(event.text)
+            self.events.append("CHAT", event.text)
         else:
-            self.kinds.append(event.type)
-            self.data.append(event_data(event))
+            self.events.append(event.type, event_data(event))
         self._changed.set()
         self._changed = asyncio.Event()
 
+    @property
+    def seq(self) -> int:
+        """The number of the last event published (and how many there are)."""
+        return self.events.seq
+
     def event(self, position: int) -> WireEvent:
-        """The event at a position (0-based) of the log."""
-        type_, data = self.kinds[position], self.data[position]
-        return WireEvent(position + 1, type_, {"text": data} if type_ == "CHAT" else data)
+        """The event at a position (0-based) of the log, a CHAT chunk on its own."""
+        return self.events.at(position + 1)
 
     def fail(self, message: str, code: str, status=TurnRecord.Status.ERROR) -> None:
         """Publish the ERROR event that ends the turn, and remember it for the record."""
@@ -82,10 +84,10 @@ class Turn:
         sent, or before a call ran at all (it was then answered as interrupted): the stored
         history decides what the browser is told.
         """
-        sent = list(zip(self.kinds, self.data, strict=True))
+        sent = list(self.events.others())
         results = {data["id"] for kind, data in sent if kind == "TOOL_RESULT"}
         announced = {data["id"] for kind, data in sent if kind == "TOOL_CALL"}
-        started = self.data[0]["message"]
+        started = sent[0][1]["message"]
         since = [m for m in messages if m.pk is None or m.pk > started]
         for message, event in message_events(since):
             if message.role != Message.Role.TOOL or message.tool_call_id in results:
@@ -105,17 +107,18 @@ class Turn:
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
         """Events numbered above `after`, then each new one until the turn is done.
 
-        An `after` this turn never gave (an id from an earlier turn, kept by a tab that lost
-        its connection) starts from the beginning: else the stream would end with nothing,
-        not even DONE, and the client would ask again at once.
+        What the follower missed of a run of CHAT chunks comes as one event (numbered as the
+        run's last chunk). An `after` this turn never gave (an id from an earlier turn, kept
+        by a tab that lost its connection) starts from the beginning: else the stream would
+        end with nothing, not even DONE, and the client would ask again at once.
         """
         position = max(after, 0)
-        if position > len(self.kinds):
+        if position > self.events.seq:
             position = 0
         while True:
-            while position < len(self.kinds):
-                yield self.event(position)
-                position += 1
+            while (event := self.events.after(position)) is not None:
+                yield event
+                position = event.seq
             if self.finished:
                 return
             await self._changed.wait()

@@ -120,10 +120,10 @@ async def _relay(layer, turn, channel: str, after: int) -> None:
     An `after` this turn never gave starts from the beginning, as Turn.follow does.
     """
     position = max(after, 0)
-    if position > len(turn.kinds):
+    if position > turn.seq:
         position = 0
     while True:
-        if position < len(turn.kinds):
+        if position < turn.seq:
             events, position = _batch(turn, position)
             if not await _send(layer, channel, {"type": "turn.events", "events": events}):
                 return
@@ -141,11 +141,13 @@ def _batch(turn, position: int) -> tuple[list[list], int]:
     """The events from `position` on that fit one message, as [seq, type, data]; and the
     position after them."""
     events, size = [], 0
-    while position < len(turn.kinds) and len(events) < BATCH_EVENTS and size < BATCH_CHARS:
-        event = turn.event(position)
+    while len(events) < BATCH_EVENTS and size < BATCH_CHARS:
+        event = turn.events.after(position)  # a run of CHAT chunks comes joined
+        if event is None:
+            break
         events.append([event.seq, event.type, event.data])
         size += len(event.data["text"]) if event.type == "CHAT" else 200
-        position += 1
+        position = event.seq
     return events, position
 
 

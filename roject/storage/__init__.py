@@ -28,10 +28,16 @@ from .layout import (
     project_storage_remove,
     undo_dir,
 )
+from .leftovers import (
+    project_leftovers_remove,
+    scratch_leftovers_remove,
+    storage_project_ids,
+)
 from .locks import change_lock_open, changes_locked, under_changes_lock
 from .paths import (
     TEMP_PREFIX,
     TEMP_SUFFIX,
+    DiskFull,
     EntryExists,
     PathError,
     StorageError,
@@ -63,6 +69,7 @@ __all__ = [
     "MAX_MATCHES",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
+    "DiskFull",
     "EntryExists",
     "Incoming",
     "PathError",
@@ -89,6 +96,7 @@ __all__ = [
     "paths_under",
     "project_file_show",
     "project_files_list",
+    "project_leftovers_remove",
     "project_root",
     "project_root_create",
     "project_storage_remove",
@@ -100,6 +108,7 @@ __all__ = [
     "resolved_relative",
     "same_version",
     "scratch_copy",
+    "scratch_leftovers_remove",
     "search_text",
     "snapshot_digests",
     "snapshot_discard",
@@ -108,6 +117,7 @@ __all__ = [
     "snapshot_restore",
     "snapshot_take",
     "snapshot_text",
+    "storage_project_ids",
     "temp_files_remove",
     "under_changes_lock",
     "undo_dir",

@@ -1,7 +1,8 @@
 """Where a project keeps things on disk, in one place: its root, its undo copies, its lock.
 
 ROJO_STORAGE_DIR/<project_id>/ holds `root/` (the project's files, all a rojo can reach),
-`undo/<key>/` (the copies an undo restores, outside the root) and `changes.lock`. Their modes
+`undo/<key>/` (the copies an undo restores, outside the root; a snapshot being made has a
+temporary name there until it is complete) and `changes.lock`. Their modes
 do not depend on the server's umask: the directories down to the root are 0755 like every
 directory in it, the undo copies are kept in 0700 directories, the lock file is 0600.
 """
@@ -13,8 +14,10 @@ from pathlib import Path
 from django.conf import settings
 
 from .beneath import DIRECTORY_MODE
+from .entries import temp_name
 
 UNDO_MODE = 0o700
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def project_dir(project_id: int) -> Path:
@@ -61,19 +64,35 @@ def directory_make(path: Path, mode: int = DIRECTORY_MODE) -> None:
 
 
 def project_root_create(project_id: int) -> Path:
-    """Create the project's root directory (idempotent) and return it."""
+    """Create the project's root directory (idempotent) and return it.
+
+    The first call for a project in a process also removes what a crash left in its undo/
+    (leftovers.project_first_use; a set lookup on later calls).
+    """
+    from .leftovers import project_first_use  # it uses this module
+
     root = project_root(project_id)
     if not root.is_dir():
         directory_make(root)
+    project_first_use(project_id)
     return root
 
 
-def undo_dir_create(project_id: int, key: str) -> int:
-    """Make the directory for one snapshot's copies (0700, in a 0700 undo/); returns it open."""
-    directory = undo_dir(project_id, key)
-    directory_make(directory.parent.parent)
-    directory_make(directory, UNDO_MODE)
-    return os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+def undo_staging_create(project_id: int) -> tuple[Path, int]:
+    """Make a directory for a snapshot's copies while they are made (0700, in a 0700 undo/),
+    under a temporary name (is_temp_file) that the clean-up after a crash knows; returns it
+    and its open descriptor."""
+    undo = project_dir(project_id) / "undo"
+    directory_make(undo.parent)
+    directory_make(undo, UNDO_MODE)
+    staging = undo / temp_name()
+    os.mkdir(staging, UNDO_MODE)
+    try:
+        os.chmod(staging, UNDO_MODE)
+        return staging, os.open(staging, _DIRECTORY)
+    except BaseException:
+        os.rmdir(staging)
+        raise
 
 
 def project_storage_remove(project_id: int) -> None:

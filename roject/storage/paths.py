@@ -10,6 +10,7 @@ meanwhile: the operations resolve and act on the same descriptors (`beneath`).
 """
 
 import contextlib
+import errno
 import os
 import re
 import stat
@@ -38,6 +39,21 @@ class EntryExists(StorageError):
 
 class TooLarge(StorageError):
     """What was sent is over a size limit."""
+
+
+class DiskFull(StorageError):
+    """The storage has no room for what an operation would write (or was writing)."""
+
+
+# A full disk or an exhausted quota: both mean there is no room.
+_NO_ROOM = {errno.ENOSPC, errno.EDQUOT}
+
+
+def disk_full(label: str) -> DiskFull:
+    """The one error a full disk gives, whether found out by a write or foreseen by a check."""
+    return DiskFull(
+        f"No space left on device: {label!r} (the server's storage is full; nothing was changed)"
+    )
 
 
 def check_form(relative_path: str) -> None:
@@ -107,6 +123,8 @@ def reported(relative_path: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
+        if exc.errno in _NO_ROOM:
+            raise disk_full(relative_path) from exc
         reason = exc.strerror or exc.__class__.__name__
         raise StorageError(f"{reason}: {relative_path!r}") from exc
 

@@ -3,12 +3,12 @@
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 from .beneath import DIRECTORY_MODE, Root
 from .entries import tree_copy_into
+from .leftovers import scratch_dir_make
 from .paths import reported
 
 
@@ -19,7 +19,7 @@ def scratch_copy(root: Path) -> Iterator[Path]:
     Copied from the root's descriptor down, links as links; a file with other hard links is
     left out (in the copy it would have one, and be read as the project's own).
     """
-    scratch = Path(tempfile.mkdtemp(prefix="rojo-rerun-"))
+    scratch = scratch_dir_make()  # named for this process: removed after it if it crashes
     try:
         copy = scratch / "root"
         os.mkdir(copy, DIRECTORY_MODE)

@@ -1,8 +1,9 @@
 """Snapshots for undo: the state of some paths copied aside, fingerprinted, and put back.
 
 A snapshot copies the previous state of each path to ROJO_STORAGE_DIR/<project>/undo/<key>/<n>,
-outside the project root, with the list of parent directories that did not exist yet (a call
-creates them on the way; a restore removes them again when they are empty). Copies are made
+outside the project root (under a temporary name, renamed to <key> once complete), with the
+list of parent directories that did not exist yet (a call creates them on the way; a restore
+removes them again when they are empty). Copies are made
 from, and put back into, directories held open (beneath), so a swap cannot redirect them; a
 file with other hard links is not copied (the call that would replace it is refused too).
 Deciding whether a restore may happen (the digests compared, the records kept) is the caller's.
@@ -19,8 +20,9 @@ from pathlib import Path, PurePosixPath
 
 from .beneath import Root
 from .entries import entry_copy, entry_remove, fsync_dir, temp_name
-from .layout import undo_dir, undo_dir_create
+from .layout import undo_dir, undo_staging_create
 from .paths import StorageError, reported
+from .room import Needed, room_check
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -147,39 +149,66 @@ def _missing_parents(root: Root, relative: str) -> list[str]:
 
 
 def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
-    """Copy the current state of `paths` aside (blocking)."""
+    """Copy the current state of `paths` aside (blocking).
+
+    The copies are made in a temporary directory beside the others and renamed to the
+    snapshot's name once all are made: a snapshot cut off by a crash or a full disk is never
+    taken for a whole one, and is removed (at once, or by the clean-up after a crash). One
+    that would not fit, with room to spare, is refused before anything is written (DiskFull).
+    """
     key = uuid.uuid4().hex
-    # Made only when there is something to copy: a call that creates a path needs none (undo
-    # removes it), and directory operations are slow.
     directory = undo_dir(project_id, key)
-    existed, missing, copies = [], set(), None
-    try:
-        with reported(", ".join(paths)), Root(root) as opened_root:
-            for number, relative in enumerate(paths):
-                with reported(relative):
-                    at = _present_at(opened_root, relative)
-                    if at is None:
-                        missing.update(_missing_parents(opened_root, relative))
-                    else:
-                        with at:
-                            copies = (
-                                copies if copies is not None else undo_dir_create(project_id, key)
-                            )
-                            entry_copy(at.dir_fd, at.name, copies, str(number), label=relative)
-                existed.append(at is not None)
-    except BaseException:
-        shutil.rmtree(directory, ignore_errors=True)
-        raise
-    finally:
-        if copies is not None:
-            os.close(copies)
+    with reported(", ".join(paths)), Root(root) as opened_root:
+        present = [_present_at(opened_root, relative) for relative in paths]
+        try:
+            if any(at is not None for at in present):
+                room_check(undo_dir(project_id, key).parent, _size(present), ", ".join(paths))
+                _copies_make(project_id, key, paths, present)
+            missing = set()
+            for relative, at in zip(paths, present, strict=True):
+                if at is None:
+                    missing.update(_missing_parents(opened_root, relative))
+        finally:
+            for at in present:
+                if at is not None:
+                    at.close()
     return Snapshot(
         key=key,
         paths=paths,
-        existed=existed,
+        existed=[at is not None for at in present],
         directory=directory,
         missing_parents=sorted(missing),
     )
+
+
+def _size(present: list) -> Needed:
+    """What copying the entries that are there takes (their bytes, their entries)."""
+    needed = Needed()
+    for at in present:
+        if at is not None:
+            needed.add_entry(at.dir_fd, at.name)
+    return needed
+
+
+def _copies_make(project_id: int, key: str, paths: list[str], present: list) -> None:
+    """Copy each entry there into a staging directory, then rename it to the snapshot's."""
+    staging, copies = undo_staging_create(project_id)
+    try:
+        for number, (relative, at) in enumerate(zip(paths, present, strict=True)):
+            if at is not None:
+                with reported(relative):
+                    entry_copy(at.dir_fd, at.name, copies, str(number), label=relative)
+        undo = os.open(staging.parent, _DIRECTORY)
+        try:
+            os.rename(staging.name, key, src_dir_fd=undo, dst_dir_fd=undo)
+            fsync_dir(undo)
+        finally:
+            os.close(undo)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    finally:
+        os.close(copies)
 
 
 def snapshot_discard(snapshot: Snapshot) -> None:

@@ -1,0 +1,165 @@
+"""What crashes leave on the storage, found and removed: partial snapshots, temporary files.
+
+A process killed while it took an undo snapshot leaves its staging directory in undo/ (a
+temporary name: a snapshot is renamed to its key only once complete); one killed while it
+wrote a file leaves the temporary file beside its target; one killed during a re-run leaves
+its scratch copy in the system's temporary directory. None of them is ever read as data,
+but they hold space a full disk needs.
+
+Each process cleans a project's undo/ the first time it uses the project (a listing of one
+directory; the root is not walked then); `manage.py storage_cleanup` also walks each root
+and the scratch copies. Both run under the project's change lock, taken without waiting:
+every snapshot and write runs under it, so nothing removed can be in use, and a project
+busy now is cleaned another time.
+"""
+
+import contextlib
+import fcntl
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+
+from django.conf import settings
+
+from .layout import project_dir, project_root
+from .locks import change_lock_open
+from .paths import is_temp_file
+
+SCRATCH_PREFIX = "rojo-rerun-"
+# A snapshot no record names is left alone this long: its record may be being stored now.
+UNRECORDED_SECONDS = 3600
+
+_cleaned: set[int] = set()  # projects this process has cleaned since it started
+
+
+def project_first_use(project_id: int) -> None:
+    """Clean the project's undo/ of partial snapshots, once per process (cheap after)."""
+    if project_id in _cleaned:
+        return
+    if not (project_dir(project_id) / "undo").is_dir():
+        _cleaned.add(project_id)
+        return
+    if project_leftovers_remove(project_id, whole_root=False) is not None:
+        _cleaned.add(project_id)
+
+
+def project_leftovers_remove(
+    project_id: int,
+    *,
+    whole_root: bool,
+    recorded: set[str] | None = None,
+    dry_run: bool = False,
+) -> list[str] | None:
+    """Remove the project's partial snapshots (and, `whole_root`, its temporary files).
+
+    `recorded`: the keys of the snapshots that change records name; the complete snapshots
+    of other keys, older than UNRECORDED_SECONDS, are removed too (a crash between taking a
+    snapshot and storing its record, or between deleting a record and its copies, leaves
+    one that no undo can reach). Returns what was (or, `dry_run`, would be) removed, as
+    paths under ROJO_STORAGE_DIR; None when the project's change lock is held (a change is
+    running: try again later).
+    """
+    fd = change_lock_open(project_id)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return None
+        found = _undo_partials(project_id)
+        if recorded is not None:
+            found += _unrecorded(project_id, recorded)
+        if whole_root:
+            found += _root_temp_files(project_root(project_id))
+        if not dry_run:
+            for path in found:
+                _remove(path)
+        base = Path(settings.ROJO_STORAGE_DIR)
+        return [str(path.relative_to(base)) for path in found]
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _undo_partials(project_id: int) -> list[Path]:
+    undo = project_dir(project_id) / "undo"
+    try:
+        with os.scandir(undo) as scan:
+            return sorted(Path(entry.path) for entry in scan if is_temp_file(entry.name))
+    except FileNotFoundError:
+        return []
+
+
+def _unrecorded(project_id: int, recorded: set[str]) -> list[Path]:
+    undo = project_dir(project_id) / "undo"
+    old = time.time() - UNRECORDED_SECONDS
+    try:
+        with os.scandir(undo) as scan:
+            return sorted(
+                Path(entry.path)
+                for entry in scan
+                if not is_temp_file(entry.name)
+                and entry.name not in recorded
+                and entry.stat(follow_symlinks=False).st_mtime < old
+            )
+    except FileNotFoundError:
+        return []
+
+
+def _root_temp_files(root: Path) -> list[Path]:
+    """The temporary files of writes cut off anywhere in the root (links not followed)."""
+    if not root.is_dir():
+        return []
+    found = []
+    for dirpath, _, filenames, dir_fd in os.fwalk(root):
+        for name in filenames:
+            if is_temp_file(name):
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISREG(st.st_mode):
+                    found.append(Path(dirpath) / name)
+    return sorted(found)
+
+
+def _remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+
+
+def scratch_dir_make() -> Path:
+    """A new scratch directory for a re-run, named with this process's id."""
+    return Path(tempfile.mkdtemp(prefix=f"{SCRATCH_PREFIX}{os.getpid()}-"))
+
+
+def scratch_leftovers_remove(*, dry_run: bool = False) -> list[str]:
+    """Remove the scratch copies of re-runs whose process is gone; returns their paths."""
+    found = []
+    temp = Path(tempfile.gettempdir())
+    for path in sorted(temp.glob(f"{SCRATCH_PREFIX}*")):
+        pid = path.name.removeprefix(SCRATCH_PREFIX).split("-", 1)[0]
+        if path.is_dir() and not path.is_symlink() and pid.isdigit() and not _alive(int(pid)):
+            found.append(path)
+            if not dry_run:
+                shutil.rmtree(path, ignore_errors=True)
+    return [str(path) for path in found]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
+
+def storage_project_ids() -> list[int]:
+    """The projects that have a directory under ROJO_STORAGE_DIR."""
+    base = Path(settings.ROJO_STORAGE_DIR)
+    if not base.is_dir():
+        return []
+    return sorted(int(p.name) for p in base.iterdir() if p.name.isdigit() and p.is_dir())

@@ -1,0 +1,129 @@
+"""Bounded output per connection: a client that reads nothing for a while is disconnected.
+
+A streamed reply is written as fast as the turn produces it. A client that stops reading
+(a stalled proxy, a laptop put to sleep, a script that never reads) leaves what is written
+somewhere: uvicorn stops the writer once its buffer holds 64 KiB, and waits for ever; daphne
+(Twisted) does not stop it, and kept the whole unsent stream in memory (413 MiB for ten such
+clients of 100,000-chunk replies). Here each write of a response waits, for at most
+ROJO_CLIENT_WRITE_TIMEOUT seconds, until the server's buffer for the connection has room:
+
+- uvicorn: its `send` waits for room itself; the wait is bounded.
+- daphne: the request gets a Twisted push producer, which the transport pauses once its
+  buffer is full (64 KiB) and resumes when it empties; a write made while paused waits.
+
+Past the timeout the connection is aborted (not closed: a close would wait for the unsent
+data to go out) and the response ends as a client disconnect does. A turn outlives its
+connection, so the client re-attaches from its Last-Event-ID when it reads again.
+"""
+
+import asyncio
+import contextlib
+import functools
+import logging
+
+from django.conf import settings
+from django.core.exceptions import RequestAborted
+
+logger = logging.getLogger(__name__)
+
+
+class ClientStalled(RequestAborted):
+    """The client read nothing for ROJO_CLIENT_WRITE_TIMEOUT seconds; it was disconnected."""
+
+
+class _Producer:
+    """A Twisted push producer that only records whether the transport has room."""
+
+    def __init__(self) -> None:
+        self.room = asyncio.Event()
+        self.room.set()
+
+    def pauseProducing(self) -> None:
+        self.room.clear()
+
+    def resumeProducing(self) -> None:
+        self.room.set()
+
+    def stopProducing(self) -> None:
+        self.room.set()
+
+
+class _Connection:
+    """One response's connection, as far as this module needs: wait for room, abort."""
+
+    def __init__(self, send) -> None:
+        self.send = send
+        self.daphne_request = _daphne_request(send)
+        self.producer: _Producer | None = None
+
+    async def write(self, message: dict) -> None:
+        if message["type"] == "http.response.start":
+            await self.send(message)
+            if self.daphne_request is not None:
+                self.producer = _Producer()
+                self.daphne_request.registerProducer(self.producer, True)
+            return
+        if self.producer is not None and not message.get("more_body", False):
+            self._unregister()  # Twisted logs a failure for a request finished with one
+        await self.send(message)
+        if self.producer is not None:
+            await self.producer.room.wait()
+
+    def _unregister(self) -> None:
+        with contextlib.suppress(AttributeError):  # the request is gone already
+            self.daphne_request.unregisterProducer()
+        self.producer = None
+
+    def abort(self) -> None:
+        """Drop the connection now, unsent data included."""
+        if self.daphne_request is not None:
+            self._unregister()
+            transport = getattr(self.daphne_request, "transport", None)
+            if transport is not None:
+                transport.abortConnection()
+            return
+        transport = getattr(getattr(self.send, "__self__", None), "transport", None)
+        if transport is not None and hasattr(transport, "abort"):
+            transport.abort()  # uvicorn's asyncio transport
+
+
+def _daphne_request(send):
+    """daphne's Twisted request behind its `send` (a partial of Server.handle_reply), or None."""
+    if not isinstance(send, functools.partial) or not send.args:
+        return None
+    owner = getattr(send.func, "__self__", None)
+    if type(owner).__module__ != "daphne.server":
+        return None
+    request = send.args[0]
+    return request if hasattr(request, "registerProducer") else None
+
+
+class WriteTimeout:
+    """ASGI middleware: every HTTP response's writes bounded by ROJO_CLIENT_WRITE_TIMEOUT."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        connection = _Connection(send)
+
+        async def bounded_send(message: dict) -> None:
+            timeout = settings.ROJO_CLIENT_WRITE_TIMEOUT or None
+            try:
+                # A timer per write, not a task as wait_for would make: this runs per event.
+                async with asyncio.timeout(timeout):
+                    await connection.write(message)
+            except TimeoutError:
+                connection.abort()
+                logger.info(
+                    "a client read nothing for %s s; disconnected (%s)", timeout, scope["path"]
+                )
+                raise ClientStalled from None
+
+        try:
+            await self.app(scope, receive, bounded_send)
+        except ClientStalled:
+            await asyncio.sleep(0)  # the server sees the connection lost before the app ends
