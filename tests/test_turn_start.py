@@ -15,6 +15,7 @@ from roject.access import aproject_access
 from rojos import turns
 from rojos.errors import TurnNotStarted
 from rojos.models import Conversation, Message, TurnRecord
+from rojos.selectors import rojo_get
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import BrokenLayer, command_error, make_rojo
 
@@ -55,7 +56,8 @@ async def test_a_turn_starts_with_its_limits_counted_then_three_inserts(
     seen, install, remove = statements
     fake_provider.add(stream(*text_chunks("One.", pieces=1)))
     fake_provider.add(stream(*text_chunks("Two.", pieces=1)))
-    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    made = await sync_to_async(make_rojo)(fake_provider.base_url)
+    rojo = await sync_to_async(rojo_get)(made.pk)  # as the chat endpoint loads it
     user = users["editor"]
     access = await aproject_access(user=user, project_id=project.pk)
     await install()
