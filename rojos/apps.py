@@ -2,6 +2,8 @@ from importlib import import_module
 
 from django.apps import AppConfig
 from django.conf import settings
+from django.db import connections
+from django.db.models.signals import post_migrate
 
 
 class RojosConfig(AppConfig):
@@ -12,3 +14,11 @@ class RojosConfig(AppConfig):
         # Modules that register tools of their own (see "Your own tools" in the README).
         for module in getattr(settings, "ROJO_TOOL_MODULES", ()):
             import_module(module)
+        post_migrate.connect(_search_triggers_restore, sender=self)
+
+
+def _search_triggers_restore(sender, using, **kwargs) -> None:
+    """A migration that remade a table on SQLite dropped its search triggers: make them again."""
+    from .search_triggers import search_triggers_restore
+
+    search_triggers_restore(connections[using])
