@@ -11,10 +11,12 @@ under incoming/ (outside the root), which the caller then moves in as one change
 
 import os
 import re
+import shutil
 import stat
 import time
 import uuid
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -28,6 +30,9 @@ _BLOCK = 1 << 16
 _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SPECIAL = (stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
+_NAME_MAX = 255  # bytes in one name component (Linux's NAME_MAX)
+# What reading or writing one damaged or odd entry raises: a skipped entry, never a 500.
+_ENTRY_ERRORS = (OSError, NotImplementedError, RuntimeError, EOFError, zlib.error, ValueError)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -63,6 +68,8 @@ def _entry_name(info: zipfile.ZipInfo) -> list[str]:
         raise _Skip("its name climbs out of the folder ('..')")
     if not parts:
         raise _Skip("it has no name")
+    if any(len(p.encode("utf-8", "surrogatepass")) > _NAME_MAX for p in parts):
+        raise _Skip(f"a part of its name is over {_NAME_MAX} bytes")
     if any(is_temp_file(p) for p in parts):
         raise _Skip("its name is reserved for the server's temporary files")
     mode = info.external_attr >> 16
@@ -93,6 +100,9 @@ def _directory(top: int, parts: list[str]) -> int:
             os.chmod(part, DIRECTORY_MODE, dir_fd=fd, follow_symlinks=False)
         except FileExistsError:
             pass
+        except OSError as exc:
+            os.close(fd)
+            raise _Skip(f"its folder cannot be made ({exc.strerror})") from None
         try:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
         except (NotADirectoryError, OSError):
@@ -111,6 +121,8 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: l
             out = os.open(parts[-1], _NEW, FILE_MODE, dir_fd=fd)
         except FileExistsError:
             raise _Skip("another entry has the same name") from None
+        except OSError as exc:
+            raise _Skip(f"it cannot be written ({exc.strerror})") from None
         written = 0
         try:
             with archive.open(info) as source, os.fdopen(out, "wb") as target:
@@ -120,7 +132,10 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: l
                         raise _Skip("it inflates to more than its header says")
                     target.write(block)
                 os.fchmod(target.fileno(), FILE_MODE)
-        except (_Skip, zipfile.BadZipFile, OSError) as exc:
+        except NotImplementedError:
+            os.unlink(parts[-1], dir_fd=fd)
+            raise _Skip("its compression method is not supported") from None
+        except (_Skip, zipfile.BadZipFile, *_ENTRY_ERRORS) as exc:
             os.unlink(parts[-1], dir_fd=fd)
             raise exc if isinstance(exc, _Skip) else _Skip("it is damaged") from exc
         return written
@@ -129,31 +144,43 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: l
 
 
 def zip_unpack(*, project_id: int, archive_file: Incoming, limits: ZipLimits) -> Unpacked:
-    """(Blocking) Unpack a received .zip into a new directory under incoming/."""
+    """(Blocking) Unpack a received .zip into a new directory under incoming/.
+
+    Whatever goes wrong part way, the directory and all it holds so far are removed before
+    the error goes on: a failed unpack leaves nothing on the disk.
+    """
     try:
         archive = zipfile.ZipFile(archive_file.path)
     except (zipfile.BadZipFile, OSError):
         raise StorageError("the upload is not a readable .zip archive") from None
     directory = incoming_dir_create(project_id) / uuid.uuid4().hex
     os.mkdir(directory, 0o700)
+    try:
+        with archive:
+            return _unpack_into(archive, directory, limits)
+    except BaseException:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+
+
+def _unpack_into(archive: zipfile.ZipFile, directory: Path, limits: ZipLimits) -> Unpacked:
     unpacked = Unpacked(incoming=Incoming(path=directory, size=0))
     total = 0
     top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        with archive:
-            for number, info in enumerate(archive.infolist()):
-                try:
-                    if number >= limits.max_entries:
-                        raise _Skip(f"the archive has over {limits.max_entries:,} entries")
-                    parts = _entry_name(info)
-                    if info.is_dir():
-                        os.close(_directory(top, parts))
-                        continue
-                    _size_check(info, limits, total)
-                    total += _extract(archive, info, top, parts)
-                    unpacked.extracted.append("/".join(parts))
-                except _Skip as why:
-                    unpacked.skipped.append({"name": info.filename, "reason": str(why)})
+        for number, info in enumerate(archive.infolist()):
+            try:
+                if number >= limits.max_entries:
+                    raise _Skip(f"the archive has over {limits.max_entries:,} entries")
+                parts = _entry_name(info)
+                if info.is_dir():
+                    os.close(_directory(top, parts))
+                    continue
+                _size_check(info, limits, total)
+                total += _extract(archive, info, top, parts)
+                unpacked.extracted.append("/".join(parts))
+            except _Skip as why:
+                unpacked.skipped.append({"name": info.filename, "reason": str(why)})
     finally:
         os.close(top)
     unpacked.incoming = Incoming(path=directory, size=total)
