@@ -242,6 +242,37 @@ def test_a_failed_unpack_removes_what_it_unpacked(project, root, monkeypatch):
     assert [p.name for p in incoming.iterdir()] == ["upload.zip"]
 
 
+def test_a_zip_of_too_many_entries_is_refused_from_its_end_record(
+    editor, project, root, settings
+):
+    """Over ROJO_UPLOAD_ZIP_MAX_ENTRIES by its end record: 400 naming the count and the
+    limit, before any entry is read; nothing is unpacked or left in incoming/."""
+    settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES = 3
+    body = zip_of(*[(f"f{n}.txt", "x") for n in range(5)])
+    response = upload(editor, project, "in", body, unpack="true")
+    assert response.status_code == 400, response.text
+    assert "5 entries, over the limit of 3" in response.json()["detail"]
+    assert files_in(root) == {} and list((root.parent / "incoming").iterdir()) == []
+
+
+def test_a_zip_whose_end_record_understates_its_entries_gets_one_summary_line(
+    editor, project, root, settings
+):
+    """An end record that claims fewer entries than the directory holds: the first
+    ROJO_UPLOAD_ZIP_MAX_ENTRIES are unpacked and the rest are one skipped line, not one each."""
+    settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES = 3
+    body = bytearray(zip_of(*[(f"f{n}.txt", "x") for n in range(6)]))
+    end = body.rindex(b"PK\x05\x06")
+    body[end + 8 : end + 12] = (3).to_bytes(2, "little") * 2  # entries on disk, in total
+    response = upload(editor, project, "in", bytes(body), unpack="true")
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["extracted"] == ["f0.txt", "f1.txt", "f2.txt"]
+    assert answer["skipped"] == [
+        {"name": "f3.txt", "reason": "3 more entries not unpacked (the limit is 3 entries)"}
+    ]
+
+
 def test_zip_total_size_limit_skips_what_goes_over(editor, project, root, settings):
     settings.ROJO_UPLOAD_MAX_BYTES = 10_000
     # Text of few letters: compresses about 2.5 times, so the archive is under the limit.

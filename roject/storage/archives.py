@@ -143,12 +143,40 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: l
         os.close(fd)
 
 
+# Bytes of central directory allowed per entry allowed: a name of ROJO's longest path plus
+# the headers and extra fields, with room to spare.
+_DIRECTORY_BYTES_PER_ENTRY = 1024
+
+
+def _directory_check(path: Path, limits: ZipLimits) -> None:
+    """Refuse an archive of too many entries from its end record, before zipfile reads the
+    central directory: it builds an object for every entry there, whatever their count."""
+    try:
+        with open(path, "rb") as source:
+            end = zipfile._EndRecData(source)
+    except (OSError, zipfile.BadZipFile):
+        end = None
+    if not end:
+        raise StorageError("the upload is not a readable .zip archive")
+    entries, size = end[zipfile._ECD_ENTRIES_TOTAL], end[zipfile._ECD_SIZE]
+    if entries > limits.max_entries:
+        raise StorageError(
+            f"the archive has {entries:,} entries, over the limit of {limits.max_entries:,}"
+        )
+    if size > max(limits.max_entries, 1) * _DIRECTORY_BYTES_PER_ENTRY:
+        raise StorageError(
+            f"the archive's list of entries ({size:,} bytes) is over the limit for "
+            f"{limits.max_entries:,} entries"
+        )
+
+
 def zip_unpack(*, project_id: int, archive_file: Incoming, limits: ZipLimits) -> Unpacked:
     """(Blocking) Unpack a received .zip into a new directory under incoming/.
 
     Whatever goes wrong part way, the directory and all it holds so far are removed before
     the error goes on: a failed unpack leaves nothing on the disk.
     """
+    _directory_check(archive_file.path, limits)
     try:
         archive = zipfile.ZipFile(archive_file.path)
     except (zipfile.BadZipFile, OSError):
@@ -168,10 +196,9 @@ def _unpack_into(archive: zipfile.ZipFile, directory: Path, limits: ZipLimits) -
     total = 0
     top = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     try:
-        for number, info in enumerate(archive.infolist()):
+        infos = archive.infolist()
+        for info in infos[: limits.max_entries]:
             try:
-                if number >= limits.max_entries:
-                    raise _Skip(f"the archive has over {limits.max_entries:,} entries")
                 parts = _entry_name(info)
                 if info.is_dir():
                     os.close(_directory(top, parts))
@@ -181,6 +208,15 @@ def _unpack_into(archive: zipfile.ZipFile, directory: Path, limits: ZipLimits) -
                 unpacked.extracted.append("/".join(parts))
             except _Skip as why:
                 unpacked.skipped.append({"name": info.filename, "reason": str(why)})
+        if len(infos) > limits.max_entries:  # its end record said fewer: one line for all
+            more = len(infos) - limits.max_entries
+            unpacked.skipped.append(
+                {
+                    "name": infos[limits.max_entries].filename,
+                    "reason": f"{more:,} more entries not unpacked (the limit is "
+                    f"{limits.max_entries:,} entries)",
+                }
+            )
     finally:
         os.close(top)
     unpacked.incoming = Incoming(path=directory, size=total)
