@@ -242,9 +242,7 @@ def test_a_failed_unpack_removes_what_it_unpacked(project, root, monkeypatch):
     assert [p.name for p in incoming.iterdir()] == ["upload.zip"]
 
 
-def test_a_zip_of_too_many_entries_is_refused_from_its_end_record(
-    editor, project, root, settings
-):
+def test_a_zip_of_too_many_entries_is_refused_from_its_end_record(editor, project, root, settings):
     """Over ROJO_UPLOAD_ZIP_MAX_ENTRIES by its end record: 400 naming the count and the
     limit, before any entry is read; nothing is unpacked or left in incoming/."""
     settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES = 3
@@ -334,3 +332,20 @@ def test_download_of_another_project_or_a_missing_path_is_404(client_for, users,
     missing = client_for(users["editor"]).get(url, params={"path": "nope.txt"})
     assert missing.status_code in (400, 404)
     assert client_for(users["editor"]).get(url, params={"path": "../x"}).status_code == 400
+
+
+def test_paths_over_the_depth_limit_are_refused_for_uploads_folders_and_zip_entries(
+    editor, project, root
+):
+    """An upload path, a new folder and a zip entry (counted from the folder it goes
+    into) over 64 names deep are each refused with the limit named, and nothing is made."""
+    deep = "a/" * 65 + "f.txt"
+    response = upload(editor, project, deep, b"x")
+    assert response.status_code == 400 and "over the limit of 64" in response.json()["detail"]
+    response = editor.post(f"/api/projects/{project.pk}/files/folder", json={"path": "a/" * 70})
+    assert response.status_code == 400 and "over the limit of 64" in response.json()["detail"]
+    body = zip_of(("ok.txt", "ok"), ("b/" * 63 + "f.txt", "deep"))
+    answer = upload(editor, project, "in/side", body, unpack="true").json()
+    assert answer["extracted"] == ["ok.txt"]
+    assert "over the limit of 64" in answer["skipped"][0]["reason"]
+    assert files_in(root) == {"in/side/ok.txt": "ok"}

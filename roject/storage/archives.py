@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 
 from .beneath import DIRECTORY_MODE, FILE_MODE, opened
 from .layout import incoming_dir_create
-from .paths import StorageError, is_temp_file
+from .paths import PathError, StorageError, check_form, is_temp_file
 from .uploads import Incoming
 
 _BLOCK = 1 << 16
@@ -41,6 +41,7 @@ class ZipLimits:
     max_total_bytes: int
     max_ratio: int
     max_entries: int
+    folder: str = ""  # where the entries go in the project: their paths count from it
 
 
 @dataclass
@@ -56,8 +57,9 @@ class _Skip(Exception):
     """This entry is refused; the message says why."""
 
 
-def _entry_name(info: zipfile.ZipInfo) -> list[str]:
-    """The parts of an entry's name, or _Skip for one that may not be unpacked."""
+def _entry_name(info: zipfile.ZipInfo, folder: str) -> list[str]:
+    """The parts of an entry's name, or _Skip for one that may not be unpacked (as its
+    path in the project, under `folder`, would be over the gate's length or depth)."""
     name = info.filename
     if "\0" in name or "\\" in name:
         raise _Skip("its name has a backslash or NUL character")
@@ -70,6 +72,10 @@ def _entry_name(info: zipfile.ZipInfo) -> list[str]:
         raise _Skip("it has no name")
     if any(len(p.encode("utf-8", "surrogatepass")) > _NAME_MAX for p in parts):
         raise _Skip(f"a part of its name is over {_NAME_MAX} bytes")
+    try:
+        check_form("/".join([folder, *parts]) if folder else "/".join(parts))
+    except PathError as error:
+        raise _Skip(str(error).replace("path ", "its path ", 1)) from None
     if any(is_temp_file(p) for p in parts):
         raise _Skip("its name is reserved for the server's temporary files")
     mode = info.external_attr >> 16
@@ -199,7 +205,7 @@ def _unpack_into(archive: zipfile.ZipFile, directory: Path, limits: ZipLimits) -
         infos = archive.infolist()
         for info in infos[: limits.max_entries]:
             try:
-                parts = _entry_name(info)
+                parts = _entry_name(info, limits.folder)
                 if info.is_dir():
                     os.close(_directory(top, parts))
                     continue
