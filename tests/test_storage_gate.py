@@ -295,8 +295,11 @@ def test_paths_over_the_length_or_depth_limit_are_refused_with_a_clear_error(tre
     """A path of more than 64 names or 1024 characters is a PathError saying which limit,
     for reads and writes alike; one at the limits is fine."""
     deep, long = "a/" * 65 + "f.txt", "d/" + "x" * 1030
-    for relative_path, said in ((deep, "66 names deep, over the limit of 64"),
-                                (long, "1,032 characters long, over the limit of 1,024")):  # fmt: skip
+    cases = (
+        (deep, "66 names deep, over the limit of 64"),
+        (long, "1,032 characters long, over the limit of 1,024"),
+    )
+    for relative_path, said in cases:
         for operation in (read_project_file, path_meta, list_directory):
             with pytest.raises(PathError, match=said):
                 operation(tree, relative_path)
