@@ -233,6 +233,9 @@ ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or
 ROJO_MCP_CALL_TIMEOUT = float(os.environ.get("ROJO_MCP_CALL_TIMEOUT") or 60)
 ROJO_MCP_START_TIMEOUT = float(os.environ.get("ROJO_MCP_START_TIMEOUT") or 30)
 ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
+# The largest request body the MCP endpoint reads (counted on the wire, before the SDK
+# holds it), and the largest call arguments it stores: room for a write of the largest file.
+ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_BYTES)
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
 ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)
