@@ -40,8 +40,9 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 @pytest.fixture
 def server(server_process):
-    """The app in a server process of its own, with the test app's tools registered."""
-    return server_process(ROJO_TOOL_MODULES="tests.example_tools")
+    """The app in a server process of its own, with the test app's tools registered and
+    served over MCP."""
+    return server_process(ROJO_TOOL_MODULES="tests.example_tools", ROJO_MCP_SERVE_USER_TOOLS="1")
 
 
 def secret_for(user, **options) -> str:
@@ -404,3 +405,19 @@ def test_call_arguments_are_checked_before_anything_is_stored(server, users, pro
     refused = with_mcp(mcp_url(server.base_url, project.pk), secret_for(users["viewer"]), work)
     assert refused.is_error and "unexpected argument 'pad'" in text_of(refused)
     assert Message.objects.count() == 0 and TurnRecord.objects.count() == 0
+
+
+def test_tools_of_your_own_are_not_served_unless_the_setting_allows(server_process, users, project):
+    """Without ROJO_MCP_SERVE_USER_TOOLS, the registered `@rojo_tool` tools are neither
+    listed nor run (an unknown tool, naming only what is served); the built-ins are."""
+    plain = server_process(ROJO_TOOL_MODULES="tests.example_tools")
+
+    async def work(client):
+        listed = await client.list_tools()
+        return listed, await client.call_tool("shout", {"text": "quiet"})
+
+    listed, shout = with_mcp(mcp_url(plain.base_url, project.pk), secret_for(users["editor"]), work)
+    assert [tool.name for tool in listed.tools] == BUILTIN_NAMES
+    assert shout.is_error and text_of(shout).startswith("unknown tool 'shout'")
+    assert "stamp_file" not in text_of(shout)
+    assert Message.objects.count() == 0

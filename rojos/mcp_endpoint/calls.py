@@ -42,6 +42,7 @@ from ..turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_bloc
 from ..turn_limits import turn_limits_check
 from ..turn_repair import Repair, conversation_repair
 from .caller import McpCaller
+from .listing import served, served_names
 
 # How long a call waits for the call before it in the same conversation to finish.
 CALL_WAIT_SECONDS = 30
@@ -89,8 +90,10 @@ def _refusal(token: ApiToken | None, role: Role | None, name: str) -> str | None
     if role is None:
         return "You are not a member of this project."
     tool = registry.get(name)
-    if tool is None:
-        return f"unknown tool {name!r}; available tools: {', '.join(registry.names())}"
+    if tool is None or not served(tool):
+        return (
+            f"unknown tool {name!r}; available tools: {', '.join(sorted(served_names(registry)))}"
+        )
     if tool.writes and token.read_only:
         return f"tool {name!r} changes files, and this API token is read-only"
     if tool.writes and not role.can_write:
@@ -175,7 +178,11 @@ def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
             conversation=conversation, user_message=asked, user=token.user
         )
     ctx = RojoToolContext(
-        project_id=caller.project_id, project_root=root, user=token.user, role=role
+        project_id=caller.project_id,
+        project_root=root,
+        user=token.user,
+        role=role,
+        enabled=served_names(registry),
     )
     return _Begun(conversation, history, call, assistant, record, turn_id, ctx, repair)
 
