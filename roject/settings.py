@@ -230,6 +230,9 @@ ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or
 # The longest one turn may run, approvals included: a provider that streams (or keeps the
 # connection alive) for ever must not hold a conversation and its cost without end.
 # MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
+# A live stream checks this often, whatever its traffic, that its user is still an active
+# member and its API token still live; it ends when not.
+ROJO_LIVE_CHECK_SECONDS = float(os.environ.get("ROJO_LIVE_CHECK_SECONDS") or 5)
 ROJO_MCP_CALL_TIMEOUT = float(os.environ.get("ROJO_MCP_CALL_TIMEOUT") or 60)
 ROJO_MCP_START_TIMEOUT = float(os.environ.get("ROJO_MCP_START_TIMEOUT") or 30)
 ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
