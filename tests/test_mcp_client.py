@@ -122,8 +122,46 @@ async def test_results_convert_faithfully(pool, root):
     assert picture.value == "a picture\n[image image/png, 100 bytes]"
     failed = await call(tools, ctx, "edge__fail")
     assert not failed.ok and "the disk is on fire" in failed.error
-    huge = await call(tools, ctx, "edge__huge", {"size": 3_000_000})
-    assert huge.ok and len(huge.value) == 3_000_000
+    huge = await call(tools, ctx, "edge__huge", {"size": 900_000})
+    assert huge.ok and huge.value == "x" * 900_000
+
+
+async def test_a_result_over_the_read_limit_is_cut_with_a_note(pool, root, settings):
+    """What the model gets of one result is at most ROJO_MAX_READ_BYTES, then a note
+    saying how much was left out."""
+    settings.ROJO_MAX_READ_BYTES = 1000
+    server = await sync_to_async(edge_server)()
+    tools, ctx = await turn_tools(root, link(server))
+
+    huge = await call(tools, ctx, "edge__huge", {"size": 50_000})
+    assert huge.ok and huge.value.startswith("x" * 1000 + "\n[… 49,000 more bytes")
+    assert "over ROJO_MAX_READ_BYTES (1,000 bytes)" in huge.value and len(huge.value) < 1200
+
+
+async def test_a_servers_tool_list_is_bounded_in_count_and_description(pool, root):
+    """A server listing 150 more tools with 5,000-character descriptions: the turn gets
+    the first 128 of its tools, each description cut to 2,048 characters with a note."""
+    server = await sync_to_async(edge_server)(env={"EDGE_EXTRA_TOOLS": "150"})
+    tools, ctx = await turn_tools(root, link(server))
+
+    offered = [tool for tool in tools.available(ctx) if tool.name.startswith("edge__")]
+    assert len(offered) == 128
+    extra = tools.get("edge__extra_0")
+    assert "description cut" in extra.description and len(extra.description) < 2300
+
+
+def test_a_tool_with_a_huge_schema_is_left_out():
+    """A schema over 16 KiB leaves its tool out of the session's list; the others stay."""
+    import mcp_types as types
+
+    from rojos.mcp.bounds import tools_bounded
+
+    big = {"type": "object", "properties": {f"p{n}": {"type": "string"} for n in range(2000)}}
+    listed = [
+        types.Tool(name="big", input_schema=big),
+        types.Tool(name="small", input_schema={"type": "object"}),
+    ]
+    assert [tool.name for tool in tools_bounded(listed, "edge")] == ["small"]
 
 
 async def test_a_crash_mid_call_is_a_tool_error_and_the_server_starts_again(pool, root):
@@ -144,9 +182,12 @@ async def test_a_hanging_call_times_out_as_a_tool_error(pool, root, settings):
     server = await sync_to_async(edge_server)()
     tools, ctx = await turn_tools(root, link(server))
 
+    first = int((root / "edge.pid").read_text())
     hung = await call(tools, ctx, "edge__hang")
     assert not hung.ok and "did not answer within 1 s" in hung.error
+    assert await asyncio.to_thread(wait_gone, first)  # not left wedged: started again
     assert (await call(tools, ctx, "edge__echo", {"text": "still here"})).ok
+    assert int((root / "edge.pid").read_text()) != first
 
 
 async def test_an_answer_that_is_not_mcp_is_a_tool_error(pool, root, caplog):

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import exit_hook
+from .bounds import MAX_TOOLS, tools_bounded
 from .process_log import StderrPipe
 from .spec import ServerSpec
 
@@ -94,26 +95,28 @@ class McpConnection:
             result = await client.list_tools(cursor=cursor)
             tools.extend(result.tools)
             cursor = result.next_cursor
-            if not cursor:
+            if not cursor or len(tools) > MAX_TOOLS:  # no use asking for more
                 break
-        return tools
+        return tools_bounded(tools, self.spec.slug)
 
     def mark_stale(self) -> None:
         self._stale = True
 
     async def call(self, name: str, arguments: dict) -> types.CallToolResult:
         """One tools/call within ROJO_MCP_CALL_TIMEOUT; MCPError, TimeoutError or a
-        transport error when it fails."""
+        transport error when it fails. A call that timed out stops the session (the next
+        use starts the server again): a server that hangs, or keeps sending what is not
+        its answer, is not left running with the session wedged on it."""
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
         client = await self._client()
         try:
             with self._using():
                 return await self._call(client, name, arguments, seconds=timeout)
         except MCPError as exc:
-            if exc.error.code == types.CONNECTION_CLOSED:
+            if exc.error.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
                 self.stop()  # the next use starts the server again
             raise
-        except (httpx2.TransportError, OSError):
+        except (TimeoutError, httpx2.TransportError, OSError):
             self.stop()
             raise
 
