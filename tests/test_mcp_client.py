@@ -15,6 +15,7 @@ from rojos.mcp.pool import mcp_pool, mcp_pool_close
 from rojos.mcp.schemas import clean_schema
 from rojos.mcp.spec import McpLink, ServerSpec
 from rojos.mcp.tools import TurnTools
+from rojos.models import McpServer
 from rojos.tools import RojoToolContext, ToolCall, registry
 from tests.mcp_helpers import HttpEdge, edge_server, time_server, wait_gone
 
@@ -360,3 +361,49 @@ def test_the_exit_hook_stops_servers_a_process_left_running(root):
     )
     pid = int(done.stdout.strip())
     assert wait_gone(pid, 10)
+
+
+async def test_a_failing_servers_error_names_it_but_not_its_url(pool, root, tmp_path):
+    """The URL of a streamable HTTP server may hold a key: the tool error of a server that
+    cannot be reached, or answers the wrong path, names the server, never the URL."""
+    http = await asyncio.to_thread(HttpEdge, tmp_path / "http-edge.log")
+    try:
+        errors = []
+        for slug, url in (
+            ("down", "http://127.0.0.1:9/mcp?api_key=SECRET-KEY-123"),
+            ("wrong", http.url.replace("/mcp", "/nope") + "?api_key=SECRET-KEY-123"),
+        ):
+            server = await sync_to_async(McpServer.objects.create)(
+                name=slug.title(), slug=slug, transport="http", url=url,
+                listed_tools=[{"name": "echo", "inputSchema": {}}],
+            )  # fmt: skip
+            listed = tuple(server.listed_tools)
+            down = McpLink(spec=ServerSpec.of(server), tools=None, ask_before=False, listed=listed)
+            tools, ctx = await turn_tools(root, down)
+            outcome = await call(tools, ctx, f"{slug}__echo", {})
+            assert not outcome.ok and f"{slug.title()!r}" in outcome.error
+            errors.append(outcome.error)
+    finally:
+        await asyncio.to_thread(http.stop)
+    for error in errors:
+        assert "SECRET-KEY-123" not in error and "127.0.0.1" not in error, error
+
+
+def test_a_start_failure_message_never_holds_the_url():
+    """Whatever the error (a transport error, a refusal quoting the URL, any other), the
+    message of a failed start names the server and leaves its URL out."""
+    import httpx2
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
+    from rojos.mcp.connection import _start_failure
+
+    url = "https://mcp.example.com/mcp?api_key=SECRET-KEY-123"
+    spec = ServerSpec(slug="t", name="Tracker", transport="http", url=url)
+    for exc in (
+        httpx2.ConnectError(f"cannot connect to {url}"),
+        MCPError(code=types.INTERNAL_ERROR, message=f"refused at {url.split('?')[0]}"),
+        RuntimeError(f"bad answer from {url}"),
+    ):
+        message = _start_failure(spec, exc)
+        assert "'Tracker'" in message and "mcp.example.com" not in message, message

@@ -13,6 +13,7 @@ import contextvars
 import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types as types
@@ -277,13 +278,26 @@ class McpConnection:
 
 
 def _start_failure(spec: ServerSpec, exc: BaseException) -> str:
-    where = spec.command if spec.stdio else spec.url
+    """Why the server did not start, for the model and the project's members: it names the
+    server, never its URL (which may hold a key); the log has the whole error."""
     if isinstance(exc, FileNotFoundError):
         why = f"the command {spec.command!r} was not found"
     elif isinstance(exc, httpx2.TransportError):
-        why = f"{where} cannot be reached ({exc.__class__.__name__})"
+        why = f"it cannot be reached ({exc.__class__.__name__})"
     elif isinstance(exc, MCPError):
         why = f"it refused the connection: {exc.error.message}"
-    else:
+    elif spec.stdio:
         why = f"{exc.__class__.__name__}: {exc}"[:300]
-    return f"the MCP server {spec.name!r} could not be started: {why}"
+    else:
+        why = exc.__class__.__name__
+    return url_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
+
+
+def url_scrubbed(spec: ServerSpec, text: str) -> str:
+    """`text` with the server's URL (with or without its query) left out."""
+    if not spec.url:
+        return text
+    bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
+    for url in sorted({spec.url, bare}, key=len, reverse=True):
+        text = text.replace(url, "(its URL)")
+    return text
