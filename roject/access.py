@@ -53,6 +53,12 @@ def project_role(*, user, project_id) -> Role | None:
     return None if role is None else Role(role)
 
 
+async def astill_member(*, user, project_id) -> bool:
+    """Whether the user is active and still a member of the project: one query, for a
+    stream checking again, now and then, that whoever opened it may still follow it."""
+    return await _memberships(user, project_id).filter(user__is_active=True).aexists()
+
+
 async def aproject_role(*, user, project_id) -> Role | None:
     """Async twin of project_role."""
     role = await _memberships(user, project_id).values_list("role", flat=True).afirst()

@@ -2,16 +2,19 @@
 goes through the storage gate."""
 
 import asyncio
+import time
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import connections
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 
 from . import storage
-from .access import aproject_access, aproject_role
+from .access import aproject_access, astill_member
 from .api_answers import answers
-from .project_live import project_subscribed, sse_event
+from .project_live import KEEPALIVE_SECONDS, project_subscribed, sse_event
+from .tokens import aapi_token_alive
 
 router = Router(tags=["files"])
 
@@ -60,17 +63,32 @@ async def project_live(request: HttpRequest, project_id: int):
     """Server-sent events of what changes in the project, for every member's open page:
     `ready {}` once subscribed, then `files {change, paths, origin, tool, author}` after
     each recorded change to its files (by anyone: a person, a rojo, an upload, a restore).
-    Comment lines keep it alive; it ends when the user is no longer a member."""
+    Comment lines keep it alive. It ends, within ROJO_LIVE_CHECK_SECONDS, once the user
+    is no longer a member or active, or the API token it was opened with is revoked or
+    expired: checked again that often whatever the traffic (one query, two with a token)."""
     access = await aproject_access(user=request.auth, project_id=project_id)
     user, pk = request.auth, access.project.pk
+    token = getattr(request, "api_token", None)
+    token_id = token.pk if token is not None else None
+
+    async def allowed() -> bool:
+        if token_id is not None and not await aapi_token_alive(token_id=token_id):
+            return False
+        return await astill_member(user=user, project_id=pk)
 
     async def body():
         await sync_to_async(connections.close_all)()  # the stream holds no connection
-        async with project_subscribed(project_id=pk) as events:
+        every = settings.ROJO_LIVE_CHECK_SECONDS
+        async with project_subscribed(
+            project_id=pk, keepalive=min(every, KEEPALIVE_SECONDS)
+        ) as events:
             yield sse_event({"kind": "ready", "data": {}})  # what happens from now on is sent
+            checked = time.monotonic()
             async for event in events:
-                if event is None and await aproject_role(user=user, project_id=pk) is None:
-                    return
+                if time.monotonic() - checked >= every:
+                    if not await allowed():
+                        return
+                    checked = time.monotonic()
                 yield sse_event(event)
 
     response = StreamingHttpResponse(body(), content_type="text/event-stream")

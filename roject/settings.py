@@ -230,9 +230,18 @@ ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or
 # The longest one turn may run, approvals included: a provider that streams (or keeps the
 # connection alive) for ever must not hold a conversation and its cost without end.
 # MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
+# A live stream checks this often, whatever its traffic, that its user is still an active
+# member and its API token still live; it ends when not.
+ROJO_LIVE_CHECK_SECONDS = float(os.environ.get("ROJO_LIVE_CHECK_SECONDS") or 5)
 ROJO_MCP_CALL_TIMEOUT = float(os.environ.get("ROJO_MCP_CALL_TIMEOUT") or 60)
 ROJO_MCP_START_TIMEOUT = float(os.environ.get("ROJO_MCP_START_TIMEOUT") or 30)
 ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
+# The MCP endpoint serves the built-in tools; tools of your own (ROJO_TOOL_MODULES) too
+# only when this is on, as they are off until enabled per rojo and no rojo is behind a call.
+ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)
+# The largest request body the MCP endpoint reads (counted on the wire, before the SDK
+# holds it), and the largest call arguments it stores: room for a write of the largest file.
+ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_BYTES)
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
 ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)

@@ -106,6 +106,13 @@ def api_token_revoke(*, user, token_id: int) -> bool:
     )
 
 
+async def aapi_token_alive(*, token_id: int) -> bool:
+    """Whether the token is still usable (not revoked or expired, its user active)."""
+    return await ApiToken.objects.filter(
+        _usable(timezone.now()), pk=token_id, user__is_active=True
+    ).aexists()
+
+
 def api_token_live(*, token_id: int) -> ApiToken | None:
     """(Blocking) The token with its user if it is still usable, else None: the check made
     again right before each MCP call runs."""

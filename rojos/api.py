@@ -103,7 +103,7 @@ def conversation_status(request: HttpRequest, project_id: int, ids: str = ""):
     """The badges of the conversations `ids` (comma-separated) and of every running one:
     light enough to poll every few seconds."""
     access = project_access(user=request.auth, project_id=project_id)
-    wanted = [int(i) for i in ids.split(",") if i.isdigit() and len(i) <= 18]
+    wanted = [int(i) for i in ids.split(",") if i.isascii() and i.isdigit() and len(i) <= 18]
     statuses = listing.conversation_statuses(project=access.project, ids=wanted)
     return {"statuses": {str(k): v for k, v in statuses.items()}}
 
@@ -324,7 +324,7 @@ async def conversation_stream(request: HttpRequest, conversation_id: int, after:
         user=request.auth, conversation_id=conversation_id
     )
     last_id = request.headers.get("Last-Event-ID", "")
-    after = int(last_id) if last_id.isdigit() else after
+    after = int(last_id) if last_id.isascii() and last_id.isdigit() else after
     turn = turns.turn_get(conversation.pk)
     if turn is not None:
         return _stream(request, turn.follow(after))

@@ -6,6 +6,8 @@ The text is read through the storage gate when the message is sent and kept with
 model first saw it, whatever the file became since.
 """
 
+from html import escape
+
 from django.conf import settings
 
 from roject import storage
@@ -30,10 +32,10 @@ def attachments_read(*, project_id: int, paths: list[str]) -> list[dict]:
 
 
 def attachments_wire(content: str, attachments: list[dict]) -> str:
-    """A user message's text as the model reads it: the message, then each attached file."""
+    """A user message's text as the model reads it: the message, then each attached file.
+    The path is escaped (`"`, `<`, `>`, `&`): a file's name cannot fake where one ends."""
     parts = [content]
     for attached in attachments:
-        parts.append(
-            f'<attached-file path="{attached["path"]}">\n{attached["text"]}\n</attached-file>'
-        )
+        path = escape(attached["path"], quote=True)
+        parts.append(f'<attached-file path="{path}">\n{attached["text"]}\n</attached-file>')
     return "\n\n".join(parts)

@@ -169,6 +169,7 @@ async def zip_upload(
         max_total_bytes=limit,
         max_ratio=settings.ROJO_UPLOAD_ZIP_MAX_RATIO,
         max_entries=settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES,
+        folder=folder.strip("/"),
     )
     try:
         unpacked = await asyncio.to_thread(

@@ -148,7 +148,7 @@ class UploadOut(ChangeOut):
 
 def _length(request: HttpRequest) -> int | None:
     value = request.headers.get("Content-Length", "")
-    return int(value) if value.isdigit() else None
+    return int(value) if value.isascii() and value.isdigit() else None
 
 
 @router.post("/{project_id}/files/upload", response=answers(UploadOut, 400, 403, 404, 409, 413))

@@ -91,6 +91,18 @@ class McpServerAdmin(admin.ModelAdmin):
     readonly_fields = ["stored_secrets", "offered_tools", "listed_at"]
     actions = ["refresh_tools"]
 
+    # A server's command runs as the app, and its headers and environment may name any of
+    # the app's secrets: only superusers may add, change or remove one, whatever the
+    # permissions a staff user was given.
+    def has_add_permission(self, request) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
     @admin.display(description="command or URL")
     def where(self, server: McpServer) -> str:
         return server.url or " ".join([server.command, *server.args])

@@ -218,3 +218,21 @@ def test_pinned_conversations_head_every_members_list_across_pages(client_for, u
     assert first[0]["id"] == oldest.pk and first[0]["pinned"] is True
     assert len(first) == 50 and len(rest) == 20
     assert len({item["id"] for item in first + rest}) == 70
+
+
+def test_non_ascii_digits_in_ids_and_last_event_id_are_ignored_not_a_500(
+    client_for, users, project
+):
+    """`²` passes str.isdigit but is no number: in `?ids=` it is left out, and as a
+    `Last-Event-ID` it is ignored (the stream starts from the beginning); never a 500."""
+    conversation = Conversation.objects.create(project=project, user=users["editor"], title="T")
+    client = client_for(users["editor"])
+    status = client.get(
+        f"/api/projects/{project.pk}/conversations/status", params={"ids": f"²,{conversation.pk}"}
+    )
+    assert status.status_code == 200, status.text
+    stream_ = client.get(
+        f"/api/conversations/{conversation.pk}/stream",
+        headers={"Last-Event-ID": "²".encode("latin-1")},  # as the server decodes it
+    )
+    assert stream_.status_code < 500, stream_.text

@@ -175,6 +175,102 @@ def test_zip_attacks_are_skipped_and_listed(editor, project, root, tmp_path, set
     assert not (root.parent / "escape.txt").exists() and not (root / "escape.txt").exists()
 
 
+def _with_method(body: bytes, name: str, method: int) -> bytes:
+    """The archive with entry `name`'s compression method changed (in both its headers)."""
+    data, encoded = bytearray(body), name.encode()
+    for signature, offset, name_at in ((b"PK\x03\x04", 8, 30), (b"PK\x01\x02", 10, 46)):
+        at = data.find(signature)
+        while data[at + name_at : at + name_at + len(encoded)] != encoded:
+            at = data.find(signature, at + 1)
+        data[at + offset : at + offset + 2] = method.to_bytes(2, "little")
+    return bytes(data)
+
+
+def _with_bad_crc(body: bytes, name: str) -> bytes:
+    """The archive (whose first entry is `name`, stored) with that entry's first byte
+    changed, so its CRC no longer matches."""
+    start = 30 + len(name.encode())
+    return body[:start] + bytes([body[start] ^ 0xFF]) + body[start + 1 :]
+
+
+def test_bad_entries_are_skipped_with_a_reason_and_leave_nothing_behind(editor, project, root):
+    """An over-long name part, an unsupported compression method and a CRC error are each
+    a skipped entry with its reason (never a 500); the good entries are unpacked and
+    nothing is left in incoming/."""
+    stored = io.BytesIO()
+    with zipfile.ZipFile(stored, "w", zipfile.ZIP_STORED) as archive:
+        archive.writestr("crc.txt", "checked")
+        archive.writestr("ok.txt", "fine")
+        archive.writestr("x" * 300, "long")
+        archive.writestr("deflate64.txt", "odd method")
+        archive.writestr("after.txt", "still")
+    body = _with_bad_crc(_with_method(stored.getvalue(), "deflate64.txt", 9), "crc.txt")
+    response = upload(editor, project, "in", body, unpack="true")
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["extracted"] == ["ok.txt", "after.txt"]
+    reasons = {entry["name"]: entry["reason"] for entry in answer["skipped"]}
+    assert set(reasons) == {"crc.txt", "x" * 300, "deflate64.txt"}
+    assert "damaged" in reasons["crc.txt"] and "255 bytes" in reasons["x" * 300]
+    assert "compression method" in reasons["deflate64.txt"]
+    assert files_in(root) == {"in/ok.txt": "fine", "in/after.txt": "still"}
+    assert list((root.parent / "incoming").iterdir()) == []
+
+
+def test_a_failed_unpack_removes_what_it_unpacked(project, root, monkeypatch):
+    """An error escaping the unpack part way (here the disk failing on the second entry)
+    goes on to the caller, and the half-unpacked directory is gone."""
+    from roject.storage import archives, uploads
+
+    incoming = root.parent / "incoming"
+    incoming.mkdir(exist_ok=True)
+    (incoming / "upload.zip").write_bytes(zip_of(("a.txt", "a"), ("b.txt", "b")))
+    extract = archives._extract
+
+    def failing(archive, info, top, parts):
+        if parts == ["b.txt"]:
+            raise MemoryError("out of memory")
+        return extract(archive, info, top, parts)
+
+    monkeypatch.setattr(archives, "_extract", failing)
+    limits = archives.ZipLimits(
+        max_file_bytes=1000, max_total_bytes=1000, max_ratio=100, max_entries=10
+    )
+    archive = uploads.Incoming(path=incoming / "upload.zip", size=0)
+    with pytest.raises(MemoryError):
+        archives.zip_unpack(project_id=project.pk, archive_file=archive, limits=limits)
+    assert [p.name for p in incoming.iterdir()] == ["upload.zip"]
+
+
+def test_a_zip_of_too_many_entries_is_refused_from_its_end_record(editor, project, root, settings):
+    """Over ROJO_UPLOAD_ZIP_MAX_ENTRIES by its end record: 400 naming the count and the
+    limit, before any entry is read; nothing is unpacked or left in incoming/."""
+    settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES = 3
+    body = zip_of(*[(f"f{n}.txt", "x") for n in range(5)])
+    response = upload(editor, project, "in", body, unpack="true")
+    assert response.status_code == 400, response.text
+    assert "5 entries, over the limit of 3" in response.json()["detail"]
+    assert files_in(root) == {} and list((root.parent / "incoming").iterdir()) == []
+
+
+def test_a_zip_whose_end_record_understates_its_entries_gets_one_summary_line(
+    editor, project, root, settings
+):
+    """An end record that claims fewer entries than the directory holds: the first
+    ROJO_UPLOAD_ZIP_MAX_ENTRIES are unpacked and the rest are one skipped line, not one each."""
+    settings.ROJO_UPLOAD_ZIP_MAX_ENTRIES = 3
+    body = bytearray(zip_of(*[(f"f{n}.txt", "x") for n in range(6)]))
+    end = body.rindex(b"PK\x05\x06")
+    body[end + 8 : end + 12] = (3).to_bytes(2, "little") * 2  # entries on disk, in total
+    response = upload(editor, project, "in", bytes(body), unpack="true")
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["extracted"] == ["f0.txt", "f1.txt", "f2.txt"]
+    assert answer["skipped"] == [
+        {"name": "f3.txt", "reason": "3 more entries not unpacked (the limit is 3 entries)"}
+    ]
+
+
 def test_zip_total_size_limit_skips_what_goes_over(editor, project, root, settings):
     settings.ROJO_UPLOAD_MAX_BYTES = 10_000
     # Text of few letters: compresses about 2.5 times, so the archive is under the limit.
@@ -236,3 +332,20 @@ def test_download_of_another_project_or_a_missing_path_is_404(client_for, users,
     missing = client_for(users["editor"]).get(url, params={"path": "nope.txt"})
     assert missing.status_code in (400, 404)
     assert client_for(users["editor"]).get(url, params={"path": "../x"}).status_code == 400
+
+
+def test_paths_over_the_depth_limit_are_refused_for_uploads_folders_and_zip_entries(
+    editor, project, root
+):
+    """An upload path, a new folder and a zip entry (counted from the folder it goes
+    into) over 64 names deep are each refused with the limit named, and nothing is made."""
+    deep = "a/" * 65 + "f.txt"
+    response = upload(editor, project, deep, b"x")
+    assert response.status_code == 400 and "over the limit of 64" in response.json()["detail"]
+    response = editor.post(f"/api/projects/{project.pk}/files/folder", json={"path": "a/" * 70})
+    assert response.status_code == 400 and "over the limit of 64" in response.json()["detail"]
+    body = zip_of(("ok.txt", "ok"), ("b/" * 63 + "f.txt", "deep"))
+    answer = upload(editor, project, "in/side", body, unpack="true").json()
+    assert answer["extracted"] == ["ok.txt"]
+    assert "over the limit of 64" in answer["skipped"][0]["reason"]
+    assert files_in(root) == {"in/side/ok.txt": "ok"}

@@ -15,6 +15,7 @@ from rojos.mcp.pool import mcp_pool, mcp_pool_close
 from rojos.mcp.schemas import clean_schema
 from rojos.mcp.spec import McpLink, ServerSpec
 from rojos.mcp.tools import TurnTools
+from rojos.models import McpServer
 from rojos.tools import RojoToolContext, ToolCall, registry
 from tests.mcp_helpers import HttpEdge, edge_server, time_server, wait_gone
 
@@ -122,8 +123,46 @@ async def test_results_convert_faithfully(pool, root):
     assert picture.value == "a picture\n[image image/png, 100 bytes]"
     failed = await call(tools, ctx, "edge__fail")
     assert not failed.ok and "the disk is on fire" in failed.error
-    huge = await call(tools, ctx, "edge__huge", {"size": 3_000_000})
-    assert huge.ok and len(huge.value) == 3_000_000
+    huge = await call(tools, ctx, "edge__huge", {"size": 900_000})
+    assert huge.ok and huge.value == "x" * 900_000
+
+
+async def test_a_result_over_the_read_limit_is_cut_with_a_note(pool, root, settings):
+    """What the model gets of one result is at most ROJO_MAX_READ_BYTES, then a note
+    saying how much was left out."""
+    settings.ROJO_MAX_READ_BYTES = 1000
+    server = await sync_to_async(edge_server)()
+    tools, ctx = await turn_tools(root, link(server))
+
+    huge = await call(tools, ctx, "edge__huge", {"size": 50_000})
+    assert huge.ok and huge.value.startswith("x" * 1000 + "\n[… 49,000 more bytes")
+    assert "over ROJO_MAX_READ_BYTES (1,000 bytes)" in huge.value and len(huge.value) < 1200
+
+
+async def test_a_servers_tool_list_is_bounded_in_count_and_description(pool, root):
+    """A server listing 150 more tools with 5,000-character descriptions: the turn gets
+    the first 128 of its tools, each description cut to 2,048 characters with a note."""
+    server = await sync_to_async(edge_server)(env={"EDGE_EXTRA_TOOLS": "150"})
+    tools, ctx = await turn_tools(root, link(server))
+
+    offered = [tool for tool in tools.available(ctx) if tool.name.startswith("edge__")]
+    assert len(offered) == 128
+    extra = tools.get("edge__extra_0")
+    assert "description cut" in extra.description and len(extra.description) < 2300
+
+
+def test_a_tool_with_a_huge_schema_is_left_out():
+    """A schema over 16 KiB leaves its tool out of the session's list; the others stay."""
+    import mcp_types as types
+
+    from rojos.mcp.bounds import tools_bounded
+
+    big = {"type": "object", "properties": {f"p{n}": {"type": "string"} for n in range(2000)}}
+    listed = [
+        types.Tool(name="big", input_schema=big),
+        types.Tool(name="small", input_schema={"type": "object"}),
+    ]
+    assert [tool.name for tool in tools_bounded(listed, "edge")] == ["small"]
 
 
 async def test_a_crash_mid_call_is_a_tool_error_and_the_server_starts_again(pool, root):
@@ -144,9 +183,12 @@ async def test_a_hanging_call_times_out_as_a_tool_error(pool, root, settings):
     server = await sync_to_async(edge_server)()
     tools, ctx = await turn_tools(root, link(server))
 
+    first = int((root / "edge.pid").read_text())
     hung = await call(tools, ctx, "edge__hang")
     assert not hung.ok and "did not answer within 1 s" in hung.error
+    assert await asyncio.to_thread(wait_gone, first)  # not left wedged: started again
     assert (await call(tools, ctx, "edge__echo", {"text": "still here"})).ok
+    assert int((root / "edge.pid").read_text()) != first
 
 
 async def test_an_answer_that_is_not_mcp_is_a_tool_error(pool, root, caplog):
@@ -319,3 +361,49 @@ def test_the_exit_hook_stops_servers_a_process_left_running(root):
     )
     pid = int(done.stdout.strip())
     assert wait_gone(pid, 10)
+
+
+async def test_a_failing_servers_error_names_it_but_not_its_url(pool, root, tmp_path):
+    """The URL of a streamable HTTP server may hold a key: the tool error of a server that
+    cannot be reached, or answers the wrong path, names the server, never the URL."""
+    http = await asyncio.to_thread(HttpEdge, tmp_path / "http-edge.log")
+    try:
+        errors = []
+        for slug, url in (
+            ("down", "http://127.0.0.1:9/mcp?api_key=SECRET-KEY-123"),
+            ("wrong", http.url.replace("/mcp", "/nope") + "?api_key=SECRET-KEY-123"),
+        ):
+            server = await sync_to_async(McpServer.objects.create)(
+                name=slug.title(), slug=slug, transport="http", url=url,
+                listed_tools=[{"name": "echo", "inputSchema": {}}],
+            )  # fmt: skip
+            listed = tuple(server.listed_tools)
+            down = McpLink(spec=ServerSpec.of(server), tools=None, ask_before=False, listed=listed)
+            tools, ctx = await turn_tools(root, down)
+            outcome = await call(tools, ctx, f"{slug}__echo", {})
+            assert not outcome.ok and f"{slug.title()!r}" in outcome.error
+            errors.append(outcome.error)
+    finally:
+        await asyncio.to_thread(http.stop)
+    for error in errors:
+        assert "SECRET-KEY-123" not in error and "127.0.0.1" not in error, error
+
+
+def test_a_start_failure_message_never_holds_the_url():
+    """Whatever the error (a transport error, a refusal quoting the URL, any other), the
+    message of a failed start names the server and leaves its URL out."""
+    import httpx2
+    import mcp_types as types
+    from mcp.shared.exceptions import MCPError
+
+    from rojos.mcp.connection import _start_failure
+
+    url = "https://mcp.example.com/mcp?api_key=SECRET-KEY-123"
+    spec = ServerSpec(slug="t", name="Tracker", transport="http", url=url)
+    for exc in (
+        httpx2.ConnectError(f"cannot connect to {url}"),
+        MCPError(code=types.INTERNAL_ERROR, message=f"refused at {url.split('?')[0]}"),
+        RuntimeError(f"bad answer from {url}"),
+    ):
+        message = _start_failure(spec, exc)
+        assert "'Tracker'" in message and "mcp.example.com" not in message, message

@@ -203,3 +203,26 @@ def test_a_rojo_without_mcp_servers_costs_its_turn_no_query_for_them():
         (link,) = rojo_mcp_links(mcp_loaded)
     assert len(none) == 0 and len(one) == 1
     assert link.spec.slug == "time" and link.tools is None
+
+
+def test_only_superusers_may_add_or_change_mcp_servers(client, db):
+    """A staff user holding every MCP server permission still cannot add, change or
+    delete one (its command runs as the app); a superuser can."""
+    from django.contrib.auth.models import Permission, User
+
+    staff = User.objects.create_user("staff", password="pw", is_staff=True)
+    staff.user_permissions.set(Permission.objects.filter(codename__endswith="_mcpserver"))
+    server = McpServer.objects.create(name="Edge", slug="edge", command=sys.executable)
+    client.force_login(staff)
+    assert client.post(reverse("admin:rojos_mcpserver_add"), server_form()).status_code == 403
+    change = reverse("admin:rojos_mcpserver_change", args=[server.pk])
+    client.post(change, server_form(command="/bin/sh"))
+    assert McpServer.objects.get(pk=server.pk).command == sys.executable
+    delete = reverse("admin:rojos_mcpserver_delete", args=[server.pk])
+    assert client.post(delete, {"post": "yes"}).status_code == 403
+    staff.is_superuser = True
+    staff.save()
+    assert (
+        client.post(reverse("admin:rojos_mcpserver_add"), server_form(slug="new")).status_code
+        == 302
+    )

@@ -6,6 +6,8 @@ checks, limits and undo records; viewers and read-only tokens never write; bad t
 401 and projects the user cannot see 404.
 """
 
+import json
+
 import httpx2
 import mcp_types as types
 import pytest
@@ -38,8 +40,9 @@ MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
 
 @pytest.fixture
 def server(server_process):
-    """The app in a server process of its own, with the test app's tools registered."""
-    return server_process(ROJO_TOOL_MODULES="tests.example_tools")
+    """The app in a server process of its own, with the test app's tools registered and
+    served over MCP."""
+    return server_process(ROJO_TOOL_MODULES="tests.example_tools", ROJO_MCP_SERVE_USER_TOOLS="1")
 
 
 def secret_for(user, **options) -> str:
@@ -356,3 +359,65 @@ def test_calls_sent_at_once_take_turns_in_the_one_conversation(server, users, pr
     assert FileChange.objects.filter(conversation=conversation).count() == 4
     root = project_root_create(project.pk)
     assert sorted(p.read_text() for p in root.iterdir()) == ["0\n", "1\n", "2\n", "3\n"]
+
+
+def _call_body(arguments: dict) -> dict:
+    return {
+        "jsonrpc": "2.0",
+        "id": 2,
+        "method": "tools/call",
+        "params": {"name": "list_files", "arguments": arguments},
+    }
+
+
+def test_a_body_over_the_limit_is_413_whether_declared_or_sent_in_chunks(
+    server_process, users, project
+):
+    """A request body over ROJO_MCP_MAX_BODY_BYTES is answered 413, whether its
+    Content-Length says so or it comes in chunks without one; nothing is stored, and a
+    call under the limit still runs."""
+    limited = server_process(ROJO_MCP_MAX_BODY_BYTES="20000")
+    url = mcp_url(limited.base_url, project.pk)
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {secret_for(users['editor'])}"}
+
+    big = json.dumps(_call_body({"path": "", "pad": "A" * 50_000})).encode()
+    declared = httpx2.post(url, content=big, headers=headers)
+    assert declared.status_code == 413 and "20,000 bytes" in declared.text
+
+    def chunks():
+        for start in range(0, len(big), 4096):
+            yield big[start : start + 4096]
+
+    chunked = httpx2.post(url, content=chunks(), headers=headers)
+    assert chunked.status_code == 413 and "20,000 bytes" in chunked.text
+    assert Message.objects.count() == 0
+    small = httpx2.post(url, json=_call_body({"path": ""}), headers=headers)
+    assert small.status_code == 200 and small.json()["result"]["isError"] is False
+
+
+def test_call_arguments_are_checked_before_anything_is_stored(server, users, project):
+    """Arguments that are not the tool's schema are a tool error, and no conversation,
+    message or turn record is stored for the call."""
+
+    async def work(client):
+        return await client.call_tool("list_files", {"path": "", "pad": "A" * 5000})
+
+    refused = with_mcp(mcp_url(server.base_url, project.pk), secret_for(users["viewer"]), work)
+    assert refused.is_error and "unexpected argument 'pad'" in text_of(refused)
+    assert Message.objects.count() == 0 and TurnRecord.objects.count() == 0
+
+
+def test_tools_of_your_own_are_not_served_unless_the_setting_allows(server_process, users, project):
+    """Without ROJO_MCP_SERVE_USER_TOOLS, the registered `@rojo_tool` tools are neither
+    listed nor run (an unknown tool, naming only what is served); the built-ins are."""
+    plain = server_process(ROJO_TOOL_MODULES="tests.example_tools")
+
+    async def work(client):
+        listed = await client.list_tools()
+        return listed, await client.call_tool("shout", {"text": "quiet"})
+
+    listed, shout = with_mcp(mcp_url(plain.base_url, project.pk), secret_for(users["editor"]), work)
+    assert [tool.name for tool in listed.tools] == BUILTIN_NAMES
+    assert shout.is_error and text_of(shout).startswith("unknown tool 'shout'")
+    assert "stamp_file" not in text_of(shout)
+    assert Message.objects.count() == 0

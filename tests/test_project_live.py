@@ -3,11 +3,14 @@ a restore, a rojo's call) is published to the project's group and reaches each o
 stream (`GET /api/projects/<id>/live`), across server processes with Redis."""
 
 import os
+import time
 
 import pytest
 from django.db import connection
 
+from roject.models import Membership
 from roject.storage import project_root_create
+from roject.tokens import api_token_create, api_token_revoke
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse
@@ -85,5 +88,47 @@ def test_a_change_on_one_process_reaches_a_page_served_by_another(
         )
         event = next(events)
         assert (event.data["paths"], event.data["origin"]) == (["up.bin"], "upload")
+    finally:
+        context.__exit__(None, None, None)
+
+
+@pytest.mark.parametrize("revoked", ["membership", "user deactivated", "token revoked"])
+def test_a_busy_stream_ends_soon_after_access_is_revoked(
+    client_for, users, project, settings, revoked
+):
+    """The project changes more often than the keep-alive interval, so the stream is never
+    idle: it still ends within a few ROJO_LIVE_CHECK_SECONDS of the viewer's removal, the
+    viewer's deactivation or the revocation of the token it was opened with."""
+    settings.ROJO_LIVE_CHECK_SECONDS = 0.3
+    project_root_create(project.pk)
+    viewer = users["viewer"]
+    made = api_token_create(user=viewer, name="feed")
+    reader = client_for()
+    reader.http.headers["Authorization"] = f"Bearer {made.secret}"
+    context, events = live(reader, project)
+    editor = client_for(users["editor"])
+    count = iter(range(10_000))
+
+    def change():
+        path = f"f{next(count)}.md"
+        assert editor.post(f"/api/projects/{project.pk}/files/new", json={"path": path}).is_success
+
+    try:
+        change()
+        assert next(events).type == "files"
+        if revoked == "membership":
+            Membership.objects.filter(user=viewer, project=project).delete()
+        elif revoked == "user deactivated":
+            type(viewer).objects.filter(pk=viewer.pk).update(is_active=False)
+        else:
+            api_token_revoke(user=viewer, token_id=made.token.pk)
+        deadline, ended = time.monotonic() + 6, False
+        while time.monotonic() < deadline and not ended:
+            change()
+            try:
+                next(events)
+            except StopIteration:
+                ended = True
+        assert ended, "the stream went on after access was revoked"
     finally:
         context.__exit__(None, None, None)

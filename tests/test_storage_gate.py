@@ -289,3 +289,21 @@ def test_attack_paths_neither_read_nor_write_anything(tree, relative_path):
         write_project_file(tree, relative_path, "pwned")
     assert sorted(p.name for p in tree.parent.iterdir()) == before
     assert (tree.parent / "outside" / "secret.txt").read_text() == "secret"
+
+
+def test_paths_over_the_length_or_depth_limit_are_refused_with_a_clear_error(tree):
+    """A path of more than 64 names or 1024 characters is a PathError saying which limit,
+    for reads and writes alike; one at the limits is fine."""
+    deep, long = "a/" * 65 + "f.txt", "d/" + "x" * 1030
+    cases = (
+        (deep, "66 names deep, over the limit of 64"),
+        (long, "1,032 characters long, over the limit of 1,024"),
+    )
+    for relative_path, said in cases:
+        for operation in (read_project_file, path_meta, list_directory):
+            with pytest.raises(PathError, match=said):
+                operation(tree, relative_path)
+        with pytest.raises(PathError, match=said):
+            write_project_file(tree, relative_path, "x")
+    write_project_file(tree, "n/" * 63 + "f.txt", "ok")
+    assert read_project_file(tree, "n/" * 63 + "f.txt") == "ok"

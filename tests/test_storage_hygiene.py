@@ -271,3 +271,32 @@ def test_a_write_over_the_full_disk_error_reads_like_the_snapshot_refusal(root, 
     assert str(raised.value) == (
         "No space left on device: 'a.txt' (the server's storage is full; nothing was changed)"
     )
+
+
+@pytest.mark.django_db
+def test_old_incoming_leftovers_are_removed_at_first_use_and_by_the_command(
+    storage_dir, project, monkeypatch
+):
+    """An upload or unpacked directory left in incoming/ over an hour ago is removed at
+    the project's first use in a process and by `manage.py storage_cleanup`; a young one
+    (an upload being received now) is kept."""
+    incoming = storage_dir / str(project.pk) / "incoming"
+    incoming.mkdir(parents=True)
+    hour_ago = time.time() - leftovers.INCOMING_SECONDS - 60
+    old_dir, old_file, young = (incoming / (c * 32) for c in "abc")
+    old_dir.mkdir()
+    (old_dir / "part.txt").write_text("half")
+    old_file.write_bytes(b"zip")
+    young.write_bytes(b"now")
+    for path in (old_dir, old_file):
+        os.utime(path, (hour_ago, hour_ago))
+    monkeypatch.setattr(leftovers, "_cleaned", set())
+    project_root_create(project.pk)
+    assert sorted(p.name for p in incoming.iterdir()) == [young.name]
+
+    old_file.write_bytes(b"zip")
+    os.utime(old_file, (hour_ago, hour_ago))
+    out = io.StringIO()
+    call_command("storage_cleanup", stdout=out)
+    assert f"removed {old_file.relative_to(storage_dir)}" in out.getvalue().splitlines()
+    assert sorted(p.name for p in incoming.iterdir()) == [young.name]

@@ -4,7 +4,9 @@ A process killed while it took an undo snapshot leaves its staging directory in 
 temporary name: a snapshot is renamed to its key only once complete); one killed while it
 wrote a file leaves the temporary file beside its target; one killed during a re-run leaves
 its scratch copy in the system's temporary directory. None of them is ever read as data,
-but they hold space a full disk needs.
+but they hold space a full disk needs. An upload or unpack cut off (a killed process, a
+bug) leaves its file or directory in incoming/; those older than INCOMING_SECONDS are
+removed too (a live one is written to, or moved in, well within that).
 
 Each process cleans a project's undo/ the first time it uses the project (a listing of one
 directory; the root is not walked then); `manage.py storage_cleanup` also walks each root
@@ -29,6 +31,8 @@ from .locks import change_lock_open
 from .paths import is_temp_file
 
 SCRATCH_PREFIX = "rojo-rerun-"
+# An upload or unpacked archive under incoming/ untouched this long is a leftover.
+INCOMING_SECONDS = 3600
 # A snapshot no record names is left alone this long: its record may be being stored now.
 UNRECORDED_SECONDS = 3600
 
@@ -39,6 +43,7 @@ def project_first_use(project_id: int) -> None:
     """Clean the project's undo/ of partial snapshots, once per process (cheap after)."""
     if project_id in _cleaned:
         return
+    incoming_leftovers_remove(project_id)
     if not (project_dir(project_id) / "undo").is_dir():
         _cleaned.add(project_id)
         return
@@ -68,7 +73,7 @@ def project_leftovers_remove(
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return None
-        found = _undo_partials(project_id)
+        found = _undo_partials(project_id) + _incoming_old(project_id)
         if recorded is not None:
             found += _unrecorded(project_id, recorded)
         if whole_root:
@@ -87,6 +92,28 @@ def _undo_partials(project_id: int) -> list[Path]:
     try:
         with os.scandir(undo) as scan:
             return sorted(Path(entry.path) for entry in scan if is_temp_file(entry.name))
+    except FileNotFoundError:
+        return []
+
+
+def incoming_leftovers_remove(project_id: int) -> list[Path]:
+    """Remove what cut-off uploads and unpacks left in incoming/ over INCOMING_SECONDS ago."""
+    found = _incoming_old(project_id)
+    for path in found:
+        _remove(path)
+    return found
+
+
+def _incoming_old(project_id: int) -> list[Path]:
+    incoming = project_dir(project_id) / "incoming"
+    old = time.time() - INCOMING_SECONDS
+    try:
+        with os.scandir(incoming) as scan:
+            return sorted(
+                Path(entry.path)
+                for entry in scan
+                if entry.stat(follow_symlinks=False).st_mtime < old
+            )
     except FileNotFoundError:
         return []
 

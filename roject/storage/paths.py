@@ -56,10 +56,29 @@ def disk_full(label: str) -> DiskFull:
     )
 
 
+# The longest path and the deepest one the gate accepts: deep enough for any real project,
+# shallow enough that the recursive walks (os.fwalk, shutil.rmtree, snapshot copies) of
+# what it made never hit Python's recursion limit.
+MAX_PATH_CHARS = 1024
+MAX_PATH_PARTS = 64
+
+
 def check_form(relative_path: str) -> None:
-    """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes."""
+    """Refuse what is never a relative path: non-strings, NUL bytes, backslashes, absolutes,
+    and paths over MAX_PATH_CHARS characters or MAX_PATH_PARTS names deep."""
     if not isinstance(relative_path, str):
         raise PathError("path must be a string")
+    if len(relative_path) > MAX_PATH_CHARS:
+        raise PathError(
+            f"path {relative_path[:60]!r}… is {len(relative_path):,} characters long, "
+            f"over the limit of {MAX_PATH_CHARS:,}"
+        )
+    depth = sum(1 for part in relative_path.split("/") if part not in ("", "."))
+    if depth > MAX_PATH_PARTS:
+        raise PathError(
+            f"path {relative_path[:60]!r}… is {depth} names deep, over the limit of "
+            f"{MAX_PATH_PARTS}"
+        )
     if "\x00" in relative_path:
         raise PathError("path must not contain NUL bytes")
     if "\\" in relative_path:

@@ -13,6 +13,7 @@ import contextvars
 import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types as types
@@ -25,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import exit_hook
+from .bounds import MAX_TOOLS, tools_bounded
 from .process_log import StderrPipe
 from .spec import ServerSpec
 
@@ -94,26 +96,28 @@ class McpConnection:
             result = await client.list_tools(cursor=cursor)
             tools.extend(result.tools)
             cursor = result.next_cursor
-            if not cursor:
+            if not cursor or len(tools) > MAX_TOOLS:  # no use asking for more
                 break
-        return tools
+        return tools_bounded(tools, self.spec.slug)
 
     def mark_stale(self) -> None:
         self._stale = True
 
     async def call(self, name: str, arguments: dict) -> types.CallToolResult:
         """One tools/call within ROJO_MCP_CALL_TIMEOUT; MCPError, TimeoutError or a
-        transport error when it fails."""
+        transport error when it fails. A call that timed out stops the session (the next
+        use starts the server again): a server that hangs, or keeps sending what is not
+        its answer, is not left running with the session wedged on it."""
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
         client = await self._client()
         try:
             with self._using():
                 return await self._call(client, name, arguments, seconds=timeout)
         except MCPError as exc:
-            if exc.error.code == types.CONNECTION_CLOSED:
+            if exc.error.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
                 self.stop()  # the next use starts the server again
             raise
-        except (httpx2.TransportError, OSError):
+        except (TimeoutError, httpx2.TransportError, OSError):
             self.stop()
             raise
 
@@ -274,13 +278,26 @@ class McpConnection:
 
 
 def _start_failure(spec: ServerSpec, exc: BaseException) -> str:
-    where = spec.command if spec.stdio else spec.url
+    """Why the server did not start, for the model and the project's members: it names the
+    server, never its URL (which may hold a key); the log has the whole error."""
     if isinstance(exc, FileNotFoundError):
         why = f"the command {spec.command!r} was not found"
     elif isinstance(exc, httpx2.TransportError):
-        why = f"{where} cannot be reached ({exc.__class__.__name__})"
+        why = f"it cannot be reached ({exc.__class__.__name__})"
     elif isinstance(exc, MCPError):
         why = f"it refused the connection: {exc.error.message}"
-    else:
+    elif spec.stdio:
         why = f"{exc.__class__.__name__}: {exc}"[:300]
-    return f"the MCP server {spec.name!r} could not be started: {why}"
+    else:
+        why = exc.__class__.__name__
+    return url_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
+
+
+def url_scrubbed(spec: ServerSpec, text: str) -> str:
+    """`text` with the server's URL (with or without its query) left out."""
+    if not spec.url:
+        return text
+    bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
+    for url in sorted({spec.url, bare}, key=len, reverse=True):
+        text = text.replace(url, "(its URL)")
+    return text

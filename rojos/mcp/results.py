@@ -3,11 +3,15 @@
 Faithful, in words: text parts are joined; `structuredContent` comes as JSON beside the
 text; an image, audio clip or resource is described with its type and size (the model
 cannot use the bytes, and they would fill its window); `isError` makes the outcome a
-failure whose message is the server's text.
+failure whose message is the server's text. Bounded: what the model gets of one result is
+at most ROJO_MAX_READ_BYTES, cut with a note saying how much was left out, and counted as
+it is put together (no string of the whole answer is built first).
 """
 
 import json
 from typing import Any
+
+from django.conf import settings
 
 from ..tools import ToolOutcome
 
@@ -55,15 +59,57 @@ def _repeats(text: str, structured: Any) -> bool:
         return False
 
 
+def _bounded_text(parts: list, limit: int) -> tuple[str, int]:
+    """The parts in words, joined, within `limit` UTF-8 bytes; and the bytes left out."""
+    pieces, used, left_out = [], 0, 0
+    for number, part in enumerate(parts):
+        piece = ("\n" if number else "") + describe_part(part)
+        if left_out:
+            left_out += len(piece)  # characters: close enough, and no copy
+            continue
+        size = len(piece) if piece.isascii() else len(piece.encode("utf-8"))
+        if used + size <= limit:
+            pieces.append(piece)
+            used += size
+            continue
+        kept = piece.encode("utf-8")[: limit - used].decode("utf-8", "ignore")
+        pieces.append(kept)
+        left_out = size - len(kept.encode("utf-8"))
+        used = limit
+    return "".join(pieces), left_out
+
+
+def _cut_note(left_out: int, limit: int) -> str:
+    return (
+        f"\n[… {left_out:,} more bytes of the MCP server's answer left out: it is over "
+        f"ROJO_MAX_READ_BYTES ({limit:,} bytes)]"
+    )
+
+
+def _wrapped(structured: Any) -> bool:
+    """Whether the structured content is a plain text value wrapped as {"result": …}."""
+    return (
+        isinstance(structured, dict)
+        and list(structured) == ["result"]
+        and isinstance(structured["result"], str)
+    )
+
+
 def outcome_from_result(result: Any) -> ToolOutcome:
-    """The outcome of a CallToolResult."""
-    text = "\n".join(describe_part(part) for part in result.content or [])
+    """The outcome of a CallToolResult, within ROJO_MAX_READ_BYTES."""
+    limit = settings.ROJO_MAX_READ_BYTES
+    text, left_out = _bounded_text(list(result.content or []), limit)
+    if left_out:
+        text += _cut_note(left_out, limit)
     if result.is_error:
         return ToolOutcome.failure(text or "the MCP tool reported an error")
     structured = getattr(result, "structured_content", None)
+    if _wrapped(structured) and (left_out or structured["result"] == text):
+        return ToolOutcome.success(text)  # a plain value the server wrapped (maybe cut)
+    if structured is not None and len(json.dumps(structured, default=str)) > limit - len(text):
+        # Too big beside the text: the text alone, which servers are asked to send too.
+        return ToolOutcome.success(text + "\n[the structured content is over ROJO_MAX_READ_BYTES]")
     if structured is not None:
-        if structured == {"result": text}:  # a plain value the server wrapped
-            return ToolOutcome.success(text)
         if _repeats(text, structured):
             return ToolOutcome.success(structured)
         return ToolOutcome.success({"text": text, "structuredContent": structured})

@@ -10,7 +10,7 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolError
-from .connection import McpUnavailable
+from .connection import McpUnavailable, url_scrubbed
 from .names import model_tool_name
 from .pool import mcp_pool
 from .results import outcome_from_result
@@ -70,9 +70,13 @@ class McpTool(RojoTool):
                     f"the MCP server {server!r} stopped during the call (it is started "
                     "again on the next use)"
                 ) from None
-            raise ToolError(f"the MCP server {server!r} answered: {exc.error.message}") from None
+            answered = url_scrubbed(self.link.spec, exc.error.message)
+            raise ToolError(f"the MCP server {server!r} answered: {answered}") from None
         except (httpx2.TransportError, OSError) as exc:
-            raise ToolError(f"the MCP server {server!r} cannot be reached: {exc}") from None
+            logger.warning("MCP server %s cannot be reached", server, exc_info=exc)
+            raise ToolError(
+                f"the MCP server {server!r} cannot be reached ({exc.__class__.__name__})"
+            ) from None
         except (ValidationError, ValueError, RuntimeError) as exc:
             logger.warning("MCP server %s: unreadable answer", server, exc_info=exc)
             raise ToolError(

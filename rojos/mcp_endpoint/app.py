@@ -1,6 +1,8 @@
 """The endpoint's HTTP side: /mcp/projects/<project id or slug>, before the SDK's transport.
 
-Per request, in this order: the Host header against ALLOWED_HOSTS (400), the bearer token
+Per request, in this order: the Host header against ALLOWED_HOSTS (400), the body's size
+against ROJO_MCP_MAX_BODY_BYTES (413: a declared Content-Length at once, a body sent in
+chunks as it arrives, so the SDK never holds more than that in memory), the bearer token
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
 revoked token), the project (404 for one the token's user is not a member of, exactly as
 for one that does not exist), then the SDK's streamable HTTP session manager.
@@ -37,6 +39,7 @@ from roject.db_threads import own_thread
 from roject.models import Membership
 from roject.tokens import TokenRefused, api_token_check
 
+from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
 from .server import mcp_server
 
@@ -117,8 +120,17 @@ class McpEndpoint:
         if not _host_allowed(scope):
             return await _answer(send, 400, "Bad request: this host is not allowed.")
         scope = {**scope, "rojo.project_ref": match["ref"]}
-        async with own_thread():
-            await self._app(scope, receive, send)
+        limit = BodyLimit(settings.ROJO_MCP_MAX_BODY_BYTES, receive, send)
+        if limit.declared_over(scope):
+            return await _answer(send, 413, limit.message)
+        try:
+            async with own_thread():
+                await self._app(scope, limit.receive, limit.send)
+        except Exception:
+            if not limit.over:
+                raise
+        if limit.over and not limit.started:
+            await _answer(send, 413, limit.message)
 
     async def _project_gate(self, scope: Scope, receive: Receive, send: Send) -> None:
         user: AuthenticatedUser = scope["user"]

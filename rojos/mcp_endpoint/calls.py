@@ -21,6 +21,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -35,11 +36,13 @@ from ..events import ToolResultEvent
 from ..history import History, tool_content
 from ..models import Conversation, Message, TurnRecord
 from ..tool_calls import ToolCallRunner
-from ..tools import RojoToolContext, ToolCall, registry
+from ..tools import RojoToolContext, ToolCall, ToolError, registry
+from ..tools.schema import validate
 from ..turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
 from ..turn_limits import turn_limits_check
 from ..turn_repair import Repair, conversation_repair
 from .caller import McpCaller
+from .listing import served, served_names
 
 # How long a call waits for the call before it in the same conversation to finish.
 CALL_WAIT_SECONDS = 30
@@ -87,12 +90,30 @@ def _refusal(token: ApiToken | None, role: Role | None, name: str) -> str | None
     if role is None:
         return "You are not a member of this project."
     tool = registry.get(name)
-    if tool is None:
-        return f"unknown tool {name!r}; available tools: {', '.join(registry.names())}"
+    if tool is None or not served(tool):
+        return (
+            f"unknown tool {name!r}; available tools: {', '.join(sorted(served_names(registry)))}"
+        )
     if tool.writes and token.read_only:
         return f"tool {name!r} changes files, and this API token is read-only"
     if tool.writes and not role.can_write:
         return f"tool {name!r} changes files, and your role in this project is read-only"
+    return None
+
+
+def _arguments_refusal(name: str, arguments: dict) -> str | None:
+    """Why the arguments must not be stored (over the size limit, or not the tool's
+    schema), if they must not: refused before anything is kept, as a tool error."""
+    encoded = json.dumps(arguments, ensure_ascii=False)
+    limit = settings.ROJO_MCP_MAX_BODY_BYTES
+    if len(encoded.encode("utf-8", "surrogatepass")) > limit:
+        return f"the arguments of {name!r} are over the limit of {limit:,} bytes"
+    tool = registry.get(name)
+    if tool is not None and tool.validates_arguments:
+        try:
+            validate(arguments, tool.parameters)
+        except ToolError as exc:
+            return str(exc)
     return None
 
 
@@ -127,7 +148,7 @@ def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
     another call of the conversation runs; _Refused, with nothing stored, when it may not."""
     token = api_token_live(token_id=caller.token_id)
     role = project_role(user=caller.user_id, project_id=caller.project_id)
-    refusal = _refusal(token, role, name)
+    refusal = _refusal(token, role, name) or _arguments_refusal(name, arguments)
     if refusal:
         raise _Refused(refusal)
     if token.read_only:
@@ -157,7 +178,11 @@ def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
             conversation=conversation, user_message=asked, user=token.user
         )
     ctx = RojoToolContext(
-        project_id=caller.project_id, project_root=root, user=token.user, role=role
+        project_id=caller.project_id,
+        project_root=root,
+        user=token.user,
+        role=role,
+        enabled=served_names(registry),
     )
     return _Begun(conversation, history, call, assistant, record, turn_id, ctx, repair)
 

@@ -1,8 +1,25 @@
-"""The project's tools as MCP tools: our names, descriptions and schemas, with hints."""
+"""The project's tools as MCP tools: our names, descriptions and schemas, with hints.
+
+The endpoint serves the built-in tools; tools of your own (`@rojo_tool`, ROJO_TOOL_MODULES)
+are off until an administrator enables them per rojo, and no rojo stands behind an MCP
+call, so they are served only when ROJO_MCP_SERVE_USER_TOOLS says so.
+"""
 
 import mcp_types as types
+from django.conf import settings
 
-from ..tools import RojoTool, RojoToolRegistry
+from ..tools import BUILTIN_TOOLS, RojoTool, RojoToolRegistry
+
+_BUILTIN_NAMES = frozenset(cls.name for cls in BUILTIN_TOOLS)
+
+
+def served(tool: RojoTool) -> bool:
+    """Whether the endpoint offers and runs this tool (settings read at call time)."""
+    return tool.name in _BUILTIN_NAMES or settings.ROJO_MCP_SERVE_USER_TOOLS
+
+
+def served_names(tools: RojoToolRegistry) -> frozenset[str]:
+    return frozenset(tool.name for tool in tools if served(tool))
 
 
 def mcp_tool(tool: RojoTool) -> types.Tool:
@@ -21,6 +38,6 @@ def mcp_tool(tool: RojoTool) -> types.Tool:
 
 
 def mcp_tools(tools: RojoToolRegistry, *, can_write: bool) -> list[types.Tool]:
-    """Every registered tool the caller may use: the writing ones only when it may write
+    """Every served tool the caller may use: the writing ones only when it may write
     (as a viewer's rojo is offered only the tools that read)."""
-    return [mcp_tool(tool) for tool in tools if can_write or not tool.writes]
+    return [mcp_tool(tool) for tool in tools if served(tool) and (can_write or not tool.writes)]

@@ -108,7 +108,14 @@ async def add_tool(name: str, ctx: Context) -> str:
     return "added"
 
 
+def _extra_tools(count: int) -> None:
+    """`count` more tools, each with a description of 5,000 characters."""
+    for number in range(count):
+        server.add_tool(lambda: "extra", name=f"extra_{number}", description="long " * 1000)
+
+
 def main() -> None:
+    _extra_tools(int(os.environ.get("EDGE_EXTRA_TOOLS") or 0))
     args = sys.argv[1:]
     pid_file = os.environ.get("EDGE_PID_FILE")
     if args and args[0] != "--http":

@@ -9,7 +9,8 @@ from ...models import FileChange
 
 class Command(BaseCommand):
     help = (
-        "Remove partial undo snapshots, snapshots no change record names (older than an "
+        "Remove partial undo snapshots, uploads and unpacked archives left in incoming/ (older "
+        "than an hour), snapshots no change record names (older than an "
         "hour), temporary files of cut-off writes and scratch copies of crashed re-runs; "
         "prints each path removed."
     )
