@@ -19,6 +19,9 @@ const TASK = /^\[([ xX])\]\s+/;
 // at once (each call parses a document of its own).
 const FRAME_BUDGET_MS = 10;
 const BLOCKS_AT_ONCE = 4;
+// Text that piled up is parsed this much (to a line's end) a frame: parsing all of it each
+// frame made catching up quadratic, and one frame's parse outlast the frame budget.
+const PARSE_AT_ONCE = 8_000;
 
 const md = markdownit({
   html: false,
@@ -196,6 +199,16 @@ function blockStarts(tokens) {
   return starts;
 }
 
+/** The blocks of `rest` (token indexes) and how many of them are final. */
+function finalBlocks(rest) {
+  const tokens = md.parse(rest, {});
+  const starts = blockStarts(tokens);
+  let keep = starts.length - 1; // every block but the last
+  // The last block's first line must be complete: "2" may yet become "2. item" of the list above.
+  if (keep > 0 && lineOffset(rest, tokens[starts[keep]].map[0] + 1) < 0) keep--;
+  return { tokens, starts, keep };
+}
+
 /**
  * Render a reply that is still growing into `container`, with the same result as
  * renderMarkdown. Once a new top-level block has begun on a complete line, the blocks before
@@ -209,14 +222,18 @@ export function renderGrowingMarkdown(text, container) {
   const started = performance.now();
   const state = (container.markdown ??= { done: 0, tail: [] });
   text = normalized(text);
-  const rest = text.slice(state.done);
-  const tokens = md.parse(rest, {});
+  let rest = text.slice(state.done);
+  // A prefix ending on a line's end is what the reply was while it streamed: its blocks but
+  // the last are final all the same. Only a prefix that holds no final block is not enough.
+  const cut = rest.indexOf("\n", PARSE_AT_ONCE) + 1;
+  let cutShort = cut > 0 && cut < rest.length;
+  let { tokens, starts, keep } = finalBlocks(cutShort ? rest.slice(0, cut) : rest);
+  if (cutShort && keep < 1) {
+    cutShort = false; // one block longer than the cut: parse all of it
+    ({ tokens, starts, keep } = finalBlocks(rest));
+  } else if (cutShort) rest = rest.slice(0, cut);
   for (const node of state.tail) node.remove();
   state.tail = [];
-  const starts = blockStarts(tokens);
-  let keep = starts.length - 1; // every block but the last
-  // The last block's first line must be complete: "2" may yet become "2. item" of the list above.
-  if (keep > 0 && lineOffset(rest, tokens[starts[keep]].map[0] + 1) < 0) keep--;
   let kept = 0;
   while (kept < keep) {
     const end = Math.min(kept + BLOCKS_AT_ONCE, keep);
@@ -225,7 +242,7 @@ export function renderGrowingMarkdown(text, container) {
     if (performance.now() - started > FRAME_BUDGET_MS) break;
   }
   if (kept > 0) state.done += lineOffset(rest, tokens[starts[kept]].map[0]);
-  if (kept < keep) return false;
+  if (kept < keep || cutShort) return false; // the text past the cut is for the next frame
   const fragment = build(tokens.slice(starts[kept] ?? 0));
   state.tail = [...fragment.childNodes];
   container.append(fragment);
