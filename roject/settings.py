@@ -121,7 +121,10 @@ if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
             "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL]},
+            # redis-py 8 reads with a 5 s socket timeout by default, as long as the layer's
+            # blocking pop waits (5 s) for a message: an idle receive then failed (a page's
+            # live stream broke). A longer read timeout still notices a Redis gone silent.
+            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]},
         }
     }
 else:

@@ -132,3 +132,18 @@ def test_a_busy_stream_ends_soon_after_access_is_revoked(
         assert ended, "the stream went on after access was revoked"
     finally:
         context.__exit__(None, None, None)
+
+
+@pytest.mark.skipif(
+    not os.environ.get("REDIS_URL"), reason="the Redis channel layer needs REDIS_URL"
+)
+async def test_a_subscription_waits_longer_than_the_layers_blocking_pop_without_an_error():
+    """Seven quiet seconds on the Redis layer (its blocking pop waits 5 s; redis-py 8 reads
+    with a 5 s socket timeout unless told otherwise): the wait ends in a keep-alive (None),
+    not Redis's read timeout, and the next event still arrives."""
+    from roject.project_live import project_event_publish, project_subscribed
+
+    async with project_subscribed(project_id=987_654, keepalive=7.0) as events:
+        assert await anext(events) is None
+        await project_event_publish(project_id=987_654, kind="files", data={"x": 1})
+        assert await anext(events) == {"kind": "files", "data": {"x": 1}}
