@@ -267,6 +267,8 @@ def test_a_forming_call_shows_on_a_page_opened_mid_call(
     expect(forming).to_have_text('write_text_content("docs/late.md", …)')
     expect(reopened.locator(".tool-line")).to_contain_text(re.compile("→ ok"), timeout=15_000)
     expect(reopened.locator(".tool-line")).to_have_count(1)
+    # The turn's next step asks for the reply after the call: the test ends once it shows.
+    expect(reopened.locator(".bubble.assistant")).to_have_text("Written.")
 
 
 def test_hidden_characters_in_a_forming_call_and_its_question_show_as_escapes(
