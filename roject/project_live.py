@@ -46,7 +46,10 @@ async def project_subscribed(
     and None after `keepalive` seconds without one, so the caller can send a keep-alive and
     check who is still listening. Events published once the block runs reach it."""
     layer = get_channel_layer()
-    channel = await layer.new_channel("project-live.")
+    # The layer's default prefix, as every other channel of the process: channels_redis pops
+    # one prefix's messages at a time (one receive lock per layer), so a channel of its own
+    # prefix held a turn's Stop, approvals and relay requests for up to its 5 s blocking pop.
+    channel = await layer.new_channel()
     group = _group(project_id)
     await layer.group_add(group, channel)
     try:
