@@ -313,10 +313,9 @@ class ToolCallRunner:
         except _Revoked:  # raised by start, before the call ran
             await self._store(call, REVOKED_OUTCOME)
             return REVOKED_OUTCOME, None
-        except _Stale as stale:  # likewise
-            refused = ToolOutcome.failure(str(stale))
-        except DiskFull as full:  # the snapshot would not fit: the call is not run either
-            refused = ToolOutcome.failure(str(full))
+        # Likewise: the file changed since the turn read it, or the snapshot would not fit.
+        except (_Stale, DiskFull) as refusal:
+            refused = ToolOutcome.failure(str(refusal))
             await self._store(call, refused)
             return refused, None
 
