@@ -17,11 +17,11 @@ const HIGHLIGHT_LIMIT = 20_000;
 const TASK = /^\[([ xX])\]\s+/;
 // How long one frame may spend on blocks that are complete, and how many go to the sanitiser
 // at once (each call parses a document of its own).
-const FRAME_BUDGET_MS = 10;
+const FRAME_BUDGET_MS = 6;
 const BLOCKS_AT_ONCE = 4;
 // Text that piled up is parsed this much (to a line's end) a frame: parsing all of it each
 // frame made catching up quadratic, and one frame's parse outlast the frame budget.
-const PARSE_AT_ONCE = 8_000;
+const PARSE_AT_ONCE = 2_000;
 
 const md = markdownit({
   html: false,
