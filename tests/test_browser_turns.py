@@ -546,7 +546,17 @@ def test_back_on_the_chat_tab_the_reply_that_streamed_meanwhile_is_in_view(
 
     tabs.get_by_role("button", name="Files").click()
     wait_until(lambda: TurnRecord.objects.filter(finished__isnull=False).exists(), 15)
-    page.wait_for_timeout(200)  # the last render
+    # The page has the whole reply rendered (while its panel is hidden) and the turn ended.
+    page.wait_for_function(
+        """() => {
+            const bubbles = document.querySelectorAll("rojo-chat-panel .bubble.assistant");
+            const last = bubbles[bubbles.length - 1];
+            const busy = document.querySelector("rojo-chat-panel .busy");
+            return last?.textContent.includes("Paragraph 119.") && busy?.hidden;
+        }""",
+        timeout=15_000,
+    )
+    page.evaluate("() => new Promise((done) => requestAnimationFrame(() => done()))")
     tabs.get_by_role("button", name="Chat").click()
 
     log = page.locator("rojo-chat-panel .messages")
