@@ -73,6 +73,8 @@ async def db_retrying(call: Callable[[], Awaitable[T]]) -> T:
         try:
             value = await call()
         except DB_DOWN as exc:
+            if not _out_of_reach(exc):
+                raise  # the server answered, refusing this write: no outage to wait out
             now = _tried_at = time.monotonic()
             _down_since = _down_since or started
             if now - _down_since >= settings.ROJO_DB_RETRY_SECONDS:
@@ -83,6 +85,15 @@ async def db_retrying(call: Callable[[], Awaitable[T]]) -> T:
             continue
         _down_since = None
         return value
+
+
+def _out_of_reach(exc: Exception) -> bool:
+    """Whether a database error means the server could not be reached (or had no room for
+    the connection), not that it refused the statement: PostgreSQL's SQLSTATE classes 08
+    (connection), 53 (resources) and 57 (shut down), or no SQLSTATE at all (a pool that
+    timed out, SQLite's locks)."""
+    state = getattr(exc.__cause__, "sqlstate", None)
+    return state is None or state[:2] in ("08", "53", "57")
 
 
 def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:

@@ -50,8 +50,9 @@ SEARCH_SQL = {
     "postgresql": [
         # Stored vectors: a match is checked against the row's vector, never recomputed.
         "ALTER TABLE rojos_message ADD COLUMN search_vector tsvector GENERATED ALWAYS AS "
+        # A tsvector holds at most 1 MB: a message's first 100,000 characters are indexed.
         "(CASE WHEN role IN ('user', 'assistant') THEN to_tsvector('simple', "
-        "coalesce(content, '')) END) STORED",
+        "left(coalesce(content, ''), 100000)) END) STORED",
         "CREATE INDEX rojos_message_search ON rojos_message USING GIN (search_vector)",
         "ALTER TABLE rojos_conversation ADD COLUMN search_vector tsvector GENERATED ALWAYS AS "
         "(to_tsvector('simple', title)) STORED",
