@@ -224,7 +224,10 @@ async def test_a_reattach_to_a_turn_finished_elsewhere_gets_its_stored_events(
     stored = await turn_relay.stored_turn_events(conversation)
 
     assert [(e.seq, e.type) for e in stored] == [(1, "START"), (2, "CHAT"), (3, "DONE")]
-    assert stored[0].data == {"conversation": conversation.pk, "message": turn.event(0).data["message"]}
+    assert stored[0].data == {
+        "conversation": conversation.pk,
+        "message": turn.event(0).data["message"],
+    }
     assert stored[1].data == {"text": "All of it."}
 
 
