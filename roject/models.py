@@ -2,6 +2,7 @@
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class Role(models.TextChoices):
@@ -79,3 +80,93 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"
+
+
+class AuditAction(models.TextChoices):
+    """What an audit entry records; the admin filters by it."""
+
+    LOGIN = "login", "Login"
+    LOGIN_FAILED = "login_failed", "Failed login"
+    LOGOUT = "logout", "Logout"
+    MEMBER_ADDED = "member_added", "Member added"
+    MEMBER_ROLE_CHANGED = "member_role_changed", "Member's role changed"
+    MEMBER_REMOVED = "member_removed", "Member removed"
+    INVITATION_CREATED = "invitation_created", "Invitation created"
+    INVITATION_ACCEPTED = "invitation_accepted", "Invitation accepted"
+    INVITATION_REVOKED = "invitation_revoked", "Invitation revoked"
+    PROJECT_CHANGED = "project_changed", "Project settings changed"
+    ROJO_CREATED = "rojo_created", "Rojo created"
+    ROJO_CHANGED = "rojo_changed", "Rojo changed"
+    ROJO_DELETED = "rojo_deleted", "Rojo deleted"
+    MCP_SERVER_CREATED = "mcp_server_created", "MCP server created"
+    MCP_SERVER_CHANGED = "mcp_server_changed", "MCP server changed"
+    MCP_SERVER_DELETED = "mcp_server_deleted", "MCP server deleted"
+    APPROVAL_GRANTED = "approval_granted", "Change approved"
+    APPROVAL_DENIED = "approval_denied", "Change denied"
+    UNDO = "undo", "Undo"
+    RESTORE = "restore", "File restored"
+    TOKEN_CREATED = "token_created", "API token created"
+    TOKEN_REVOKED = "token_revoked", "API token revoked"
+    EXPORT = "export", "Export"
+    CONVERSATION_DELETED = "conversation_deleted", "Conversation deleted"
+    FILE_DELETED = "file_deleted", "File deleted"
+
+
+class AuditEntryQuerySet(models.QuerySet):
+    """Entries are inserted, read and pruned: a bulk update or delete is refused."""
+
+    def update(self, **kwargs):
+        raise TypeError("Audit entries are never changed.")
+
+    def delete(self):
+        raise TypeError("Audit entries are removed only by pruning (roject.audit.audit_prune).")
+
+    def prune_before(self, cutoff) -> int:
+        """Delete the entries older than `cutoff`: retention, the one removal there is."""
+        return models.QuerySet.delete(self.filter(at__lt=cutoff))[0]
+
+
+class AuditEntry(models.Model):
+    """One audited action; append-only (see roject/audit.py).
+
+    Ids with copies of names, no foreign keys: what the log says stays as it was written
+    when its user, token or project is deleted.
+    """
+
+    class ActorKind(models.TextChoices):
+        USER = "user", "User"
+        TOKEN = "token", "API token"
+        SYSTEM = "system", "System"
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    action = models.CharField(max_length=40, choices=AuditAction.choices)
+    actor_kind = models.CharField(max_length=10, choices=ActorKind.choices)
+    actor_user_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    actor_token_id = models.BigIntegerField(null=True, blank=True)
+    actor_name = models.CharField(max_length=200, blank=True)
+    project_id = models.BigIntegerField(null=True, blank=True)
+    project_name = models.CharField(max_length=200, blank=True)
+    object_type = models.CharField(max_length=100, blank=True)
+    object_id = models.CharField(max_length=200, blank=True)
+    object_repr = models.CharField(max_length=200, blank=True)
+    details = models.JSONField(default=dict, blank=True)
+    address = models.GenericIPAddressField(null=True, blank=True)
+
+    objects = AuditEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["project_id", "-at"])]
+        verbose_name_plural = "audit entries"
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name or self.actor_kind} {self.action}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise TypeError("Audit entries are never changed.")
+        kwargs["force_insert"] = True
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise TypeError("Audit entries are removed only by pruning (roject.audit.audit_prune).")
