@@ -2,39 +2,27 @@
 service, encode. Errors are answered in rojos/api_errors.py, schemas are in rojos/api_schemas.py."""
 
 import asyncio
-import json
 
-from asgiref.sync import async_to_sync, sync_to_async
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db import connections
-from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import HttpRequest, StreamingHttpResponse
 from ninja import NinjaAPI, Status, Swagger
 from ninja.security import django_auth
 
-from roject.access import project_access
 from roject.api_answers import answers
 from roject.files_api import router as files_router
 from roject.selectors import membership_list
 from roject.token_auth import token_auth
 
-from . import conversation_list as listing
-from . import conversations, selectors, turn_control, turn_relay, turns, undo, usage_report
+from . import selectors, turn_control, turn_relay, turns, undo
 from .api_errors import error_handlers_add
 from .api_schemas import (
     ApprovalIn,
     ApprovalOut,
-    BranchIn,
-    BranchOut,
     ChangeDiffOut,
     ChatIn,
-    ConversationChangeIn,
-    ConversationDetail,
-    ConversationItem,
-    ConversationOut,
-    ConversationStatusOut,
-    ConversationUsageOut,
-    DeletedOut,
     ProjectOut,
     RojoOut,
     SearchHitOut,
@@ -43,7 +31,7 @@ from .api_schemas import (
     UndoTurnIn,
 )
 from .attachments import attachments_read
-from .export import conversation_export_json, conversation_export_markdown
+from .conversations_api import router as conversations_router
 from .files_api import router as file_edits_router
 from .search import conversation_search
 from .turn_repair import dead_turn_end
@@ -64,6 +52,7 @@ api = NinjaAPI(
 )
 api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
+api.add_router("", conversations_router)
 error_handlers_add(api)
 
 
@@ -82,112 +71,11 @@ def rojo_list(request: HttpRequest):
     return list(selectors.rojo_list())
 
 
-@api.get(
-    "/projects/{project_id}/conversations",
-    response=answers(list[ConversationItem], 404, 422),
-    tags=["chat"],
-)
-def conversation_list(request: HttpRequest, project_id: int, before: str = "", limit: int = 50):
-    """A page of a project's conversations, newest first, with their author and badge;
-    the next page starts `before` the last one's `cursor`."""
-    access = project_access(user=request.auth, project_id=project_id)
-    return listing.conversation_page(project=access.project, before=before, limit=limit)
-
-
-@api.get(
-    "/projects/{project_id}/conversations/status",
-    response=answers(ConversationStatusOut, 404, 422),
-    tags=["chat"],
-)
-def conversation_status(request: HttpRequest, project_id: int, ids: str = ""):
-    """The badges of the conversations `ids` (comma-separated) and of every running one:
-    light enough to poll every few seconds."""
-    access = project_access(user=request.auth, project_id=project_id)
-    wanted = [int(i) for i in ids.split(",") if i.isascii() and i.isdigit() and len(i) <= 18]
-    statuses = listing.conversation_statuses(project=access.project, ids=wanted)
-    return {"statuses": {str(k): v for k, v in statuses.items()}}
-
-
 @api.get("/search", response=answers(list[SearchHitOut], 422), tags=["chat"])
 def search(request: HttpRequest, q: str = "", project: int | None = None):
     """Conversations whose title, and messages whose text, contain every word of `q`, in
     your projects (or one of them): the database's full-text index, the last word a prefix."""
     return conversation_search(user=request.auth, query=q[:500], project_id=project)
-
-
-@api.patch(
-    "/conversations/{conversation_id}",
-    response=answers(ConversationOut, 403, 404, 422),
-    tags=["chat"],
-)
-def conversation_change(request: HttpRequest, conversation_id: int, payload: ConversationChangeIn):
-    """Rename a conversation or pin it: editors and owners, any conversation of the project."""
-    conversation, _ = selectors.conversation_access(
-        user=request.auth, conversation_id=conversation_id, write=True
-    )
-    return conversations.conversation_change(
-        conversation=conversation, title=payload.title, pinned=payload.pinned
-    )
-
-
-@api.delete(
-    "/conversations/{conversation_id}",
-    response=answers(DeletedOut, 403, 404, 409, 422),
-    tags=["chat"],
-)
-async def conversation_delete(request: HttpRequest, conversation_id: int):
-    """Delete a conversation (editors and owners); a running reply is stopped first. The
-    files it changed stay, and their changes can still be undone from the admin."""
-    conversation, _ = await selectors.aconversation_access(
-        user=request.auth, conversation_id=conversation_id, write=True
-    )
-    await conversations.conversation_delete(conversation=conversation)
-    return {"deleted": conversation.pk}
-
-
-@api.post(
-    "/conversations/{conversation_id}/branch",
-    response=answers(BranchOut, 404, 409, 422),
-    tags=["chat"],
-)
-def conversation_branch(request: HttpRequest, conversation_id: int, payload: BranchIn):
-    """Show another branch: the newest one through `message` (a `< 2/3 >` choice); 409
-    while a reply runs."""
-    conversation, _ = selectors.conversation_access(
-        user=request.auth, conversation_id=conversation_id
-    )
-    branch = conversations.conversation_branch_switch(
-        conversation=conversation, message_id=payload.message
-    )
-    return {"branch": branch}
-
-
-@api.get(
-    "/conversations/{conversation_id}",
-    response=answers(ConversationDetail, 404, 422),
-    tags=["chat"],
-)
-def conversation_detail(request: HttpRequest, conversation_id: int):
-    """One conversation with all its messages, tool calls and tool results."""
-    conversation, _ = selectors.conversation_access(
-        user=request.auth, conversation_id=conversation_id
-    )
-    async_to_sync(dead_turn_end)(conversation)  # a turn whose process is gone reads as ended
-    return selectors.conversation_detail_get(conversation=conversation)
-
-
-@api.get(
-    "/conversations/{conversation_id}/usage",
-    response=answers(ConversationUsageOut, 404, 422),
-    tags=["chat"],
-)
-def conversation_usage(request: HttpRequest, conversation_id: int):
-    """Tokens and cost of each turn and of the whole conversation, and how much of the
-    rojo's context window the next request would take."""
-    conversation, _ = selectors.conversation_access(
-        user=request.auth, conversation_id=conversation_id
-    )
-    return usage_report.conversation_usage(conversation=conversation)
 
 
 @api.post(
@@ -244,30 +132,6 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     )
     done = await undo.changes_undo(changes=changes, user=request.auth)
     return {"undone": [c.pk for c in done]}
-
-
-@api.get(
-    "/conversations/{conversation_id}/export", response=answers(None, 400, 404, 422), tags=["chat"]
-)
-def conversation_export(request: HttpRequest, conversation_id: int, format: str = "json"):
-    """Download a conversation: `format=json` (stored messages) or `format=markdown`."""
-    conversation, _ = selectors.conversation_access(
-        user=request.auth, conversation_id=conversation_id
-    )
-    if format == "markdown":
-        body = conversation_export_markdown(conversation)
-        response = HttpResponse(body, content_type="text/markdown; charset=utf-8")
-        extension = "md"
-    elif format == "json":
-        body = json.dumps(conversation_export_json(conversation), ensure_ascii=False, indent=2)
-        response = HttpResponse(body, content_type="application/json")
-        extension = "json"
-    else:
-        return Status(400, {"detail": "format must be json or markdown"})
-    response["Content-Disposition"] = (
-        f'attachment; filename="conversation-{conversation.pk}.{extension}"'
-    )
-    return response
 
 
 def _stream(request: HttpRequest, events) -> StreamingHttpResponse:
