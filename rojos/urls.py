@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from . import views
+from . import shared_views, views
 from .api import api
 
 urlpatterns = [
@@ -11,6 +11,11 @@ urlpatterns = [
         "projects/<int:project_id>/c/<int:conversation_id>/",
         views.project_page,
         name="conversation",
+    ),
+    path(
+        "projects/<int:project_id>/c/<int:conversation_id>/read/",
+        shared_views.conversation_read_page,
+        name="conversation_read",
     ),
     path("api/", api.urls),
 ]

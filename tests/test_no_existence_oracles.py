@@ -82,6 +82,7 @@ ID_ENDPOINTS = [
     ("GET", "/api/changes/{change}/diff"),
     ("GET", "/projects/{project}/"),
     ("GET", "/projects/{project}/c/{conversation}/"),
+    ("GET", "/projects/{project}/c/{conversation}/read/"),
 ]
 
 
@@ -192,6 +193,12 @@ def test_another_conversations_ids_in_ones_own_answer_as_missing_ones(
         "GET",
         f"/projects/{project.pk}/c/{foreign['conversation'].pk}/",
         f"/projects/{project.pk}/c/{MISSING}/",
+    )
+    assert_same(
+        editor,
+        "GET",
+        f"/projects/{project.pk}/c/{foreign['conversation'].pk}/read/",
+        f"/projects/{project.pk}/c/{MISSING}/read/",
     )
     assert_same(
         editor,

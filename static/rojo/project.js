@@ -4,6 +4,7 @@ import { Branches } from "./branches.js";
 import { ChatPanel } from "./chat.js";
 import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
+import { shareLink } from "./share-link.js";
 import { filePanelExtras } from "./files-panel.js";
 import { visibleText } from "./visible.js";
 import { workspacePolish } from "./workspace-polish.js";
@@ -78,6 +79,8 @@ function showExport(id) {
   exportLinks.querySelector(".export-md").href = `/api/conversations/${id}/export?format=markdown`;
 }
 showExport(config.conversation);
+const share = shareLink(document.querySelector(".share-link"), config.project.id);
+share.show(config.conversation);
 
 picker.addEventListener("change", () => {
   const rojo = config.rojos.find((r) => String(r.id) === picker.value);
@@ -128,6 +131,7 @@ chat.addEventListener("turn-finished", () => {
 chat.addEventListener("conversation", (event) => {
   const id = event.detail;
   showExport(id);
+  share.show(id);
   history.replaceState(null, "", `/projects/${config.project.id}/c/${id}/`);
   const asked = [...document.querySelectorAll("rojo-chat-panel .bubble.user")].at(-1);
   conversations.addCurrent(id, conversationTitle(asked?.text ?? "") || "New conversation");
