@@ -81,12 +81,12 @@ def invitation_create(*, by, project_id, role, email: str = "") -> NewInvitation
     return NewInvitation(invitation=invitation, token=token)
 
 
-def invitation_open(*, token: str) -> Invitation:
-    """(Blocking) The invitation a link stands for, if it can still be accepted.
+def invitation_open(*, token: str, user=None) -> Invitation:
+    """(Blocking) The invitation a link stands for, if `user` (if given) can accept it.
 
     InvitationRefused with 404 for a changed or unknown link, 410 for one expired, used or
-    revoked. It says no more than that: a link reveals nothing of a project to someone
-    who cannot use it.
+    revoked, 409 for a user who is a member already. It says no more than that: a link
+    reveals nothing of a project to someone who cannot use it.
     """
     try:
         secret = signing.TimestampSigner(salt=_SALT).unsign(token, max_age=timedelta(days=_days()))
@@ -107,6 +107,9 @@ def invitation_open(*, token: str) -> Invitation:
         raise InvitationRefused("This invitation has been used already. Ask for a new one.")
     if invitation.expires <= timezone.now():
         raise InvitationRefused("This invitation has expired. Ask for a new one.")
+    is_user = user is not None and user.is_authenticated
+    if is_user and Membership.objects.filter(project=invitation.project, user=user).exists():
+        raise _already_member(invitation)
     return invitation
 
 
@@ -126,9 +129,7 @@ def invitation_accept(*, token: str, user) -> Membership:
     """
     try:
         with transaction.atomic():
-            invitation = invitation_open(token=token)
-            if Membership.objects.filter(project=invitation.project, user=user).exists():
-                raise _already_member(invitation)
+            invitation = invitation_open(token=token, user=user)
             now = timezone.now()
             used = Invitation.objects.filter(
                 pk=invitation.pk, accepted_at__isnull=True, revoked_at__isnull=True, expires__gt=now

@@ -146,7 +146,7 @@ def invitation(request, token: str):
     """
     signup = UserCreationForm(request.POST if request.method == "POST" else None)
     try:
-        invite = invitation_open(token=token)
+        invite = invitation_open(token=token, user=request.user)
         if request.method == "POST":
             if request.user.is_authenticated:
                 membership = invitation_accept(token=token, user=request.user)
