@@ -20,7 +20,7 @@ from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
-from .access import project_access
+from .access import project_access, project_role
 from .forms import InvitationForm, MemberAddForm, MemberRoleForm
 from .invitations import (
     InvitationRefused,
@@ -82,6 +82,8 @@ def _owner_action(form_class, form_name=None):
                 forms = {form_name: form} if form_name else {}
                 return _members_page(request, access, status=400, error=str(exc), **forms)
             messages.success(request, done)
+            if project_role(user=request.user, project_id=project_id) is None:
+                return redirect("home")  # an owner who removed themselves
             return redirect("members", project_id)
 
         return view

@@ -34,7 +34,8 @@ def owners_locked(*, project_id: int) -> set[int]:
     """
     if not connection.in_atomic_block:
         raise RuntimeError("owners are locked in the transaction that changes members")
-    owners = Membership.objects.filter(project_id=project_id, role=Role.OWNER)
+    # In one order, so two transactions locking the same rows cannot deadlock.
+    owners = Membership.objects.filter(project_id=project_id, role=Role.OWNER).order_by("pk")
     if connection.features.has_select_for_update:
         owners = owners.select_for_update()
     return set(owners.values_list("user_id", flat=True))

@@ -153,6 +153,16 @@ def test_the_last_owner_is_neither_demoted_nor_removed(users, project):
     ]
 
 
+def test_an_owner_who_leaves_is_sent_to_the_project_list(users, project):
+    member_role_set(
+        by=users["owner"], project_id=project.pk, user_id=users["editor"].pk, role="owner"
+    )
+    me = users["owner"].pk
+    response = _client(users["owner"]).post(f"/projects/{project.pk}/members/{me}/remove/")
+    assert response.status_code == 302 and response["Location"] == "/"
+    assert _memberships(project) == {"editor": "owner", "viewer": "viewer"}
+
+
 def test_each_change_writes_one_audit_entry(users, project):
     owner, newbie = users["owner"], make_user("newbie")
     member_add(by=owner, project_id=project.pk, who="newbie", role="viewer")
