@@ -1,12 +1,43 @@
 from django.contrib import admin
+from django.core.exceptions import ValidationError
+from django.forms.models import BaseInlineFormSet
 from django.utils import timezone
 
-from .models import ApiToken, Membership, Project
+from .members import LAST_OWNER
+from .models import ApiToken, Invitation, Membership, Project, Role
 from .services import project_delete, project_storage_create, projects_delete
+
+
+class MembershipFormSet(BaseInlineFormSet):
+    """The Members page's last-owner rule: a project that has an owner keeps one.
+
+    Checked on the submitted forms, not under the owner lock of roject/members.py: two
+    admins saving the same project at the same moment could still both drop an owner.
+    A project made in the admin may start with no members at all.
+    """
+
+    def clean(self):
+        super().clean()
+        if self.instance.pk is None:
+            return
+        owners = set(self.instance.memberships.filter(role=Role.OWNER).values_list("pk", flat=True))
+        if not owners:
+            return
+        for form in self.forms:
+            data = form.cleaned_data or {}
+            if not data:
+                continue
+            if data.get("DELETE") or data.get("role") != Role.OWNER:
+                owners.discard(form.instance.pk)
+            else:
+                owners.add(form.instance.pk or "new")
+        if not owners:
+            raise ValidationError(LAST_OWNER)
 
 
 class MembershipInline(admin.TabularInline):
     model = Membership
+    formset = MembershipFormSet
     extra = 1
     autocomplete_fields = ["user"]
 
@@ -54,3 +85,19 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def revoke(self, request, queryset):
         revoked = queryset.filter(revoked__isnull=True).update(revoked=timezone.now())
         self.message_user(request, f"{revoked} token(s) revoked.")
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    """Invitation links, read-only (digests only: a link is never shown again); owners make
+    and revoke them on their project's Members page."""
+
+    list_display = ["project", "role", "email", "created_by", "created", "expires"]
+    list_display += ["accepted_by", "accepted_at", "revoked_at"]
+    list_filter = [("accepted_at", admin.EmptyFieldListFilter)]
+    list_filter += [("revoked_at", admin.EmptyFieldListFilter)]
+    search_fields = ["project__name", "email"]
+    readonly_fields = [f.name for f in Invitation._meta.fields]
+
+    def has_add_permission(self, request) -> bool:
+        return False

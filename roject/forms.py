@@ -7,6 +7,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.views.decorators.debug import sensitive_variables
 
 from .login_limits import LoginLimitsUnavailable, LoginLocked, login_attempt_start
+from .models import Role
 
 
 class LimitedLoginMixin:
@@ -68,4 +69,26 @@ class ApiTokenForm(forms.Form):
     )
     read_only = forms.BooleanField(
         required=False, label="Read-only", help_text="The token can read files, never change them."
+    )
+
+
+class MemberAddForm(forms.Form):
+    """A member to add, by username or email, with a role."""
+
+    who = forms.CharField(label="Username or email", max_length=254)
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+
+
+class MemberRoleForm(forms.Form):
+    """A member's new role."""
+
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+class InvitationForm(forms.Form):
+    """An invitation link: the role it gives and, optionally, who it is for."""
+
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.VIEWER)
+    email = forms.EmailField(
+        required=False, label="Email (optional)", help_text="A note of who it is for."
     )

@@ -82,6 +82,44 @@ class ApiToken(models.Model):
         return f"{self.name} ({self.prefix}…)"
 
 
+class Invitation(models.Model):
+    """A link that makes whoever opens it a member with `role`; signed, expiring, single-use.
+
+    Only a digest of the link's random part is stored (like ApiToken): the link is shown
+    once, when made. `accepted_at` is set by one conditional update, so two people opening
+    the same link at once cannot both use it.
+    """
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
+    role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # Who the link is meant for, as a note and the new account's email; not checked.
+    email = models.EmailField(blank=True)
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, related_name="+"
+    )
+    created = models.DateTimeField(auto_now_add=True)
+    expires = models.DateTimeField()
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created"]
+        indexes = [models.Index(fields=["project", "-created"])]
+
+    def __str__(self) -> str:
+        return f"{self.get_role_display()} in {self.project}" + (
+            f" for {self.email}" if self.email else ""
+        )
+
+
 class AuditAction(models.TextChoices):
     """What an audit entry records; the admin filters by it."""
 

@@ -4,7 +4,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import views
+from . import member_views, views
 from .forms import AdminLoginForm
 
 # The admin's login counts failures with the site's (roject/login_limits.py).
@@ -15,6 +15,33 @@ urlpatterns = [
     path("", include("rojos.urls")),
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:token_id>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
+    path("projects/<int:project_id>/members/", member_views.members, name="members"),
+    path(
+        "projects/<int:project_id>/members/add/",
+        member_views.member_add_view,
+        name="member_add",
+    ),
+    path(
+        "projects/<int:project_id>/members/<int:user_id>/role/",
+        member_views.member_role_view,
+        name="member_role",
+    ),
+    path(
+        "projects/<int:project_id>/members/<int:user_id>/remove/",
+        member_views.member_remove_view,
+        name="member_remove",
+    ),
+    path(
+        "projects/<int:project_id>/invitations/",
+        member_views.invitation_create_view,
+        name="invitation_create",
+    ),
+    path(
+        "projects/<int:project_id>/invitations/<int:invitation_id>/revoke/",
+        member_views.invitation_revoke_view,
+        name="invitation_revoke",
+    ),
+    path("invitations/<str:token>/", member_views.invitation, name="invitation"),
     path("login/", views.login, name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/login/", views.admin_login),

@@ -120,3 +120,30 @@ def command_error(command: str, /, *args, **options) -> str:
     message = str(excinfo.value)
     assert message and "\n" not in message and "Traceback" not in message
     return message
+
+
+def run_at_once(*calls) -> list:
+    """Run each call in its own thread (its own database connection), all released at the
+    same moment; each one's result, or the exception it raised, in the order given."""
+    import threading
+
+    from django.db import connection
+
+    start = threading.Barrier(len(calls))
+    outcomes: list = [None] * len(calls)
+
+    def run(index, call):
+        start.wait()
+        try:
+            outcomes[index] = call()
+        except Exception as exc:
+            outcomes[index] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=item) for item in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return outcomes

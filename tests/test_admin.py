@@ -327,3 +327,37 @@ def test_the_file_change_filter_says_undone_in_words(admin_client, project):
     for value, expected in [("yes", [reverted]), ("no", [kept])]:
         response = admin_client.get(url, {"undone": value})
         assert list(response.context["cl"].result_list) == expected
+
+
+def test_project_admin_keeps_the_last_owner(admin_client, project, users):
+    """The admin's Members inline follows the Members page's rule: demoting or deleting the
+    project's only owner is refused with a message; with another owner kept, it is saved."""
+    owner = Membership.objects.get(project=project, role=Role.OWNER)
+    url = reverse("admin:roject_project_change", args=[project.pk])
+
+    def post(**owner_form):
+        return admin_client.post(
+            url,
+            {
+                "name": project.name,
+                "slug": project.slug,
+                "memberships-TOTAL_FORMS": "1",
+                "memberships-INITIAL_FORMS": "1",
+                "memberships-MIN_NUM_FORMS": "0",
+                "memberships-MAX_NUM_FORMS": "1000",
+                "memberships-0-id": str(owner.pk),
+                "memberships-0-project": str(project.pk),
+                "memberships-0-user": str(owner.user_id),
+                **{f"memberships-0-{key}": value for key, value in owner_form.items()},
+            },
+        )
+
+    for refused in ({"role": Role.EDITOR}, {"role": Role.OWNER, "DELETE": "on"}):
+        response = post(**refused)
+        assert response.status_code == 200
+        assert "A project needs an owner" in response.content.decode()
+        assert Membership.objects.get(pk=owner.pk).role == Role.OWNER
+
+    Membership.objects.filter(project=project, user=users["editor"]).update(role=Role.OWNER)
+    assert post(role=Role.VIEWER).status_code == 302
+    assert Membership.objects.get(pk=owner.pk).role == Role.VIEWER
