@@ -152,7 +152,8 @@ def test_history_lists_changes_and_restores_a_version(page_for, users, project, 
 
 def test_the_file_panel_follows_the_dark_palette(page_for, users, project, root, client_for):
     """On a dark system the panel, the open file, an entry's actions, the history's diff and
-    the live badge take theme.css's dark colours; the toggle's light choice repaints them."""
+    the live badge take theme.css's dark colours; the toggle's light choice repaints them, and
+    its dark one the editor's gutters."""
     api = client_for(users["owner"])
     files = f"/api/projects/{project.pk}/files"
     api.post(f"{files}/new", json={"path": "a.md", "text": "one\n"})
@@ -181,25 +182,20 @@ def test_the_file_panel_follows_the_dark_palette(page_for, users, project, root,
         found["live"] = page.locator(".live-status").evaluate("e => getComputedStyle(e).color")
         return found
 
-    surface, code, ok = "rgb(30, 27, 25)", "rgb(39, 35, 32)", "rgb(129, 199, 132)"
-    assert colours() == {
-        "panel": surface,
-        "file": code,
-        "action": surface,
-        "diff": code,
-        "live": ok,
-    }
+    def painted(surface: str, code: str, ok: str) -> dict:
+        return {"panel": surface, "file": code, "action": surface, "diff": code, "live": ok}
+
+    assert colours() == painted("rgb(30, 27, 25)", "rgb(39, 35, 32)", "rgb(129, 199, 132)")
     screenshot(page, "files-dark")
     page.get_by_role("button", name="Dark mode").click()
     entry(page, "a.md").hover()
-    surface, code, ok = "rgb(255, 255, 255)", "rgb(245, 243, 240)", "rgb(46, 125, 50)"
-    assert colours() == {
-        "panel": surface,
-        "file": code,
-        "action": surface,
-        "diff": code,
-        "live": ok,
-    }
+    assert colours() == painted("rgb(255, 255, 255)", "rgb(245, 243, 240)", "rgb(46, 125, 50)")
+    # Dark again, by the toggle: CodeMirror's light gutters are repainted too.
+    page.get_by_role("button", name="Dark mode").click()
+    page.get_by_role("button", name="Edit").click()
+    gutters = page.locator(".file-editor .cm-gutters")
+    expect(gutters).to_be_visible()
+    assert gutters.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(39, 35, 32)"
 
 
 def test_the_tree_and_open_file_follow_changes_made_elsewhere(
