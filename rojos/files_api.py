@@ -71,71 +71,56 @@ async def _writer(request: HttpRequest, project_id: int):
     return await aproject_access(user=request.auth, project_id=project_id, write=True)
 
 
+async def _change(request: HttpRequest, project_id: int, action, **arguments) -> dict:
+    """A file_actions service run by the request's user on a project they may write, so that
+    every endpoint checks access and answers the recorded change the same way."""
+    access = await _writer(request, project_id)
+    return _changed(await action(project_id=access.project.pk, user=request.auth, **arguments))
+
+
 WRITE_ANSWERS = answers(ChangeOut, 400, 403, 404, 409, 422)
 
 
 @router.post("/{project_id}/files/new", response=WRITE_ANSWERS)
 async def file_new(request: HttpRequest, project_id: int, payload: NewFileIn):
     """Create a text file; 409 when the path is taken."""
-    access = await _writer(request, project_id)
-    return _changed(
-        await file_actions.file_new(
-            project_id=access.project.pk, user=request.auth, path=payload.path, text=payload.text
-        )
+    return await _change(
+        request, project_id, file_actions.file_new, path=payload.path, text=payload.text
     )
 
 
 @router.post("/{project_id}/files/folder", response=WRITE_ANSWERS)
 async def folder_new(request: HttpRequest, project_id: int, payload: PathIn):
     """Create a folder (and its missing parents); 409 when the path is taken."""
-    access = await _writer(request, project_id)
-    return _changed(
-        await file_actions.folder_new(
-            project_id=access.project.pk, user=request.auth, path=payload.path
-        )
-    )
+    return await _change(request, project_id, file_actions.folder_new, path=payload.path)
 
 
 @router.post("/{project_id}/files/move", response=WRITE_ANSWERS)
 async def path_move(request: HttpRequest, project_id: int, payload: MoveIn):
     """Rename or move a file or folder; an existing destination only with `overwrite`."""
-    access = await _writer(request, project_id)
-    return _changed(
-        await file_actions.path_move(
-            project_id=access.project.pk,
-            user=request.auth,
-            source=payload.source,
-            destination=payload.destination,
-            overwrite=payload.overwrite,
-        )
+    return await _change(
+        request,
+        project_id,
+        file_actions.path_move,
+        source=payload.source,
+        destination=payload.destination,
+        overwrite=payload.overwrite,
     )
 
 
 @router.post("/{project_id}/files/delete", response=WRITE_ANSWERS)
 async def path_delete(request: HttpRequest, project_id: int, payload: PathIn):
     """Delete a file, or a folder with everything in it; undoable like any change."""
-    access = await _writer(request, project_id)
-    return _changed(
-        await file_actions.path_delete(
-            project_id=access.project.pk, user=request.auth, path=payload.path
-        )
-    )
+    return await _change(request, project_id, file_actions.path_delete, path=payload.path)
 
 
 @router.post("/{project_id}/files/save", response=WRITE_ANSWERS)
 async def file_save(request: HttpRequest, project_id: int, payload: SaveIn):
     """Save a text file from the editor, unless it changed since the editor loaded it
     (409 with `current`, the version now, and `currentText`, for a merge view)."""
-    access = await _writer(request, project_id)
     base = payload.base.dict() if payload.base else None
-    return _changed(
-        await file_actions.file_save(
-            project_id=access.project.pk,
-            user=request.auth,
-            path=payload.path,
-            text=payload.text,
-            base=base,
-        )
+    return await _change(
+        request, project_id, file_actions.file_save, path=payload.path, text=payload.text, base=base
     )
 
 

@@ -150,6 +150,54 @@ def test_history_lists_changes_and_restores_a_version(page_for, users, project, 
     screenshot(page, "files-history")
 
 
+def test_the_file_panel_follows_the_dark_palette(page_for, users, project, root, client_for):
+    """On a dark system the panel, the open file, an entry's actions, the history's diff and
+    the live badge take theme.css's dark colours; the toggle's light choice repaints them, and
+    its dark one the editor's gutters."""
+    api = client_for(users["owner"])
+    files = f"/api/projects/{project.pk}/files"
+    api.post(f"{files}/new", json={"path": "a.md", "text": "one\n"})
+    base = api.get(f"{files}/content", params={"path": "a.md"}).json()["version"]
+    api.post(f"{files}/save", json={"path": "a.md", "text": "two\n", "base": base})
+    page = page_for(users["editor"])
+    page.emulate_media(color_scheme="dark")
+    page.goto(f"/projects/{project.pk}/")
+    entry(page, "a.md").locator(".entry").click()
+    page.get_by_role("button", name="History").click()
+    expect(page.locator(".history-diff").first).to_contain_text("+two")
+    expect(page.locator(".live-status")).to_have_text("● live")
+    entry(page, "a.md").hover()
+    parts = {
+        "panel": page.locator(".files"),
+        "file": page.locator(".file-content"),
+        "action": entry(page, "a.md").get_by_role("button", name="Delete"),
+        "diff": page.locator(".history-diff").first,
+    }
+
+    def colours() -> dict:
+        found = {
+            name: part.evaluate("e => getComputedStyle(e).backgroundColor")
+            for name, part in parts.items()
+        }
+        found["live"] = page.locator(".live-status").evaluate("e => getComputedStyle(e).color")
+        return found
+
+    def painted(surface: str, code: str, ok: str) -> dict:
+        return {"panel": surface, "file": code, "action": surface, "diff": code, "live": ok}
+
+    assert colours() == painted("rgb(30, 27, 25)", "rgb(39, 35, 32)", "rgb(129, 199, 132)")
+    screenshot(page, "files-dark")
+    page.get_by_role("button", name="Dark mode").click()
+    entry(page, "a.md").hover()
+    assert colours() == painted("rgb(255, 255, 255)", "rgb(245, 243, 240)", "rgb(46, 125, 50)")
+    # Dark again, by the toggle: CodeMirror's light gutters are repainted too.
+    page.get_by_role("button", name="Dark mode").click()
+    page.get_by_role("button", name="Edit").click()
+    gutters = page.locator(".file-editor .cm-gutters")
+    expect(gutters).to_be_visible()
+    assert gutters.evaluate("e => getComputedStyle(e).backgroundColor") == "rgb(39, 35, 32)"
+
+
 def test_the_tree_and_open_file_follow_changes_made_elsewhere(
     page_for, users, project, root, client_for
 ):

@@ -15,7 +15,7 @@ from tests.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-LIGHT_BG = "rgb(251, 250, 248)"  # --bg in app.css
+LIGHT_BG = "rgb(251, 250, 248)"  # --bg of the light palette in theme.css
 DARK_BG = "rgb(21, 19, 18)"  # --bg of the dark palette in theme.css
 LONG_TEXT = " ".join(f"word{i}" for i in range(120))
 

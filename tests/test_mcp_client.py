@@ -396,7 +396,7 @@ def test_a_start_failure_message_never_holds_the_url():
     import mcp_types as types
     from mcp.shared.exceptions import MCPError
 
-    from rojos.mcp.connection import _start_failure
+    from rojos.mcp.transport import start_failure
 
     url = "https://mcp.example.com/mcp?api_key=SECRET-KEY-123"
     spec = ServerSpec(slug="t", name="Tracker", transport="http", url=url)
@@ -405,5 +405,5 @@ def test_a_start_failure_message_never_holds_the_url():
         MCPError(code=types.INTERNAL_ERROR, message=f"refused at {url.split('?')[0]}"),
         RuntimeError(f"bad answer from {url}"),
     ):
-        message = _start_failure(spec, exc)
+        message = start_failure(spec, exc)
         assert "'Tracker'" in message and "mcp.example.com" not in message, message

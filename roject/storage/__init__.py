@@ -49,6 +49,7 @@ from .paths import (
     resolved_relative,
 )
 from .reading import MAX_MATCHES, read_lines, search_text
+from .restores import snapshot_path_restore, snapshot_restore
 from .scratch import scratch_copy
 from .snapshots import (
     Snapshot,
@@ -57,8 +58,6 @@ from .snapshots import (
     snapshot_digests,
     snapshot_discard,
     snapshot_of,
-    snapshot_path_restore,
-    snapshot_restore,
     snapshot_take,
     snapshot_text,
 )

@@ -1,15 +1,13 @@
-"""Snapshots for undo: the state of some paths copied aside, fingerprinted, and put back.
+"""Snapshots for undo: the state of some paths copied aside and fingerprinted.
 
 A snapshot copies the previous state of each path to ROJO_STORAGE_DIR/<project>/undo/<key>/<n>,
 outside the project root (under a temporary name, renamed to <key> once complete), with the
-list of parent directories that did not exist yet (a call creates them on the way; a restore
-removes them again when they are empty). Copies are made
-from, and put back into, directories held open (beneath), so a swap cannot redirect them; a
-file with other hard links is not copied (the call that would replace it is refused too).
-Deciding whether a restore may happen (the digests compared, the records kept) is the caller's.
+list of parent directories that did not exist yet (a call creates them on the way; a restore,
+in `restores`, removes them again when they are empty). Copies are made from directories
+held open (beneath), so a swap cannot redirect them; a file with other hard links is not
+copied (the call that would replace it is refused too).
 """
 
-import contextlib
 import hashlib
 import os
 import shutil
@@ -18,10 +16,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .beneath import Root
-from .entries import entry_copy, entry_remove, fsync_dir, temp_name
+from .beneath import At, Root
+from .entries import entry_copy, fsync_dir
 from .layout import undo_dir, undo_staging_create
-from .paths import StorageError, reported
+from .paths import reported
 from .room import Needed, room_check
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -103,7 +101,7 @@ def _leaf_digest(dir_fd: int, name: str, st: os.stat_result) -> str:
     return "dir:" + hasher.hexdigest()
 
 
-def _present_at(root: Root, relative: str):
+def present_at(root: Root, relative: str) -> At | None:
     """The entry at a path if something is there (the caller closes it), else None."""
     at = root.lookup(relative)
     if at is not None and at.lstat() is None:
@@ -117,7 +115,7 @@ def digests(root: Path, paths: list[str]) -> list[str | None]:
     with Root(root) as opened_root:
         found = []
         for relative in paths:
-            at = _present_at(opened_root, relative)
+            at = present_at(opened_root, relative)
             if at is None:
                 found.append(None)
                 continue
@@ -140,7 +138,7 @@ def _missing_parents(root: Root, relative: str) -> list[str]:
     for parent in PurePosixPath(relative.rstrip("/")).parents:
         if str(parent) == ".":
             break
-        at = _present_at(root, str(parent))
+        at = present_at(root, str(parent))
         if at is not None:
             at.close()
             break
@@ -159,7 +157,7 @@ def snapshot_take(project_id: int, root: Path, paths: list[str]) -> Snapshot:
     key = uuid.uuid4().hex
     directory = undo_dir(project_id, key)
     with reported(", ".join(paths)), Root(root) as opened_root:
-        present = [_present_at(opened_root, relative) for relative in paths]
+        present = [present_at(opened_root, relative) for relative in paths]
         try:
             if any(at is not None for at in present):
                 room_check(undo_dir(project_id, key).parent, _size(present), ", ".join(paths))
@@ -216,88 +214,6 @@ def snapshot_discard(snapshot: Snapshot) -> None:
     shutil.rmtree(snapshot.directory, ignore_errors=True)
 
 
-def snapshot_restore(root: Path, snapshot: Snapshot) -> None:
-    """Put every path back as the snapshot has it, then discard the snapshot (blocking).
-
-    Each path's copy is made beside it under a temporary name and renamed into place: a
-    crash leaves a file as the change left it or restored, never half copied (a directory
-    takes two renames). The caller checks first that nothing changed since.
-    """
-    with reported(", ".join(snapshot.paths)), Root(root) as opened_root:
-        # The paths the call made go first: a move's source and destination may swap places.
-        for relative, existed in zip(snapshot.paths, snapshot.existed, strict=True):
-            with reported(relative):
-                at = None if existed else _present_at(opened_root, relative)
-                if at is not None:
-                    with at:
-                        entry_remove(at.dir_fd, at.name)
-        if any(snapshot.existed):
-            copies = os.open(snapshot.directory, _DIRECTORY)
-            try:
-                for number, relative in enumerate(snapshot.paths):
-                    if snapshot.existed[number]:
-                        with reported(relative):
-                            _put_back(copies, str(number), opened_root, relative)
-            finally:
-                os.close(copies)
-        _remove_created_parents(opened_root, snapshot.missing_parents)
-    snapshot_discard(snapshot)
-
-
-def _put_back(copies: int, copy: str, root: Root, relative: str) -> None:
-    """Replace the entry at `relative` (or fill its place) with a copy of `copy`, by renames.
-
-    A file or link takes the place of another in one rename. A directory cannot replace a
-    directory that way: the old one is renamed aside, the new one in, then the old removed.
-    """
-    with root.entry(relative, make_parents=True) as at:
-        staged = temp_name()
-        try:
-            entry_copy(copies, copy, at.dir_fd, staged, label=relative, durable=True)
-            current = at.lstat()
-            staged_st = os.stat(staged, dir_fd=at.dir_fd, follow_symlinks=False)
-            if current is not None and (
-                stat.S_ISDIR(current.st_mode) or stat.S_ISDIR(staged_st.st_mode)
-            ):
-                _swap_in(at.dir_fd, staged, at.name)
-            else:
-                os.replace(staged, at.name, src_dir_fd=at.dir_fd, dst_dir_fd=at.dir_fd)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                entry_remove(at.dir_fd, staged)
-            raise
-        fsync_dir(at.dir_fd)
-
-
-def _swap_in(dir_fd: int, staged: str, name: str) -> None:
-    """Rename `name` aside and `staged` into its place; the old entry is removed after."""
-    aside = temp_name()
-    os.rename(name, aside, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    try:
-        os.rename(staged, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-    except BaseException:
-        os.rename(aside, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
-        raise
-    entry_remove(dir_fd, aside)
-
-
-def _remove_created_parents(root: Root, created: list[str]) -> None:
-    """Remove the parents the call created, deepest first, if nothing else was put in them."""
-    for relative in sorted(created, key=_depth, reverse=True):
-        # Kept when not empty (it holds newer work) or no longer a directory inside the root.
-        with contextlib.suppress(StorageError, OSError):
-            at = _present_at(root, relative)
-            if at is not None:
-                with at:
-                    st = at.lstat()
-                    if st is not None and stat.S_ISDIR(st.st_mode):
-                        os.rmdir(at.name, dir_fd=at.dir_fd)
-
-
-def _depth(relative: str) -> int:
-    return len(PurePosixPath(relative).parts)
-
-
 def snapshot_text(snapshot: Snapshot, number: int, limit: int) -> str | None:
     """The text of the snapshot's copy of path `number`: "" when it did not exist, None when
     it is no UTF-8 text file of at most `limit` bytes (a directory, a binary, a big file)."""
@@ -318,24 +234,3 @@ def snapshot_text(snapshot: Snapshot, number: int, limit: int) -> str | None:
         return None if b"\0" in data else data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def snapshot_path_restore(root: Path, snapshot: Snapshot, number: int) -> None:
-    """Put path `number` back as the snapshot has it, keeping the snapshot (blocking).
-
-    For restoring an older version: the snapshot stays the undo copy of its own change.
-    A path the snapshot holds as absent is removed.
-    """
-    relative = snapshot.paths[number]
-    with reported(relative), Root(root) as opened_root:
-        if not snapshot.existed[number]:
-            at = _present_at(opened_root, relative)
-            if at is not None:
-                with at:
-                    entry_remove(at.dir_fd, at.name)
-            return
-        copies = os.open(snapshot.directory, _DIRECTORY)
-        try:
-            _put_back(copies, str(number), opened_root, relative)
-        finally:
-            os.close(copies)

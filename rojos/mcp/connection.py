@@ -13,32 +13,26 @@ import contextvars
 import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import httpx2
 import mcp_types as types
 from django.conf import settings
-from mcp import Client, StdioServerParameters
-from mcp.client.stdio import stdio_client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import exit_hook
-from .bounds import MAX_TOOLS, tools_bounded
 from .process_log import StderrPipe
 from .spec import ServerSpec
+from .transport import McpUnavailable, client_make, start_failure, tools_list, url_scrubbed
+
+# Callers import these from here, as before the opening moved to `transport`.
+__all__ = ["McpConnection", "McpUnavailable", "url_scrubbed"]
 
 logger = logging.getLogger("rojos.mcp")
 
-_PAGES = 20  # tools/list pages read at most: a server paging forever cannot hang a turn
 _RETRY_SECONDS = 5.0  # a server that failed to start is not tried again sooner
 _CLOSE_SECONDS = 15.0  # the SDK's shutdown takes at most about 6 s (stdin, TERM, KILL)
-
-
-class McpUnavailable(Exception):
-    """The server could not be reached or started; the message says why, for the model."""
 
 
 class McpConnection:
@@ -71,7 +65,7 @@ class McpConnection:
             try:
                 with self._using():
                     self._tools = await asyncio.wait_for(
-                        self._list(client), settings.ROJO_MCP_CALL_TIMEOUT
+                        tools_list(client=client, spec=self.spec), settings.ROJO_MCP_CALL_TIMEOUT
                     )
             except BaseException:
                 self._stale = True
@@ -88,17 +82,6 @@ class McpConnection:
             self._in_flight -= 1
             self._used = self._loop.time()
             self._wake.set()
-
-    async def _list(self, client: Client) -> list[types.Tool]:
-        tools: list[types.Tool] = []
-        cursor = None
-        for _page in range(_PAGES):
-            result = await client.list_tools(cursor=cursor)
-            tools.extend(result.tools)
-            cursor = result.next_cursor
-            if not cursor or len(tools) > MAX_TOOLS:  # no use asking for more
-                break
-        return tools_bounded(tools, self.spec.slug)
 
     def mark_stale(self) -> None:
         self._stale = True
@@ -189,7 +172,15 @@ class McpConnection:
                 if self.spec.stdio:
                     pipe = StderrPipe(self.spec.slug, self._exited)
                     stack.callback(pipe.spawned)
-                client = await stack.enter_async_context(self._session(pipe, stack))
+                client = await stack.enter_async_context(
+                    client_make(
+                        spec=self.spec,
+                        root=self.root,
+                        pipe=pipe,
+                        stack=stack,
+                        on_message=self._on_message,
+                    )
+                )
                 if pipe is not None:
                     pipe.spawned()
                     self.pid = pipe.child_pid()
@@ -202,7 +193,7 @@ class McpConnection:
                 ready.set_result(client)
                 await self._serve()
         except Exception as exc:
-            message = _start_failure(self.spec, exc)
+            message = start_failure(self.spec, exc)
             if not ready.done():
                 logger.warning("%s", message, exc_info=exc)
                 self._failed = (self._loop.time(), message)
@@ -213,28 +204,6 @@ class McpConnection:
             if not ready.done():
                 ready.set_exception(McpUnavailable(f"the MCP server {self.spec.name!r} stopped"))
             ready.exception()  # retrieved: no warning when nobody waits for it
-
-    def _session(self, pipe: StderrPipe | None, stack: AsyncExitStack) -> Client:
-        if pipe is not None:
-            params = StdioServerParameters(
-                command=self.spec.command,
-                args=self.spec.arguments(self.root),
-                env=self.spec.environment(),
-                cwd=self.root,
-            )
-            transport = stdio_client(params, errlog=pipe.writer)
-        else:
-            # The SDK's client settings (a long read timeout for held streams), our headers;
-            # a client passed in is ours to close, after the session.
-            http = create_mcp_http_client(headers=self.spec.http_headers())
-            stack.push_async_callback(http.aclose)
-            transport = streamable_http_client(self.spec.url, http_client=http)
-        return Client(
-            transport,
-            cache=None,  # the tool list is kept here, refreshed when the server says
-            message_handler=self._on_message,
-            client_info=types.Implementation(name="rojo-chat", version="1"),
-        )
 
     async def _listen(self, stack: AsyncExitStack, client: Client) -> None:
         """On a 2026 connection, changes come on a subscription: follow it in a child task."""
@@ -275,29 +244,3 @@ class McpConnection:
         """(Pipe thread) The process and all it started are gone."""
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
             self._loop.call_soon_threadsafe(self.stop)
-
-
-def _start_failure(spec: ServerSpec, exc: BaseException) -> str:
-    """Why the server did not start, for the model and the project's members: it names the
-    server, never its URL (which may hold a key); the log has the whole error."""
-    if isinstance(exc, FileNotFoundError):
-        why = f"the command {spec.command!r} was not found"
-    elif isinstance(exc, httpx2.TransportError):
-        why = f"it cannot be reached ({exc.__class__.__name__})"
-    elif isinstance(exc, MCPError):
-        why = f"it refused the connection: {exc.error.message}"
-    elif spec.stdio:
-        why = f"{exc.__class__.__name__}: {exc}"[:300]
-    else:
-        why = exc.__class__.__name__
-    return url_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
-
-
-def url_scrubbed(spec: ServerSpec, text: str) -> str:
-    """`text` with the server's URL (with or without its query) left out."""
-    if not spec.url:
-        return text
-    bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
-    for url in sorted({spec.url, bare}, key=len, reverse=True):
-        text = text.replace(url, "(its URL)")
-    return text

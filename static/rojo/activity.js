@@ -4,7 +4,7 @@
 // full. Every text goes in as text, with hidden characters shown as escapes.
 
 import { getJson } from "./api.js";
-import { summarize } from "./render.js";
+import { summarize, toolLineParts } from "./render.js";
 import { visible } from "./visible.js";
 
 const number = new Intl.NumberFormat("en-US");
@@ -83,22 +83,8 @@ export class Activity {
 
   formingLine(index) {
     this.log.closeBubble();
-    const line = document.createElement("details");
-    line.className = "tool-line pending forming";
-    const summary = document.createElement("summary");
-    const gear = document.createElement("span");
-    gear.className = "gear";
-    gear.setAttribute("aria-hidden", "true");
-    gear.textContent = "⚙";
-    const call = document.createElement("span");
-    call.className = "call";
-    const outcome = document.createElement("span");
-    outcome.className = "outcome";
-    summary.append(gear, " ", call, outcome);
-    const preview = document.createElement("pre");
-    preview.className = "tool-args";
+    const { line, args: preview } = toolLineParts("tool-line pending forming");
     preview.hidden = true; // until the call has text to show
-    line.append(summary, preview);
     const first = this.forming.get(0);
     if (index > 0 && first) {
       // A second call of the same response: they are written in parallel.

@@ -21,12 +21,11 @@ export function summarize(name, args) {
   return `${name}(${short(String(args ?? ""))})`;
 }
 
-/** One dim activity line: `⚙ name(args) …`, the full arguments folded under it. */
-export function toolLine({ id, name, args }) {
+/** An empty activity line, `⚙ <call><outcome>` over a folded <pre> for the arguments: the
+ * one shape of a finished call's line and of one the model is still writing. */
+export function toolLineParts(className) {
   const line = document.createElement("details");
-  line.className = "tool-line pending";
-  line.dataset.id = id;
-  line.dataset.tool = name;
+  line.className = className;
   const summary = document.createElement("summary");
   const gear = document.createElement("span");
   gear.className = "gear";
@@ -34,16 +33,24 @@ export function toolLine({ id, name, args }) {
   gear.textContent = "⚙";
   const call = document.createElement("span");
   call.className = "call";
-  call.append(...visible(summarize(name, args)));
   const outcome = document.createElement("span");
   outcome.className = "outcome";
-  outcome.textContent = " …";
   summary.append(gear, " ", call, outcome);
-  const full = document.createElement("pre");
-  full.className = "tool-args";
-  full.append(...visible(typeof args === "string" ? args : JSON.stringify(args, null, 2)));
-  line.append(summary, full);
-  return line;
+  const args = document.createElement("pre");
+  args.className = "tool-args";
+  line.append(summary, args);
+  return { line, call, outcome, args };
+}
+
+/** One dim activity line: `⚙ name(args) …`, the full arguments folded under it. */
+export function toolLine({ id, name, args }) {
+  const parts = toolLineParts("tool-line pending");
+  parts.line.dataset.id = id;
+  parts.line.dataset.tool = name;
+  parts.call.append(...visible(summarize(name, args)));
+  parts.outcome.textContent = " …";
+  parts.args.append(...visible(typeof args === "string" ? args : JSON.stringify(args, null, 2)));
+  return parts.line;
 }
 
 const number = new Intl.NumberFormat("en-US");

@@ -1,0 +1,93 @@
+"""How a session with one MCP server opens: its transport and SDK client, its tool list read
+page by page, and why opening failed, told without the server's URL.
+
+The session's task (`connection`) decides when a session opens and ends; this module only
+says how: what the client is made of and what a failure tells the model.
+"""
+
+from contextlib import AsyncExitStack
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
+
+from .bounds import MAX_TOOLS, tools_bounded
+from .process_log import StderrPipe
+from .spec import ServerSpec
+
+_PAGES = 20  # tools/list pages read at most: a server paging forever cannot hang a turn
+
+
+class McpUnavailable(Exception):
+    """The server could not be reached or started; the message says why, for the model."""
+
+
+def client_make(
+    *, spec: ServerSpec, root: Path, pipe: StderrPipe | None, stack: AsyncExitStack, on_message
+) -> Client:
+    """The SDK client for the server: over stdio (its stderr into `pipe`) or streamable HTTP."""
+    if pipe is not None:
+        params = StdioServerParameters(
+            command=spec.command,
+            args=spec.arguments(root),
+            env=spec.environment(),
+            cwd=root,
+        )
+        transport = stdio_client(params, errlog=pipe.writer)
+    else:
+        # The SDK's client settings (a long read timeout for held streams), our headers;
+        # a client passed in is ours to close, after the session.
+        http = create_mcp_http_client(headers=spec.http_headers())
+        stack.push_async_callback(http.aclose)
+        transport = streamable_http_client(spec.url, http_client=http)
+    return Client(
+        transport,
+        cache=None,  # the tool list is kept by the connection, refreshed when the server says
+        message_handler=on_message,
+        client_info=types.Implementation(name="rojo-chat", version="1"),
+    )
+
+
+async def tools_list(*, client: Client, spec: ServerSpec) -> list[types.Tool]:
+    """The server's tools, read page by page up to a bound (`bounds`)."""
+    tools: list[types.Tool] = []
+    cursor = None
+    for _page in range(_PAGES):
+        result = await client.list_tools(cursor=cursor)
+        tools.extend(result.tools)
+        cursor = result.next_cursor
+        if not cursor or len(tools) > MAX_TOOLS:  # no use asking for more
+            break
+    return tools_bounded(tools, spec.slug)
+
+
+def start_failure(spec: ServerSpec, exc: BaseException) -> str:
+    """Why the server did not start, for the model and the project's members: it names the
+    server, never its URL (which may hold a key); the log has the whole error."""
+    if isinstance(exc, FileNotFoundError):
+        why = f"the command {spec.command!r} was not found"
+    elif isinstance(exc, httpx2.TransportError):
+        why = f"it cannot be reached ({exc.__class__.__name__})"
+    elif isinstance(exc, MCPError):
+        why = f"it refused the connection: {exc.error.message}"
+    elif spec.stdio:
+        why = f"{exc.__class__.__name__}: {exc}"[:300]
+    else:
+        why = exc.__class__.__name__
+    return url_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
+
+
+def url_scrubbed(spec: ServerSpec, text: str) -> str:
+    """`text` with the server's URL (with or without its query) left out."""
+    if not spec.url:
+        return text
+    bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
+    for url in sorted({spec.url, bare}, key=len, reverse=True):
+        text = text.replace(url, "(its URL)")
+    return text
