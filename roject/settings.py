@@ -232,8 +232,6 @@ ROJO_PROVIDER_HEADERS_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_HEADERS_TIME
 ROJO_PROVIDER_TOTAL_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TOTAL_TIMEOUT") or 150)
 # The longest a turn waits for a provider to list its model's context window (once an hour).
 ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
-# The longest one turn may run, approvals included: a provider that streams (or keeps the
-# connection alive) for ever must not hold a conversation and its cost without end.
 # MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
 # A live stream checks this often, whatever its traffic, that its user is still an active
 # member and its API token still live; it ends when not.
@@ -247,6 +245,8 @@ ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)
 # The largest request body the MCP endpoint reads (counted on the wire, before the SDK
 # holds it), and the largest call arguments it stores: room for a write of the largest file.
 ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_BYTES)
+# The longest one turn may run, approvals included: a provider that streams (or keeps the
+# connection alive) for ever must not hold a conversation and its cost without end.
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
 ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)
