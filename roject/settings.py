@@ -81,6 +81,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "roject.context_processors.header",
             ],
         },
     },
@@ -217,6 +218,9 @@ ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or
 ROJO_CLIENT_WRITE_TIMEOUT = float(os.environ.get("ROJO_CLIENT_WRITE_TIMEOUT") or 30)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
+# The same for a call routed to the project's owners ("changes need approval by an owner"):
+# longer, and not counted in the turn's ROJO_TURN_MAX_SECONDS.
+ROJO_OWNER_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_OWNER_APPROVAL_TIMEOUT") or 3600)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).
 ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
 # A tool call still streaming its arguments is shown after this long, then updated this often.
@@ -230,8 +234,9 @@ ROJO_PROVIDER_HEADERS_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_HEADERS_TIME
 ROJO_PROVIDER_TOTAL_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TOTAL_TIMEOUT") or 150)
 # The longest a turn waits for a provider to list its model's context window (once an hour).
 ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
-# The longest one turn may run, approvals included: a provider that streams (or keeps the
-# connection alive) for ever must not hold a conversation and its cost without end.
+# The longest one turn may run, approvals included (not those routed to owners): a provider
+# that streams (or keeps the connection alive) for ever must not hold a conversation and its
+# cost without end.
 # MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
 # A live stream checks this often, whatever its traffic, that its user is still an active
 # member and its API token still live; it ends when not.

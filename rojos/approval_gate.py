@@ -2,11 +2,14 @@
 
 A call asks when its tool is an MCP tool its server does not mark read-only, or one of the
 rojo's Ask-before tools that would change an existing path (unless nothing would change);
-never when a person allowed the tool for the rest of the conversation.
+never when a person allowed the tool for the rest of the conversation. With the project's
+"changes need approval by an owner" on, a call in a non-owner's turn waits for an owner
+(routed: rojos/pending_approvals.py). Each wait is stored while it lasts.
 """
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 
@@ -17,14 +20,22 @@ from roject.storage import StorageError
 
 from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from .history import History
-from .models import Conversation
+from .models import Conversation, PendingApproval
+from .pending_approvals import (
+    approval_audit,
+    approval_routed,
+    pending_approval_add,
+    pending_approval_remove,
+)
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 
 DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
 DENIED = DENIED_OUTCOME.result
 
-# Waits for a person's decision on a call id; True to run the call.
-Approver = Callable[[str], Awaitable[bool]]
+# Waits for a person's decision on a call id: True to run the call, False denied, None no
+# decision in time (a denial by the system). Called with routed=True for a call that waits
+# for an owner (only in a person's turn: rojos.turn_log.Turn.approval).
+Approver = Callable[..., Awaitable[bool | None]]
 
 
 def _exists_any(ctx: RojoToolContext, paths: list[str]) -> bool:
@@ -94,17 +105,54 @@ class ApprovalGate:
         if question is None or await self._allowed(parsed.name):
             return
         args, preview = question
+        routed = await approval_routed(project_id=ctx.project_id, user=ctx.user)
+        pending = await self._pending_add(parsed, changing, ctx, preview, routed)
         # Marked before the question goes out, so that a decision sent at once finds the
         # approver already waiting (nothing awaits between the two).
         waiting = self._waiting()
         await waiting.aupdate(approval_waiting=timezone.now())
         try:
-            yield ApprovalRequiredEvent(id=parsed.id, name=parsed.name, args=args, preview=preview)
-            approved = await self.approver(parsed.id)
+            yield ApprovalRequiredEvent(
+                id=parsed.id, name=parsed.name, args=args, preview=preview, routed=routed
+            )
+            ask = functools.partial(self.approver, routed=True) if routed else self.approver
+            approved = await ask(parsed.id)
         finally:
-            await asyncio.shield(waiting.aupdate(approval_waiting=None))
+            await asyncio.shield(self._waited(waiting, pending))
+        if approved is None and pending is not None:  # no decision in time: the system's
+            conversation = self.history.conversation
+            await approval_audit(
+                user=None,
+                conversation=conversation,
+                pending=pending,
+                approved=False,
+                timed_out=True,
+            )
         if not approved:
             yield ToolResultEvent(id=parsed.id, name=parsed.name, result=DENIED, ok=False)
+
+    async def _pending_add(
+        self, parsed: ToolCall, changing, ctx: RojoToolContext, preview: dict, routed: bool
+    ) -> PendingApproval | None:
+        """Store the wait (none for a conversation that is not stored: a scratch re-run)."""
+        if self.history.conversation.pk is None:
+            return None
+        paths = changing[0].changed_paths(changing[1]) if changing else []
+        return await pending_approval_add(
+            conversation=self.history.conversation,
+            user=ctx.user,
+            call_id=parsed.id,
+            tool=parsed.name,
+            path=", ".join(paths),
+            preview=preview,
+            routed=routed,
+        )
+
+    async def _waited(self, waiting, pending: PendingApproval | None) -> None:
+        """The wait is over: the badge and the stored wait go."""
+        await waiting.aupdate(approval_waiting=None)
+        if pending is not None:
+            await pending_approval_remove(pending=pending)
 
     async def _allowed(self, name: str) -> bool:
         """Whether a person allowed this tool for the rest of the conversation (read now:

@@ -12,5 +12,6 @@ urlpatterns = [
         views.project_page,
         name="conversation",
     ),
+    path("approvals/", views.approvals_page, name="approvals"),
     path("api/", api.urls),
 ]
