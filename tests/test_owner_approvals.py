@@ -232,6 +232,27 @@ def test_an_owners_own_turn_is_not_routed(client_for, users, routed, rojo, fake_
     assert (audited.action, audited.details["routed"]) == (AuditAction.APPROVAL_DENIED, False)
 
 
+def test_a_stop_takes_the_call_out_of_the_inbox_undecided(
+    client_for, users, routed, rojo, fake_provider, root
+):
+    """The turn ended: its waiting call leaves the inbox, with no decision audited."""
+    fake_provider.add(stream(*tool_call_chunks([("delete_path", {"path": "notes.txt"})])))
+    owner = client_for(users["owner"])
+    editor = client_for(users["editor"])
+
+    def editor_stops(conversation: int, event: Event) -> None:
+        assert len(inbox(owner)) == 1
+        assert editor.post(f"/api/conversations/{conversation}/stop").json() == {"stopping": True}
+
+    events = chat_deciding(editor, routed, rojo, editor_stops)
+
+    assert events[-2].data["code"] == "stopped"
+    assert inbox(owner) == []
+    assert not PendingApproval.objects.exists()
+    assert decisions() == []
+    assert (root / "notes.txt").read_text() == "mine\n"
+
+
 def live_counts(client: ApiClient, counts: list[int], many: int) -> None:
     """Read the first `many` counts of the owner's live stream into `counts`."""
     with client.http.stream("GET", "/api/approvals/live") as response:
