@@ -298,14 +298,24 @@ def wait_for(predicate, timeout: float = 3.0) -> None:
 
 
 def test_an_owner_approves_on_another_process_and_the_editors_call_runs(
-    second_server, client_for, users, routed, rojo, fake_provider, root
+    second_server, client_for, users, routed, rojo, fake_provider, root, settings
 ):
-    """The editor's turn runs in this process; the owner's inbox and decision are served by
-    the other, which finds the call in the database and delivers over Redis."""
+    """The editor's turn runs in this process; the owner's inbox, its live count and the
+    decision are served by the other, which finds the call in the database, hears of it
+    over Redis and delivers the decision over Redis."""
     overwrite(fake_provider)
     elsewhere = client_for(users["owner"], base_url=second_server)
+    counts: list[int] = []
+    reader = threading.Thread(
+        target=live_counts,
+        args=(client_for(users["owner"], base_url=second_server), counts, 3),
+        daemon=True,
+    )
+    reader.start()
+    wait_for(lambda: counts == [0], timeout=10)
 
     def owner_approves_elsewhere(conversation: int, event: Event) -> None:
+        wait_for(lambda: counts[-1:] == [1])
         [entry] = inbox(elsewhere)
         assert entry["path"] == "notes.txt"
         response = decide(elsewhere, entry["id"], True)
@@ -315,5 +325,7 @@ def test_an_owner_approves_on_another_process_and_the_editors_call_runs(
 
     assert of_type(events, "TOOL_RESULT")[0].data["ok"] is True
     assert (root / "notes.txt").read_text() == "theirs\n"
+    reader.join(timeout=3)
+    assert counts == [0, 1, 0]
     [audited] = decisions()
     assert (audited.actor_user_id, audited.details["routed"]) == (users["owner"].pk, True)
