@@ -1,10 +1,12 @@
 from django.contrib import admin
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.forms.models import BaseInlineFormSet
 from django.utils import timezone
 
 from .members import LAST_OWNER
 from .models import ApiToken, Invitation, Membership, Project, Role
+from .project_settings import project_changes_audit
 from .services import project_delete, project_storage_create, projects_delete
 
 
@@ -44,13 +46,24 @@ class MembershipInline(admin.TabularInline):
 
 @admin.register(Project)
 class ProjectAdmin(admin.ModelAdmin):
-    list_display = ["name", "slug", "created"]
+    list_display = ["name", "slug", "owner_approval", "created"]
+    list_filter = ["owner_approval"]
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
 
     def save_model(self, request, obj, form, change):
-        super().save_model(request, obj, form, change)
+        """A change to the project's settings is audited (roject/project_settings.py)."""
+        before = form.initial if change else {}
+        with transaction.atomic():
+            super().save_model(request, obj, form, change)
+            if change:
+                project_changes_audit(
+                    project=obj,
+                    user=request.user,
+                    before=before,
+                    address=request.META.get("REMOTE_ADDR"),
+                )
         project_storage_create(project=obj)
 
     def get_deleted_objects(self, objs, request):

@@ -25,6 +25,13 @@ class Project(models.Model):
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
     created = models.DateTimeField(auto_now_add=True)
+    # A call that needs approval in the turn of a member who is not an owner waits for an
+    # owner (their Approvals inbox), not for the turn's own user.
+    owner_approval = models.BooleanField(
+        "changes need approval by an owner",
+        default=False,
+        help_text="Calls that need approval in an editor's turn wait for an owner to decide.",
+    )
     members = models.ManyToManyField(
         settings.AUTH_USER_MODEL, through="Membership", related_name="projects"
     )

@@ -81,6 +81,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "roject.context_processors.header",
             ],
         },
     },
@@ -219,6 +220,9 @@ ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or
 ROJO_CLIENT_WRITE_TIMEOUT = float(os.environ.get("ROJO_CLIENT_WRITE_TIMEOUT") or 30)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
+# The same for a call routed to the project's owners ("changes need approval by an owner"):
+# longer, and not counted in the turn's ROJO_TURN_MAX_SECONDS.
+ROJO_OWNER_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_OWNER_APPROVAL_TIMEOUT") or 3600)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).
 ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
 # A tool call still streaming its arguments is shown after this long, then updated this often.
@@ -245,8 +249,9 @@ ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)
 # The largest request body the MCP endpoint reads (counted on the wire, before the SDK
 # holds it), and the largest call arguments it stores: room for a write of the largest file.
 ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_BYTES)
-# The longest one turn may run, approvals included: a provider that streams (or keeps the
-# connection alive) for ever must not hold a conversation and its cost without end.
+# The longest one turn may run, approvals included (not those routed to owners): a provider
+# that streams (or keeps the connection alive) for ever must not hold a conversation and its
+# cost without end.
 ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
 ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)

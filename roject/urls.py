@@ -6,6 +6,7 @@ from django.urls import include, path
 
 from . import member_views, views
 from .forms import AdminLoginForm
+from .project_settings import project_settings
 
 # The admin's login counts failures with the site's (roject/login_limits.py).
 admin.site.login_form = AdminLoginForm
@@ -13,6 +14,7 @@ admin.site.login_form = AdminLoginForm
 urlpatterns = [
     path("", views.home, name="home"),
     path("", include("rojos.urls")),
+    path("projects/<int:project_id>/settings/", project_settings, name="project_settings"),
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:token_id>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
     path("projects/<int:project_id>/members/", member_views.members, name="members"),

@@ -2,7 +2,7 @@
 
 The choice is stored on the conversation (`Conversation.allowed_tools`), so it holds on every
 server process and for the conversation's later turns; the approval gate
-(`ToolCallRunner._allowed`) reads it before each call that would ask.
+(`ApprovalGate._allowed`, rojos/approval_gate.py) reads it before each call that would ask.
 """
 
 from asgiref.sync import sync_to_async

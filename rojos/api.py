@@ -30,6 +30,8 @@ from .api_schemas import (
     UndoneOut,
     UndoTurnIn,
 )
+from .approval_decisions import approval_decide
+from .approvals_api import router as approvals_router
 from .attachments import attachments_read
 from .conversations_api import router as conversations_router
 from .files_api import router as file_edits_router
@@ -53,6 +55,7 @@ api = NinjaAPI(
 api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
 api.add_router("", conversations_router)
+api.add_router("/approvals", approvals_router)
 error_handlers_add(api)
 
 
@@ -84,11 +87,13 @@ def search(request: HttpRequest, q: str = "", project: int | None = None):
     tags=["chat"],
 )
 async def conversation_approve(request: HttpRequest, conversation_id: int, payload: ApprovalIn):
-    """Approve or deny a tool call that is waiting; only members who may write can decide."""
+    """Approve or deny a tool call that is waiting; only members who may write can decide,
+    and only owners a call that waits for an owner (403 for anyone else)."""
     conversation, _ = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    refused = await turn_control.turn_approve(
+    refused = await approval_decide(
+        user=request.auth,
         conversation=conversation,
         call_id=payload.call,
         approve=payload.approve,

@@ -62,6 +62,7 @@ class ApprovalRequiredEvent:
     name: str
     args: Any
     preview: dict  # what the call would change: a diff, a move, the paths it would delete
+    routed: bool = False  # it waits for an owner of the project, not the turn's user
     type: Literal["APPROVAL_REQUIRED"] = "APPROVAL_REQUIRED"
 
 

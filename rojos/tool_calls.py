@@ -1,22 +1,21 @@
-"""Running one tool call: the user's access and the turn's caps first, asking for approval
-where needed, and recording what it changed."""
+"""Running one tool call: the user's access and the turn's caps first, then approval where
+needed (rojos/approval_gate.py), and recording what it changed."""
 
 import asyncio
 import contextlib
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-
-from django.utils import timezone
 
 from roject import storage
 from roject.access import aproject_role, project_role
 from roject.models import Role
 from roject.storage import DiskFull, StorageError
 
+from .approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
 from .errors import AccessRevoked
-from .events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
+from .events import AgentEvent, ToolResultEvent
 from .file_edits import change_published
 from .history import History
 from .models import Conversation, FileChange
@@ -26,8 +25,6 @@ from .tools.schema import validate
 from .turn_caps import TurnCaps
 from .undo import change_finish
 
-DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
-DENIED = DENIED_OUTCOME.result
 REVOKED_OUTCOME = ToolOutcome.failure(
     "your role in this project no longer lets you change its files (you were removed "
     "from it or made a viewer while this reply ran)"
@@ -47,32 +44,6 @@ class _Revoked(Exception):
 
 class _Stale(Exception):
     """A file the turn read changed since; the message says so to the model."""
-
-
-# Waits for a person's decision on a call id; True to run the call.
-Approver = Callable[[str], Awaitable[bool]]
-
-
-def _exists_any(ctx: RojoToolContext, paths: list[str]) -> bool:
-    """Whether any of the paths is there; one that is not allowed names nothing."""
-    for relative in paths:
-        with contextlib.suppress(StorageError):
-            if storage.entry_exists(ctx.project_root, relative):
-                return True
-    return False
-
-
-def _preview(tool: RojoTool, args: dict, ctx: RojoToolContext) -> dict:
-    try:
-        return tool.preview(args, ctx)
-    except (ToolError, StorageError, OSError) as exc:
-        return {"error": str(exc)}
-
-
-def _changes_something(preview: dict) -> bool:
-    """False for a write or an edit whose diff is empty: it would leave the file as it is,
-    so it runs without asking."""
-    return preview.get("diff") != ""
 
 
 def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
@@ -129,6 +100,12 @@ class ToolCallRunner:
     caps: TurnCaps = field(default_factory=TurnCaps)
 
     def __post_init__(self) -> None:
+        self.gate = ApprovalGate(
+            tools=self.tools,
+            history=self.history,
+            approval_tools=self.approval_tools,
+            approver=self.approver,
+        )
         self._granted = Role(self.ctx.role)  # the role the turn started with
         self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
 
@@ -189,9 +166,11 @@ class ToolCallRunner:
             return
         changing = self._changing_tool(parsed)
         denied = False
-        async with contextlib.aclosing(self._approval(call, parsed, changing)) as asking:
+        asking = self.gate.ask(parsed, changing, self.ctx)
+        async with contextlib.aclosing(asking):
             async for event in asking:
-                denied = isinstance(event, ToolResultEvent)
+                if denied := isinstance(event, ToolResultEvent):
+                    await self._store(call, DENIED_OUTCOME)
                 yield event
         if denied:
             return
@@ -218,65 +197,6 @@ class ToolCallRunner:
             change=change,
             mcp_server=tool.mcp_server if tool is not None else None,
         )
-
-    def _asks_always(self, tool: RojoTool | None, parsed: ToolCall) -> bool:
-        """Whether the call waits for approval whatever it touches (an MCP tool the server
-        does not mark read-only), when someone can give it."""
-        return (
-            self.approver is not None
-            and tool is not None
-            and tool.needs_approval
-            and parsed.args is not None
-            and tool in self.tools.available(self.ctx)
-        )
-
-    async def _approval(self, call: dict, parsed: ToolCall, changing) -> AsyncIterator[AgentEvent]:
-        """Ask for approval if the call needs it: an MCP tool its server does not mark
-        read-only, or one of the rojo's Ask-before tools that would change an existing path
-        (unless nothing would change); not when a person allowed the tool for the
-        conversation. Yields the question, then the denial's result if denied (the call
-        must then not run)."""
-        tool = self.tools.get(parsed.name)
-        if self._asks_always(tool, parsed):
-            args, preview = parsed.args, tool.preview(parsed.args, self.ctx)
-        else:
-            if not changing or self.approver is None or parsed.name not in self.approval_tools:
-                return
-            tool, args = changing
-            if not await asyncio.to_thread(_exists_any, self.ctx, tool.changed_paths(args)):
-                return
-            preview = await asyncio.to_thread(_preview, tool, args, self.ctx)
-            if not _changes_something(preview):
-                return
-        if await self._allowed(parsed.name):
-            return
-        # Marked before the question goes out, so that a decision sent at once finds the
-        # approver already waiting (nothing awaits between the two).
-        waiting = self._waiting()
-        await waiting.aupdate(approval_waiting=timezone.now())
-        try:
-            yield ApprovalRequiredEvent(id=parsed.id, name=parsed.name, args=args, preview=preview)
-            approved = await self.approver(parsed.id)
-        finally:
-            await asyncio.shield(waiting.aupdate(approval_waiting=None))
-        if not approved:
-            await self._store(call, DENIED_OUTCOME)
-            yield ToolResultEvent(id=parsed.id, name=parsed.name, result=DENIED, ok=False)
-
-    async def _allowed(self, name: str) -> bool:
-        """Whether a person allowed this tool for the rest of the conversation (read now:
-        the choice may have been made on an earlier call of this very turn)."""
-        conversation = self.history.conversation
-        if conversation.pk is None:
-            return False
-        rows = Conversation.objects.filter(pk=conversation.pk)
-        allowed = await rows.values_list("allowed_tools", flat=True).afirst()
-        return name in (allowed or ())
-
-    def _waiting(self):
-        """The conversation's row, marked while a call waits for a person's decision (the
-        list's badge, on every process)."""
-        return Conversation.objects.filter(pk=self.history.conversation.pk)
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
         tool = self.tools.get(call["function"]["name"])

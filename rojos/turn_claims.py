@@ -15,7 +15,7 @@ from django.db import DatabaseError
 from django.db.models import Q
 from django.utils import timezone
 
-from .models import Conversation
+from .models import Conversation, PendingApproval
 from .turn_owner import owner_alive_here, owner_gone, process_owner
 
 # A claim of a process that still runs on this host is stale only after this many times the
@@ -45,6 +45,7 @@ def turn_claim_blocking(
     dead = dead_claim(held) if held is not None else None
     # approval_waiting: a crashed turn's wait
     if dead is not None and rows.filter(dead).update(**claim, approval_waiting=None):
+        PendingApproval.objects.filter(conversation_id=conversation_id).delete()
         return False
     return None
 
@@ -67,13 +68,16 @@ def dead_claim(conversation: Conversation) -> Q | None:
 
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
-    Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
+    """Give the conversation up; the calls its turn left waiting leave every inbox."""
+    released = Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
         turn_id=None,
         turn_heartbeat=None,
         turn_owner="",
         approval_waiting=None,
         updated=timezone.now(),
     )
+    if released:
+        PendingApproval.objects.filter(conversation_id=conversation_id).delete()
 
 
 async def turn_heartbeat(turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:

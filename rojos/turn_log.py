@@ -6,7 +6,8 @@ running turn waits for: people's decisions on its calls.
 """
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Iterator
 
 from django.conf import settings
 
@@ -37,6 +38,8 @@ class Turn:
         self.approvals: dict[str, asyncio.Future] = {}
         self.relays: set[asyncio.Task] = set()
         self.auto_approve: bool | None = None
+        # The turn's time limit, once it runs: routed approvals stop it while they wait.
+        self.deadline: asyncio.Timeout | None = None
         self.status = TurnRecord.Status.DONE
         self.claim_lost = False
         self._changed = asyncio.Event()
@@ -64,18 +67,42 @@ class Turn:
         self.error = {"message": message, "code": code}
         self.publish(ErrorEvent(message=message, code=code))
 
-    async def approval(self, call_id: str) -> bool:
-        """Wait for a person's decision on a call; no answer in time counts as a denial."""
+    async def approval(self, call_id: str, *, routed: bool = False) -> bool | None:
+        """Wait for a person's decision on a call; None when none came in time (a denial).
+
+        A call `routed` to the project's owners waits ROJO_OWNER_APPROVAL_TIMEOUT, and the
+        turn's own time limit stands still meanwhile: an owner may take an hour.
+        """
         if self.auto_approve is not None:
             return self.auto_approve
         waiting = asyncio.get_running_loop().create_future()
         self.approvals[call_id] = waiting
+        timeout = settings.ROJO_OWNER_APPROVAL_TIMEOUT if routed else settings.ROJO_APPROVAL_TIMEOUT
         try:
-            return await asyncio.wait_for(waiting, settings.ROJO_APPROVAL_TIMEOUT)
+            with self._deadline_paused() if routed else contextlib.nullcontext():
+                return await asyncio.wait_for(waiting, timeout)
         except TimeoutError:
-            return False
+            return None
         finally:
             self.approvals.pop(call_id, None)
+
+    @contextlib.contextmanager
+    def _deadline_paused(self) -> Iterator[None]:
+        """Stop the turn's time limit (ROJO_TURN_MAX_SECONDS) for the block, then move it
+        on by as long as the block took."""
+        deadline = self.deadline
+        when = deadline.when() if deadline is not None else None
+        if when is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline.reschedule(None)
+        try:
+            yield
+        finally:
+            if not deadline.expired():
+                deadline.reschedule(when + loop.time() - started)
 
     def publish_unsent(self, messages: list[Message]) -> None:
         """Publish the calls and results of this turn that are stored but were never sent.

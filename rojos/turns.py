@@ -276,7 +276,7 @@ async def _run(
         # timeout) must not hold up the turn's own writes, queued on the turn's thread.
         asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
     ]
-    deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
+    deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     try:
         async with (
             deadline,

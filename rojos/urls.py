@@ -17,5 +17,6 @@ urlpatterns = [
         shared_views.conversation_read_page,
         name="conversation_read",
     ),
+    path("approvals/", views.approvals_page, name="approvals"),
     path("api/", api.urls),
 ]

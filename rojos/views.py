@@ -61,3 +61,11 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
             "mcp_url": request.build_absolute_uri(f"/mcp/projects/{access.project.slug}"),
         },
     )
+
+
+@ensure_csrf_cookie
+@login_required
+def approvals_page(request):
+    """The owner's Approvals inbox: calls waiting for an owner across their projects (the
+    entries come from /api/approvals, and again whenever the header's count changes)."""
+    return render(request, "approvals.html")

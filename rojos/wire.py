@@ -57,6 +57,9 @@ def event_data(event: TurnEvent) -> dict:
         case ToolCallEvent(id=id_, name=name, args=args, index=index, of=of):
             data = {"id": id_, "name": name, "args": args}
             return data if of == 1 else {**data, "index": index, "of": of}
+        case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview, routed=routed):
+            data = {"id": id_, "name": name, "args": args, "preview": preview}
+            return {**data, "routed": True} if routed else data
         case ToolResultEvent(
             id=id_, name=name, result=result, ok=ok, change=change, mcp_server=server
         ):

@@ -3,6 +3,7 @@
 A package by subject; migrations and callers import everything from here.
 """
 
+from .approval import PendingApproval
 from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
 from .mcp import McpServer, RojoMcpServer
 from .rojo import (
@@ -20,6 +21,7 @@ __all__ = [
     "FileChange",
     "McpServer",
     "Message",
+    "PendingApproval",
     "Rojo",
     "RojoMcpServer",
     "TurnRecord",

@@ -19,7 +19,7 @@ function pathList(paths) {
 }
 
 /** The question for call `id`; `onError(message)` tells of a decision that was not sent. */
-export function approvalPrompt({ id, name, args, preview }, { canWrite, conversationId, onError }) {
+export function approvalPrompt({ id, name, args, preview, routed }, { canWrite, isOwner, conversationId, onError }) {
   const box = document.createElement("div");
   box.className = "approval";
   box.setAttribute("role", "group");
@@ -32,12 +32,15 @@ export function approvalPrompt({ id, name, args, preview }, { canWrite, conversa
   if (paths.length) question.append(" on ", ...pathList(paths));
   question.append("; it changes existing files.");
   box.append(question, previewNode(preview));
-  if (canWrite) {
+  // A call routed to the owners ("changes need approval by an owner") is theirs to decide.
+  if (routed ? isOwner : canWrite) {
     box.append(decisionButtons(id, name, conversationId, onError));
   } else {
     const note = document.createElement("p");
     note.className = "approval-wait";
-    note.textContent = "Waiting for an editor of this project to approve or deny.";
+    note.textContent = routed
+      ? "Waiting for an owner to approve"
+      : "Waiting for an editor of this project to approve or deny.";
     box.append(note);
   }
   return box;
@@ -99,7 +102,8 @@ document.addEventListener("keydown", (event) => {
   button.click();
 });
 
-function previewNode(preview) {
+/** What a call would change: its diff, lines marked, or a description; escaped. */
+export function previewNode(preview) {
   const pre = document.createElement("pre");
   pre.className = "preview";
   if (preview?.diff !== undefined) {

@@ -20,10 +20,11 @@ function eventsBefore(events, message) {
 }
 
 export class ChatPanel extends EventTarget {
-  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite }) {
+  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite, isOwner }) {
     super();
     this.writingTools = new Set(writingTools);
     this.canWrite = canWrite;
+    this.isOwner = isOwner;
     this.turnMessage = null;
     this.turnChanges = [];
     this.element = element;
@@ -125,6 +126,7 @@ export class ChatPanel extends EventTarget {
           data.id,
           approvalPrompt(data, {
             canWrite: this.canWrite,
+            isOwner: this.isOwner,
             conversationId: this.conversationId,
             onError: (message) => this.log.addError(message),
           }),

@@ -66,6 +66,7 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   rojoId: initial?.id ?? null,
   writingTools: config.writingTools,
   canWrite: config.canWrite,
+  isOwner: config.role === "owner",
 });
 
 // An outside agent's MCP calls are shown with their Undo, but not chatted on.

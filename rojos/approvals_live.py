@@ -1,0 +1,62 @@
+"""News for owners' pages that their Approvals inbox changed: one Channels group per user.
+
+A routed call that starts or stops waiting is published to each owner of its project; every
+page an owner has open follows their group through one server-sent event stream
+(`GET /api/approvals/live`) and reads the count again from the database. The group lives
+in the channel layer (Redis with `REDIS_URL`), so news from the process running the turn
+reaches pages served by any other.
+"""
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+from channels.layers import get_channel_layer
+
+from roject.models import Membership, Role
+
+logger = logging.getLogger(__name__)
+
+
+def _group(user_id: int) -> str:
+    return f"approvals-live.{int(user_id)}"
+
+
+async def approvals_changed_publish(*, project_id: int) -> None:
+    """Tell every owner of the project that their inbox changed; never fails the caller
+    (a layer that is down loses the news: the count is right again at the next check)."""
+    owners = Membership.objects.filter(project_id=project_id, role=Role.OWNER)
+    layer = get_channel_layer()
+    async for user_id in owners.values_list("user_id", flat=True):
+        try:
+            await layer.group_send(_group(user_id), {"type": "approvals.changed"})
+        except Exception:  # the layer's own errors vary by backend; logged, not raised
+            logger.warning("could not tell user %s of approvals", user_id, exc_info=True)
+
+
+@contextlib.asynccontextmanager
+async def approvals_subscribed(*, user_id: int, every: float) -> AsyncIterator[AsyncIterator[bool]]:
+    """Join the user's group; the block gets True for each piece of news, False after
+    `every` seconds without one (the caller checks again who listens, and the count:
+    calls also leave the inbox by expiring, which sends no news)."""
+    layer = get_channel_layer()
+    channel = await layer.new_channel()
+    group = _group(user_id)
+    await layer.group_add(group, channel)
+    try:
+        yield _received(layer, group, channel, every)
+    finally:
+        with contextlib.suppress(Exception):  # a layer that is down forgets the group anyway
+            await layer.group_discard(group, channel)
+
+
+async def _received(layer, group: str, channel: str, every: float):
+    while True:
+        try:
+            await asyncio.wait_for(layer.receive(channel), every)
+        except TimeoutError:
+            yield False
+            await layer.group_add(group, channel)  # keeps the membership from expiring
+            continue
+        yield True
