@@ -44,7 +44,7 @@ class OidcBackend(OIDCAuthenticationBackend):
             return self._refused(str(exc))
         except (OidcUnavailable, requests.RequestException) as exc:
             logger.warning("OIDC sign-in failed: %s", exc)
-            return self._refused(f"provider unreachable ({type(exc).__name__})")
+            return self._refused(f"provider request failed ({type(exc).__name__})")
 
     def _refused(self, reason: str) -> None:
         """No user; Django then sends user_login_failed, whose audit entry gives `reason`."""
@@ -79,13 +79,15 @@ class OidcBackend(OIDCAuthenticationBackend):
             raise SuspiciousOperation("The ID token is not for this client.")
         if payload.get("iss") != oidc_discovery().get("issuer"):
             raise SuspiciousOperation("The ID token's issuer is not the configured provider.")
-        self._id_claims = payload
         return payload
 
     def get_userinfo(self, access_token, id_token, payload):
         """The ID token's claims with the userinfo endpoint's over them: a groups claim may
         come in either (Entra ID puts it in the ID token only)."""
-        return {**payload, **super().get_userinfo(access_token, id_token, payload)}
+        userinfo = super().get_userinfo(access_token, id_token, payload)
+        if userinfo.get("sub") != payload.get("sub"):  # OIDC Core 5.3.2: else a substitution
+            raise SuspiciousOperation("The userinfo is not the ID token's user's.")
+        return {**payload, **userinfo}
 
     def verify_claims(self, claims) -> bool:
         email = claims.get("email")

@@ -77,12 +77,6 @@ class OidcCallback(OIDCAuthenticationCallbackView):
             reason = ""  # the backend refused, and Django sent user_login_failed
         return _failed(self.request, reason=reason)
 
-    @property
-    def success_url(self):
-        return self.request.session.get("oidc_login_next") or resolve_url(
-            settings.LOGIN_REDIRECT_URL
-        )
-
 
 @require_POST
 def logout(request):

@@ -140,6 +140,42 @@ def test_a_callback_with_a_state_this_session_never_started_is_a_failed_login(oi
     assert reasons == ["unknown state", "no sign-in started"]
 
 
+def test_an_inactive_account_is_refused(oidc, docs):
+    User.objects.create_user("alice", email="alice@example.com", is_active=False)
+    client = Client()
+    response, _ = provider_sign_in(client, username="alice")
+    assert response["Location"] == "/login/" and "_auth_user_id" not in client.session
+    [failed] = entries(AuditAction.LOGIN_FAILED)
+    assert failed.details == {"via": "oidc", "reason": "inactive account"}
+    assert entries(AuditAction.LOGIN) == []
+
+
+def test_a_token_request_the_provider_refuses_is_a_failed_login_not_an_error(oidc, docs, settings):
+    client = Client()
+    settings.ROJO_OIDC_CLIENT_SECRET = "not-the-secret"
+    response, _ = provider_sign_in(client, username="alice")
+    assert response.status_code == 302 and response["Location"] == "/login/"
+    assert not User.objects.filter(username="alice").exists()
+    [failed] = entries(AuditAction.LOGIN_FAILED)
+    assert failed.details == {"via": "oidc", "reason": "provider request failed (HTTPError)"}
+
+
+def test_an_unreachable_provider_fails_cleanly_and_password_logins_go_on(db, settings):
+    from roject.oidc import oidc_discovery_forget
+    from tests.server_process import _free_port
+
+    oidc_discovery_forget()
+    settings.ROJO_OIDC_DISCOVERY_URL = f"http://127.0.0.1:{_free_port()}/.well-known/x"
+    settings.ROJO_OIDC_CLIENT_ID = "rojo"
+    client = Client()
+    response = client.get("/oidc/authenticate/")
+    assert response.status_code == 302 and response["Location"] == "/login/"
+    assert "cannot be reached right now" in client.get("/login/").content.decode()
+    make_user("dana")
+    assert client.post("/login/", {"username": "dana", "password": "pw-dana"}).status_code == 302
+    assert [entry.details for entry in entries(AuditAction.LOGIN)] == [{"via": "password"}]
+
+
 def test_a_provider_error_is_a_failed_login(oidc, docs):
     client = Client()
     client.get("/oidc/authenticate/")
