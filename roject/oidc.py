@@ -26,6 +26,8 @@ _FROM_DISCOVERY = {
     "OIDC_OP_USER_ENDPOINT": "userinfo_endpoint",
     "OIDC_OP_JWKS_ENDPOINT": "jwks_uri",
 }
+# mozilla-django-oidc checks RS*/ES* with the provider's keys, the others with the secret.
+_SIGN_ALGORITHMS = ("RS256", "ES256", "RS384", "RS512", "ES384", "ES512", "HS256")
 _FIXED = {
     "OIDC_USE_PKCE": True,
     "OIDC_USE_NONCE": True,
@@ -43,14 +45,22 @@ class OidcUnavailable(Exception):
     """The provider's discovery document cannot be fetched or lacks an endpoint."""
 
 
+def oidc_discovery_url() -> str:
+    """ROJO_OIDC_DISCOVERY_URL, else the issuer's well-known document; "" when neither is set."""
+    if settings.ROJO_OIDC_DISCOVERY_URL:
+        return settings.ROJO_OIDC_DISCOVERY_URL
+    issuer = settings.ROJO_OIDC_ISSUER.rstrip("/")
+    return f"{issuer}/.well-known/openid-configuration" if issuer else ""
+
+
 def oidc_enabled() -> bool:
     """Whether single sign-on is configured (a discovery URL or issuer, and a client id)."""
-    return bool(settings.ROJO_OIDC_DISCOVERY_URL and settings.ROJO_OIDC_CLIENT_ID)
+    return bool(oidc_discovery_url() and settings.ROJO_OIDC_CLIENT_ID)
 
 
 def oidc_discovery() -> dict:
     """The provider's discovery document, fetched at most once per ROJO_OIDC_DISCOVERY_SECONDS."""
-    url = settings.ROJO_OIDC_DISCOVERY_URL
+    url = oidc_discovery_url()
     with _lock:
         fetched, document = _cache.get(url, (0.0, {}))
         if document and time.monotonic() - fetched < settings.ROJO_OIDC_DISCOVERY_SECONDS:
@@ -81,8 +91,7 @@ def oidc_setting(attr: str, *default):
     if attr in _FROM_DISCOVERY:
         return oidc_discovery()[_FROM_DISCOVERY[attr]]
     if attr == "OIDC_RP_SIGN_ALGO":
-        algorithms = oidc_discovery().get("id_token_signing_alg_values_supported") or ["RS256"]
-        return "RS256" if "RS256" in algorithms else algorithms[0]
+        return _sign_algorithm(oidc_discovery())
     values = {
         **_FIXED,
         "OIDC_RP_CLIENT_ID": settings.ROJO_OIDC_CLIENT_ID,
@@ -96,6 +105,16 @@ def oidc_setting(attr: str, *default):
     if default:
         return getattr(settings, attr, default[0])
     return getattr(settings, attr)
+
+
+def _sign_algorithm(document: dict) -> str:
+    """The ID tokens' signature algorithm: the first the provider lists of those checked
+    here, asymmetric first; never `none`, whatever the document says."""
+    offered = document.get("id_token_signing_alg_values_supported") or ["RS256"]
+    for algorithm in _SIGN_ALGORITHMS:
+        if algorithm in offered:
+            return algorithm
+    raise OidcUnavailable(f"The sign-in provider signs ID tokens with none of {_SIGN_ALGORITHMS}.")
 
 
 def oidc_logout_url(request, *, id_token: str | None) -> str | None:
@@ -124,9 +143,9 @@ def oidc_form_origins() -> list[str]:
     with a redirect to the provider, and Chromium applies CSP form-action to redirects."""
     if not oidc_enabled():
         return []
-    urls = [settings.ROJO_OIDC_DISCOVERY_URL]
+    urls = [oidc_discovery_url()]
     with _lock:
-        document = _cache.get(settings.ROJO_OIDC_DISCOVERY_URL, (0.0, {}))[1]
+        document = _cache.get(urls[0], (0.0, {}))[1]
     if isinstance(document.get("end_session_endpoint"), str):
         urls.append(document["end_session_endpoint"])
     origins = []

@@ -188,10 +188,8 @@ def oidc_group_roles(value: str) -> list[tuple[str, str, str]]:
 
 # Single sign-on (roject/oidc.py): on when a discovery URL (or an issuer, whose discovery
 # document is <issuer>/.well-known/openid-configuration) and a client id are set.
-ROJO_OIDC_ISSUER = os.environ.get("ROJO_OIDC_ISSUER", "").strip().rstrip("/")
-ROJO_OIDC_DISCOVERY_URL = os.environ.get("ROJO_OIDC_DISCOVERY_URL", "").strip() or (
-    f"{ROJO_OIDC_ISSUER}/.well-known/openid-configuration" if ROJO_OIDC_ISSUER else ""
-)
+ROJO_OIDC_DISCOVERY_URL = os.environ.get("ROJO_OIDC_DISCOVERY_URL", "").strip()
+ROJO_OIDC_ISSUER = os.environ.get("ROJO_OIDC_ISSUER", "").strip()
 ROJO_OIDC_CLIENT_ID = os.environ.get("ROJO_OIDC_CLIENT_ID", "").strip()
 ROJO_OIDC_CLIENT_SECRET = os.environ.get("ROJO_OIDC_CLIENT_SECRET", "")
 ROJO_OIDC_SCOPES = os.environ.get("ROJO_OIDC_SCOPES", "").strip() or "openid email profile"

@@ -95,6 +95,25 @@ def test_the_last_owner_is_not_removed_by_a_group_change(oidc, settings):
     assert entries(AuditAction.MEMBER_REMOVED) == []
 
 
+def test_the_issuer_alone_finds_the_discovery_document(oidc, docs, settings):
+    settings.ROJO_OIDC_DISCOVERY_URL = ""
+    settings.ROJO_OIDC_ISSUER = oidc.base_url + "/o/"
+    client = Client()
+    response, _ = provider_sign_in(client, username="alice")
+    assert response["Location"] == "/" and "_auth_user_id" in client.session
+
+
+def test_an_id_token_signature_is_always_checked(db):
+    """Whatever algorithms a discovery document lists, `none` is never taken."""
+    from roject.oidc import OidcUnavailable, _sign_algorithm
+
+    assert _sign_algorithm({"id_token_signing_alg_values_supported": ["HS256", "RS256"]}) == "RS256"
+    assert _sign_algorithm({"id_token_signing_alg_values_supported": ["none", "ES256"]}) == "ES256"
+    assert _sign_algorithm({}) == "RS256"
+    with pytest.raises(OidcUnavailable):
+        _sign_algorithm({"id_token_signing_alg_values_supported": ["none"]})
+
+
 def test_an_existing_account_is_matched_by_its_email(oidc, docs):
     existing = User.objects.create_user("asmith", email="ALICE@example.com", password="pw-a")
     client = Client()
