@@ -147,13 +147,13 @@ def oidc(oidc_provider, settings) -> Provider:
 
 
 def provider_sign_in(
-    client, *, username: str, idp: requests.Session | None = None
+    client, *, username: str, idp: requests.Session | None = None, next_url: str = ""
 ) -> tuple[object, requests.Session]:
     """Sign in to the app with the provider, as a browser would, with Django's test client
     for the app and `idp` (a fresh session unless given) for the provider; the login form is
     filled when the provider asks. (The callback's response, the provider session.)"""
     idp = idp or requests.Session()
-    start = client.get("/oidc/authenticate/")
+    start = client.get("/oidc/authenticate/", {"next": next_url} if next_url else {})
     assert start.status_code == 302, start
     response = idp.get(start["Location"], allow_redirects=False)
     location = urljoin(response.url, response.headers["Location"])

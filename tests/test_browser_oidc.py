@@ -29,6 +29,8 @@ def test_sign_in_with_the_provider_then_log_out_of_both(page_for, oidc, asgi_ser
     missing = []
     page.on("response", lambda r: missing.append(r.url) if r.status == 404 else None)
     page.goto("/")
+    expect(page.get_by_label("Username")).to_be_visible()  # the password form stays beside it
+    screenshot(page, "oidc-login-page")
     page.get_by_role("link", name="Sign in with Test provider").click()
     page.wait_for_url(f"{oidc.base_url}/accounts/login/**")
     provider_login(page, oidc, "alice")

@@ -50,6 +50,15 @@ def test_first_sign_in_creates_the_user_from_the_claims_with_the_mapped_role(oid
     assert client.get("/").status_code == 200
 
 
+def test_the_sign_in_comes_back_to_the_page_asked_for_never_to_another_site(oidc, docs):
+    response, idp = provider_sign_in(Client(), username="alice", next_url="/tokens/")
+    assert response["Location"] == "/tokens/"
+    response, _ = provider_sign_in(
+        Client(), username="alice", idp=idp, next_url="https://evil.test/"
+    )
+    assert response["Location"] == "/"
+
+
 def test_the_highest_mapped_group_wins(oidc, docs):
     provider_sign_in(Client(), username="bob")
     bob = User.objects.get(username="bob")
