@@ -2,7 +2,7 @@
 signals: the password forms (the site's and the admin's) and single sign-on send them alike."""
 
 from .audit import AuditAction, audit_record
-from .login_limits import client_address
+from .login_limits import client_ip
 
 _NAME_LENGTH = 150
 
@@ -13,7 +13,7 @@ def _via(user) -> str:
 
 
 def _address(request) -> str | None:
-    return client_address(request) if request is not None else None
+    return client_ip(request) if request is not None else None
 
 
 def audit_login(sender, request, user, **kwargs) -> None:

@@ -16,6 +16,7 @@ from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from .login_limits import client_ip
 from .oidc import OidcUnavailable, oidc_discovery, oidc_enabled, oidc_setting
 from .oidc_roles import membership_sync_from_groups
 
@@ -117,8 +118,6 @@ class OidcBackend(OIDCAuthenticationBackend):
         return user
 
     def _sync_roles(self, user, claims) -> None:
-        from .login_limits import client_address
-
         groups = claims.get(settings.ROJO_OIDC_GROUPS_CLAIM)
         if isinstance(groups, str):
             groups = [groups]
@@ -127,7 +126,7 @@ class OidcBackend(OIDCAuthenticationBackend):
         membership_sync_from_groups(
             user=user,
             groups={group for group in groups if isinstance(group, str)},
-            address=client_address(self.request),
+            address=client_ip(self.request),
         )
 
 

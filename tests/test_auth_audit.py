@@ -78,3 +78,19 @@ def test_the_admin_login_is_audited_like_the_sites(db):
 def test_a_logout_without_a_login_writes_nothing(db):
     assert Client().post("/logout/").status_code == 302
     assert log() == []
+
+
+def test_the_entry_holds_the_clients_own_address_an_ipv6_one_too(db, settings):
+    """The limits count an IPv6 client by its /64; the log names the client itself."""
+    settings.ROJO_PROXY_COUNT = 1
+    make_user("dana")
+    client = Client(REMOTE_ADDR="10.0.0.1", HTTP_X_FORWARDED_FOR="2001:db8:1:2::7")
+    client.post("/login/", {"username": "dana", "password": "nope"})
+    client.post("/login/", {"username": "dana", "password": "pw-dana"})
+    client = Client(REMOTE_ADDR="::ffff:192.0.2.9")
+    client.post("/login/", {"username": "dana", "password": "pw-dana"})
+    assert list(AuditEntry.objects.order_by("pk").values_list("address", flat=True)) == [
+        "2001:db8:1:2::7",
+        "2001:db8:1:2::7",
+        "192.0.2.9",
+    ]
