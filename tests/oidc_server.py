@@ -6,8 +6,10 @@ are the test client's (http://testserver) and the live server's; `oidc` points t
 it for one test and gives the provider's users back their default claims.
 """
 
+import html
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -41,6 +43,8 @@ USERS = {
         "email": "bob@example.com",
         "groups": ["docs-admins", "docs-editors", "unmapped"],
     },
+    # Only for refusing consent: never allows the app, so the provider always asks.
+    "erin": {"password": "erin-provider-pass", "email": "erin@example.com", "groups": []},
     # Claims an address the provider never checked: a takeover attempt on the app's owner.
     "mallory": {
         "password": "mallory-provider-pass",
@@ -146,32 +150,44 @@ def oidc(oidc_provider, settings) -> Provider:
     return oidc_provider
 
 
+def _consent(idp: requests.Session, page: requests.Response) -> requests.Response:
+    """Allow the client on the provider's consent page: its form's hidden fields, posted."""
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', page.text))
+    fields = {name: html.unescape(value) for name, value in fields.items()}
+    return idp.post(page.url, data={**fields, "allow": "Authorize"}, allow_redirects=False)
+
+
+def _log_in(idp: requests.Session, page: requests.Response, username: str) -> requests.Response:
+    """Fill the provider's login page as `username`."""
+    assert "Provider password" in page.text, page.text
+    data = {
+        "username": username,
+        "password": USERS[username]["password"],
+        "csrfmiddlewaretoken": idp.cookies["provider_csrftoken"],
+    }
+    return idp.post(page.url, data=data, allow_redirects=False)
+
+
 def provider_sign_in(
     client, *, username: str, idp: requests.Session | None = None, next_url: str = ""
 ) -> tuple[object, requests.Session]:
     """Sign in to the app with the provider, as a browser would, with Django's test client
-    for the app and `idp` (a fresh session unless given) for the provider; the login form is
-    filled when the provider asks. (The callback's response, the provider session.)"""
+    for the app and `idp` (a fresh session unless given) for the provider: its login page
+    filled and consent given when it asks. (The callback's response, the provider session.)"""
     idp = idp or requests.Session()
     start = client.get("/oidc/authenticate/", {"next": next_url} if next_url else {})
     assert start.status_code == 302, start
     response = idp.get(start["Location"], allow_redirects=False)
-    location = urljoin(response.url, response.headers["Location"])
-    if urlsplit(location).path == "/accounts/login/":
-        idp.get(location)
-        response = idp.post(
-            location,
-            data={
-                "username": username,
-                "password": USERS[username]["password"],
-                "csrfmiddlewaretoken": idp.cookies["provider_csrftoken"],
-            },
-            allow_redirects=False,
-        )
-        assert response.status_code == 302, response.text
-        response = idp.get(urljoin(location, response.headers["Location"]), allow_redirects=False)
-        location = response.headers["Location"]
-    callback = urlsplit(location)
-    assert callback.netloc == "testserver", location
-    query = {key: values[0] for key, values in parse_qs(callback.query).items()}
-    return client.get(callback.path, query), idp
+    for _ in range(8):
+        if response.is_redirect:
+            location = urljoin(response.url, response.headers["Location"])
+            callback = urlsplit(location)
+            if callback.netloc == "testserver":
+                query = {key: values[0] for key, values in parse_qs(callback.query).items()}
+                return client.get(callback.path, query), idp
+            response = idp.get(location, allow_redirects=False)
+        elif 'name="allow"' in response.text:
+            response = _consent(idp, response)
+        else:
+            response = _log_in(idp, response, username)
+    raise AssertionError(f"the provider never sent the browser back: {response.text}")

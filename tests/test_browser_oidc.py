@@ -15,12 +15,17 @@ from tests.oidc_server import USERS
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def provider_login(page, oidc, username: str) -> None:
-    """Fill the provider's own login page, which must be the one showing."""
+def provider_login(page, oidc, username: str, *, consent: str = "Authorize") -> None:
+    """Fill the provider's own login page, which must be the one showing; answer its consent
+    page, if it asks (until the user has allowed the app once), with the button `consent`."""
     assert page.url.startswith(f"{oidc.base_url}/accounts/login/"), page.url
     page.get_by_label("Provider username").fill(username)
     page.get_by_label("Provider password").fill(USERS[username]["password"])
     page.get_by_role("button", name="Sign in to the provider").click()
+    page.wait_for_url(lambda url: not url.startswith(f"{oidc.base_url}/accounts/login/"))
+    if page.url.startswith(f"{oidc.base_url}/o/authorize/"):
+        expect(page.get_by_role("heading", name="Authorize Rojo Chat?")).to_be_visible()
+        page.get_by_role("button", name=consent).click()
 
 
 def test_sign_in_with_the_provider_then_log_out_of_both(page_for, oidc, asgi_server):
@@ -61,3 +66,18 @@ def test_sign_in_with_the_provider_then_log_out_of_both(page_for, oidc, asgi_ser
         AuditAction.LOGOUT,
         AuditAction.LOGIN,
     ]
+
+
+def test_refusing_consent_at_the_provider_is_a_failed_login(page_for, oidc, asgi_server):
+    page = page_for()
+    page.goto("/login/")
+    page.get_by_role("link", name="Sign in with Test provider").click()
+    page.wait_for_url(f"{oidc.base_url}/accounts/login/**")
+    provider_login(page, oidc, "erin", consent="Cancel")
+    page.wait_for_url(f"{asgi_server}/login/")
+    expect(page.get_by_role("alert")).to_have_text(
+        "Signing in with Test provider failed. Try again."
+    )
+    assert not get_user_model().objects.filter(username="erin").exists()
+    [failed] = AuditEntry.objects.filter(action=AuditAction.LOGIN_FAILED)
+    assert failed.details == {"via": "oidc", "reason": "provider error"}

@@ -31,7 +31,7 @@ def provider_setup() -> None:
         redirect_uris=" ".join(client["redirect_uris"]),
         post_logout_redirect_uris=" ".join(client["post_logout_redirect_uris"]),
         algorithm=Application.RS256_ALGORITHM,
-        skip_authorization=client.get("skip_authorization", True),
+        skip_authorization=False,
     )
 
 

@@ -52,4 +52,7 @@ OAUTH2_PROVIDER = {
         "profile": "Your name and groups",
     },
     "PKCE_REQUIRED": True,
+    # The consent page shows until the user has allowed the client once (and again after
+    # a logout, which deletes the user's tokens).
+    "REQUEST_APPROVAL_PROMPT": "auto",
 }
