@@ -13,7 +13,7 @@ import requests
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from .login_limits import client_ip
@@ -102,13 +102,18 @@ class OidcBackend(OIDCAuthenticationBackend):
         return self.UserModel.objects.filter(email__iexact=claims["email"])
 
     def create_user(self, claims):
-        with transaction.atomic():
-            user = self.UserModel(username=_free_username(claims), email=claims["email"])
-            user.set_unusable_password()
-            _copy_names(user, claims)
-            user.save()
-            self._sync_roles(user, claims)
-        return user
+        for _ in range(3):
+            try:
+                with transaction.atomic():
+                    user = self.UserModel(username=_free_username(claims), email=claims["email"])
+                    user.set_unusable_password()
+                    _copy_names(user, claims)
+                    user.save()
+                    self._sync_roles(user, claims)
+                return user
+            except IntegrityError:  # another sign-in took the name since it was found free
+                continue
+        raise SuspiciousOperation("No free username was found for the new account.")
 
     def update_user(self, user, claims):
         with transaction.atomic():
