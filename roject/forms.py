@@ -4,6 +4,7 @@ from django import forms
 from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth import authenticate
 from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.signals import user_login_failed
 from django.views.decorators.debug import sensitive_variables
 
 from .login_limits import LoginLimitsUnavailable, LoginLocked, login_attempt_start
@@ -27,9 +28,11 @@ class LimitedLoginMixin:
                 attempt = login_attempt_start(request=self.request, username=username)
             except LoginLocked as refused:
                 self.retry_after, self.status = refused.retry_after, 429
+                self._refused(username, reason="locked")
                 raise forms.ValidationError(str(refused), code="locked") from None
             except LoginLimitsUnavailable as refused:
                 self.retry_after, self.status = refused.retry_after, 503
+                self._refused(username, reason="limits unavailable")
                 raise forms.ValidationError(str(refused), code="unavailable") from None
             self.user_cache = authenticate(self.request, username=username, password=password)
             if self.user_cache is None:
@@ -37,6 +40,13 @@ class LimitedLoginMixin:
             attempt.succeeded()
             self.confirm_login_allowed(self.user_cache)
         return self.cleaned_data
+
+    def _refused(self, username: str, *, reason: str) -> None:
+        """A login refused before its password was checked is a failed login all the same
+        (authenticate, which sends the signal for a wrong password, was not called)."""
+        user_login_failed.send(
+            sender=__name__, credentials={"username": username}, request=self.request, reason=reason
+        )
 
 
 class LoginForm(LimitedLoginMixin, AuthenticationForm):

@@ -93,12 +93,7 @@ def client_address(request: HttpRequest) -> str:
     that each append to X-Forwarded-For, the entry the outermost one added (the entries
     before it are the client's own word); an IPv6 address counts as its /64 network, which
     one client can have whole."""
-    address = request.META.get("REMOTE_ADDR", "")
-    proxies = settings.ROJO_PROXY_COUNT
-    if proxies > 0:
-        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        if len(forwarded) >= proxies and forwarded[-proxies]:
-            address = forwarded[-proxies]
+    address = _forwarded_address(request)
     try:
         parsed = ipaddress.ip_address(address)
     except ValueError:
@@ -108,6 +103,28 @@ def client_address(request: HttpRequest) -> str:
             return str(parsed.ipv4_mapped)
         return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return str(parsed)
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    """The client's own address, found as `client_address` finds it but not widened to a
+    network (what the audit log records); None when it is no IP address."""
+    try:
+        parsed = ipaddress.ip_address(_forwarded_address(request))
+    except ValueError:
+        return None
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(parsed)
+
+
+def _forwarded_address(request: HttpRequest) -> str:
+    address = request.META.get("REMOTE_ADDR", "")
+    proxies = settings.ROJO_PROXY_COUNT
+    if proxies > 0:
+        forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        if len(forwarded) >= proxies and forwarded[-proxies]:
+            address = forwarded[-proxies]
+    return address
 
 
 def _key(scope: str, value: str) -> str:

@@ -2,6 +2,8 @@
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 
+from .oidc import oidc_form_origins
+
 # Scripts and connections only from this origin: even if model or file text slipped into the
 # page as markup, it could not run script. Inline styles stay allowed (the admin uses them).
 CONTENT_SECURITY_POLICY = "; ".join(
@@ -40,5 +42,16 @@ class ContentSecurityPolicyMiddleware:
 
     @staticmethod
     def _add_header(response):
-        response.headers.setdefault("Content-Security-Policy", CONTENT_SECURITY_POLICY)
+        response.headers.setdefault("Content-Security-Policy", content_security_policy())
         return response
+
+
+def content_security_policy() -> str:
+    """The policy; with single sign-on, form-action also allows the provider's origin: the
+    logout form's answer redirects there, and Chromium checks form-action on redirects."""
+    origins = oidc_form_origins()
+    if not origins:
+        return CONTENT_SECURITY_POLICY
+    return CONTENT_SECURITY_POLICY.replace(
+        "form-action 'self'", " ".join(["form-action 'self'", *origins])
+    )

@@ -43,6 +43,11 @@ class Project(models.Model):
         return self.name
 
 
+class MembershipSource(models.TextChoices):
+    MANUAL = "", "Given in the app"
+    OIDC = "oidc", "Sign-in provider's groups"
+
+
 class Membership(models.Model):
     """A user's role in one project; no membership means the project does not exist for them."""
 
@@ -51,6 +56,11 @@ class Membership(models.Model):
     )
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
+    # Who gave it: an owner or the admin (""), or the sign-in provider's groups ("oidc"),
+    # which then also change and remove it (roject/oidc_roles.py), never one given by hand.
+    source = models.CharField(
+        max_length=10, choices=MembershipSource.choices, blank=True, default=""
+    )
 
     class Meta:
         constraints = [

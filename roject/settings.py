@@ -170,6 +170,46 @@ ROJO_INVITATION_DAYS = env_int("ROJO_INVITATION_DAYS", 7)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
+
+def oidc_group_roles(value: str) -> list[tuple[str, str, str]]:
+    """ROJO_OIDC_GROUP_ROLES as (group, project slug, role) triples: `group:slug:role`,
+    comma-separated; a group's name may itself hold colons (the last two fields are split off)."""
+    triples = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        group, _, rest = item.rpartition(":")
+        group, _, slug = group.rpartition(":")
+        if not group or not slug or rest not in {"viewer", "editor", "owner"}:
+            raise ImproperlyConfigured(
+                f"ROJO_OIDC_GROUP_ROLES: {item!r} is not group:project-slug:role "
+                "(role: viewer, editor or owner)."
+            )
+        triples.append((group, slug, rest))
+    return triples
+
+
+# Single sign-on (roject/oidc.py): on when a discovery URL (or an issuer, whose discovery
+# document is <issuer>/.well-known/openid-configuration) and a client id are set.
+ROJO_OIDC_DISCOVERY_URL = os.environ.get("ROJO_OIDC_DISCOVERY_URL", "").strip()
+ROJO_OIDC_ISSUER = os.environ.get("ROJO_OIDC_ISSUER", "").strip()
+ROJO_OIDC_CLIENT_ID = os.environ.get("ROJO_OIDC_CLIENT_ID", "").strip()
+ROJO_OIDC_CLIENT_SECRET = os.environ.get("ROJO_OIDC_CLIENT_SECRET", "")
+ROJO_OIDC_SCOPES = os.environ.get("ROJO_OIDC_SCOPES", "").strip() or "openid email profile"
+ROJO_OIDC_GROUPS_CLAIM = os.environ.get("ROJO_OIDC_GROUPS_CLAIM", "").strip() or "groups"
+ROJO_OIDC_GROUP_ROLES = oidc_group_roles(os.environ.get("ROJO_OIDC_GROUP_ROLES", ""))
+ROJO_OIDC_BUTTON_LABEL = os.environ.get("ROJO_OIDC_BUTTON_LABEL", "").strip() or "SSO"
+# Seconds the provider's discovery document (its endpoints and keys' URL) is kept.
+ROJO_OIDC_DISCOVERY_SECONDS = env_int("ROJO_OIDC_DISCOVERY_SECONDS", 3600)
+# Off: no password login at all, on the site's login page or the admin's (SSO only).
+ROJO_PASSWORD_LOGIN = env_bool("ROJO_PASSWORD_LOGIN", True)
+# The OIDC backend answers only the OIDC callback (roject/oidc_backend.py); without the
+# ROJO_OIDC_* variables it answers nothing.
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "roject.oidc_backend.OidcBackend",
+]
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True

@@ -1,10 +1,9 @@
 """The root URLs. rojos' are included by dotted string, so roject imports nothing from rojos."""
 
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from . import member_views, views
+from . import member_views, oidc_views, views
 from .forms import AdminLoginForm
 from .project_settings import project_settings
 
@@ -45,7 +44,13 @@ urlpatterns = [
     ),
     path("invitations/<str:token>/", member_views.invitation, name="invitation"),
     path("login/", views.login, name="login"),
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("logout/", oidc_views.logout, name="logout"),
+    # Single sign-on (roject/oidc.py): 404 unless configured; the provider's redirect URI
+    # is <site>/oidc/callback/.
+    path(
+        "oidc/authenticate/", oidc_views.OidcLoginStart.as_view(), name="oidc_authentication_init"
+    ),
+    path("oidc/callback/", oidc_views.OidcCallback.as_view(), name="oidc_authentication_callback"),
     path("admin/login/", views.admin_login),
     path("admin/", admin.site.urls),
 ]

@@ -4,15 +4,19 @@ rojos/views.py)."""
 import secrets
 from functools import wraps
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import Http404
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from .forms import ApiTokenForm, LoginForm
+from .oidc import oidc_enabled
 from .selectors import membership_list
 from .tokens import TokenError, api_token_create, api_token_list, api_token_revoke
 
@@ -85,10 +89,34 @@ def _limited(view):
     return wrapper
 
 
-login = _limited(auth_views.LoginView.as_view(authentication_form=LoginForm))
+class LoginPage(auth_views.LoginView):
+    """The password form, the "Sign in with …" button of single sign-on, or both; with
+    ROJO_PASSWORD_LOGIN off, a posted password is refused unchecked."""
+
+    authentication_form = LoginForm
+
+    def get_context_data(self, **kwargs):
+        return {
+            **super().get_context_data(**kwargs),
+            "password_login": settings.ROJO_PASSWORD_LOGIN,
+            "oidc_enabled": oidc_enabled(),
+            "oidc_label": settings.ROJO_OIDC_BUTTON_LABEL,
+        }
+
+    def post(self, request, *args, **kwargs):
+        if not settings.ROJO_PASSWORD_LOGIN:
+            context = self.get_context_data(form=self.get_form_class()(request))
+            return self.render_to_response({**context, "password_refused": True}, status=403)
+        return super().post(request, *args, **kwargs)
+
+
+login = _limited(LoginPage.as_view())
 
 
 @_limited
 def admin_login(request):
-    """The admin's login page (its form is roject.forms.AdminLoginForm, see roject/urls.py)."""
+    """The admin's login page (its form is roject.forms.AdminLoginForm, see roject/urls.py);
+    with password login off, the site's login page (single sign-on) instead."""
+    if not settings.ROJO_PASSWORD_LOGIN:
+        return redirect_to_login(request.GET.get("next") or reverse("admin:index"))
     return admin.site.login(request)

@@ -13,6 +13,7 @@ pytest_plugins = [
     "tests.own_services",
     "tests.browser",
     "tests.replay_story",
+    "tests.oidc_server",
 ]
 
 

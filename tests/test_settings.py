@@ -98,3 +98,19 @@ def test_deploy_checks_catch_a_weak_secret_key(tmp_path):
     )
     assert result.returncode != 0
     assert "security.W009" in result.stdout + result.stderr
+
+
+def test_a_malformed_group_role_mapping_stops_the_start_with_a_message(tmp_path):
+    """ROJO_OIDC_GROUP_ROLES is group:project-slug:role; a typo is caught at start."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_OIDC_GROUP_ROLES="eds:docs:edtor")
+    assert result.returncode == 2
+    assert "ROJO_OIDC_GROUP_ROLES: 'eds:docs:edtor' is not group:project-slug:role" in result.stderr
+
+
+def test_group_role_mappings_parse_with_colons_in_group_names():
+    from roject.settings import oidc_group_roles
+
+    assert oidc_group_roles(" /team:docs:docs:owner , docs-editors:docs:editor,") == [
+        ("/team:docs", "docs", "owner"),
+        ("docs-editors", "docs", "editor"),
+    ]

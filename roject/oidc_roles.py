@@ -1,0 +1,100 @@
+"""Project roles from the sign-in provider's groups (ROJO_OIDC_GROUP_ROLES), set at each login.
+
+The mapping owns only the memberships it gave (source "oidc"): it adds them, changes their
+role and removes them when the user leaves the group. A membership given in the app is
+left as it is, whatever the groups say: an owner's choice is not undone by a login. Nor is
+a project left without an owner: its last owner keeps the membership (logged).
+"""
+
+import logging
+
+from django.conf import settings
+from django.db import transaction
+
+from .audit import AuditAction, audit_record
+from .models import Membership, MembershipSource, Project, Role
+
+logger = logging.getLogger(__name__)
+
+_RANK = {Role.VIEWER: 1, Role.EDITOR: 2, Role.OWNER: 3}
+
+
+def _wanted_roles(groups: set[str]) -> tuple[set[str], dict[str, str]]:
+    """(every mapped project slug, the highest role the user's groups give in each)."""
+    mapped: set[str] = set()
+    wanted: dict[str, str] = {}
+    for group, slug, role in settings.ROJO_OIDC_GROUP_ROLES:
+        mapped.add(slug)
+        if group in groups and _RANK[Role(role)] > _RANK.get(wanted.get(slug), 0):
+            wanted[slug] = role
+    return mapped, wanted
+
+
+def _is_last_owner(membership: Membership) -> bool:
+    return (
+        membership.role == Role.OWNER
+        and not Membership.objects.filter(project_id=membership.project_id, role=Role.OWNER)
+        .exclude(pk=membership.pk)
+        .exists()
+    )
+
+
+def membership_sync_from_groups(*, user, groups: set[str], address: str | None) -> None:
+    """Set the user's memberships in the mapped projects from `groups`, each change audited."""
+    mapped, wanted = _wanted_roles(groups)
+    if not mapped:
+        return
+    projects = {project.slug: project for project in Project.objects.filter(slug__in=mapped)}
+    for slug in sorted(mapped - projects.keys()):
+        logger.warning("ROJO_OIDC_GROUP_ROLES names a project that does not exist: %r", slug)
+    with transaction.atomic():
+        held = {
+            membership.project_id: membership
+            for membership in Membership.objects.select_for_update().filter(
+                user=user, project__in=projects.values()
+            )
+        }
+        for slug, project in sorted(projects.items()):
+            _membership_set(
+                user=user,
+                project=project,
+                membership=held.get(project.pk),
+                role=wanted.get(slug),
+                address=address,
+            )
+
+
+def _membership_set(*, user, project, membership, role: str | None, address) -> None:
+    """Bring one project's membership to `role` (None: none), if the mapping owns it."""
+    # The system acts (at the user's login, from the provider's word), not the user.
+    audit = {"project": project, "address": address}
+    if membership is None:
+        if role is not None:
+            membership = Membership.objects.create(
+                user=user, project=project, role=role, source=MembershipSource.OIDC
+            )
+            audit_record(
+                action=AuditAction.MEMBER_ADDED,
+                obj=membership,
+                details={"via": "oidc", "member": user.get_username(), "role": role},
+                **audit,
+            )
+        return
+    if membership.source != MembershipSource.OIDC or membership.role == role:
+        return
+    if _is_last_owner(membership):
+        logger.warning("%s stays the last owner of %s despite their groups", user, project)
+        return
+    if role is None:
+        audit_record(
+            action=AuditAction.MEMBER_REMOVED,
+            obj=membership,
+            details={"via": "oidc", "member": user.get_username(), "role": membership.role},
+            **audit,
+        )
+        membership.delete()
+        return
+    details = {"via": "oidc", "member": user.get_username(), "from": membership.role, "to": role}
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit_record(action=AuditAction.MEMBER_ROLE_CHANGED, obj=membership, details=details, **audit)
