@@ -9,10 +9,12 @@ a new invitation's link is kept in the session for that one redirect and shown o
 from functools import wraps
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.forms import UserCreationForm
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -153,11 +155,17 @@ def invitation(request, token: str):
             if request.user.is_authenticated:
                 membership = invitation_accept(token=token, user=request.user)
                 return redirect("project", membership.project_id)
+            if not settings.ROJO_PASSWORD_LOGIN:
+                raise PermissionDenied("Accounts come from single sign-on here: sign in first.")
             if signup.is_valid():
                 membership = _signup_and_accept(request, token, signup)
                 return redirect("project", membership.project_id)
     except InvitationRefused as refused:
         context = {"refused": refused, "invitation": refused.invitation}
         return render(request, "invitation.html", context, status=refused.status)
-    context = {"invitation": invite, "signup": signup, "login_next": request.get_full_path()}
+    context = {
+        "invitation": invite,
+        "signup": signup if settings.ROJO_PASSWORD_LOGIN else None,
+        "login_next": request.get_full_path(),
+    }
     return render(request, "invitation.html", context, status=400 if signup.errors else 200)

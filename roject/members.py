@@ -122,8 +122,9 @@ def member_role_set(*, by, project_id, user_id, role) -> Membership:
         return membership
     if before == Role.OWNER and owners == {membership.user_id}:
         raise MemberError(LAST_OWNER)
-    Membership.objects.filter(pk=membership.pk).update(role=role)
-    membership.role = role
+    # An owner's choice: the sign-in's group mapping (roject/oidc_roles.py) no longer manages it.
+    Membership.objects.filter(pk=membership.pk).update(role=role, source="")
+    membership.role, membership.source = role, ""
     audit_record(
         action=AuditAction.MEMBER_ROLE_CHANGED,
         user=by,

@@ -147,3 +147,11 @@ def run_at_once(*calls) -> list:
     for thread in threads:
         thread.join()
     return outcomes
+
+
+def audited():
+    """The audit entries other than logins and logouts, which every test client's
+    force_login writes too."""
+    from roject.models import AuditEntry
+
+    return AuditEntry.objects.exclude(action__in=("login", "logout"))

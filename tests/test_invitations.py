@@ -13,10 +13,10 @@ from django.test import Client
 from django.utils import timezone
 
 from roject.invitations import InvitationRefused, invitation_accept, invitation_create
-from roject.models import AuditEntry, Invitation, Membership, Role
+from roject.models import Invitation, Membership, Role
 from roject.tokens import token_digest
 from tests.conftest import make_user
-from tests.helpers import run_at_once
+from tests.helpers import audited, run_at_once
 
 GOOD_PASSWORD = "correct horse battery 42"
 
@@ -45,7 +45,7 @@ def _state():
         sorted(Membership.objects.values_list("user__username", "project_id", "role")),
         list(Invitation.objects.values_list("accepted_at", "accepted_by", "revoked_at")),
         list(get_user_model().objects.values_list("username", flat=True).order_by("pk")),
-        AuditEntry.objects.count(),
+        audited().count(),
     )
 
 
@@ -54,13 +54,13 @@ def test_a_logged_in_user_accepts_and_joins_with_the_role(made, users, project):
     client = _client(newbie)
     page = client.get(_url(made.token)).content.decode()
     assert "Demo Project" in page and "editor" in page and "Join the project" in page
-    before = AuditEntry.objects.count()
+    before = audited().count()
     response = client.post(_url(made.token))
     assert response.status_code == 302 and response["Location"] == f"/projects/{project.pk}/"
     assert Membership.objects.get(user=newbie, project=project).role == Role.EDITOR
     invitation = Invitation.objects.get()
     assert invitation.accepted_by == newbie and invitation.accepted_at is not None
-    entries = list(AuditEntry.objects.order_by("id"))[before:]
+    entries = list(audited().order_by("id"))[before:]
     assert [(e.action, e.actor_name, e.details) for e in entries] == [
         ("invitation_accepted", "newbie", {"role": "editor"})
     ]
@@ -80,7 +80,7 @@ def test_only_a_digest_is_stored_and_the_link_is_shown_once(users, project):
     invitation = Invitation.objects.get()
     assert invitation.digest == token_digest(secret) and secret not in invitation.digest
     assert token not in client.get(f"/projects/{project.pk}/members/").content.decode()
-    entry = AuditEntry.objects.get(action="invitation_created")
+    entry = audited().get(action="invitation_created")
     assert secret not in str(entry.details) and entry.details == {"role": "viewer", "email": ""}
     assert _client(make_user("newbie")).get(_url(token)).status_code == 200
 
@@ -144,7 +144,7 @@ def test_a_revoked_link_is_refused(made, users, project):
         f"/projects/{project.pk}/invitations/{made.invitation.pk}/revoke/"
     )
     assert response.status_code == 302
-    assert AuditEntry.objects.filter(action="invitation_revoked").count() == 1
+    assert audited().filter(action="invitation_revoked").count() == 1
     _refused(_client(make_user("newbie")), made.token, 410, "This invitation was revoked.")
     _refused(Client(), made.token, 410, "This invitation was revoked.")
     # Revoked once: a second revoke finds no pending invitation.
@@ -152,7 +152,7 @@ def test_a_revoked_link_is_refused(made, users, project):
         f"/projects/{project.pk}/invitations/{made.invitation.pk}/revoke/"
     )
     assert again.status_code == 404
-    assert AuditEntry.objects.filter(action="invitation_revoked").count() == 1
+    assert audited().filter(action="invitation_revoked").count() == 1
 
 
 def test_a_link_works_once(made, users, project):
@@ -176,7 +176,7 @@ def test_two_people_using_one_link_at_once_make_one_member(users, project):
         assert Membership.objects.filter(user__in=[a, b]).count() == 1
         accepted = Invitation.objects.get(pk=made.invitation.pk).accepted_by
         assert accepted in (a, b) and Membership.objects.filter(user=accepted).exists()
-    assert AuditEntry.objects.filter(action="invitation_accepted").count() == 5
+    assert audited().filter(action="invitation_accepted").count() == 5
 
 
 def test_a_member_already_is_told_so_and_the_link_stays_unused(made, users, project):
@@ -212,9 +212,7 @@ def test_a_visitor_signs_up_on_the_page_and_joins(made, project):
     assert carol.email == "new@example.com" and carol.check_password(GOOD_PASSWORD)
     assert Membership.objects.get(user=carol, project=project).role == Role.EDITOR
     assert client.get(f"/projects/{project.pk}/").status_code == 200  # logged in
-    assert [e.action for e in AuditEntry.objects.filter(actor_user_id=carol.pk)] == [
-        "invitation_accepted"
-    ]
+    assert [e.action for e in audited().filter(actor_user_id=carol.pk)] == ["invitation_accepted"]
 
 
 def test_signing_up_with_a_used_link_makes_no_account(made, users):
@@ -246,3 +244,15 @@ def test_another_projects_owner_cannot_revoke(made, users):
     )
     assert response.status_code == 404
     assert Invitation.objects.get().revoked_at is None
+
+
+def test_with_password_login_off_the_link_offers_no_sign_up_and_refuses_one(made, settings):
+    """Accounts then come from single sign-on: a visitor signs in first and comes back."""
+    settings.ROJO_PASSWORD_LOGIN = False
+    client = Client()
+    page = client.get(_url(made.token)).content.decode()
+    assert "Create account and join" not in page and "/login/?next=" in page
+    before = _state()
+    data = {"username": "carol", "password1": GOOD_PASSWORD, "password2": GOOD_PASSWORD}
+    assert client.post(_url(made.token), data).status_code == 403
+    assert _state() == before

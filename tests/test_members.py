@@ -9,10 +9,10 @@ from django.test import Client
 
 from roject.invitations import invitation_create
 from roject.members import MemberError, member_add, member_remove, member_role_set
-from roject.models import AuditEntry, Invitation, Membership, Role
+from roject.models import Invitation, Membership, Role
 from rojos.models import Conversation
 from tests.conftest import make_user
-from tests.helpers import run_at_once
+from tests.helpers import audited, run_at_once
 
 
 def _client(user) -> Client:
@@ -71,12 +71,12 @@ def test_the_role_matrix(who, action, users, project, pending):
     """Owners change members; editors and viewers only see the list (403 on a change);
     a non-member gets 404 for everything; an anonymous visitor is sent to log in."""
     method, url, data = _requests(project, users, pending)[action]
-    before = (_memberships(project), list(Invitation.objects.values()), AuditEntry.objects.count())
+    before = (_memberships(project), list(Invitation.objects.values()), audited().count())
     response = getattr(_client(users.get(who)), method)(url, data)
     assert response.status_code == EXPECTED[who][action]
     if who == "anonymous":
         assert response["Location"].startswith("/login/")
-    changed = (_memberships(project), list(Invitation.objects.values()), AuditEntry.objects.count())
+    changed = (_memberships(project), list(Invitation.objects.values()), audited().count())
     if who == "owner" and action != "view":
         assert response["Location"] == f"/projects/{project.pk}/members/"
         assert EFFECTS[action](project)
@@ -139,14 +139,14 @@ def test_the_last_owner_is_neither_demoted_nor_removed(users, project):
     assert response.status_code == 400
     assert "A project needs an owner" in response.content.decode()
     assert _memberships(project)["owner"] == "owner"
-    assert AuditEntry.objects.count() == 0
+    assert audited().count() == 0
 
     # With a second owner, the first can step down, and then no longer manage anyone.
     member_role_set(by=owner, project_id=project.pk, user_id=users["editor"].pk, role="owner")
     member_role_set(by=owner, project_id=project.pk, user_id=owner.pk, role="viewer")
     with pytest.raises(PermissionDenied):
         member_remove(by=owner, project_id=project.pk, user_id=users["viewer"].pk)
-    entries = AuditEntry.objects.filter(action="member_role_changed").order_by("id")
+    entries = audited().filter(action="member_role_changed").order_by("id")
     assert [e.details for e in entries] == [
         {"from": "editor", "to": "owner"},
         {"from": "owner", "to": "viewer"},
@@ -169,7 +169,7 @@ def test_each_change_writes_one_audit_entry(users, project):
     member_role_set(by=owner, project_id=project.pk, user_id=newbie.pk, role="editor")
     member_role_set(by=owner, project_id=project.pk, user_id=newbie.pk, role="editor")  # no-op
     member_remove(by=owner, project_id=project.pk, user_id=newbie.pk)
-    entries = list(AuditEntry.objects.order_by("id"))
+    entries = list(audited().order_by("id"))
     assert [(e.action, e.details) for e in entries] == [
         ("member_added", {"role": "viewer"}),
         ("member_role_changed", {"from": "viewer", "to": "editor"}),
