@@ -5,9 +5,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
-from roject.models import AuditEntry, Membership, Role
+from roject.models import Membership, Role
 from tests.browser import screenshot
 from tests.conftest import make_user
+from tests.helpers import audited
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -67,7 +68,7 @@ def test_an_owner_manages_members_and_a_visitor_joins_by_link(page_for, users, p
     page.reload()
     expect(page.locator(".member-list")).to_contain_text("erin")
     expect(page.locator(".invitation-list")).to_contain_text("No pending invitations.")
-    actions = list(AuditEntry.objects.order_by("id").values_list("action", flat=True))
+    actions = list(audited().order_by("id").values_list("action", flat=True))
     assert actions == [
         "member_added",
         "member_role_changed",
