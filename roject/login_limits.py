@@ -88,11 +88,10 @@ def login_attempt_start(*, request: HttpRequest | None, username: str) -> LoginA
     return LoginAttempt(**claimed)
 
 
-def client_address(request: HttpRequest) -> str:
-    """The client's address, as the limits count it: behind ROJO_PROXY_COUNT reverse proxies
-    that each append to X-Forwarded-For, the entry the outermost one added (the entries
-    before it are the client's own word); an IPv6 address counts as its /64 network, which
-    one client can have whole."""
+def client_ip(request: HttpRequest) -> str:
+    """The client's own address: behind ROJO_PROXY_COUNT reverse proxies that each append
+    to X-Forwarded-For, the entry the outermost one added (the entries before it are the
+    client's own word), as given when it is no IP address. The audit log records this one."""
     address = request.META.get("REMOTE_ADDR", "")
     proxies = settings.ROJO_PROXY_COUNT
     if proxies > 0:
@@ -103,11 +102,22 @@ def client_address(request: HttpRequest) -> str:
         parsed = ipaddress.ip_address(address)
     except ValueError:
         return address
-    if isinstance(parsed, ipaddress.IPv6Address):
-        if parsed.ipv4_mapped is not None:  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d
-            return str(parsed.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d
     return str(parsed)
+
+
+def client_address(request: HttpRequest) -> str:
+    """The client's address, as the limits count it (client_ip); an IPv6 address counts as
+    its /64 network, which one client can have whole."""
+    address = client_ip(request)
+    try:
+        parsed = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(parsed, ipaddress.IPv6Address):
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
+    return address
 
 
 def _key(scope: str, value: str) -> str:

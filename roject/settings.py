@@ -164,6 +164,8 @@ ROJO_LOGIN_LOCKOUT_SECONDS = env_int("ROJO_LOGIN_LOCKOUT_SECONDS", 900)
 # counts REMOTE_ADDR, right when clients connect directly, or when the server itself takes
 # the address from the proxy (uvicorn or daphne with --proxy-headers).
 ROJO_PROXY_COUNT = env_int("ROJO_PROXY_COUNT", 0)
+# Days an audit entry is kept; `manage.py audit_prune` removes older ones (0 keeps all).
+ROJO_AUDIT_RETENTION_DAYS = env_int("ROJO_AUDIT_RETENTION_DAYS", 365)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

@@ -14,6 +14,7 @@ from ninja.security import django_auth
 
 from roject.access import project_access
 from roject.api_answers import answers
+from roject.audit import AuditAction, audit_actor, audit_record
 from roject.files_api import router as files_router
 from roject.selectors import membership_list
 from roject.token_auth import token_auth
@@ -141,7 +142,9 @@ async def conversation_delete(request: HttpRequest, conversation_id: int):
     conversation, _ = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    await conversations.conversation_delete(conversation=conversation)
+    await conversations.conversation_delete(
+        conversation=conversation, actor=audit_actor(request, user=request.auth)
+    )
     return {"deleted": conversation.pk}
 
 
@@ -225,7 +228,9 @@ async def change_diff(request: HttpRequest, change_id: int):
 async def change_undo(request: HttpRequest, change_id: int):
     """Undo one change a rojo made, unless the files changed since."""
     change, _ = await selectors.achange_access(user=request.auth, change_id=change_id, write=True)
-    await undo.change_undo(change=change, user=request.auth)
+    await undo.change_undo(
+        change=change, user=request.auth, actor=audit_actor(request, user=request.auth)
+    )
     return {"undone": [change.pk]}
 
 
@@ -242,7 +247,9 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     changes = await sync_to_async(selectors.turn_changes_list)(
         conversation=conversation, message_id=payload.message
     )
-    done = await undo.changes_undo(changes=changes, user=request.auth)
+    done = await undo.changes_undo(
+        changes=changes, user=request.auth, actor=audit_actor(request, user=request.auth)
+    )
     return {"undone": [c.pk for c in done]}
 
 
@@ -264,6 +271,13 @@ def conversation_export(request: HttpRequest, conversation_id: int, format: str 
         extension = "json"
     else:
         return Status(400, {"detail": "format must be json or markdown"})
+    audit_record(
+        action=AuditAction.EXPORT,
+        actor=audit_actor(request, user=request.auth),
+        project=conversation.project_id,
+        obj=conversation,
+        details={"format": format},
+    )
     response["Content-Disposition"] = (
         f'attachment; filename="conversation-{conversation.pk}.{extension}"'
     )

@@ -18,6 +18,7 @@ from ninja import Field, Router, Schema
 from roject import storage
 from roject.access import aproject_access, object_id
 from roject.api_answers import answers
+from roject.audit import AuditAction, aaudit_record, audit_actor
 from roject.streaming import blocking_stream
 
 from . import file_actions
@@ -91,7 +92,10 @@ async def folder_new(request: HttpRequest, project_id: int, payload: PathIn):
     access = await _writer(request, project_id)
     return _changed(
         await file_actions.folder_new(
-            project_id=access.project.pk, user=request.auth, path=payload.path
+            project_id=access.project.pk,
+            user=request.auth,
+            path=payload.path,
+            actor=audit_actor(request, user=request.auth),
         )
     )
 
@@ -117,7 +121,10 @@ async def path_delete(request: HttpRequest, project_id: int, payload: PathIn):
     access = await _writer(request, project_id)
     return _changed(
         await file_actions.path_delete(
-            project_id=access.project.pk, user=request.auth, path=payload.path
+            project_id=access.project.pk,
+            user=request.auth,
+            path=payload.path,
+            actor=audit_actor(request, user=request.auth),
         )
     )
 
@@ -209,7 +216,12 @@ async def version_restore(request: HttpRequest, project_id: int, payload: Restor
     if change is None:
         raise Http404("No such change.")
     return _changed(
-        await file_actions.version_restore(change=change, path=payload.path, user=request.auth)
+        await file_actions.version_restore(
+            change=change,
+            path=payload.path,
+            user=request.auth,
+            actor=audit_actor(request, user=request.auth),
+        )
     )
 
 
@@ -225,6 +237,16 @@ async def download(request: HttpRequest, project_id: int, path: str = ""):
     if kind == "directory":
         produce = functools.partial(storage.zip_write, root, path.strip("/"))
         name, content_type = name + ".zip", "application/zip"
+        folder = path.strip("/") or "/"
+        await aaudit_record(
+            action=AuditAction.EXPORT,
+            actor=audit_actor(request, user=request.auth),
+            project=access.project,
+            object_type="folder",
+            object_id=folder,
+            object_repr=folder,
+            details={"format": "zip"},
+        )
     else:
         produce = functools.partial(storage.file_chunks, root, path)
         content_type = "application/octet-stream"
