@@ -92,10 +92,7 @@ async def folder_new(request: HttpRequest, project_id: int, payload: PathIn):
     access = await _writer(request, project_id)
     return _changed(
         await file_actions.folder_new(
-            project_id=access.project.pk,
-            user=request.auth,
-            path=payload.path,
-            actor=audit_actor(request, user=request.auth),
+            project_id=access.project.pk, user=request.auth, path=payload.path
         )
     )
 
