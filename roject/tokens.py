@@ -131,8 +131,10 @@ def api_token_revoke(*, user, token_id: int, actor: AuditActor | None = None) ->
 def api_tokens_revoke(*, tokens, actor: AuditActor) -> int:
     """(Blocking) Revoke the live tokens of a queryset, each one audited; how many."""
     revoked = 0
+    pks = list(tokens.values_list("pk", flat=True))  # an admin search may make it DISTINCT
     with transaction.atomic():
-        for token in tokens.select_related("user").select_for_update(of=("self",)):
+        locked = ApiToken.objects.filter(pk__in=pks).select_related("user")
+        for token in locked.select_for_update(of=("self",)):
             if token.revoked is not None:
                 continue
             token.revoked = timezone.now()
