@@ -148,6 +148,16 @@ def rojo_created_by_command(env):
 
 
 @case
+def rojo_configured_by_the_demo_command(env):
+    def act():
+        call_command("demo", stdout=io.StringIO())
+        details = {"command": "demo", "fields": ["api_key_env", "base_url", "model", "name"]}
+        return Expected("rojo_created", "system", "", None, "Demo rojo", details)
+
+    return act
+
+
+@case
 def mcp_server_added_in_the_admin(env):
     def act():
         data = server_form(set_env=f"TOKEN={ENV_SECRET}\nMODE=x")
