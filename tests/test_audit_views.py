@@ -36,7 +36,12 @@ def entries(users, project):
             object_id=HOSTILE,
             object_repr=HOSTILE,
         ),
-        "undo": audit_record(action=AuditAction.UNDO, user=users["owner"], project=project),
+        "undo": audit_record(
+            action=AuditAction.UNDO,
+            user=users["owner"],
+            project=project,
+            details={"paths": "<img src=x onerror=alert(2)>"},
+        ),
         "export": audit_record(action=AuditAction.EXPORT, user=users["viewer"], project=project),
         "elsewhere": audit_record(action=AuditAction.EXPORT, user=users["outsider"], project=other),
     }
@@ -133,6 +138,7 @@ def test_owners_see_their_projects_entries_newest_first_escaped(users, project, 
     shown = [entry.pk for entry in page.context["page"]]
     assert shown == [entries["export"].pk, entries["undo"].pk, entries["deleted"].pk]
     assert "<script>alert(1)" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    assert "<img" not in html and "&quot;paths&quot;: &quot;&lt;img src=x" in html
     project_page = logged_in(users["owner"]).get(reverse("project", args=[project.pk]))
     assert reverse("project_audit", args=[project.pk]) in project_page.content.decode()
 
