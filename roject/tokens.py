@@ -78,7 +78,8 @@ def api_token_create(
     return NewToken(token=token, secret=secret)
 
 
-def _audited(action: AuditAction, token: ApiToken, actor: AuditActor, **details) -> None:
+def _audited(action: AuditAction, token: ApiToken, actor: AuditActor) -> None:
+    """One entry naming the token by name and prefix (never the token itself)."""
     audit_record(
         action=action,
         actor=actor,
@@ -88,7 +89,6 @@ def _audited(action: AuditAction, token: ApiToken, actor: AuditActor, **details)
             "prefix": token.prefix,
             "user": token.user.get_username(),
             "read_only": token.read_only,
-            **details,
         },
     )
 
