@@ -1,13 +1,17 @@
 from django.contrib import admin
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.forms.models import BaseInlineFormSet
-from django.utils import timezone
+from django.http import Http404
+from django.urls import path
 
+from .audit import audit_actor
+from .audit_export import EXPORT_FORMATS, audit_export_response
 from .members import LAST_OWNER
-from .models import ApiToken, Invitation, Membership, Project, Role
+from .models import ApiToken, AuditEntry, Invitation, Membership, Project, Role
 from .project_settings import project_changes_audit
 from .services import project_delete, project_storage_create, projects_delete
+from .tokens import api_tokens_revoke
 
 
 class MembershipFormSet(BaseInlineFormSet):
@@ -73,10 +77,10 @@ class ProjectAdmin(admin.ModelAdmin):
         return deleted, counts, set(), protected
 
     def delete_model(self, request, obj):
-        project_delete(project=obj)
+        project_delete(project=obj, actor=audit_actor(request))
 
     def delete_queryset(self, request, queryset):
-        projects_delete(projects=queryset)
+        projects_delete(projects=queryset, actor=audit_actor(request))
 
 
 @admin.register(ApiToken)
@@ -96,7 +100,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
-        revoked = queryset.filter(revoked__isnull=True).update(revoked=timezone.now())
+        revoked = api_tokens_revoke(tokens=queryset, actor=audit_actor(request))
         self.message_user(request, f"{revoked} token(s) revoked.")
 
 
@@ -114,3 +118,68 @@ class InvitationAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request) -> bool:
         return False
+
+
+class AuditProjectFilter(admin.SimpleListFilter):
+    """The projects entries name, by the name they had (an entry outlives its project)."""
+
+    title = "project"
+    parameter_name = "project"
+
+    def lookups(self, request, model_admin):
+        named = (
+            AuditEntry.objects.exclude(project_id=None)
+            .values_list("project_id", "project_name")
+            .order_by("project_name", "project_id")
+            .distinct()[:2000]
+        )
+        return [(str(pk), name or f"#{pk}") for pk, name in dict(named).items()]
+
+    def queryset(self, request, queryset):
+        value = self.value()
+        if value is None:
+            return queryset
+        return queryset.filter(project_id=int(value)) if value.isdigit() else queryset.none()
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """The audit log, read-only for everyone (superusers too), with CSV and JSON exports
+    of the filtered list."""
+
+    list_display = ["at", "action", "actor_kind", "actor_name", "project_name", "object_type"]
+    list_display += ["object_repr", "address"]
+    list_filter = ["action", "actor_kind", "at", AuditProjectFilter]
+    search_fields = ["actor_name", "object_repr", "object_id"]
+    date_hierarchy = "at"
+    readonly_fields = [f.name for f in AuditEntry._meta.fields]
+    actions = None
+    change_list_template = "admin/roject/auditentry_change_list.html"
+    show_full_result_count = False  # a large log is not counted twice per page
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+    def get_urls(self):
+        export = self.admin_site.admin_view(self.export_view)
+        return [
+            path("export/<str:fmt>/", export, name="roject_auditentry_export"),
+            *super().get_urls(),
+        ]
+
+    def export_view(self, request, fmt: str):
+        """The changelist's entries as it filters them, as CSV or JSON, streamed."""
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        if fmt not in EXPORT_FORMATS:
+            raise Http404("Export as csv or json.")
+        entries = self.get_changelist_instance(request).get_queryset(request)
+        return audit_export_response(
+            entries=entries, fmt=fmt, actor=audit_actor(request), filters=request.GET.dict()
+        )

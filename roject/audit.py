@@ -7,17 +7,63 @@ what the log says about them. Details hold field names and plain facts, never a 
 value. Only `audit_prune` (the retention command) removes entries.
 """
 
+import ipaddress
+from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.db import models
+from django.http import HttpRequest
 from django.utils import timezone
 
+from .login_limits import client_ip
 from .models import ApiToken, AuditAction, AuditEntry, Project
 
-__all__ = ["AuditAction", "aaudit_record", "audit_prune", "audit_record"]
+__all__ = [
+    "AuditAction",
+    "AuditActor",
+    "aaudit_record",
+    "audit_actor",
+    "audit_command",
+    "audit_prune",
+    "audit_record",
+]
 
 _NAME_LENGTH = 200
+
+
+@dataclass(frozen=True, slots=True)
+class AuditActor:
+    """Who acted and from where, handed down to the service that records the action:
+    a user, a token (acting for its user), or neither (the system)."""
+
+    user: Any = None
+    token: ApiToken | None = None
+    address: str | None = None
+    command: str = ""  # a management command run without a user: its name goes in details
+
+
+def audit_command(name: str) -> AuditActor:
+    """The system, acting through the management command `name`."""
+    return AuditActor(command=name)
+
+
+def audit_actor(request: HttpRequest, *, user=None) -> AuditActor:
+    """The actor of a request: its API token when it came with one (roject/token_auth.py),
+    else `user` (an API endpoint's request.auth: async code cannot load request.user), else
+    its user; the client's address as roject/login_limits.py reads it."""
+    token = getattr(request, "api_token", None)
+    if token is not None:
+        user = token.user
+    elif user is None:
+        user = getattr(request, "user", None)
+    address = client_ip(request)
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        address = None
+    return AuditActor(user=user, token=token, address=address)
 
 
 def _clip(text) -> str:
@@ -66,13 +112,19 @@ def audit_record(
     object_repr: str = "",
     details: dict | None = None,
     address: str | None = None,
+    actor: AuditActor | None = None,
 ) -> AuditEntry:
     """(Blocking) Record one audited action: one INSERT.
 
-    `user` (or `token`, which names its user) acted; neither means the system did.
+    `user` (or `token`, which names its user) acted; neither means the system did. An
+    `actor` (audit_actor of a request) gives all three of user, token and address.
     `project` is a Project or a project id; `obj` a model instance, or give
     `object_type`/`object_id`/`object_repr` for what is not a row (a file's path).
     """
+    if actor is not None:
+        user, token, address = actor.user, actor.token, actor.address
+        if actor.command:
+            details = {**(details or {}), "command": actor.command}
     kind, user_id, actor_name = _actor(user, token)
     project_id, project_name = _project(project)
     object_type, object_id, object_repr = _object(obj, object_type, object_id, object_repr)

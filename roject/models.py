@@ -150,6 +150,7 @@ class AuditAction(models.TextChoices):
     INVITATION_ACCEPTED = "invitation_accepted", "Invitation accepted"
     INVITATION_REVOKED = "invitation_revoked", "Invitation revoked"
     PROJECT_CHANGED = "project_changed", "Project settings changed"
+    PROJECT_DELETED = "project_deleted", "Project deleted"
     ROJO_CREATED = "rojo_created", "Rojo created"
     ROJO_CHANGED = "rojo_changed", "Rojo changed"
     ROJO_DELETED = "rojo_deleted", "Rojo deleted"

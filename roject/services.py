@@ -9,6 +9,7 @@ from django.db.models import QuerySet
 from django.utils.text import slugify
 
 from . import storage
+from .audit import AuditAction, AuditActor, audit_record
 from .models import Membership, Project, Role
 
 
@@ -44,19 +45,27 @@ def project_storage_create(*, project: Project) -> Path:
     return storage.project_root_create(project.pk)
 
 
-def project_delete(*, project: Project) -> None:
-    """Delete a project with its rows; its files go once the deletion is committed."""
-    project_id = project.pk
-    project.delete()
-    _storage_remove_on_commit(project_id)
+def project_delete(*, project: Project, actor: AuditActor | None = None) -> None:
+    """Delete a project with its rows, audited as `actor`'s (None: the system's); its files
+    go once the deletion is committed."""
+    projects_delete(projects=Project.objects.filter(pk=project.pk), actor=actor)
 
 
-def projects_delete(*, projects: QuerySet[Project]) -> None:
-    """Delete several projects with their rows; their files go once that is committed."""
-    project_ids = list(projects.values_list("pk", flat=True))
-    projects.delete()
-    for project_id in project_ids:
-        _storage_remove_on_commit(project_id)
+def projects_delete(*, projects: QuerySet[Project], actor: AuditActor | None = None) -> None:
+    """Delete several projects with their rows, one audit entry each; their files go once
+    that is committed."""
+    with transaction.atomic():
+        doomed = list(projects)
+        Project.objects.filter(pk__in=[p.pk for p in doomed]).delete()
+        for project in doomed:
+            audit_record(
+                action=AuditAction.PROJECT_DELETED,
+                actor=actor,
+                project=project,
+                obj=project,
+                details={"slug": project.slug},
+            )
+            _storage_remove_on_commit(project.pk)
 
 
 def _storage_remove_on_commit(project_id: int) -> None:

@@ -167,6 +167,8 @@ ROJO_LOGIN_LOCKOUT_SECONDS = env_int("ROJO_LOGIN_LOCKOUT_SECONDS", 900)
 ROJO_PROXY_COUNT = env_int("ROJO_PROXY_COUNT", 0)
 # An invitation link to a project works once, for this many days.
 ROJO_INVITATION_DAYS = env_int("ROJO_INVITATION_DAYS", 7)
+# Days an audit entry is kept; `manage.py audit_prune` removes older ones (0 keeps all).
+ROJO_AUDIT_RETENTION_DAYS = env_int("ROJO_AUDIT_RETENTION_DAYS", 365)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 

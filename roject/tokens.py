@@ -12,9 +12,11 @@ import string
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from .audit import AuditAction, AuditActor, audit_record
 from .errors import AppError
 from .models import ApiToken
 
@@ -47,9 +49,15 @@ def token_digest(secret: str) -> str:
 
 
 def api_token_create(
-    *, user, name: str, read_only: bool = False, expires_days: int | None = None
+    *,
+    user,
+    name: str,
+    read_only: bool = False,
+    expires_days: int | None = None,
+    actor: AuditActor | None = None,
 ) -> NewToken:
-    """Make a token for `user`; its secret is in the result only."""
+    """Make a token for `user`; its secret is in the result only. Audited, by `actor`
+    (default: `user`); the entry names the token's prefix, never its secret."""
     name = " ".join(name.split())
     if not name or len(name) > 100:
         raise TokenError("A token needs a name of 1 to 100 characters.")
@@ -57,15 +65,32 @@ def api_token_create(
         raise TokenError("A token expires after 1 to 3650 days, or never.")
     secret = TOKEN_PREFIX + "".join(secrets.choice(_ALPHABET) for _ in range(_RANDOM_LENGTH))
     expires = timezone.now() + timedelta(days=expires_days) if expires_days else None
-    token = ApiToken.objects.create(
-        user=user,
-        name=name,
-        prefix=secret[:_SHOWN_LENGTH],
-        digest=token_digest(secret),
-        read_only=read_only,
-        expires=expires,
-    )
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user,
+            name=name,
+            prefix=secret[:_SHOWN_LENGTH],
+            digest=token_digest(secret),
+            read_only=read_only,
+            expires=expires,
+        )
+        _audited(AuditAction.TOKEN_CREATED, token, actor or AuditActor(user=user))
     return NewToken(token=token, secret=secret)
+
+
+def _audited(action: AuditAction, token: ApiToken, actor: AuditActor) -> None:
+    """One entry naming the token by name and prefix (never the token itself)."""
+    audit_record(
+        action=action,
+        actor=actor,
+        obj=token,
+        details={
+            "name": token.name,
+            "prefix": token.prefix,
+            "user": token.user.get_username(),
+            "read_only": token.read_only,
+        },
+    )
 
 
 def _usable(now):
@@ -97,13 +122,26 @@ def api_token_list(*, user) -> list[ApiToken]:
     return list(ApiToken.objects.filter(user=user))
 
 
-def api_token_revoke(*, user, token_id: int) -> bool:
+def api_token_revoke(*, user, token_id: int, actor: AuditActor | None = None) -> bool:
     """(Blocking) Revoke one of the user's tokens; False when it is not theirs or gone."""
-    return bool(
-        ApiToken.objects.filter(pk=token_id, user=user, revoked__isnull=True).update(
-            revoked=timezone.now()
-        )
-    )
+    found = ApiToken.objects.filter(pk=token_id, user=user)
+    return bool(api_tokens_revoke(tokens=found, actor=actor or AuditActor(user=user)))
+
+
+def api_tokens_revoke(*, tokens, actor: AuditActor) -> int:
+    """(Blocking) Revoke the live tokens of a queryset, each one audited; how many."""
+    revoked = 0
+    pks = list(tokens.values_list("pk", flat=True))  # an admin search may make it DISTINCT
+    with transaction.atomic():
+        locked = ApiToken.objects.filter(pk__in=pks).select_related("user")
+        for token in locked.select_for_update(of=("self",)):
+            if token.revoked is not None:
+                continue
+            token.revoked = timezone.now()
+            token.save(update_fields=["revoked"])
+            _audited(AuditAction.TOKEN_REVOKED, token, actor)
+            revoked += 1
+    return revoked
 
 
 async def aapi_token_alive(*, token_id: int) -> bool:

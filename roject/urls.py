@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from . import member_views, oidc_views, views
+from . import audit_views, member_views, oidc_views, views
 from .forms import AdminLoginForm
 from .project_settings import project_settings
 
@@ -14,6 +14,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("", include("rojos.urls")),
     path("projects/<int:project_id>/settings/", project_settings, name="project_settings"),
+    path("projects/<int:project_id>/audit/", audit_views.project_audit, name="project_audit"),
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:token_id>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
     path("projects/<int:project_id>/members/", member_views.members, name="members"),

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
+from .audit import audit_actor
 from .forms import ApiTokenForm, LoginForm
 from .oidc import oidc_enabled
 from .selectors import membership_list
@@ -46,7 +47,9 @@ def api_tokens(request):
             return redirect("api_tokens")
         if form.is_valid():
             try:
-                made = api_token_create(user=request.user, **form.cleaned_data)
+                made = api_token_create(
+                    user=request.user, actor=audit_actor(request), **form.cleaned_data
+                )
             except TokenError as exc:
                 form.add_error(None, str(exc))
             else:
@@ -68,7 +71,7 @@ def api_tokens(request):
 @login_required
 def api_token_revoke_view(request, token_id: int):
     """Revoke one of the user's tokens; another user's is a 404, as a missing one."""
-    if not api_token_revoke(user=request.user, token_id=token_id):
+    if not api_token_revoke(user=request.user, token_id=token_id, actor=audit_actor(request)):
         raise Http404("No such token.")
     return redirect("api_tokens")
 

@@ -12,6 +12,7 @@ from ninja import NinjaAPI, Status, Swagger
 from ninja.security import django_auth
 
 from roject.api_answers import answers
+from roject.audit import audit_actor
 from roject.files_api import router as files_router
 from roject.selectors import membership_list
 from roject.token_auth import token_auth
@@ -118,7 +119,9 @@ async def change_diff(request: HttpRequest, change_id: int):
 async def change_undo(request: HttpRequest, change_id: int):
     """Undo one change a rojo made, unless the files changed since."""
     change, _ = await selectors.achange_access(user=request.auth, change_id=change_id, write=True)
-    await undo.change_undo(change=change, user=request.auth)
+    await undo.change_undo(
+        change=change, user=request.auth, actor=audit_actor(request, user=request.auth)
+    )
     return {"undone": [change.pk]}
 
 
@@ -135,7 +138,9 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     changes = await sync_to_async(selectors.turn_changes_list)(
         conversation=conversation, message_id=payload.message
     )
-    done = await undo.changes_undo(changes=changes, user=request.auth)
+    done = await undo.changes_undo(
+        changes=changes, user=request.auth, actor=audit_actor(request, user=request.auth)
+    )
     return {"undone": [c.pk for c in done]}
 
 

@@ -13,6 +13,8 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.http import Http404
 
+from roject.audit import AuditAction, AuditActor, audit_record
+
 from .branches import branch_leaf
 from .errors import TurnBusy
 from .models import Conversation, Message
@@ -43,11 +45,14 @@ def conversation_change(
     return conversation
 
 
-async def conversation_delete(*, conversation: Conversation) -> None:
-    """Delete the conversation, its messages and turn records. A running turn is stopped
-    first, and the delete waits for it to end (ConversationBusy after a while). The files it
-    changed stay as they are; their change records stay too, without the conversation, so
-    they can still be undone from the project's side."""
+async def conversation_delete(
+    *, conversation: Conversation, actor: AuditActor | None = None
+) -> None:
+    """Delete the conversation, its messages and turn records, audited as `actor`'s (None:
+    the system's). A running turn is stopped first, and the delete waits for it to end
+    (ConversationBusy after a while). The files it changed stay as they are; their change
+    records stay too, without the conversation, so they can still be undone from the
+    project's side."""
     if await _running(conversation.pk):
         await turn_stop(conversation=conversation)
         deadline = time.monotonic() + _STOP_WAIT_SECONDS
@@ -55,16 +60,24 @@ async def conversation_delete(*, conversation: Conversation) -> None:
             if time.monotonic() > deadline:
                 raise ConversationBusy("The reply did not stop in time; try again in a moment.")
             await asyncio.sleep(0.1)
-    await sync_to_async(_delete)(conversation.pk)
+    await sync_to_async(_delete)(conversation, actor or AuditActor())
 
 
 async def _running(conversation_id: int) -> bool:
     return await Conversation.objects.running().filter(pk=conversation_id).aexists()
 
 
-def _delete(conversation_id: int) -> None:
+def _delete(conversation: Conversation, actor: AuditActor) -> None:
     with transaction.atomic():
-        Conversation.objects.filter(pk=conversation_id).delete()
+        deleted, _ = Conversation.objects.filter(pk=conversation.pk).delete()
+        if deleted:  # not when another request deleted it first
+            audit_record(
+                action=AuditAction.CONVERSATION_DELETED,
+                actor=actor,
+                project=conversation.project_id,
+                obj=conversation,
+                details={"title": conversation.title[:80]},
+            )
 
 
 def conversation_branch_switch(*, conversation: Conversation, message_id) -> int:

@@ -10,6 +10,7 @@ from ninja import Router, Status
 
 from roject.access import project_access
 from roject.api_answers import answers
+from roject.audit import AuditAction, audit_actor, audit_record
 
 from . import conversation_list as listing
 from . import conversations, selectors, usage_report
@@ -82,7 +83,9 @@ async def conversation_delete(request: HttpRequest, conversation_id: int):
     conversation, _ = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id, write=True
     )
-    await conversations.conversation_delete(conversation=conversation)
+    await conversations.conversation_delete(
+        conversation=conversation, actor=audit_actor(request, user=request.auth)
+    )
     return {"deleted": conversation.pk}
 
 
@@ -149,6 +152,13 @@ def conversation_export(request: HttpRequest, conversation_id: int, format: str 
         extension = "json"
     else:
         return Status(400, {"detail": "format must be json or markdown"})
+    audit_record(
+        action=AuditAction.EXPORT,
+        actor=audit_actor(request, user=request.auth),
+        project=conversation.project_id,
+        obj=conversation,
+        details={"format": format},
+    )
     response["Content-Disposition"] = (
         f'attachment; filename="conversation-{conversation.pk}.{extension}"'
     )

@@ -9,6 +9,7 @@ import asyncio
 from django.conf import settings
 
 from roject import storage
+from roject.audit import AuditAction, AuditActor
 
 from .file_edits import EntryExists, VersionConflict, file_change_make, file_tool_run
 from .models import FileChange
@@ -60,13 +61,15 @@ async def path_move(*, project_id: int, user, source: str, destination: str, ove
     return await file_tool_run(project_id=project_id, user=user, tool_name="move_path", args=args)
 
 
-async def path_delete(*, project_id: int, user, path: str):
-    """Delete a file, or a folder with everything in it (the page asked for confirmation)."""
+async def path_delete(*, project_id: int, user, path: str, actor: AuditActor | None = None):
+    """Delete a file, or a folder with everything in it (the page asked for confirmation);
+    audited, by `actor` (default: `user`)."""
     return await file_tool_run(
         project_id=project_id,
         user=user,
         tool_name="delete_path",
         args={"path": path, "recursive": True},
+        audited=(AuditAction.FILE_DELETED, actor or AuditActor(user=user)),
     )
 
 
@@ -92,8 +95,9 @@ async def file_save(*, project_id: int, user, path: str, text: str, base: dict |
     )
 
 
-async def version_restore(*, change: FileChange, path: str, user):
-    """Put `path` back as it was before `change`: itself a recorded change (origin restore)."""
+async def version_restore(*, change: FileChange, path: str, user, actor: AuditActor | None = None):
+    """Put `path` back as it was before `change`: itself a recorded change (origin restore),
+    audited, by `actor` (default: `user`)."""
     if path not in change.paths:
         raise UndoRefused(f"that change did not touch {path!r}")
     if change.undone is not None:
@@ -112,6 +116,7 @@ async def version_restore(*, change: FileChange, path: str, user):
         tool="restore",
         paths=[path],
         work=work,
+        audited=(AuditAction.RESTORE, actor or AuditActor(user=user)),
     )
 
 

@@ -18,13 +18,16 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
+from django.db import transaction
 
 from roject import storage
 from roject.access import project_role
+from roject.audit import AuditAction, AuditActor
 from roject.models import Role
 from roject.project_live import project_event_publish
 from roject.storage import EntryExists, StorageError
 
+from .file_audit import file_change_audit
 from .models import FileChange
 from .tools import RojoToolContext, ToolError, registry
 from .tools.schema import validate
@@ -34,6 +37,8 @@ __all__ = ["EntryExists", "VersionConflict", "file_change_make", "file_tool_run"
 
 # A check run under the change lock before anything is copied or changed (blocking).
 Check = Callable[[Path], None]
+# The audited action a change is, and who acted.
+Audited = tuple[AuditAction, AuditActor]
 
 
 class VersionConflict(StorageError):
@@ -72,11 +77,16 @@ def _start(*, project_id: int, user, origin: str, tool: str, paths: list[str], c
     return change
 
 
-def _finish(project_id: int, change: FileChange) -> FileChange | None:
-    """(Blocking) Record what the change left; None (and no record) when it changed nothing."""
+def _finish(project_id: int, change: FileChange, audited: Audited | None) -> FileChange | None:
+    """(Blocking) Record what the change left, with its audit entry if it is an audited
+    action; None (and no record) when it changed nothing."""
     finished = change_finish(storage.project_root_create(project_id), change)
     if finished is not None:
-        finished.save()
+        with transaction.atomic():
+            finished.save()
+            if audited is not None:
+                action, actor = audited
+                file_change_audit(change=finished, action=action, actor=actor)
     return finished
 
 
@@ -89,12 +99,14 @@ async def file_change_make(
     paths: list[str],
     work: Callable[[], Awaitable[Any]],
     check: Check | None = None,
+    audited: Audited | None = None,
 ) -> tuple[Any, FileChange | None]:
     """Make one recorded change: `work` runs holding the project's change lock, after
     `check` passed and the paths were copied aside; returns what it returned and the record.
 
     A change that fails part way is recorded all the same when it changed something, so
-    what it did can be undone.
+    what it did can be undone. `audited` (an action and its actor) writes the change's
+    audit entry with its record.
     """
     start = {"project_id": project_id, "user": user, "origin": origin, "tool": tool}
     start.update(paths=paths, check=check)
@@ -102,7 +114,7 @@ async def file_change_make(
         try:
             value = await work()
         finally:
-            finished = await sync_to_async(_finish)(project_id, change)
+            finished = await sync_to_async(_finish)(project_id, change, audited)
     if finished is not None:
         await change_published(finished)
     return value, finished
@@ -146,6 +158,7 @@ async def file_tool_run(
     args: dict,
     origin: str = FileChange.Origin.PERSON,
     check: Check | None = None,
+    audited: Audited | None = None,
 ) -> tuple[Any, FileChange | None]:
     """Run a built-in changing tool for a person, recorded; its errors are raised
     (ToolError, StorageError) for the API to answer."""
@@ -168,4 +181,5 @@ async def file_tool_run(
         paths=paths,
         work=work,
         check=check,
+        audited=audited,
     )

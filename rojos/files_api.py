@@ -18,6 +18,7 @@ from ninja import Field, Router, Schema
 from roject import storage
 from roject.access import aproject_access, object_id
 from roject.api_answers import answers
+from roject.audit import AuditAction, aaudit_record, audit_actor
 from roject.streaming import blocking_stream
 
 from . import file_actions
@@ -111,7 +112,10 @@ async def path_move(request: HttpRequest, project_id: int, payload: MoveIn):
 @router.post("/{project_id}/files/delete", response=WRITE_ANSWERS)
 async def path_delete(request: HttpRequest, project_id: int, payload: PathIn):
     """Delete a file, or a folder with everything in it; undoable like any change."""
-    return await _change(request, project_id, file_actions.path_delete, path=payload.path)
+    actor = audit_actor(request, user=request.auth)
+    return await _change(
+        request, project_id, file_actions.path_delete, path=payload.path, actor=actor
+    )
 
 
 @router.post("/{project_id}/files/save", response=WRITE_ANSWERS)
@@ -194,7 +198,12 @@ async def version_restore(request: HttpRequest, project_id: int, payload: Restor
     if change is None:
         raise Http404("No such change.")
     return _changed(
-        await file_actions.version_restore(change=change, path=payload.path, user=request.auth)
+        await file_actions.version_restore(
+            change=change,
+            path=payload.path,
+            user=request.auth,
+            actor=audit_actor(request, user=request.auth),
+        )
     )
 
 
@@ -210,6 +219,16 @@ async def download(request: HttpRequest, project_id: int, path: str = ""):
     if kind == "directory":
         produce = functools.partial(storage.zip_write, root, path.strip("/"))
         name, content_type = name + ".zip", "application/zip"
+        folder = path.strip("/") or "/"
+        await aaudit_record(
+            action=AuditAction.EXPORT,
+            actor=audit_actor(request, user=request.auth),
+            project=access.project,
+            object_type="folder",
+            object_id=folder,
+            object_repr=folder,
+            details={"format": "zip"},
+        )
     else:
         produce = functools.partial(storage.file_chunks, root, path)
         content_type = "application/octet-stream"

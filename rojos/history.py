@@ -138,16 +138,23 @@ class History:
         self.messages.append(message)
         return message
 
-    async def add(self, *, with_row: Callable[[], Model | None] | None = None, **fields) -> Message:
+    async def add(
+        self,
+        *,
+        with_row: Callable[[], Model | None] | None = None,
+        on_saved: Callable[[Model], None] | None = None,
+        **fields,
+    ) -> Message:
         """Store one message. A cancellation mid-insert still records it, then propagates.
 
         `with_row`, a blocking function, runs first in the database thread and returns a row
         to save in the message's transaction (a tool call's change record), or None: the
-        two are stored together or not at all.
+        two are stored together or not at all. `on_saved(row)` runs in that transaction
+        right after the row is saved (the audit entry of a deletion).
         """
         position = self._next_position()
         insert = asyncio.ensure_future(
-            db_retrying(lambda: sync_to_async(self._insert)(position, with_row, fields))
+            db_retrying(lambda: sync_to_async(self._insert)(position, with_row, on_saved, fields))
         )
         try:
             message = await asyncio.shield(insert)
@@ -157,11 +164,13 @@ class History:
         self.messages.append(message)
         return message
 
-    def _insert(self, position: int, with_row, fields: dict) -> Message:
+    def _insert(self, position: int, with_row, on_saved, fields: dict) -> Message:
         row = with_row() if with_row else None  # outside the transaction: it may hash files
         with transaction.atomic() if row else contextlib.nullcontext():
             if row:
                 row.save()
+                if on_saved is not None:
+                    on_saved(row)
             return Message.objects.create(
                 conversation=self.conversation,
                 branch=self.conversation.branch,
@@ -176,10 +185,11 @@ class History:
         *,
         ok: bool,
         with_row: Callable | None = None,
+        on_saved: Callable | None = None,
         mcp_server: str | None = None,
     ) -> Message:
         fields = _tool_message(call, result, ok=ok, mcp_server=mcp_server)
-        return await self.add(with_row=with_row, **fields)
+        return await self.add(with_row=with_row, on_saved=on_saved, **fields)
 
     async def close_open_calls(self) -> list[dict]:
         """Answer every call that never ran with {"error": "interrupted"}; return those calls."""

@@ -4,8 +4,12 @@ import logging
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.utils.html import format_html, format_html_join
 
+from roject.audit import AuditAction, audit_actor
+
+from .config_audit import MCP_NAMES_ONLY, config_audit, field_changes
 from .models import McpServer, RojoMcpServer
 
 logger = logging.getLogger("rojos.mcp")
@@ -65,6 +69,22 @@ class McpServerForm(forms.ModelForm):
         merged = {**stored, **changes}
         return {k: v for k, v in merged.items() if v != "" or k not in changes}
 
+    def audit_details(self, *, change: bool) -> dict:
+        """The changed fields, with values except for variables and headers (their names)."""
+        fields = [f for f in self.changed_data if f not in ("set_env", "set_headers")]
+        before = (
+            {n: self.get_initial_for_field(self.fields[n], n) for n in fields} if change else {}
+        )
+        details = field_changes(
+            fields=fields, before=before, after=self.cleaned_data, names_only=MCP_NAMES_ONLY
+        )
+        for field, what, key in (("set_env", "NAME", "env"), ("set_headers", "Header", "headers")):
+            names = sorted(_parse_pairs(self.cleaned_data.get(field) or "", what))
+            if names:
+                details[key] = names  # the names set or removed; their values are secrets
+                details["fields"].append(key)
+        return details
+
     def clean(self):
         cleaned = super().clean()
         try:
@@ -102,6 +122,26 @@ class McpServerAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None) -> bool:
         return request.user.is_superuser
+
+    def save_model(self, request, obj, form, change):
+        """Save, and audit the change in the admin's transaction (nothing when none was)."""
+        super().save_model(request, obj, form, change)
+        details = form.audit_details(change=change)
+        if change and not details["fields"]:
+            return
+        action = AuditAction.MCP_SERVER_CHANGED if change else AuditAction.MCP_SERVER_CREATED
+        config_audit(action=action, obj=obj, actor=audit_actor(request), details=details)
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            _server_deleted(obj, request)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for server in queryset:
+                _server_deleted(server, request)
+            super().delete_queryset(request, queryset)
 
     @admin.display(description="command or URL")
     def where(self, server: McpServer) -> str:
@@ -145,3 +185,12 @@ class McpServerAdmin(admin.ModelAdmin):
                 continue
             names = ", ".join(t["name"] for t in tools) or "no tools"
             self.message_user(request, f"{server} offers {len(tools)}: {names}", messages.SUCCESS)
+
+
+def _server_deleted(server: McpServer, request) -> None:
+    config_audit(
+        action=AuditAction.MCP_SERVER_DELETED,
+        obj=server,
+        actor=audit_actor(request),
+        details={"slug": server.slug, "transport": server.transport},
+    )

@@ -62,7 +62,7 @@ def conversation_replay(conversation: Conversation, **loaded) -> list[ReplayTurn
 class ScratchHistory(History):
     """A history kept in memory only: a re-run must not add to the stored conversation."""
 
-    async def add(self, *, with_row=None, **fields) -> Message:
+    async def add(self, *, with_row=None, on_saved=None, **fields) -> Message:
         if with_row is not None:
             await asyncio.to_thread(with_row)  # what it returns is not saved either
         position = self.messages[-1].position + 1 if self.messages else 0

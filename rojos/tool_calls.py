@@ -16,6 +16,7 @@ from roject.storage import DiskFull, StorageError
 from .approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
 from .errors import AccessRevoked
 from .events import AgentEvent, ToolResultEvent
+from .file_audit import tool_change_audit
 from .file_edits import change_published
 from .history import History
 from .models import Conversation, FileChange
@@ -205,8 +206,15 @@ class ToolCallRunner:
             outcome.result,
             ok=outcome.ok,
             with_row=with_row,
+            on_saved=self._audited if with_row else None,
             mcp_server=tool.mcp_server if tool is not None else None,
         )
+
+    def _audited(self, change: FileChange) -> None:
+        """(Blocking, in the result's transaction) The audit entry of a deleting call."""
+        conversation = self.history.conversation
+        if conversation.pk:
+            tool_change_audit(change=change, conversation=conversation, user=self.ctx.user)
 
     async def _execute(
         self, call: dict, parsed: ToolCall, changing, message_id

@@ -14,8 +14,10 @@ from pathlib import Path
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
+from roject.audit import AuditAction, AuditActor, audit_record
 from roject.storage import (
     Snapshot,
     StorageError,
@@ -133,8 +135,8 @@ def _restore(change: FileChange) -> None:
     snapshot_restore(root, snapshot_for(change))
 
 
-async def change_undo(*, change: FileChange, user) -> FileChange:
-    """Undo one recorded change, or raise UndoRefused."""
+async def change_undo(*, change: FileChange, user, actor: AuditActor | None = None) -> FileChange:
+    """Undo one recorded change, or raise UndoRefused; audited, by `actor` (default: `user`)."""
     if change.undone is not None:
         raise UndoneAlready("this change was undone already")
     if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
@@ -149,14 +151,32 @@ async def change_undo(*, change: FileChange, user) -> FileChange:
         await asyncio.to_thread(_restore, change)
     change.undone = timezone.now()
     change.undone_by = user
-    await change.asave(update_fields=["undone", "undone_by"])
+    await sync_to_async(_undone_save)(change, actor or AuditActor(user=user))
     return change
 
 
-async def changes_undo(*, changes: list[FileChange], user) -> list[FileChange]:
-    """Undo several changes, newest first, stopping at the first that cannot be undone."""
+def _undone_save(change: FileChange, actor: AuditActor) -> None:
+    """(Blocking) Mark the change undone, and audit it, in one transaction."""
+    with transaction.atomic():
+        change.save(update_fields=["undone", "undone_by"])
+        paths = ", ".join(change.paths)
+        audit_record(
+            action=AuditAction.UNDO,
+            actor=actor,
+            project=change.project_id,
+            obj=change,
+            object_repr=f"{change.tool}: {paths}",
+            details={"tool": change.tool, "origin": change.origin, "paths": paths[:200]},
+        )
+
+
+async def changes_undo(
+    *, changes: list[FileChange], user, actor: AuditActor | None = None
+) -> list[FileChange]:
+    """Undo several changes, newest first, stopping at the first that cannot be undone;
+    each change undone is one audit entry."""
     done = []
     for change in sorted(changes, key=lambda c: (c.created, c.pk), reverse=True):
         with contextlib.suppress(UndoneAlready):
-            done.append(await change_undo(change=change, user=user))
+            done.append(await change_undo(change=change, user=user, actor=actor))
     return done

@@ -1,6 +1,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from roject.audit import audit_command
 from roject.tokens import TokenError, api_token_create
 
 
@@ -20,7 +21,11 @@ class Command(BaseCommand):
             raise CommandError(f"no user {user!r}") from None
         try:
             made = api_token_create(
-                user=owner, name=name, read_only=read_only, expires_days=expires_days
+                user=owner,
+                name=name,
+                read_only=read_only,
+                expires_days=expires_days,
+                actor=audit_command("create_api_token"),
             )
         except TokenError as exc:
             raise CommandError(str(exc)) from None

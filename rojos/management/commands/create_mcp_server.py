@@ -2,9 +2,12 @@ import shlex
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 from django.utils.text import slugify
 
+from roject.audit import AuditAction, audit_command
 from roject.services import validation_text
+from rojos.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
 from rojos.models import McpServer
 
 
@@ -86,5 +89,23 @@ class Command(BaseCommand):
             server.full_clean()
         except ValidationError as exc:
             raise CommandError(validation_text(exc)) from None
-        server.save()
+        with transaction.atomic():
+            server.save()
+            config_audit(
+                action=AuditAction.MCP_SERVER_CREATED,
+                obj=server,
+                actor=audit_command("create_mcp_server"),
+                details=_created_details(server),
+            )
         self.stdout.write(server.slug)
+
+
+def _created_details(server: McpServer) -> dict:
+    """The fields set, with values; of the variables stored, the names only (secrets)."""
+    fields = ["name", "slug", "transport", "command", "args", "env_from", "url", "headers_from"]
+    after = {name: getattr(server, name) for name in fields}
+    details = field_changes(fields=fields, before={}, after=after, names_only=MCP_NAMES_ONLY)
+    if server.env:
+        details["env"] = sorted(server.env)
+        details["fields"].append("env")
+    return details

@@ -3,7 +3,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils.text import slugify
 
+from roject.audit import AuditAction, audit_command
 from roject.services import validation_text
+from rojos.config_audit import config_audit, field_changes
 from rojos.models import McpServer, Rojo, RojoMcpServer, default_tools, validate_base_url
 from rojos.prices import rojo_prices_prefill
 from rojos.tools import registry
@@ -101,6 +103,12 @@ class Command(BaseCommand):
             RojoMcpServer.objects.bulk_create(
                 RojoMcpServer(rojo=rojo, server=server) for server in servers
             )
+            config_audit(
+                action=AuditAction.ROJO_CREATED,
+                obj=rojo,
+                actor=audit_command("create_rojo"),
+                details=_created_details(rojo, servers),
+            )
         self.stdout.write(rojo.slug)
 
 
@@ -112,3 +120,15 @@ def _mcp_servers(slugs: str) -> list[McpServer]:
         known = ", ".join(McpServer.objects.values_list("slug", flat=True)) or "none"
         raise CommandError(f"unknown MCP servers: {', '.join(unknown)} (known: {known})")
     return [found[slug] for slug in dict.fromkeys(wanted)]
+
+
+def _created_details(rojo: Rojo, servers: list[McpServer]) -> dict:
+    """The fields the command set, with their values (a new rojo holds no key: only the
+    name of the variable that does)."""
+    fields = ["name", "slug", "base_url", "model", "api_key_env", "tools", "system_prompt"]
+    fields += ["max_steps", "context_window", "max_output_tokens"]
+    after = {name: getattr(rojo, name) for name in fields}
+    details = field_changes(fields=fields, before={}, after=after, names_only=frozenset())
+    if servers:
+        details["mcp_servers"] = {"added": [server.slug for server in servers]}
+    return details

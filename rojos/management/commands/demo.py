@@ -4,9 +4,12 @@ import secrets
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
 
+from roject.audit import AuditAction, audit_command
 from roject.models import Membership, Project, Role
 from roject.services import project_create
+from rojos.config_audit import config_audit, field_changes
 from rojos.models import Rojo, validate_base_url
 from rojos.prices import rojo_prices_prefill
 
@@ -42,28 +45,39 @@ class Command(BaseCommand):
             user=user, project=project, defaults={"role": Role.OWNER}
         )
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
-        rojo, _ = Rojo.objects.update_or_create(
-            slug="demo",
-            defaults={
-                "name": "Demo rojo",
-                "base_url": base_url,
-                "model": model,
-                "api_key_env": "ROJO_API_KEY",
-                "system_prompt": (
-                    "You work on the files of the user's project through your tools. "
-                    "Paths are relative to the project root. Make the changes asked for, "
-                    "then answer with a short summary."
+        with transaction.atomic():  # the rojo and its audit entry together
+            rojo, created = Rojo.objects.update_or_create(
+                slug="demo",
+                defaults={
+                    "name": "Demo rojo",
+                    "base_url": base_url,
+                    "model": model,
+                    "api_key_env": "ROJO_API_KEY",
+                    "system_prompt": (
+                        "You work on the files of the user's project through your tools. "
+                        "Paths are relative to the project root. Make the changes asked for, "
+                        "then answer with a short summary."
+                    ),
+                    # What was learned or priced for another provider or model does not hold.
+                    "listed_window": None,
+                    "refused_window": None,
+                    "price_input": None,
+                    "price_cached_input": None,
+                    "price_output": None,
+                },
+            )
+            if rojo_prices_prefill(rojo):
+                rojo.save(update_fields=["price_input", "price_cached_input", "price_output"])
+            fields = ["name", "base_url", "model", "api_key_env"]
+            after = {name: getattr(rojo, name) for name in fields}
+            config_audit(
+                action=AuditAction.ROJO_CREATED if created else AuditAction.ROJO_CHANGED,
+                obj=rojo,
+                actor=audit_command("demo"),
+                details=field_changes(
+                    fields=fields, before={}, after=after, names_only=frozenset()
                 ),
-                # What was learned or priced for another provider or model does not hold.
-                "listed_window": None,
-                "refused_window": None,
-                "price_input": None,
-                "price_cached_input": None,
-                "price_output": None,
-            },
-        )
-        if rojo_prices_prefill(rojo):
-            rojo.save(update_fields=["price_input", "price_cached_input", "price_output"])
+            )
         self.stdout.write(
             f"Demo project {project.slug!r}, rojo 'demo' on {base_url} with model {model!r}.\n"
             f"Open http://{host}:{port}/ and log in as demo / {password}\n"

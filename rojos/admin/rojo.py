@@ -1,0 +1,181 @@
+"""The admin of rojos: the API key write-only, tools chosen from the registry, and every
+add, change and delete audited (field names; values only of fields that hold no secret)."""
+
+from django import forms
+from django.contrib import admin
+from django.db import transaction
+
+from roject.audit import AuditAction, audit_actor
+
+from ..config_audit import config_audit, field_changes
+from ..context_window import window_of
+from ..mcp_admin import RojoMcpServerInline
+from ..models import Rojo, default_approval_tools, default_tools
+from ..prices import rojo_prices_prefill
+from ..tools import registry
+
+# Fields whose values may be secrets: an audit entry names them, never gives their values.
+SECRET_FIELDS = frozenset({"api_key", "request_options"})
+
+
+def _tool_label(tool) -> str:
+    summary = tool.description.split(". ")[0].rstrip(".")
+    return f"{tool.name}{' (writes)' if tool.writes else ''} — {summary}"
+
+
+class RojoForm(forms.ModelForm):
+    """The API key is write-only: never rendered back; leaving it empty keeps the stored one."""
+
+    api_key = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        help_text="Leave empty to keep the current key. It is never shown again.",
+    )
+    clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
+    # A new rojo starts with the model's defaults, as `create_rojo` gives it: a declared field
+    # gets no initial value from the model by itself.
+    tools = forms.MultipleChoiceField(
+        required=False, widget=forms.CheckboxSelectMultiple, choices=(), initial=default_tools
+    )
+    approval_tools = forms.MultipleChoiceField(
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        choices=(),
+        initial=default_approval_tools,
+        label="Ask before",
+        help_text="These tools wait for an editor's approval before they change or remove "
+        "an existing file (a new file needs no approval).",
+    )
+
+    class Meta:
+        model = Rojo
+        fields = [
+            "name",
+            "slug",
+            "base_url",
+            "model",
+            "api_key",
+            "clear_api_key",
+            "api_key_env",
+            "system_prompt",
+            "temperature",
+            "max_steps",
+            "context_window",
+            "max_output_tokens",
+            "price_input",
+            "price_cached_input",
+            "price_output",
+            "tools",
+            "approval_tools",
+            "request_options",
+        ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["tools"].choices = [(tool.name, _tool_label(tool)) for tool in registry]
+        self.fields["approval_tools"].choices = [
+            (tool.name, tool.name) for tool in registry if tool.writes
+        ]
+
+    def clean_request_options(self):
+        """An emptied box means no options (the column holds an object, never NULL)."""
+        value = self.cleaned_data.get("request_options")
+        return {} if value in (None, "") else value
+
+    def save(self, commit=True):
+        rojo = super().save(commit=False)
+        rojo_prices_prefill(rojo)  # a known model's prices, where none are set
+        if {"context_window", "model", "base_url"} & set(self.changed_data):
+            # Another window or model: what the old one refused or listed no longer holds.
+            rojo.refused_window = rojo.listed_window = None
+        new_key = self.cleaned_data.get("api_key")
+        if self.cleaned_data.get("clear_api_key"):
+            rojo.api_key = ""
+        elif not new_key and self.instance.pk:
+            rojo.api_key = Rojo.objects.only("api_key").get(pk=self.instance.pk).api_key
+        if commit:
+            rojo.save()
+        return rojo
+
+    def values_before(self, fields: list[str]) -> dict:
+        return {name: self.get_initial_for_field(self.fields[name], name) for name in fields}
+
+    def audited_fields(self) -> list[str]:
+        """The fields this save changes: the key only when one was given or cleared (its
+        empty box says nothing about the stored key)."""
+        fields = [f for f in self.changed_data if f not in ("api_key", "clear_api_key")]
+        if self.cleaned_data.get("api_key") or self.cleaned_data.get("clear_api_key"):
+            fields.append("api_key")
+        return fields
+
+
+@admin.register(Rojo)
+class RojoAdmin(admin.ModelAdmin):
+    form = RojoForm
+    inlines = [RojoMcpServerInline]
+    list_display = ["name", "slug", "model", "base_url", "has_key", "window_in_use"]
+    search_fields = ["name", "slug", "model"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = [
+        "window_in_use",
+        "listed_window",
+        "refused_window",
+        "stream_usage_refused",
+        "chars_per_token",
+    ]
+
+    def save_related(self, request, form, formsets, change):
+        """After the rojo and its MCP servers are saved (in the admin's transaction), one
+        audit entry for the whole save."""
+        super().save_related(request, form, formsets, change)
+        fields = form.audited_fields()
+        details = field_changes(
+            fields=fields,
+            before=form.values_before(fields) if change else {},
+            after=form.cleaned_data,
+            names_only=SECRET_FIELDS,
+        )
+        servers = _servers_changed(formsets)
+        if servers:
+            details["mcp_servers"] = servers
+            details["fields"].append("mcp_servers")
+        if change and not details["fields"]:
+            return  # saved as it was: nothing to record
+        action = AuditAction.ROJO_CHANGED if change else AuditAction.ROJO_CREATED
+        config_audit(action=action, obj=form.instance, actor=audit_actor(request), details=details)
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            _rojo_deleted(obj, request)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for rojo in queryset:
+                _rojo_deleted(rojo, request)
+            super().delete_queryset(request, queryset)
+
+    @admin.display(description="window in use")
+    def window_in_use(self, rojo: Rojo) -> str:
+        return f"{window_of(rojo):,} tokens"
+
+    @admin.display(boolean=True, description="key set")
+    def has_key(self, rojo: Rojo) -> bool:
+        return bool(rojo.api_key or rojo.api_key_env)
+
+
+def _servers_changed(formsets) -> dict:
+    """The MCP servers a save added to, changed on or removed from the rojo, by slug."""
+    found = {"added": [], "changed": [], "removed": []}
+    for formset in formsets:
+        found["added"] += [str(link.server.slug) for link in formset.new_objects]
+        found["changed"] += [str(link.server.slug) for link, _ in formset.changed_objects]
+        found["removed"] += [str(link.server.slug) for link in formset.deleted_objects]
+    return {kind: slugs for kind, slugs in found.items() if slugs}
+
+
+def _rojo_deleted(rojo: Rojo, request) -> None:
+    details = {"slug": rojo.slug, "model": rojo.model}
+    config_audit(
+        action=AuditAction.ROJO_DELETED, obj=rojo, actor=audit_actor(request), details=details
+    )
