@@ -11,11 +11,11 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
-from roject.models import ApiToken, AuditEntry, Project
+from roject.models import ApiToken, Project
 from roject.storage import project_root_create
 from roject.tokens import api_token_create
 from rojos.models import FileChange, McpServer, Rojo
-from tests.helpers import make_rojo
+from tests.helpers import audited, make_rojo
 from tests.test_admin import rojo_form
 from tests.test_mcp_config import server_form
 
@@ -78,7 +78,7 @@ def rojo_added_in_the_admin(env):
     def act():
         url = reverse("admin:rojos_rojo_add")
         assert env.admin.post(url, rojo_form(api_key=KEY)).status_code == 302
-        details = AuditEntry.objects.first().details
+        details = audited().first().details
         assert "api_key" in details["fields"] and "api_key" not in details["values"]
         assert details["values"]["model"] == {"from": None, "to": "example-model"}
         return Expected("rojo_created", "user", "admin", None, "Admin Rojo", {}, (KEY,))
@@ -95,7 +95,7 @@ def rojo_changed_in_the_admin(env):
         data = rojo_form(name="Test rojo", slug="test-rojo", model="bigger", api_key=KEY)
         data["tools"] = rojo.tools
         assert env.admin.post(url, data).status_code == 302
-        entry = AuditEntry.objects.first()
+        entry = audited().first()
         assert {"api_key", "model"} <= set(entry.details["fields"])
         assert "name" not in entry.details["fields"]
         assert entry.details["values"]["model"] == {"from": "fake-model", "to": "bigger"}

@@ -20,7 +20,7 @@ from rojos.models import Conversation, Message, default_tools
 from tests import audit_file_cases  # noqa: F401  (registers its cases)
 from tests.audit_cases import CASES, KEY, Env
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
-from tests.helpers import make_rojo
+from tests.helpers import audited, make_rojo
 from tests.test_admin import rojo_form
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -38,9 +38,9 @@ def _serialized(entry: AuditEntry) -> str:
 @pytest.mark.parametrize("name", list(CASES))
 def test_each_audited_action_writes_exactly_one_entry_without_secrets(name, env):
     act = CASES[name](env)
-    before = set(AuditEntry.objects.values_list("pk", flat=True))
+    before = set(audited().values_list("pk", flat=True))
     expected = act()
-    new = list(AuditEntry.objects.exclude(pk__in=before))
+    new = list(audited().exclude(pk__in=before))
     assert [entry.action for entry in new] == [expected.action]
     entry = new[0]
     assert (entry.actor_kind, entry.actor_name) == (expected.actor_kind, expected.actor_name)
@@ -60,7 +60,7 @@ def test_a_single_file_download_is_no_export(env):
         f"/api/projects/{env.project.pk}/files/download", params={"path": "a.txt"}
     )
     assert answer.status_code == 200 and answer.content == b"A"
-    assert list(AuditEntry.objects.values_list("details", flat=True)) == []
+    assert list(audited().values_list("details", flat=True)) == []
 
 
 def test_a_rojo_saved_unchanged_in_the_admin_writes_no_entry(env):
@@ -72,7 +72,7 @@ def test_a_rojo_saved_unchanged_in_the_admin_writes_no_entry(env):
     assert (
         env.admin.post(reverse("admin:rojos_rojo_change", args=[rojo.pk]), data).status_code == 302
     )
-    assert list(AuditEntry.objects.values_list("details", flat=True)) == []
+    assert list(audited().values_list("details", flat=True)) == []
 
 
 def test_undoing_a_turn_writes_one_entry_per_change_it_undid(env):
@@ -88,14 +88,14 @@ def test_undoing_a_turn_writes_one_entry_per_change_it_undid(env):
     assert events[-1].type == "DONE"
     conversation = Conversation.objects.get(project=env.project)
     asked = Message.objects.get(conversation=conversation, role="user")
-    deleted = AuditEntry.objects.filter(action="file_deleted").order_by("at", "id")
+    deleted = audited().filter(action="file_deleted").order_by("at", "id")
     assert [e.object_repr for e in deleted] == ["a.md", "b.md"]
     answer = env.api().post(
         f"/api/conversations/{conversation.pk}/undo-turn", json={"message": asked.pk}
     )
     assert answer.status_code == 200, answer.text
     assert sorted(p.name for p in env.root().iterdir()) == ["a.md", "b.md"]
-    undos = AuditEntry.objects.filter(action="undo")
+    undos = audited().filter(action="undo")
     assert sorted(e.details["paths"] for e in undos) == ["a.md", "b.md"]
     assert {(e.actor_name, e.project_id) for e in undos} == {("editor", env.project.pk)}
 
