@@ -5,7 +5,7 @@ from django.forms.models import BaseInlineFormSet
 from django.http import Http404
 from django.urls import path
 
-from .audit import audit_actor
+from .audit import AuditAction, audit_actor, audit_record
 from .audit_export import EXPORT_FORMATS, audit_export_response
 from .members import LAST_OWNER
 from .models import ApiToken, AuditEntry, Invitation, Membership, Project, Role
@@ -70,6 +70,28 @@ class ProjectAdmin(admin.ModelAdmin):
                 )
         project_storage_create(project=obj)
 
+    def save_formset(self, request, form, formset, change):
+        """Membership changes made here are audited as on the Members page (one entry each,
+        in the admin's transaction); a role set here is no longer the group mapping's."""
+        if formset.model is not Membership:
+            return super().save_formset(request, form, formset, change)
+        # By object: a deleted instance has no pk any more.
+        roles_before = {id(f.instance): f.initial.get("role") for f in formset.initial_forms}
+        formset.save()
+        actor = audit_actor(request)
+        details = {"via": "admin"}
+        for membership in formset.new_objects:
+            entry = {"role": membership.role, **details}
+            _member_audit(AuditAction.MEMBER_ADDED, membership, actor, entry)
+        for membership, fields in formset.changed_objects:
+            if "role" in fields:
+                Membership.objects.filter(pk=membership.pk).update(source="")
+                entry = {"from": roles_before.get(id(membership)), "to": membership.role, **details}
+                _member_audit(AuditAction.MEMBER_ROLE_CHANGED, membership, actor, entry)
+        for membership in formset.deleted_objects:
+            entry = {"role": roles_before.get(id(membership)), **details}
+            _member_audit(AuditAction.MEMBER_REMOVED, membership, actor, entry)
+
     def get_deleted_objects(self, objs, request):
         """Conversations and their records go with their project, though the admin never
         deletes them one by one (their admin is read-only, which would block this)."""
@@ -81,6 +103,16 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def delete_queryset(self, request, queryset):
         projects_delete(projects=queryset, actor=audit_actor(request))
+
+
+def _member_audit(action, membership: Membership, actor, details: dict) -> None:
+    audit_record(
+        action=action,
+        actor=actor,
+        project=membership.project,
+        obj=membership.user,
+        details=details,
+    )
 
 
 @admin.register(ApiToken)

@@ -10,7 +10,8 @@ from roject.models import Membership, Project, Role
 from roject.storage import project_root
 from rojos.models import Conversation, Message, Rojo
 from rojos.tools import registry
-from tests.helpers import make_rojo
+from tests.conftest import make_user
+from tests.helpers import audited, make_rojo
 
 SECRET = "sk-test-secret-key-123"
 
@@ -361,3 +362,40 @@ def test_project_admin_keeps_the_last_owner(admin_client, project, users):
     Membership.objects.filter(project=project, user=users["editor"]).update(role=Role.OWNER)
     assert post(role=Role.VIEWER).status_code == 302
     assert Membership.objects.get(pk=owner.pk).role == Role.VIEWER
+
+
+def test_membership_changes_in_the_admin_are_audited_one_entry_each(admin_client, project, users):
+    """Added, role changed, removed: the Members page's entries, with via admin."""
+    newcomer = make_user("newcomer")
+    memberships = list(Membership.objects.filter(project=project).order_by("pk"))
+    data = {"name": project.name, "slug": project.slug}
+    data |= {
+        "memberships-TOTAL_FORMS": str(len(memberships) + 1),
+        "memberships-INITIAL_FORMS": str(len(memberships)),
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+    }
+    for index, membership in enumerate(memberships):
+        role = membership.role
+        if membership.user == users["editor"]:
+            role = Role.VIEWER
+        data |= {
+            f"memberships-{index}-id": str(membership.pk),
+            f"memberships-{index}-project": str(project.pk),
+            f"memberships-{index}-user": str(membership.user_id),
+            f"memberships-{index}-role": role,
+        }
+        if membership.user == users["viewer"]:
+            data[f"memberships-{index}-DELETE"] = "on"
+    last = len(memberships)
+    data |= {f"memberships-{last}-user": str(newcomer.pk), f"memberships-{last}-role": "editor"}
+    url = reverse("admin:roject_project_change", args=[project.pk])
+    assert admin_client.post(url, data).status_code == 302
+
+    entries = audited().filter(action__startswith="member_").order_by("action")
+    assert [(e.action, e.object_repr, e.details) for e in entries] == [
+        ("member_added", "newcomer", {"role": "editor", "via": "admin"}),
+        ("member_removed", "viewer", {"role": "viewer", "via": "admin"}),
+        ("member_role_changed", "editor", {"from": "editor", "to": "viewer", "via": "admin"}),
+    ]
+    assert {e.actor_name for e in entries} == {"admin"}
