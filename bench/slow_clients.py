@@ -21,6 +21,7 @@ CHUNKS = 100_000
 WRITE_TIMEOUT = 5  # ROJO_CLIENT_WRITE_TIMEOUT for the run: 30 by default
 TARGET_MIB = 30.0
 SCENARIO = f"long-{CHUNKS}-0"
+TRACE_AFTER = 10  # seconds into the turns, with --trace
 
 
 @dataclass
@@ -33,6 +34,7 @@ class SlowClientsResult:
     dropped: int
     failures: list[str]
     timed_out: int = 0  # the server's count of clients it disconnected
+    grown: list | None = None  # with --trace: where the heap grew, 10 s into the turns
 
     @property
     def above_idle_mib(self) -> float:
@@ -72,19 +74,26 @@ def _running() -> int:
     return Conversation.objects.running().count()
 
 
-def slow_clients(server, target, project_id: int, rojo: str, name: str) -> SlowClientsResult:
+def slow_clients(
+    server, target, project_id: int, rojo: str, name: str, trace: bool = False
+) -> SlowClientsResult:
     """Ten non-reading clients on one server; its RSS before, at its peak and after."""
     from .client import chat
 
     asyncio.run(chat(target, project_id, "story", "warm up"))
     time.sleep(1)
     idle = peak = _rss_mib(server)
+    if trace:
+        server.memory_diff()  # the baseline
+    grown = None
     started = time.monotonic()
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
     time.sleep(1)
     while (_running() or time.monotonic() - started < 2) and time.monotonic() < deadline:
         peak = max(peak, _rss_mib(server))
+        if trace and grown is None and time.monotonic() - started > TRACE_AFTER:
+            grown = server.memory_diff()["grown"]
         time.sleep(0.25)
     turns_s = time.monotonic() - started
     until = time.monotonic() + WRITE_TIMEOUT + 3
@@ -96,7 +105,9 @@ def slow_clients(server, target, project_id: int, rojo: str, name: str) -> SlowC
         sock.close()
     time.sleep(1)
     failures = [] if not _running() else [f"{_running()} turns still running"]
-    return SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
+    result = SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
+    result.grown = grown
+    return result
 
 
 def slow_clients_section(results: list[SlowClientsResult]) -> Section:
@@ -151,7 +162,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=["uvicorn", "daphne"], action="append")
-    servers = parser.parse_args().server or ["uvicorn", "daphne"]
+    parser.add_argument("--trace", action="store_true", help="where the heap grows (tracemalloc)")
+    args = parser.parse_args()
+    servers = args.server or ["uvicorn", "daphne"]
 
     from . import env
     from .provider import provider_start
@@ -163,7 +176,9 @@ def main() -> None:
     try:
         fixtures = env.fixtures_create()
         env.rojo_new("story", provider.base_url, "story")
-        results = slow_clients_all(environ, provider.base_url, scratch, fixtures, servers)
+        results = slow_clients_all(
+            environ, provider.base_url, scratch, fixtures, servers, trace=args.trace
+        )
     except BaseException:
         for log in scratch.glob("*.log"):
             print(f"{log.name}:\n{log.read_text()[-3000:]}")
@@ -171,12 +186,16 @@ def main() -> None:
     finally:
         provider.stop()
         shutil.rmtree(scratch, ignore_errors=True)
-    for figure in slow_clients_section(results).figures:
-        print(figure.line())
+    slow_clients_section(results)  # prints its figures
+    for result in results if args.trace else ():
+        print(f"where the heap grew under {result.server}, {TRACE_AFTER} s into the turns:")
+        for grown in (result.grown or [])[:15]:
+            mib, blocks = grown["kib"] / 1024, grown["count"]
+            print(f"  {mib:7.1f} MiB  {blocks:8d} blocks  {grown['at'][-1]}")
 
 
 def slow_clients_all(
-    environ: dict, provider_url: str, scratch, fixtures, servers=("uvicorn", "daphne")
+    environ: dict, provider_url: str, scratch, fixtures, servers=("uvicorn", "daphne"), trace=False
 ) -> list:
     """The run under uvicorn, then under daphne, each on a fresh server process (the bench
     world's, with its `story` rojo and logged-in `fixtures`)."""
@@ -194,11 +213,12 @@ def slow_clients_all(
     results = []
     for name in servers:
         log = scratch / f"{name}.log"
-        server = server_start({**environ, "BENCH_SERVER": name}, log)
+        traced = {"BENCH_TRACEMALLOC": "1"} if trace else {}
+        server = server_start({**environ, "BENCH_SERVER": name, **traced}, log)
         target = http.Target("127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token)
         try:
             print(f"slow clients under {name}…", flush=True)
-            result = slow_clients(server, target, project.pk, rojo.slug, name)
+            result = slow_clients(server, target, project.pk, rojo.slug, name, trace)
         finally:
             server.stop()
         result.timed_out = log.read_text().count("a client read nothing for")
