@@ -62,9 +62,10 @@ def _trim() -> dict:
         status = Path("/proc/self/status").read_text()
         return int(status.split("VmRSS:")[1].split()[0])
 
-    before = rss_kib()
+    before, started = rss_kib(), time.perf_counter()
     ctypes.CDLL("libc.so.6").malloc_trim(0)
-    return {"before_kib": before, "after_kib": rss_kib()}
+    took_ms = (time.perf_counter() - started) * 1000
+    return {"before_kib": before, "after_kib": rss_kib(), "took_ms": took_ms}
 
 
 _gc_pauses: list[tuple[int, float]] = []

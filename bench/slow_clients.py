@@ -140,17 +140,22 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "through a push producer) until the client reads or is disconnected."
     )
     section.notes.append(
-        "Where the rest goes (tracemalloc in the server, 10 such turns): not the kept eve"
-        "nts nor the connections, but each turn's work on its stream: the provider's repl"
-        "y is read as fast as it comes, up to ~250 KB a read, and each read's lines are p"
-        "arsed into chunk dicts at once (about 1,700 of them, ~1 MB, per turn and read), "
-        "with the reply's text copied at each draft save and at the end; the Python heap "
-        "peaked 58 MiB above its idle size. The allocator keeps most of that after it is "
-        "freed (RSS at the end). Each of these replies is about 4.5 MB on the wire, which"
-        " the kernel's socket buffers (up to 4 MiB) nearly hold, so few writes waited; th"
-        "e write timeout's disconnect is shown by tests/test_slow_clients.py (a 6.7 MB re"
-        "ply). Not met: bounding the provider reads (parsing at most 64 KiB at a time) is"
-        " the next step."
+        "Where the rest goes (uvicorn, each cut measured alone; 101.9 MiB before): not "
+        "live Python objects. tracemalloc 10 s into the turns (`python -m "
+        "bench.slow_clients --trace`) finds the heap only 7.5 MiB above idle for the ten "
+        "turns: the chunks of the read being parsed (rojos/provider.py, 2.5 MiB), the kept "
+        "events (rojos/turn_events.py, 1.2 MiB), the accumulators (1.4 MiB), aiohttp's "
+        "buffers (0.6 MiB). The rest is memory freed and kept: malloc_trim while turns run "
+        "(ROJO_MALLOC_TRIM_SECONDS, now on) gives 93.1 MiB; Python's own small-object "
+        "arenas, which no trim returns, another ~15 MiB (78.1 MiB with PYTHONMALLOC=malloc, "
+        "measured only); and the draft saves, ~25 MiB: every ROJO_DRAFT_SECONDS the whole "
+        "text so far is written again, and SQLite's full-text trigger (rojos/search_triggers"
+        ".py) deletes and re-indexes all of it in the database thread's memory (68.8 MiB "
+        "with no draft during the turns). Provider reads of at most 64 KiB (now) bound the "
+        "chunks parsed at once but did not move this figure. Not met: what remains needs "
+        "drafts that the full-text index skips until the reply ends (a trigger change, with "
+        "a migration), the bounded database threads of issue #22 (their connections' memory "
+        "reused, not freed and kept), and fewer objects per chunk in the read path."
     )
     return section
 

@@ -19,7 +19,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import client as http
+from .latency import sent_ns
 from .report import Section
+from .stats import percentile
 
 STREAMS = (200,)  # `--streams 1000` too, by hand: see the section's notes
 CHUNKS, DELAY_MS = 100, 20
@@ -38,10 +40,12 @@ class StreamMemoryResult:
     wall_s: float = 0.0
     running_mib: float = 0.0  # RSS once nine in ten streams were halfway through
     trimmed_mib: float = 0.0  # the same after malloc_trim
+    trim_ms: float = 0.0  # how long that malloc_trim took
     threads: int = 0  # the server's threads while every stream ran
     most_threads: int = 0  # at once, sampled every 50 ms
     mappings: dict[str, int] = field(default_factory=dict)  # their RSS by kind, KiB
     grown: list[dict] = field(default_factory=list)  # tracemalloc's, with --trace
+    latencies_ms: list[float] = field(default_factory=list)  # each chunk's, provider to client
     heap_kib: float = 0.0  # the traced heap's growth while every stream ran
 
     @property
@@ -58,6 +62,7 @@ async def _conversation(
         async for event in http.events(target, path, {"rojo": rojo, "message": "Talk."}):
             if event.type == "CHAT":
                 chunks += 1
+                result.latencies_ms.append((event.arrived_ns - sent_ns(event)) / 1e6)
                 if chunks == CHUNKS // 2:
                     halfway()
             elif event.type == "ERROR":
@@ -98,7 +103,8 @@ async def _run(server, target, project_id: int, rojo: str, streams: int, trace: 
         await asyncio.wait([asyncio.ensure_future(reached.wait()), running], timeout=60)
         result.running_mib = server.memory_kib()["VmRSS"] / 1024
         result.threads, result.mappings = _mappings(server.process.pid)
-        result.trimmed_mib = (await asyncio.to_thread(server.trim))["after_kib"] / 1024
+        trimmed = await asyncio.to_thread(server.trim)
+        result.trimmed_mib, result.trim_ms = trimmed["after_kib"] / 1024, trimmed["took_ms"]
         if trace:
             diff = await asyncio.to_thread(server.memory_diff)
             result.grown = diff["grown"]
@@ -186,13 +192,52 @@ def stream_memory_section(results: list[StreamMemoryResult]) -> Section:
             f"≤ {TARGET_KIB:g} KiB",
             r.per_stream_kib <= TARGET_KIB and r.completed == r.streams,
             f"idle {r.idle_mib:.0f} MiB, peak {r.peak_mib:.0f} MiB; {r.completed}/{r.streams} "
-            f"complete in {r.wall_s:.1f} s; halfway through: RSS {r.running_mib:.0f} MiB, "
-            f"{r.trimmed_mib:.0f} MiB after malloc_trim, {r.threads} threads "
+            f"complete in {r.wall_s:.1f} s, chunk latency p99 {_p99(r.latencies_ms):.0f} ms; "
+            f"halfway through: RSS {r.running_mib:.0f} MiB, "
+            f"{r.trimmed_mib:.0f} MiB after malloc_trim ({r.trim_ms:.1f} ms), {r.threads} threads "
             f"({r.most_threads} at most), "
             + ", ".join(f"{kind} {kib / 1024:.0f} MiB" for kind, kib in r.mappings.items())
             + (f"; {failures}" if failures else ""),
         )
+    section.notes.extend(NOTES)
     return section
+
+
+NOTES = (
+    "Where the bytes are (this section's own breakdown, 200 streams): the peak is reached "
+    "while the turns start, not while they stream. Each request and each turn runs its "
+    "database calls on a new thread of its own (roject/db_threads.py) with a new SQLite "
+    "connection (about 190 KiB each for this schema, measured alone), and up to 608 threads "
+    "were alive at once; halfway through the replies 8 are left. The RSS after malloc_trim "
+    "halfway through is what the streams hold: 235 to 270 KiB per stream (190 to 197 MiB, "
+    "idle 143 MiB); the rest of the peak is the start burst's memory, freed and kept by the "
+    "allocator, most of it SQLite's and the threads' (not Python objects). A stream's "
+    "Python objects are few: under tracemalloc (`--trace --streams 50`; at 200 its snapshot "
+    "stalls the server too long), halfway through, the traced heap had grown 15.9 KiB per "
+    "stream (aiohttp's connection and buffers about 6 KiB, the thread's objects 2 KiB, the "
+    "kept events 1.8 KiB, the ORM's rows 0.7 KiB); with PYTHONMALLOC=malloc the figure was "
+    "no lower (1,378 KiB).",
+    "Cut, measured one at a time (200 streams, per stream at the peak; the start burst "
+    "makes it vary twofold with the machine's load): before, 842 to 1,711 KiB; "
+    "MALLOC_ARENA_MAX=2, no lower (1,902 KiB); malloc_trim while turns run "
+    "(ROJO_MALLOC_TRIM_SECONDS, now on), the peak no lower but the RSS halfway through "
+    "250 to 320 MiB instead of 290 to 505 MiB (the chunk latency p99, starts included and "
+    "noisy under the load: 215 to 346 ms with it, 134 to 523 ms without; one trim takes 13 "
+    "to 160 ms, in a thread of its own); provider reads of at most 64 KiB change nothing here "
+    "(a paced reply's reads are small). A local experiment, not in this branch: the "
+    "database calls on a shared pool of 8 long-lived threads (issue #22 point 2, another "
+    "branch) and the trim together gave 147 KiB per stream (peak 171 MiB, 11 threads); the "
+    "pool alone 1,027 KiB (the allocator kept the burst's memory), the trim alone as above. "
+    "So the target needs both: this branch's trim, and the bounded database threads.",
+    "1,000 streams (`python -m bench.stream_memory --streams 1000`) do not run on this "
+    "machine as the code stands: 3,008 threads at once, 8 of 1,000 complete in 70 s, "
+    "930 KiB per stream (peak 1,051 MiB). Not in `make bench` until the database threads "
+    "are bounded.",
+)
+
+
+def _p99(values: list[float]) -> float:
+    return percentile(values, 99) if values else 0.0
 
 
 def trace_lines(result: StreamMemoryResult) -> list[str]:
