@@ -193,6 +193,14 @@ class Bench:
         )
         return sqlite_memory_section(results, seconds)
 
+    def stream_memory(self) -> Section:
+        from .stream_memory import STREAMS, stream_memory_all, stream_memory_section
+
+        print("\n# 10. Memory per stream", flush=True)
+        levels = (50,) if self.quick else STREAMS
+        args = (self.environ, self.provider.base_url, self.log.parent, self.fixtures, levels)
+        return stream_memory_section(stream_memory_all(*args))
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -205,7 +213,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
     parser.add_argument(
         "--only",
-        choices=["database", "window", "conversations", "slow_clients", "sqlite_memory"],
+        choices=[
+            *("database", "window", "conversations", "slow_clients", "sqlite_memory"),
+            "stream_memory",
+        ],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )
     args = parser.parse_args(argv)
@@ -231,6 +242,7 @@ def main(argv: list[str] | None = None) -> None:
             bench.conversations(),
             bench.slow_clients(),
             bench.sqlite_memory(),
+            bench.stream_memory(),
         ]
     except BaseException:
         log = scratch / "server.log"

@@ -23,6 +23,7 @@ from pathlib import Path
 
 USAGE_PATH = "/__bench__/usage"
 MEMORY_PATH = "/__bench__/memory"
+TRIM_PATH = "/__bench__/trim"
 
 _snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
 
@@ -52,6 +53,21 @@ def _memory_diff() -> dict:
             "grown": grown}  # fmt: skip
 
 
+def _trim() -> dict:
+    """Hand the allocator's free memory back to the system (glibc's malloc_trim): how much
+    RSS that frees tells memory held from memory kept after it was freed."""
+    import ctypes
+
+    def rss_kib() -> int:
+        status = Path("/proc/self/status").read_text()
+        return int(status.split("VmRSS:")[1].split()[0])
+
+    before, started = rss_kib(), time.perf_counter()
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    took_ms = (time.perf_counter() - started) * 1000
+    return {"before_kib": before, "after_kib": rss_kib(), "took_ms": took_ms}
+
+
 _gc_pauses: list[tuple[int, float]] = []
 _gc_started = 0.0
 
@@ -71,9 +87,11 @@ def _application():
     gc.callbacks.append(_gc_timer)
 
     async def application(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] in (USAGE_PATH, MEMORY_PATH):
+        if scope["type"] == "http" and scope["path"] in (USAGE_PATH, MEMORY_PATH, TRIM_PATH):
             if scope["path"] == MEMORY_PATH:
                 usage = _memory_diff()
+            elif scope["path"] == TRIM_PATH:
+                usage = _trim()
             else:
                 usage = {"cpu_ns": time.process_time_ns(), "gc_pauses": _gc_pauses}
             body = json.dumps(usage).encode()
@@ -153,6 +171,12 @@ class Server:
         """What the server's Python allocations grew by since the last call (tracemalloc)."""
         url = f"http://{self.host}:{self.port}{MEMORY_PATH}"
         with urllib.request.urlopen(url, timeout=120) as response:
+            return json.load(response)
+
+    def trim(self) -> dict:
+        """The server's RSS (KiB) before and after it handed its free memory back (_trim)."""
+        url = f"http://{self.host}:{self.port}{TRIM_PATH}"
+        with urllib.request.urlopen(url, timeout=30) as response:
             return json.load(response)
 
     def cpu_ns(self) -> int:

@@ -21,6 +21,7 @@ CHUNKS = 100_000
 WRITE_TIMEOUT = 5  # ROJO_CLIENT_WRITE_TIMEOUT for the run: 30 by default
 TARGET_MIB = 30.0
 SCENARIO = f"long-{CHUNKS}-0"
+TRACE_AFTER = 10  # seconds into the turns, with --trace
 
 
 @dataclass
@@ -33,6 +34,7 @@ class SlowClientsResult:
     dropped: int
     failures: list[str]
     timed_out: int = 0  # the server's count of clients it disconnected
+    grown: list | None = None  # with --trace: where the heap grew, 10 s into the turns
 
     @property
     def above_idle_mib(self) -> float:
@@ -72,19 +74,26 @@ def _running() -> int:
     return Conversation.objects.running().count()
 
 
-def slow_clients(server, target, project_id: int, rojo: str, name: str) -> SlowClientsResult:
+def slow_clients(
+    server, target, project_id: int, rojo: str, name: str, trace: bool = False
+) -> SlowClientsResult:
     """Ten non-reading clients on one server; its RSS before, at its peak and after."""
     from .client import chat
 
     asyncio.run(chat(target, project_id, "story", "warm up"))
     time.sleep(1)
     idle = peak = _rss_mib(server)
+    if trace:
+        server.memory_diff()  # the baseline
+    grown = None
     started = time.monotonic()
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
     time.sleep(1)
     while (_running() or time.monotonic() - started < 2) and time.monotonic() < deadline:
         peak = max(peak, _rss_mib(server))
+        if trace and grown is None and time.monotonic() - started > TRACE_AFTER:
+            grown = server.memory_diff()["grown"]
         time.sleep(0.25)
     turns_s = time.monotonic() - started
     until = time.monotonic() + WRITE_TIMEOUT + 3
@@ -96,7 +105,9 @@ def slow_clients(server, target, project_id: int, rojo: str, name: str) -> SlowC
         sock.close()
     time.sleep(1)
     failures = [] if not _running() else [f"{_running()} turns still running"]
-    return SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
+    result = SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
+    result.grown = grown
+    return result
 
 
 def slow_clients_section(results: list[SlowClientsResult]) -> Section:
@@ -129,17 +140,22 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "through a push producer) until the client reads or is disconnected."
     )
     section.notes.append(
-        "Where the rest goes (tracemalloc in the server, 10 such turns): not the kept eve"
-        "nts nor the connections, but each turn's work on its stream: the provider's repl"
-        "y is read as fast as it comes, up to ~250 KB a read, and each read's lines are p"
-        "arsed into chunk dicts at once (about 1,700 of them, ~1 MB, per turn and read), "
-        "with the reply's text copied at each draft save and at the end; the Python heap "
-        "peaked 58 MiB above its idle size. The allocator keeps most of that after it is "
-        "freed (RSS at the end). Each of these replies is about 4.5 MB on the wire, which"
-        " the kernel's socket buffers (up to 4 MiB) nearly hold, so few writes waited; th"
-        "e write timeout's disconnect is shown by tests/test_slow_clients.py (a 6.7 MB re"
-        "ply). Not met: bounding the provider reads (parsing at most 64 KiB at a time) is"
-        " the next step."
+        "Where the rest goes (uvicorn, each cut measured alone; 101.9 MiB before): not "
+        "live Python objects. tracemalloc 10 s into the turns (`python -m "
+        "bench.slow_clients --trace`) finds the heap only 7.5 MiB above idle for the ten "
+        "turns: the chunks of the read being parsed (rojos/provider.py, 2.5 MiB), the kept "
+        "events (rojos/turn_events.py, 1.2 MiB), the accumulators (1.4 MiB), aiohttp's "
+        "buffers (0.6 MiB). The rest is memory freed and kept: malloc_trim while turns run "
+        "(ROJO_MALLOC_TRIM_SECONDS, now on) gives 93.1 MiB; Python's own small-object "
+        "arenas, which no trim returns, another ~15 MiB (78.1 MiB with PYTHONMALLOC=malloc, "
+        "measured only); and the draft saves, ~25 MiB: every ROJO_DRAFT_SECONDS the whole "
+        "text so far is written again, and SQLite's full-text trigger (rojos/search_triggers"
+        ".py) deletes and re-indexes all of it in the database thread's memory (68.8 MiB "
+        "with no draft during the turns). Provider reads of at most 64 KiB (now) bound the "
+        "chunks parsed at once but did not move this figure. Not met: what remains needs "
+        "drafts that the full-text index skips until the reply ends (a trigger change, with "
+        "a migration), the bounded database threads of issue #22 (their connections' memory "
+        "reused, not freed and kept), and fewer objects per chunk in the read path."
     )
     return section
 
@@ -151,7 +167,9 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=["uvicorn", "daphne"], action="append")
-    servers = parser.parse_args().server or ["uvicorn", "daphne"]
+    parser.add_argument("--trace", action="store_true", help="where the heap grows (tracemalloc)")
+    args = parser.parse_args()
+    servers = args.server or ["uvicorn", "daphne"]
 
     from . import env
     from .provider import provider_start
@@ -163,7 +181,9 @@ def main() -> None:
     try:
         fixtures = env.fixtures_create()
         env.rojo_new("story", provider.base_url, "story")
-        results = slow_clients_all(environ, provider.base_url, scratch, fixtures, servers)
+        results = slow_clients_all(
+            environ, provider.base_url, scratch, fixtures, servers, trace=args.trace
+        )
     except BaseException:
         for log in scratch.glob("*.log"):
             print(f"{log.name}:\n{log.read_text()[-3000:]}")
@@ -171,12 +191,16 @@ def main() -> None:
     finally:
         provider.stop()
         shutil.rmtree(scratch, ignore_errors=True)
-    for figure in slow_clients_section(results).figures:
-        print(figure.line())
+    slow_clients_section(results)  # prints its figures
+    for result in results if args.trace else ():
+        print(f"where the heap grew under {result.server}, {TRACE_AFTER} s into the turns:")
+        for grown in (result.grown or [])[:15]:
+            mib, blocks = grown["kib"] / 1024, grown["count"]
+            print(f"  {mib:7.1f} MiB  {blocks:8d} blocks  {grown['at'][-1]}")
 
 
 def slow_clients_all(
-    environ: dict, provider_url: str, scratch, fixtures, servers=("uvicorn", "daphne")
+    environ: dict, provider_url: str, scratch, fixtures, servers=("uvicorn", "daphne"), trace=False
 ) -> list:
     """The run under uvicorn, then under daphne, each on a fresh server process (the bench
     world's, with its `story` rojo and logged-in `fixtures`)."""
@@ -194,11 +218,12 @@ def slow_clients_all(
     results = []
     for name in servers:
         log = scratch / f"{name}.log"
-        server = server_start({**environ, "BENCH_SERVER": name}, log)
+        traced = {"BENCH_TRACEMALLOC": "1"} if trace else {}
+        server = server_start({**environ, "BENCH_SERVER": name, **traced}, log)
         target = http.Target("127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token)
         try:
             print(f"slow clients under {name}…", flush=True)
-            result = slow_clients(server, target, project.pk, rojo.slug, name)
+            result = slow_clients(server, target, project.pk, rojo.slug, name, trace)
         finally:
             server.stop()
         result.timed_out = log.read_text().count("a client read nothing for")

@@ -260,6 +260,9 @@ ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or
 # A client that reads nothing of a response for this long is disconnected (it can re-attach):
 # what a connection holds unsent stays bounded (roject/write_timeout.py). 0: no limit.
 ROJO_CLIENT_WRITE_TIMEOUT = float(os.environ.get("ROJO_CLIENT_WRITE_TIMEOUT") or 30)
+# While turns run, freed memory is handed back to the system this often (rojos/memory_trim.py;
+# 0: never).
+ROJO_MALLOC_TRIM_SECONDS = float(os.environ.get("ROJO_MALLOC_TRIM_SECONDS") or 1)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # The same for a call routed to the project's owners ("changes need approval by an owner"):

@@ -11,13 +11,25 @@ Any other transport is read through httpx2, with its own timeouts.
 import asyncio
 import contextlib
 import functools
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import aiohttp
 import httpx2
 
 # The body's next bytes, b"" at its end; None for a quiet spell (see body_reader's `tick`).
 Read = Callable[[], Awaitable[bytes | None]]
+
+# The most bytes one read returns. A provider faster than the turn fills the transport's
+# buffer; taking it all at once (~250 KB) would parse ~1,700 chunks into dicts together, a
+# megabyte per turn held at once (docs/performance.md, "Slow clients").
+READ_MAX = 64 * 1024
+
+
+async def _pieces(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The bytes of `chunks` as they come, cut into pieces of at most READ_MAX."""
+    async for chunk in chunks:
+        for begin in range(0, len(chunk), READ_MAX):
+            yield chunk[begin : begin + READ_MAX]
 
 
 class _Body:
@@ -28,7 +40,7 @@ class _Body:
         self.consumed = 0
 
     async def read(self) -> bytes:
-        data = await self.content.readany()
+        data = await self.content.read(READ_MAX)
         self.consumed += len(data)
         return data
 
@@ -93,7 +105,7 @@ def body_reader(
     adapter = getattr(response.stream, "_stream", None)  # httpx2's bound stream -> adapter's
     aiohttp_response = getattr(adapter, "_aiohttp_response", None)
     if not isinstance(aiohttp_response, aiohttp.ClientResponse):
-        yield functools.partial(anext, response.aiter_bytes(), b"")
+        yield functools.partial(anext, _pieces(response.aiter_bytes()), b"")
         return
     body = _Body(aiohttp_response.content)
     connection = aiohttp_response.connection  # None once the whole body has arrived

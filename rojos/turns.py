@@ -33,6 +33,7 @@ from .errors import TurnBusy, TurnError, TurnNotStarted
 from .events import DoneEvent, StartEvent
 from .history import History
 from .mcp.spec import McpLink, rojo_mcp_links
+from .memory_trim import memory_trimmed
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext, RojoToolRegistry, registry
 from .turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
@@ -261,8 +262,9 @@ async def _run_in_own_thread(turn: Turn, **kwargs) -> None:
 
     Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
     """
-    async with own_thread():
-        await _run(turn, **kwargs)
+    with memory_trimmed():  # what its start freed goes back to the system while it runs
+        async with own_thread():
+            await _run(turn, **kwargs)
 
 
 async def _run(
