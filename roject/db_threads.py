@@ -21,6 +21,7 @@ import contextlib
 import logging
 import queue
 import threading
+import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor, Future
 
@@ -84,14 +85,16 @@ class DbThreadPool:
 
     def close(self, timeout: float = 10) -> None:
         """End the threads once the calls queued before are done, each closing its
-        connections."""
+        connections; wait `timeout` seconds at most in all (daemon threads: one stuck on
+        a database out of reach does not keep the process from exiting)."""
         with self._lock:
             self._closed = True
             threads = list(self.threads)
         for _ in threads:
             self._jobs.put(_STOP)
+        deadline = time.monotonic() + timeout
         for thread in threads:
-            thread.join(timeout)
+            thread.join(max(0.0, deadline - time.monotonic()))
 
 
 class _Lane(Executor):
