@@ -122,17 +122,21 @@ class _Lane(Executor):
         with self._lock:
             future, fn, args, kwargs = self._calls.popleft()
         if future.set_running_or_notify_cancel():
+            result, error = None, None
             try:
                 result = fn(*args, **kwargs)
             except BaseException as exc:  # the caller's to handle, as in any executor
-                future.set_exception(exc)
+                error = exc
+            # Before the answer: the caller goes on with the connection already given back.
+            try:
+                _connections_tidy()
+            except Exception:  # the call's answer stands; the lane must go on
+                logger.exception("closing a database connection after a call failed")
+            if error is not None:
+                future.set_exception(error)
             else:
                 future.set_result(result)
-            finally:
-                try:
-                    _connections_tidy()
-                except Exception:  # the call's answer stands; the lane must go on
-                    logger.exception("closing a database connection after a call failed")
+            del result, error  # no reference kept past the call (a traceback's frames)
         with self._lock:
             if not self._calls:
                 self._running = False
