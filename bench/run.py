@@ -3,7 +3,9 @@
 Usage: `make bench` (or `.venv/bin/python -m bench.run`). `--runs` sets the interleaved runs
 of the loop-overhead benchmark (default 30); `--quick` is a smoke run that writes no report.
 With BENCH_PROFILE=<path>, each server process samples where its CPU goes and writes the
-result to <path>.<pid> when it stops (see bench/sampler.py).
+result to <path>.<pid> when it stops (see bench/sampler.py). With BENCH_BASELINE_TREE=<a
+checkout of an earlier commit>, section 10's burst of turn starts also runs on that tree's
+server, in the same run, for a before-and-after on the same machine and load.
 """
 
 import argparse
