@@ -150,7 +150,8 @@ async def floor_figures(floor, concurrent: int) -> FloorFigures:
     before = await asyncio.to_thread(floor.cpu_ns)
     for _ in range(SEQUENTIAL_RUNS):
         await _conversation(floor, "story", 3)
-    figures.sequential_cpu_ms = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e6 / 20
+    spent_ms = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e6
+    figures.sequential_cpu_ms = spent_ms / SEQUENTIAL_RUNS
     idle = floor.memory_kib()["VmRSS"]
     before = await asyncio.to_thread(floor.cpu_ns)
     with http.few_gc_pauses():
