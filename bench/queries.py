@@ -64,9 +64,9 @@ def queries_per_step(rojo, user, *, prior: int) -> QueryCount:
         def mark(name: str) -> None:
             marks.append(len(captured))
 
-        def marked_chunks(client, request):
+        def marked_chunks(client, request, **kwargs):
             mark("step")
-            return original(client, request)
+            return original(client, request, **kwargs)
 
         with mock.patch.object(turn_requests, "provider_chunks", marked_chunks):
             async_to_sync(loop_turn)(rojo, user, project, conversation=conversation, mark=mark)

@@ -3,7 +3,9 @@
 Usage: `make bench` (or `.venv/bin/python -m bench.run`). `--runs` sets the interleaved runs
 of the loop-overhead benchmark (default 30); `--quick` is a smoke run that writes no report.
 With BENCH_PROFILE=<path>, each server process samples where its CPU goes and writes the
-result to <path>.<pid> when it stops (see bench/sampler.py).
+result to <path>.<pid> when it stops (see bench/sampler.py). With BENCH_BASELINE_TREE=<a
+checkout of an earlier commit>, section 10's burst of turn starts also runs on that tree's
+server, in the same run, for a before-and-after on the same machine and load.
 """
 
 import argparse
@@ -23,6 +25,7 @@ from .sections_scale import (
 )
 from .sections_stream import MANY_STREAMS, latency_section, loop_section
 from .sections_window import window_section
+from .starts import BURST_MODEL, RUNNING_MODEL
 
 REPORT = env.ROOT / "docs" / "performance.md"
 
@@ -83,12 +86,15 @@ class Bench:
         env.rojo_new("paced-50", url, "paced-50-20-together-50")
         env.rojo_new("paced-200", url, f"paced-100-20-together-{MANY_STREAMS}")
         env.rojo_new("tool-paced", url, "tool-paced-100-20")
+        env.rojo_new(RUNNING_MODEL, url, RUNNING_MODEL)
+        env.rojo_new(BURST_MODEL, url, BURST_MODEL)
         self.streams_project = env.project_new("streams")
+        self.raw: dict = {}  # sections 1 to 3's results, for the floor's ratios
 
-    def _server(self):
+    def _server(self, tree: Path | None = None):
         from .server import server_start
 
-        self.servers.append(server_start(self.environ, self.log))
+        self.servers.append(server_start(self.environ, self.log, tree))
         self.target.port = self.servers[-1].port
         return self.servers[-1]
 
@@ -109,6 +115,7 @@ class Bench:
             _loop_and_latency(world, self.stories, runs, self.streams_project.pk)
         )
         self._server_stop()
+        self.raw.update(loop=loop, latencies=latencies)
         print("\n# 1. Loop overhead", flush=True)
         loop_figures = loop_section(loop)
         print("\n# 2. Streaming latency", flush=True)
@@ -131,6 +138,7 @@ class Bench:
             )
             self._server_stop()
         section = concurrency_section(results)
+        self.raw["concurrency"] = results
         server_url = os.environ.get("BENCH_POSTGRES_URL")
         if server_url and not self.quick:
             from .postgres import postgres_concurrency
@@ -196,10 +204,33 @@ class Bench:
     def stream_memory(self) -> Section:
         from .stream_memory import STREAMS, stream_memory_all, stream_memory_section
 
-        print("\n# 10. Memory per stream", flush=True)
+        print("\n# 11. Memory per stream", flush=True)
         levels = (50,) if self.quick else STREAMS
         args = (self.environ, self.provider.base_url, self.log.parent, self.fixtures, levels)
         return stream_memory_section(stream_memory_all(*args))
+
+    def floor(self) -> Section:
+        """Section 10: the floor beside the app, and the burst of turn starts on both (and
+        on BENCH_BASELINE_TREE's server, when set)."""
+        from .floor import floor_start
+        from .sections_floor import app_figures, floor_section
+        from .starts import app_opener, burst, floor_figures
+
+        print("\n# 10. Against the floor, and turn starts", flush=True)
+        floor = floor_start(self.environ, self.provider.base_url, self.log)
+        try:
+            figures = asyncio.run(floor_figures(floor, 50 if self.quick else 200))
+        finally:
+            floor.stop()
+        app = app_figures(self.raw["loop"], self.raw["concurrency"], self.raw["latencies"])
+        baseline = os.environ.get("BENCH_BASELINE_TREE")
+        trees = {"before": Path(baseline)} if baseline else {}
+        for label, tree in {**trees, "app": None}.items():
+            server = self._server(tree)
+            opener = app_opener(self.target, self.streams_project.pk)
+            app["bursts"][label] = asyncio.run(burst(server, opener))
+            self._server_stop()
+        return floor_section(figures, app)
 
     def close(self) -> None:
         for server in self.servers:
@@ -242,6 +273,7 @@ def main(argv: list[str] | None = None) -> None:
             bench.conversations(),
             bench.slow_clients(),
             bench.sqlite_memory(),
+            bench.floor(),
             bench.stream_memory(),
         ]
     except BaseException:

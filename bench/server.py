@@ -201,12 +201,17 @@ class Server:
                 self.process.wait()
 
 
-def server_start(env: dict[str, str], log: Path) -> Server:
-    """Start `python -m bench.server`, its output going to `log`, and wait until it answers."""
+def server_start(env: dict[str, str], log: Path, tree: Path | None = None) -> Server:
+    """Start `python -m bench.server`, its output going to `log`, and wait until it answers.
+
+    With `tree`, the app and the bench server of that checkout (a baseline to compare with).
+    """
+    tree_env = {"PYTHONPATH": str(tree)} if tree else {}
     with log.open("a") as log_file:
         process = subprocess.Popen(
             [sys.executable, "-m", "bench.server"],
-            env={**os.environ, **env},
+            cwd=tree,
+            env={**os.environ, **env, **tree_env},
             stdout=subprocess.PIPE,
             stderr=log_file,
             text=True,

@@ -178,7 +178,7 @@ def stream_memory_all(
 
 def stream_memory_section(results: list[StreamMemoryResult]) -> Section:
     section = Section(
-        "10. Memory per stream",
+        "11. Memory per stream",
         f"Simultaneous conversations on one server process (a fresh one for each level), each "
         f"a reply of {CHUNKS} text chunks paced {DELAY_MS} ms apart, all streaming at once. "
         "Memory per stream is the server's peak RSS (VmHWM) above its RSS after a warm-up "

@@ -13,12 +13,12 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set
 from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
-from roject.db_threads import OwnThreadASGIHandler  # noqa: E402
+from roject.db_threads import PooledThreadsASGIHandler  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
 from roject.upload_guard import UploadSizeGuard  # noqa: E402
 from roject.write_timeout import WriteTimeout  # noqa: E402
 
-django_asgi_app = OwnThreadASGIHandler()
+django_asgi_app = PooledThreadsASGIHandler()
 # By dotted string, as the root URLs include rojos': roject imports nothing from rojos.
 mcp_app = import_string("rojos.mcp_endpoint.app.application")
 MCP_PREFIX = "/mcp/"

@@ -4,9 +4,7 @@ goes through the storage gate."""
 import asyncio
 import time
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import connections
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 
@@ -77,7 +75,6 @@ async def project_live(request: HttpRequest, project_id: int):
         return await astill_member(user=user, project_id=pk)
 
     async def body():
-        await sync_to_async(connections.close_all)()  # the stream holds no connection
         every = settings.ROJO_LIVE_CHECK_SECONDS
         async with project_subscribed(
             project_id=pk, keepalive=min(every, KEEPALIVE_SECONDS)

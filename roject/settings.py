@@ -99,8 +99,10 @@ DATABASES = {
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and immediate transactions let the streaming turn and page requests share the file;
-    # the writers of a process take turns in order (see roject/sqlite_backend).
+    # the writers of a process take turns in order (see roject/sqlite_backend). Each database
+    # thread keeps its connection for the life of the process (roject/db_threads.py).
     DATABASES["default"]["ENGINE"] = "roject.sqlite_backend"
+    DATABASES["default"]["CONN_MAX_AGE"] = None
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 20,
         "transaction_mode": "IMMEDIATE",
@@ -116,6 +118,11 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
         "max_size": int(os.environ.get("ROJO_DB_POOL_SIZE") or 10),
         "timeout": 20,
     }
+
+# The threads every request's and turn's database calls run on (roject/db_threads.py): as
+# many calls can wait at once (SQLite busy, a row lock, a database out of reach) before the
+# others queue behind them.
+ROJO_DB_THREADS = int(os.environ.get("ROJO_DB_THREADS") or 8)
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
@@ -308,6 +315,10 @@ ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = ["rojos.turn_owner.turns_of_past_lives_end_soon"]
 
+# A session is read from the cache (the process's memory, or Redis with REDIS_URL: shared by
+# the processes) and from the database only on a miss; it is written to both. Its user is
+# still read on each request: a deactivated user or a changed password ends it at once.
+SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"

@@ -6,7 +6,6 @@ import asyncio
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.db import connections
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import NinjaAPI, Status, Swagger
 from ninja.security import django_auth
@@ -38,6 +37,7 @@ from .conversations_api import router as conversations_router
 from .files_api import router as file_edits_router
 from .search import conversation_search
 from .turn_repair import dead_turn_end
+from .turn_start import turn_start
 from .wire import encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
@@ -148,9 +148,7 @@ def _stream(request: HttpRequest, events) -> StreamingHttpResponse:
     content_type, encode = encoder_for(request.headers.get("Accept", ""))
 
     async def body():
-        # The request is done with the database: let its connection go now, not when the
-        # stream ends (SQLite's holds its page cache; a pooled one is back already).
-        await sync_to_async(connections.close_all)()
+        # The stream holds no database connection: the database threads keep theirs.
         async for event in events:
             yield encode(event)
 
@@ -179,7 +177,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         attachments = await asyncio.to_thread(
             attachments_read, project_id=access.project.pk, paths=payload.attachments
         )
-    turn = await turns.turn_start(
+    turn = await turn_start(
         access=access,
         user=user,
         rojo=rojo,

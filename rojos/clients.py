@@ -22,7 +22,7 @@ _MAX_CLIENTS = 64
 
 
 @functools.cache
-def _tls_context() -> ssl.SSLContext:
+def tls_context() -> ssl.SSLContext:
     """The SDK's default verifying TLS context, built once per process.
 
     Loading the CA bundle costs about 20 ms of CPU, which each new pool would otherwise pay.
@@ -64,7 +64,7 @@ async def _loop_clients() -> _LoopClients:
         # for less than half the CPU of the default httpx one (docs/performance.md).
         clients = _LoopClients(
             pool=openai.DefaultAioHttpClient(
-                verify=_tls_context(), event_hooks={"response": [overflow_not_retried]}
+                verify=tls_context(), event_hooks={"response": [overflow_not_retried]}
             )
         )
         clients.lifetime = _lifetime(loop, clients)

@@ -14,7 +14,7 @@ import socket
 import threading
 import uuid
 
-from roject.db_threads import own_thread
+from roject.db_threads import db_context
 
 logger = logging.getLogger(__name__)
 
@@ -94,13 +94,13 @@ def turns_of_past_lives_end_soon() -> None:
     """Start `turns_of_past_lives_end` on a thread of its own (the server starts meanwhile);
     a database out of reach now leaves the claims to go stale instead."""
 
-    async def on_own_thread() -> int:
-        async with own_thread():  # its connections are closed with it
+    async def in_db_context() -> int:
+        async with db_context():
             return await turns_of_past_lives_end()
 
     def run() -> None:
         try:
-            ended = asyncio.run(on_own_thread())
+            ended = asyncio.run(in_db_context())
         except Exception:  # best effort, off the request path: the claims go stale anyway
             logger.warning("could not end the turns of an earlier life", exc_info=True)
             return

@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import InterfaceError, OperationalError, transaction
 from django.utils import timezone
 
-from roject.db_threads import own_thread
+from roject.db_threads import db_context
 
 from .errors import DatabaseUnreachable
 from .models import Conversation, Message, TurnRecord
@@ -149,7 +149,7 @@ _pending: set[asyncio.Task] = set()
 
 async def _write_back_later(turn, turn_id: uuid.UUID, history) -> None:
     give_up = time.monotonic() + WRITEBACK_SECONDS
-    async with own_thread():
+    async with db_context():
         while time.monotonic() < give_up:
             await asyncio.sleep(WRITEBACK_EVERY_SECONDS)
             try:

@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 from django.conf import settings
 
+from .clients import tls_context
 from .models import Rojo
 
 logger = logging.getLogger(__name__)
@@ -27,6 +28,8 @@ OLLAMA_DEFAULT_NUM_CTX = 4096
 _ASK_AGAIN_SECONDS = 3600
 # (base URL, model) -> when it was asked, and the window learned (None: it did not say).
 _asked: dict[tuple[str, str], tuple[float, int | None]] = {}
+# (base URL, model) -> the probe under way: a burst of first turns asks the provider once.
+_probing: dict[tuple[str, str], asyncio.Task] = {}
 
 
 def window_discovery_forget() -> None:
@@ -98,7 +101,7 @@ async def _ask(client: httpx2.AsyncClient, method: str, url: str, **kwargs) -> A
 async def _listed_window(base_url: str, model: str, api_key: str, seconds: float) -> int | None:
     root = _server_root(base_url)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx2.AsyncClient(timeout=seconds, headers=headers) as client:
+    async with httpx2.AsyncClient(timeout=seconds, headers=headers, verify=tls_context()) as client:
         answers = await asyncio.gather(
             _ask(client, "GET", f"{base_url.rstrip('/')}/models"),
             _ask(client, "GET", f"{root}/props"),
@@ -114,6 +117,20 @@ async def _listed_window(base_url: str, model: str, api_key: str, seconds: float
     )
 
 
+async def _window_probe(rojo: Rojo) -> int | None:
+    seconds = settings.ROJO_WINDOW_PROBE_SECONDS
+    window = None
+    try:
+        async with asyncio.timeout(seconds):
+            window = await _listed_window(
+                rojo.base_url, rojo.model, rojo.resolved_api_key(), seconds
+            )
+    except TimeoutError:
+        logger.info("rojo %s: the provider did not list its window in %gs", rojo, seconds)
+    _asked[(rojo.base_url, rojo.model)] = (time.monotonic(), window)
+    return window
+
+
 async def window_learn(rojo: Rojo) -> None:
     """Learn the rojo's window from its provider if it has none declared or learned.
 
@@ -127,16 +144,13 @@ async def window_learn(rojo: Rojo) -> None:
     if asked is not None and time.monotonic() - asked[0] < _ASK_AGAIN_SECONDS:
         rojo.listed_window = asked[1]
         return
-    seconds = settings.ROJO_WINDOW_PROBE_SECONDS
-    window = None
-    try:
-        async with asyncio.timeout(seconds):
-            window = await _listed_window(
-                rojo.base_url, rojo.model, rojo.resolved_api_key(), seconds
-            )
-    except TimeoutError:
-        logger.info("rojo %s: the provider did not list its window in %gs", rojo, seconds)
-    _asked[key] = (time.monotonic(), window)
+    probe = _probing.get(key)
+    asks = probe is None or probe.get_loop() is not asyncio.get_running_loop()
+    if asks:
+        probe = _probing[key] = asyncio.ensure_future(_window_probe(rojo))
+        probe.add_done_callback(lambda done: _probing.pop(key) if _probing.get(key) is done else 0)
+    window = await asyncio.shield(probe)
     if window:
         rojo.listed_window = window
+    if window and asks:  # stored once, by the turn that asked
         await Rojo.objects.filter(pk=rojo.pk).aupdate(listed_window=window)

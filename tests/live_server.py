@@ -15,6 +15,8 @@ from django.db import connections
 from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
 
+from roject.db_threads import db_pool_close
+
 
 class _ThreadedServer(uvicorn.Server):
     def install_signal_handlers(self) -> None:
@@ -42,8 +44,9 @@ def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
         server.should_exit = True
         thread.join(timeout=10)
-        # The app's ORM calls ran in asgiref's shared thread; close its connections so the
-        # test database can be dropped.
+        # The app's ORM calls ran on the database threads (and some in asgiref's shared
+        # thread); close their connections so the test database can be dropped.
+        db_pool_close()
         SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
 
 

@@ -1,6 +1,7 @@
 """The context budget per rojo: declared (admin, API, command) or learned from the provider
 where it lists it, else 32,768; learning never holds a turn up for long."""
 
+import asyncio
 import time
 
 import pytest
@@ -9,6 +10,7 @@ from django.urls import reverse
 
 from rojos.context_window import DEFAULT_WINDOW, prompt_budget, window_of
 from rojos.models import Rojo
+from rojos.window_discovery import window_learn
 from tests.agent_run import rojo_for, run_turn
 from tests.fake_provider import Window, stream, text_chunks
 from tests.helpers import command_error, make_rojo, run
@@ -128,6 +130,21 @@ async def test_a_provider_that_lists_nothing_leaves_the_default_and_is_not_asked
     stored = await Rojo.objects.aget(pk=rojo.pk)
     assert stored.listed_window is None and window_of(stored) == DEFAULT_WINDOW
     assert asked == 4 and len(fake_provider.listing_requests) == asked
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_burst_of_first_turns_asks_the_provider_for_its_window_once(fake_provider):
+    """Twenty turns starting at once on a rojo not asked yet (a fresh process) share
+    one probe: before, each made its own client and asked four times."""
+    fake_provider.window = Window(tokens=12_000, listed_by="vllm")
+    rojo = await rojo_for(fake_provider)
+    copies = [await Rojo.objects.aget(pk=rojo.pk) for _ in range(20)]
+
+    await asyncio.gather(*(window_learn(copy) for copy in copies))
+
+    assert len(fake_provider.listing_requests) == 4
+    assert {copy.listed_window for copy in copies} == {12_000}
+    assert (await Rojo.objects.aget(pk=rojo.pk)).listed_window == 12_000
 
 
 @pytest.mark.django_db(transaction=True)

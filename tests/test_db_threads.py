@@ -1,4 +1,5 @@
-"""Each request and turn runs its database calls on a thread of its own, which then ends."""
+"""Each request and turn runs its database calls in a lane of its own on a bounded pool of
+long-lived threads, each keeping its connection."""
 
 import asyncio
 import threading
@@ -6,74 +7,165 @@ import threading
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
-from django.db import connections
+from django.db import DatabaseError, connections
 
-from roject.db_threads import own_thread
-
-
-async def _thread() -> int:
-    return await sync_to_async(threading.get_ident)()
+from roject.db_threads import DbThreadPool, db_context
 
 
-async def test_a_block_keeps_one_thread_which_ends_after_it():
-    async with own_thread():
-        thread = await sync_to_async(threading.current_thread)()
-        assert await sync_to_async(threading.current_thread)() is thread
-        assert thread is not threading.current_thread()
-    await asyncio.to_thread(thread.join, 5)
-    assert not thread.is_alive()
+async def _thread() -> threading.Thread:
+    return await sync_to_async(threading.current_thread)()
 
 
-async def test_blocks_running_at_once_never_share_a_thread():
-    started = asyncio.Event()
-    release = asyncio.Event()
-
-    async def block() -> int:
-        async with own_thread():
-            ident = await _thread()
-            started.set()
-            await release.wait()
-            assert await _thread() == ident
-            return ident
-
-    first = asyncio.create_task(block())
-    await started.wait()
-    async with own_thread():
-        mine = await _thread()
-    release.set()
-    assert mine != await first
+@pytest.fixture
+def pool():
+    made = DbThreadPool(2)
+    yield made
+    made.close()
 
 
-async def test_a_slow_call_holds_up_only_its_own_block():
-    gate = threading.Event()
+async def test_a_blocks_calls_run_in_order_on_the_pools_threads_never_the_loops(pool):
+    order = []
+    async with db_context(pool):
+        for n in range(5):
+            await sync_to_async(order.append)(n)
+        threads = {await _thread() for _ in range(10)}
+    assert order == [0, 1, 2, 3, 4]
+    assert threads <= set(pool.threads)
+    assert threading.current_thread() not in threads
 
-    async def stuck() -> None:
-        async with own_thread():
-            await sync_to_async(gate.wait)(5)
 
-    task = asyncio.create_task(stuck())
+async def test_the_pool_is_bounded_and_its_threads_outlive_the_blocks(pool):
+    async def block() -> threading.Thread:
+        async with db_context(pool):
+            return await _thread()
+
+    used = set(await asyncio.gather(*(block() for _ in range(20))))
+    assert len(pool.threads) == 2
+    assert used <= set(pool.threads)
+    assert all(thread.is_alive() for thread in pool.threads)
+
+
+async def test_a_blocks_calls_made_at_once_still_run_one_at_a_time(pool):
+    """asgiref's thread-sensitive mode: one call of a context at a time, as on one thread."""
+    running, most = 0, 0
+
+    def call() -> None:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        threading.Event().wait(0.02)
+        running -= 1
+
+    async with db_context(pool):
+        await asyncio.gather(*(sync_to_async(call)() for _ in range(4)))
+    assert most == 1
+
+
+async def test_a_stuck_call_holds_up_no_other_block_until_the_pool_is_used_up(pool):
+    gates = [threading.Event(), threading.Event()]
+
+    async def stuck(gate: threading.Event) -> None:
+        async with db_context(pool):
+            await sync_to_async(gate.wait)(10)
+
+    first = asyncio.create_task(stuck(gates[0]))
     await asyncio.sleep(0.05)
-    async with own_thread():
-        await asyncio.wait_for(_thread(), timeout=1)  # not queued behind the stuck call
-    gate.set()
-    await task
+    async with db_context(pool):
+        await asyncio.wait_for(_thread(), timeout=2)  # a thread was still free
+    second = asyncio.create_task(stuck(gates[1]))
+    await asyncio.sleep(0.05)
+    async with db_context(pool):
+        waiting = asyncio.ensure_future(_thread())
+        done, _ = await asyncio.wait([waiting], timeout=0.3)
+        assert not done  # both threads are held: the call queues behind them
+        gates[0].set()
+        await asyncio.wait_for(waiting, timeout=2)
+    gates[1].set()
+    await asyncio.gather(first, second)
+
+
+async def test_closing_the_pool_ends_its_threads_once_queued_calls_are_done():
+    pool = DbThreadPool(2)
+    async with db_context(pool):
+        await _thread()
+    threads = list(pool.threads)
+    await asyncio.to_thread(pool.close)
+    assert not any(thread.is_alive() for thread in threads)
+    with pytest.raises(RuntimeError, match="closed"):
+        pool.run(int)
+
+
+def _pooled() -> bool:
+    return bool(connections["default"].settings_dict["OPTIONS"].get("pool"))
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_the_threads_database_connection_is_closed_after_the_block():
+async def test_a_threads_connection_is_kept_across_blocks_and_closed_with_the_pool():
+    """SQLite's: kept by the thread. A pooled one (PostgreSQL) is lent back after each call."""
+    pool = DbThreadPool(1)
 
     def query():
         User.objects.exists()
-        return threading.current_thread(), connections["default"]
+        wrapper = connections["default"]
+        return wrapper, wrapper.connection
 
-    pooled = bool(connections["default"].settings_dict["OPTIONS"].get("pool"))
-    async with own_thread():
-        thread, used = await sync_to_async(query)()
-        # Kept between calls; a pooled one is given back after each.
-        assert (used.connection is None) == pooled
-    await asyncio.to_thread(thread.join, 5)
-    assert not thread.is_alive()
-    assert used.connection is None
+    async with db_context(pool):
+        first, raw = await sync_to_async(query)()
+    async with db_context(pool):
+        again, raw_again = await sync_to_async(query)()
+    assert again is first
+    if _pooled():
+        assert first.connection is None
+    else:
+        assert raw_again is raw and first.connection is raw
+    await asyncio.to_thread(pool.close)
+    assert first.connection is None
+
+
+@pytest.fixture
+def scratch_database(tmp_path):
+    """A second SQLite database in a file (the tests' own is in memory, which Django never
+    closes), to see a broken connection replaced."""
+    settings_dict = dict(connections["default"].settings_dict)
+    settings_dict.update(
+        ENGINE="roject.sqlite_backend",
+        NAME=str(tmp_path / "scratch.sqlite3"),
+        OPTIONS={"timeout": 5},
+        CONN_MAX_AGE=None,
+    )
+    connections.settings["scratch"] = settings_dict
+    yield "scratch"
+    del connections.settings["scratch"]
+
+
+def test_a_connection_broken_in_a_call_is_replaced_for_the_next(
+    scratch_database, django_db_blocker
+):
+    pool = DbThreadPool(1)
+
+    def raw_connection():
+        with connections[scratch_database].cursor() as cursor:
+            cursor.execute("SELECT 1")
+        return connections[scratch_database].connection
+
+    def break_and_query() -> None:
+        connections[scratch_database].connection.close()  # as a dropped link leaves it
+        raw_connection()
+
+    async def calls():
+        async with db_context(pool):
+            raw = await sync_to_async(raw_connection)()
+            assert await sync_to_async(raw_connection)() is raw  # kept
+            with pytest.raises(DatabaseError):
+                await sync_to_async(break_and_query)()
+            assert await sync_to_async(raw_connection)() is not raw
+            await sync_to_async(lambda: connections[scratch_database].close())()
+
+    with django_db_blocker.unblock():  # the scratch database is no test database's
+        try:
+            asyncio.run(calls())
+        finally:
+            pool.close()
 
 
 @pytest.mark.django_db(transaction=True)

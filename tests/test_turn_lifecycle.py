@@ -11,7 +11,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
-from rojos import turns
+from rojos import turn_start
 from rojos.models import Conversation, TurnRecord
 from rojos.tool_calls import REMOVED_MESSAGE, REVOKED
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
@@ -142,7 +142,7 @@ def test_a_relay_gone_as_the_turn_ends_still_frees_the_conversation(
         async def group_discard(self, group, channel):
             raise RedisConnectionError("Connection reset by peer")
 
-    monkeypatch.setattr(turns, "get_channel_layer", lambda: ResettingLayer())
+    monkeypatch.setattr(turn_start, "get_channel_layer", lambda: ResettingLayer())
     fake_provider.add(stream(*text_chunks("First.")), stream(*text_chunks("Second.")))
     client = client_for(users["editor"])
     first = client.chat(project.pk, rojo=rojo.slug, message="One")

@@ -18,6 +18,7 @@ from rojos.models import Conversation, Message, TurnRecord
 from rojos.turn_claims import turn_claim_blocking
 from rojos.turn_owner import process_owner
 from rojos.turn_repair import INTERRUPTED_MESSAGE
+from rojos.turn_start import turn_start
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 
@@ -41,9 +42,7 @@ def own_channel_layer():
 async def start_turn(project, user, fake_provider, message: str):
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     access = await aproject_access(user=user, project_id=project.pk)
-    turn = await turns.turn_start(
-        access=access, user=user, rojo=rojo, conversation=None, message=message
-    )
+    turn = await turn_start(access=access, user=user, rojo=rojo, conversation=None, message=message)
     return await Conversation.objects.aget(pk=turn.conversation_id), turn
 
 

@@ -12,6 +12,7 @@ from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.access import aproject_access
+from rojos import turn_start as starting
 from rojos import turns
 from rojos.errors import TurnNotStarted
 from rojos.models import Conversation, Message, TurnRecord
@@ -45,7 +46,7 @@ def statements():
 
 async def _start(project, user, rojo, conversation, message, access=None):
     access = access or await aproject_access(user=user, project_id=project.pk)
-    return await turns.turn_start(
+    return await starting.turn_start(
         access=access, user=user, rojo=rojo, conversation=conversation, message=message
     )
 
@@ -222,14 +223,14 @@ async def test_a_request_cancelled_while_its_turn_is_being_claimed_still_starts_
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks("Answered.", pieces=1)))
     entered, release = threading.Event(), threading.Event()
-    real_begin = turns._begin
+    real_begin = starting._begin
 
     def slow_begin(*args):
         entered.set()
         release.wait(5)
         return real_begin(*args)
 
-    monkeypatch.setattr(turns, "_begin", slow_begin)
+    monkeypatch.setattr(starting, "_begin", slow_begin)
     request = asyncio.ensure_future(_start(project, users["editor"], rojo, None, "Hi"))
     await asyncio.to_thread(entered.wait, 5)
 

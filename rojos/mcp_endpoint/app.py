@@ -35,7 +35,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from roject.db_threads import own_thread
+from roject.db_threads import db_context
 from roject.models import Membership
 from roject.tokens import TokenRefused, api_token_check
 
@@ -124,7 +124,7 @@ class McpEndpoint:
         if limit.declared_over(scope):
             return await _answer(send, 413, limit.message)
         try:
-            async with own_thread():
+            async with db_context():
                 await self._app(scope, limit.receive, limit.send)
         except Exception:
             if not limit.over:

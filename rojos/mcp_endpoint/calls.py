@@ -27,7 +27,7 @@ from django.utils import timezone
 
 from roject import storage
 from roject.access import project_role
-from roject.db_threads import own_thread
+from roject.db_threads import db_context
 from roject.models import ApiToken, Role
 from roject.tokens import api_token_live
 
@@ -230,7 +230,7 @@ async def _run(begun: _Begun) -> McpResult:
 
 async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> McpResult:
     """Run one MCP call; never raises for what the client did: refusals are results."""
-    async with own_thread():
+    async with db_context():
         begun = await _begun(caller, name, arguments or {})
         if isinstance(begun, McpResult):
             return begun

@@ -11,7 +11,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from roject.access import project_role
-from roject.db_threads import own_thread
+from roject.db_threads import db_context
 from roject.storage import StorageError
 from roject.tokens import api_token_live
 
@@ -42,7 +42,7 @@ def _may_write(caller: McpCaller) -> bool | None:
 async def _may_write_now(ctx: ServerRequestContext) -> tuple[McpCaller, bool]:
     """The caller, and whether it may write; an error once its token or membership ended."""
     caller = caller_of(ctx)
-    async with own_thread():
+    async with db_context():
         can_write = await sync_to_async(_may_write)(caller)
     if can_write is None:
         raise MCPError(code=INVALID_REQUEST, message="The token or the membership has ended.")
@@ -60,7 +60,7 @@ async def _list_resources(
     ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     caller, _ = await _may_write_now(ctx)
-    async with own_thread():
+    async with db_context():
         found = await sync_to_async(resources_list)(project_id=caller.project_id)
     return types.ListResourcesResult(resources=found)
 
@@ -80,7 +80,7 @@ async def _read_resource(
     if path is None:
         raise MCPError(code=INVALID_PARAMS, message=f"Not a file of this project: {params.uri}")
     try:
-        async with own_thread():
+        async with db_context():
             return await sync_to_async(resource_read)(
                 project_id=caller.project_id, uri=params.uri, path=path
             )

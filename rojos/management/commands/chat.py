@@ -8,10 +8,10 @@ from django.http import Http404
 
 from roject.access import aproject_access
 from roject.models import Project
-from rojos import turns
 from rojos.errors import TurnBusy, TurnNotStarted
 from rojos.models import Conversation, Rojo
 from rojos.transcript import EventPrinter
+from rojos.turn_start import turn_start
 
 
 class Command(BaseCommand):
@@ -70,7 +70,7 @@ class Command(BaseCommand):
                 raise PermissionDenied(
                     f"conversation {conversation_id} holds calls made through MCP; chat in another"
                 )
-        turn = await turns.turn_start(
+        turn = await turn_start(
             access=access,
             user=user,
             rojo=rojo,

@@ -1,0 +1,145 @@
+"""The figures of the floor section: the app's costs as ratios to the floor's (issue #22),
+and turn starts under a burst, each beside its target."""
+
+from .report import Section
+from .starts import BURST, BURST_CHUNKS, BURST_MODEL, RUNNING, RUNNING_MODEL, BurstResult
+from .stats import median
+
+# Issue #22's targets.
+SEQUENTIAL_RATIO_MAX = 3.0
+PER_CHUNK_RATIO_MAX = 1.3
+FIRST_CHUNK_P50_MS = 500.0
+FIRST_CHUNK_P99_MS = 1000.0
+RUNNING_P99_MS = 25.0
+PER_STREAM_KIB = 150.0
+
+
+def _ratio(section: Section, name: str, app: float, floor: float, unit: str, limit=None):
+    ratio = app / floor if floor else float("inf")
+    section.add(
+        name,
+        f"{ratio:.2f}x",
+        f"≤ {limit:g}x" if limit else "",
+        ratio <= limit if limit else None,
+        f"app {app:.3g} {unit}, floor {floor:.3g} {unit}",
+    )
+
+
+def _burst_figures(section: Section, label: str, result: BurstResult, floor: BurstResult):
+    met = result.completed == BURST and not result.errors
+    section.add(
+        f"{label}_burst_completed",
+        f"{result.completed} of {BURST}",
+        f"{BURST}",
+        met,
+        f"{len(result.errors)} errors" + (f": {result.errors[0]}" if result.errors else ""),
+    )
+    for name, value, floor_value, limit in (
+        ("p50", result.first_p50, floor.first_p50, FIRST_CHUNK_P50_MS),
+        ("p99", result.first_p99, floor.first_p99, FIRST_CHUNK_P99_MS),
+    ):
+        section.add(
+            f"{label}_first_chunk_{name}",
+            f"{value / 1000:.2f} s",
+            f"≤ {limit / 1000:g} s",
+            value <= limit,
+            f"{value / floor_value:.1f}x the floor's {floor_value / 1000:.2f} s",
+        )
+    section.add(
+        f"{label}_running_p99_during_burst",
+        f"{result.during_p99:.1f} ms",
+        f"≤ {RUNNING_P99_MS:g} ms",
+        result.during_p99 <= RUNNING_P99_MS,
+        f"{result.before_p99:.1f} ms the second before; the floor's {floor.during_p99:.1f} ms; "
+        f"burst {result.burst_s:.1f} s, server CPU {result.server_cpu_s:.1f} s",
+    )
+
+
+def floor_section(floor, app: dict) -> Section:
+    """`floor`: bench.starts.FloorFigures; `app`: the same run's figures of the app."""
+    section = Section(
+        "10. Against the floor, and turn starts",
+        "The floor is a bare aiohttp relay (`bench/floor.py`) that forwards the provider's "
+        "bytes unchanged: the least any server can spend to relay a stream. It runs beside "
+        "the app in the same run, on the same provider and loads, and each figure of the app "
+        "is given as a ratio to it. Sequential: the verification story (section 1, `instant`, "
+        "the server's share); at 200: section 3's tool-paced conversations; per chunk: "
+        "section 2's 200 paced streams (server CPU over chunks, their starts included); "
+        "memory: peak RSS above idle per stream at 200 (section 3). The burst: "
+        f"{RUNNING} streams of `{RUNNING_MODEL}` run when {BURST} conversations of "
+        f"`{BURST_MODEL}` ({BURST_CHUNKS} chunks) start at once; first chunk timed from the "
+        "request, and the running streams' chunk latency during the burst. `before_` is the "
+        "same burst on a server from BENCH_BASELINE_TREE (the tree before the change), in "
+        "the same run.",
+    )
+    _ratio(
+        section,
+        "cpu_per_conversation_sequential_vs_floor",
+        app["sequential_cpu_ms"],
+        floor.sequential_cpu_ms,
+        "ms",
+        SEQUENTIAL_RATIO_MAX,
+    )
+    _ratio(
+        section,
+        "cpu_per_conversation_200_vs_floor",
+        app["concurrent_cpu_ms"],
+        floor.concurrent_cpu_ms,
+        "ms",
+    )
+    _ratio(
+        section,
+        "cpu_per_chunk_200_streams_vs_floor",
+        app["per_chunk_us"],
+        floor.per_chunk_us,
+        "µs",
+        PER_CHUNK_RATIO_MAX,
+    )
+    # MEMORY: the "memory" helper's bench/stream_memory.py figures go here, beside these.
+    section.add(
+        "memory_per_stream_200_vs_floor",
+        f"{app['per_stream_kib'] / max(floor.per_stream_kib, 1):.1f}x",
+        f"app ≤ {PER_STREAM_KIB:g} KiB",
+        app["per_stream_kib"] <= PER_STREAM_KIB,
+        f"app {app['per_stream_kib']:.0f} KiB, floor {floor.per_stream_kib:.0f} KiB",
+    )
+    for label, result in app["bursts"].items():
+        _burst_figures(section, label, result, floor.burst)
+    app_burst = app["bursts"]["app"]
+    section.notes += [
+        f"A start costs the app about {app_burst.server_cpu_s * 1000 / BURST:.0f} ms of server "
+        f"CPU ({app_burst.server_cpu_s:.1f} s for the burst, the running streams' chunks "
+        "included), on one core for the process: the burst's first chunks wait for that CPU, "
+        "not for the database. What a conversation does besides the floor's relaying: 24 "
+        "crossings to the database threads and back (counted on one chat by wrapping the "
+        "lane's submit), 13 of them Django's sync middlewares' process_request, "
+        "process_view and process_response, 2 the API's auth classes (the session's user is "
+        "read in one), 1 the request signal, 1 the response's close, and 7 the app's own "
+        "(the chat's checks, the claim, the budgets, the user's message, the turn's end); "
+        "each is a thread handoff under the GIL. Then the SDK request, the history and the "
+        "turn's events. Making Django's middleware stack async (no crossing) is the next "
+        "lever for starts.",
+        "The database threads: ROJO_DB_THREADS (8) long-lived threads, each keeping its "
+        "SQLite connection; sized by running this burst with 2, 4, 8, 16 and 32 threads, "
+        "twice, on the shared machine: 8 gave the shortest first chunk both times, and more "
+        "threads cost more CPU (GIL contention: 2.6 s for the burst at 8, 3.6 s at 32).",
+    ]
+    section.add(
+        "floor_first_chunk",
+        f"p50 {floor.burst.first_p50 / 1000:.2f} s, p99 {floor.burst.first_p99 / 1000:.2f} s",
+        note=f"running streams' p99 during the burst {floor.burst.during_p99:.1f} ms",
+    )
+    return section
+
+
+def app_figures(loop: dict, concurrency: list, latencies: list) -> dict:
+    """The app's figures the ratios need, from sections 1 to 3's results."""
+    many = latencies[-1]
+    at_200 = next((r for r in concurrency if r.conversations == 200), concurrency[0])
+    return {
+        "sequential_cpu_ms": median(loop["instant"].server_ms),
+        "concurrent_cpu_ms": at_200.server_cpu_s * 1000 / at_200.conversations,
+        "per_chunk_us": many.server_cpu_s * 1e6 / max(len(many.samples_ms), 1),
+        "per_stream_kib": at_200.per_stream_kib,
+        "bursts": {},
+    }

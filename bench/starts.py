@@ -1,0 +1,171 @@
+"""Turn starts under a burst, and the floor's figures: the same load on the app and on the floor.
+
+A burst: RUNNING streams are already streaming (their own starts over) when BURST more
+conversations start at once. Each burst stream's first chunk is timed from the moment its
+request was sent; the running streams' chunk latency (the provider's stamp to arrival) is
+kept for the burst's window, and for the second before it. The same load goes through the
+floor (bench/floor.py), whose figures the app's are divided by.
+"""
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+
+from . import client as http
+from .floor import floor_stream, provider_body
+from .latency import sent_ns
+from .stats import median, percentile
+
+RUNNING, BURST = 50, 200
+RUNNING_MODEL = "paced-400-20"  # 8 s: outlasts the slowest burst measured so far (3.4 s)
+BURST_MODEL, BURST_CHUNKS = "paced-20-20", 20
+SEQUENTIAL_RUNS = 20
+
+# (arrived ns, the provider's stamp in ns or None) for each chunk of one stream.
+Opener = Callable[[str], AsyncIterator[tuple[int, int | None]]]
+
+
+def app_opener(target: http.Target, project_id: int) -> Opener:
+    """A chat on the app: the rojo whose slug is the model's name; CHAT events."""
+
+    async def stream(model: str):
+        path = f"/api/projects/{project_id}/chat"
+        async for event in http.events(target, path, {"rojo": model, "message": "Go."}):
+            if event.type == "CHAT":
+                yield event.arrived_ns, sent_ns(event)
+            elif event.type == "ERROR":
+                raise http.HttpStatusError(f"ERROR {event.data.get('message', '')[:80]}")
+
+    return stream
+
+
+def floor_opener(floor) -> Opener:
+    async def stream(model: str):
+        async for piece in floor_stream(floor, provider_body(model)):
+            yield piece.arrived_ns, piece.sent_ns
+
+    return stream
+
+
+@dataclass
+class BurstResult:
+    first_chunk_ms: list[float] = field(default_factory=list)
+    completed: int = 0
+    errors: list[str] = field(default_factory=list)
+    before_ms: list[float] = field(default_factory=list)  # running streams, before the burst
+    during_ms: list[float] = field(default_factory=list)  # running streams, during it
+    burst_s: float = 0.0
+    server_cpu_s: float = 0.0
+
+    @property
+    def first_p50(self) -> float:
+        return median(self.first_chunk_ms) if self.first_chunk_ms else float("inf")
+
+    @property
+    def first_p99(self) -> float:
+        return percentile(self.first_chunk_ms, 99) if self.first_chunk_ms else float("inf")
+
+    @property
+    def during_p99(self) -> float:
+        return percentile(self.during_ms, 99) if self.during_ms else float("inf")
+
+    @property
+    def before_p99(self) -> float:
+        return percentile(self.before_ms, 99) if self.before_ms else float("inf")
+
+
+async def _one(open_stream: Opener, model: str, result: BurstResult, samples: list | None):
+    """One stream; its first chunk's delay (ms) and its chunk count, or None if it failed."""
+    started = time.monotonic_ns()
+    first, chunks = None, 0
+    try:
+        async for arrived, sent in open_stream(model):
+            if sent is None:  # the provider's last chunk (finish reason), or a tool call's
+                continue
+            first = (arrived - started) / 1e6 if first is None else first
+            chunks += 1
+            if samples is not None:
+                samples.append((arrived, (arrived - sent) / 1e6))
+    except (OSError, asyncio.IncompleteReadError, http.HttpStatusError) as exc:
+        result.errors.append(repr(exc)[:120])
+        return None
+    return first, chunks
+
+
+async def burst(server, open_stream: Opener) -> BurstResult:
+    """RUNNING streams, then BURST starts at once while they run."""
+    result = BurstResult()
+    samples: list[tuple[int, float]] = []
+    await _one(open_stream, BURST_MODEL, BurstResult(), None)  # warm, as section 3 does
+    with http.few_gc_pauses():
+        running = [
+            asyncio.create_task(_one(open_stream, RUNNING_MODEL, result, samples))
+            for _ in range(RUNNING)
+        ]
+        await asyncio.sleep(1.5)  # all streaming, their own starts over
+        quiet_from = time.monotonic_ns() - 1_000_000_000
+        cpu_before = await asyncio.to_thread(server.cpu_ns)
+        begun = time.monotonic_ns()
+        outcomes = await asyncio.gather(
+            *(_one(open_stream, BURST_MODEL, result, None) for _ in range(BURST))
+        )
+        ended = time.monotonic_ns()
+        result.server_cpu_s = (await asyncio.to_thread(server.cpu_ns) - cpu_before) / 1e9
+        await asyncio.gather(*running)
+    result.burst_s = (ended - begun) / 1e9
+    for outcome in outcomes:
+        if outcome is not None:
+            result.first_chunk_ms.append(outcome[0])
+            result.completed += outcome[1] == BURST_CHUNKS
+    result.before_ms = [ms for at, ms in samples if quiet_from <= at < begun]
+    result.during_ms = [ms for at, ms in samples if begun <= at < ended]
+    return result
+
+
+@dataclass
+class FloorFigures:
+    """The floor's own figures, for the ratios."""
+
+    sequential_cpu_ms: float = 0.0  # the verification story, one at a time
+    concurrent_cpu_ms: float = 0.0  # tool-paced-100-20, 200 at once
+    per_chunk_us: float = 0.0  # paced-100-20, 200 streams
+    per_stream_kib: float = 0.0  # peak RSS above idle, 200 streams, per stream
+    burst: BurstResult | None = None
+
+
+async def _conversation(floor, model: str, steps: int) -> int:
+    chunks = 0
+    for step in range(steps):
+        async for _ in floor_stream(floor, provider_body(model, step)):
+            chunks += 1
+    return chunks
+
+
+async def floor_figures(floor, concurrent: int) -> FloorFigures:
+    """The floor under the app's loads: the story in sequence, `concurrent` tool-paced
+    conversations at once, as many paced streams, and the burst."""
+    figures = FloorFigures()
+    await _conversation(floor, "story", 3)  # warm
+    before = await asyncio.to_thread(floor.cpu_ns)
+    for _ in range(SEQUENTIAL_RUNS):
+        await _conversation(floor, "story", 3)
+    spent_ms = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e6
+    figures.sequential_cpu_ms = spent_ms / SEQUENTIAL_RUNS
+    idle = floor.memory_kib()["VmRSS"]
+    before = await asyncio.to_thread(floor.cpu_ns)
+    with http.few_gc_pauses():
+        await asyncio.gather(
+            *(_conversation(floor, "tool-paced-100-20", 2) for _ in range(concurrent))
+        )
+    figures.concurrent_cpu_ms = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e6 / concurrent
+    figures.per_stream_kib = (floor.memory_kib()["VmHWM"] - idle) / concurrent
+    before = await asyncio.to_thread(floor.cpu_ns)
+    model = f"paced-100-20-together-{concurrent}"
+    with http.few_gc_pauses():
+        chunks = sum(
+            await asyncio.gather(*(_conversation(floor, model, 1) for _ in range(concurrent)))
+        )
+    figures.per_chunk_us = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e3 / chunks
+    figures.burst = await burst(floor, floor_opener(floor))
+    return figures

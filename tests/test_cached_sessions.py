@@ -1,0 +1,53 @@
+"""Sessions are read from the cache, not the database; their user still is, on every request,
+so a deactivated user, a changed password or a removed user is logged out at once."""
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def member(project):
+    user = make_user("sessioned")
+    project.memberships.create(user=user, role="viewer")
+    return user
+
+
+def _projects(client) -> int:
+    return client.get("/api/projects").status_code
+
+
+def test_a_session_is_read_from_the_cache_with_no_database_row_read(client_for, member):
+    client = client_for(member)
+    assert _projects(client) == 200
+    # The row is gone from the database, the cache still holds the session.
+    Session.objects.all().delete()
+    assert _projects(client) == 200
+    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"
+
+
+def _deactivate(users, user):
+    users.filter(pk=user.pk).update(is_active=False)
+
+
+def _password_change(users, user):
+    users.filter(pk=user.pk).update(password="pbkdf2_sha256$1$changed$")
+
+
+def _remove(users, user):
+    users.filter(pk=user.pk).delete()
+
+
+@pytest.mark.parametrize("change", [_deactivate, _password_change, _remove])
+def test_a_cached_session_stops_working_at_once_when_its_user_changes(client_for, member, change):
+    """Changed behind the app's back (a queryset update, as another process might): the
+    session stays in the cache, and the user read on the next request ends it."""
+    client = client_for(member)
+    assert _projects(client) == 200
+    change(get_user_model().objects, member)
+    assert _projects(client) == 401
