@@ -2,7 +2,8 @@
 
 The mapping owns only the memberships it gave (source "oidc"): it adds them, changes their
 role and removes them when the user leaves the group. A membership given in the app is
-left as it is, whatever the groups say: an owner's choice is not undone by a login. Nor is
+left as it is, whatever the groups say: an owner's choice is not undone by a login, nor is
+an owner's removal (a MembershipRemoval row, until an owner adds the user again). Nor is
 a project left without an owner: its last owner keeps the membership (logged).
 """
 
@@ -12,7 +13,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .audit import AuditAction, audit_record
-from .models import Membership, MembershipSource, Project, Role
+from .models import Membership, MembershipRemoval, MembershipSource, Project, Role
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +70,8 @@ def _membership_set(*, user, project, membership, role: str | None, address) -> 
     # The system acts (at the user's login, from the provider's word), not the user.
     audit = {"project": project, "address": address}
     if membership is None:
-        if role is not None:
+        removed = MembershipRemoval.objects.filter(user=user, project=project).exists()
+        if role is not None and not removed:  # an owner's removal stands
             membership = Membership.objects.create(
                 user=user, project=project, role=role, source=MembershipSource.OIDC
             )
