@@ -78,8 +78,9 @@ class OidcBackend(OIDCAuthenticationBackend):
             self._refused(str(exc))
             raise
         except IntegrityError:  # the same first sign-in, twice at once
-            self._refused("The sign-in was bound to an account meanwhile: try again.")
-            raise SuspiciousOperation("concurrent first sign-in") from None
+            reason = "The sign-in was bound to an account meanwhile: try again."
+            self._refused(reason)
+            raise SuspiciousOperation(reason) from None
 
     def _configure(self) -> None:
         for name in (

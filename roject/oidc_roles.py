@@ -13,6 +13,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .audit import AuditAction, audit_record
+from .members import invitations_revoke_made_by
 from .models import Membership, MembershipRemoval, MembershipSource, Project, Role
 
 logger = logging.getLogger(__name__)
@@ -87,6 +88,8 @@ def _membership_set(*, user, project, membership, role: str | None, address) -> 
     if _is_last_owner(membership):
         logger.warning("%s stays the last owner of %s despite their groups", user, project)
         return
+    if membership.role == Role.OWNER:  # no longer an owner: their links lapse
+        invitations_revoke_made_by(user_id=user.pk, project_id=project.pk)
     if role is None:
         audit_record(
             action=AuditAction.MEMBER_REMOVED,

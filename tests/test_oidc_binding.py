@@ -139,3 +139,14 @@ def test_an_owners_removal_is_not_undone_by_the_group_mapping(oidc, docs):
     member_add(by=owner, project_id=docs.pk, who="alice", role="viewer")  # an owner's again
     membership = Membership.objects.get(user=alice, project=docs)
     assert (membership.role, membership.source) == (Role.VIEWER, "")
+
+
+def test_an_owner_the_groups_demote_loses_their_pending_links(oidc, docs):
+    _, idp = provider_sign_in(Client(), username="bob")
+    bob = User.objects.get(username="bob")
+    link = invitation_create(by=bob, project_id=docs.pk, role=Role.VIEWER).invitation
+    oidc.users_reset(bob={"groups": ["docs-editors"]})
+    provider_sign_in(Client(), username="bob", idp=idp)
+    assert Membership.objects.get(user=bob, project=docs).role == Role.EDITOR
+    link.refresh_from_db()
+    assert link.revoked_at is not None
