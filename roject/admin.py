@@ -7,7 +7,12 @@ from django.urls import path
 
 from .audit import AuditAction, audit_actor, audit_record
 from .audit_export import EXPORT_FORMATS, audit_export_response
-from .members import LAST_OWNER
+from .members import (
+    LAST_OWNER,
+    invitations_revoke_made_by,
+    membership_removal_forget,
+    membership_removal_mark,
+)
 from .models import ApiToken, AuditEntry, Invitation, Membership, Project, Role
 from .project_settings import project_changes_audit
 from .services import project_delete, project_storage_create, projects_delete
@@ -81,14 +86,20 @@ class ProjectAdmin(admin.ModelAdmin):
         actor = audit_actor(request)
         details = {"via": "admin"}
         for membership in formset.new_objects:
+            membership_removal_forget(user_id=membership.user_id, project_id=membership.project_id)
             entry = {"role": membership.role, **details}
             _member_audit(AuditAction.MEMBER_ADDED, membership, actor, entry)
         for membership, fields in formset.changed_objects:
             if "role" in fields:
                 Membership.objects.filter(pk=membership.pk).update(source="")
+                if roles_before.get(id(membership)) == Role.OWNER != membership.role:
+                    _owner_links_revoke(membership)
                 entry = {"from": roles_before.get(id(membership)), "to": membership.role, **details}
                 _member_audit(AuditAction.MEMBER_ROLE_CHANGED, membership, actor, entry)
         for membership in formset.deleted_objects:
+            membership_removal_mark(user_id=membership.user_id, project_id=membership.project_id)
+            if roles_before.get(id(membership)) == Role.OWNER:
+                _owner_links_revoke(membership)
             entry = {"role": roles_before.get(id(membership)), **details}
             _member_audit(AuditAction.MEMBER_REMOVED, membership, actor, entry)
 
@@ -103,6 +114,10 @@ class ProjectAdmin(admin.ModelAdmin):
 
     def delete_queryset(self, request, queryset):
         projects_delete(projects=queryset, actor=audit_actor(request))
+
+
+def _owner_links_revoke(membership: Membership) -> None:
+    invitations_revoke_made_by(user_id=membership.user_id, project_id=membership.project_id)
 
 
 def _member_audit(action, membership: Membership, actor, details: dict) -> None:

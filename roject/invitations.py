@@ -22,7 +22,7 @@ from django.utils import timezone
 from .access import object_id
 from .audit import AuditAction, audit_record
 from .errors import AppError
-from .members import MemberError, owner_check
+from .members import MemberError, membership_removal_forget, owner_check
 from .models import Invitation, Membership, Role
 
 _SALT = "roject.invitations"
@@ -101,7 +101,7 @@ def invitation_open(*, token: str, user=None) -> Invitation:
     )
     if invitation is None:
         raise InvitationRefused("This invitation link is not valid.", status=404)
-    if invitation.revoked_at is not None:
+    if invitation.revoked_at is not None or not _creator_is_owner(invitation):
         raise InvitationRefused("This invitation was revoked. Ask for a new one.")
     if invitation.accepted_at is not None:
         raise InvitationRefused("This invitation has been used already. Ask for a new one.")
@@ -111,6 +111,13 @@ def invitation_open(*, token: str, user=None) -> Invitation:
     if is_user and Membership.objects.filter(project=invitation.project, user=user).exists():
         raise _already_member(invitation)
     return invitation
+
+
+def _creator_is_owner(invitation: Invitation) -> bool:
+    """A link is an owner's word: it lapses when its maker is no longer an owner."""
+    return Membership.objects.filter(
+        project_id=invitation.project_id, user_id=invitation.created_by_id, role=Role.OWNER
+    ).exists()
 
 
 def _already_member(invitation: Invitation) -> InvitationRefused:
@@ -139,6 +146,7 @@ def invitation_accept(*, token: str, user) -> Membership:
             membership = Membership.objects.create(
                 user=user, project=invitation.project, role=invitation.role
             )
+            membership_removal_forget(user_id=user.pk, project_id=invitation.project_id)
             audit_record(
                 action=AuditAction.INVITATION_ACCEPTED,
                 user=user,

@@ -133,12 +133,23 @@ def _signup_and_accept(request, token: str, form: UserCreationForm):
     """A new account and its membership, in one transaction: a refused link makes no
     account."""
     with transaction.atomic():
-        user = form.save(commit=False)
-        user.email = invitation_open(token=token).email
-        user.save()
+        # The invitation's email is the owner's note, never the account's: an address typed
+        # by someone else must not let this account be matched as its owner's (SSO, add).
+        user = form.save()
         membership = invitation_accept(token=token, user=user)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     return membership
+
+
+class SignupForm(UserCreationForm):
+    """Sign-up on an invitation's page: Django's username validator, and no '@', so a
+    username cannot pass for someone's email address (roject/members.py: user_find)."""
+
+    def clean_username(self):
+        username = super().clean_username()
+        if username and "@" in username:
+            raise forms.ValidationError("A username cannot contain '@'.")
+        return username
 
 
 @never_cache
@@ -148,7 +159,7 @@ def invitation(request, token: str):
     A link that is changed, expired, used or revoked gets a page saying so, with a 4xx,
     and nothing changes.
     """
-    signup = UserCreationForm(request.POST if request.method == "POST" else None)
+    signup = SignupForm(request.POST if request.method == "POST" else None)
     try:
         invite = invitation_open(token=token, user=request.user)
         if request.method == "POST":

@@ -11,11 +11,12 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, connection, transaction
 from django.http import Http404
+from django.utils import timezone
 
 from .access import object_id
 from .audit import AuditAction, audit_record
 from .errors import AppError
-from .models import Membership, Project, Role
+from .models import Invitation, Membership, MembershipRemoval, Project, Role
 
 LAST_OWNER = "A project needs an owner: make someone else an owner first."
 
@@ -64,14 +65,37 @@ def _role(value) -> Role:
 
 
 def user_find(*, who: str):
-    """The active user whose username is `who`, or whose email is (when only one has it)."""
+    """The active user named by `who`: by email alone when it has an '@' (a username that
+    looks like an address must not stand in for it), else by username; None if no one.
+
+    MemberError when several users share the address: the owner names one by username.
+    """
     who = who.strip()
     users = get_user_model().objects.filter(is_active=True)
-    user = users.filter(username=who).first()
-    if user is None and "@" in who:
-        matches = list(users.filter(email__iexact=who)[:2])
-        user = matches[0] if len(matches) == 1 else None
-    return user
+    if "@" not in who:
+        return users.filter(username=who).first()
+    matches = list(users.filter(email__iexact=who)[:2])
+    if len(matches) > 1:
+        raise MemberError(f"Several users have the email {who!r}: add one by username.")
+    return matches[0] if matches else None
+
+
+def membership_removal_forget(*, user_id, project_id) -> None:
+    """(Blocking) An owner gives the membership again: the group mapping may manage it."""
+    MembershipRemoval.objects.filter(user_id=user_id, project_id=project_id).delete()
+
+
+def membership_removal_mark(*, user_id, project_id) -> None:
+    """(Blocking) An owner took the member out: the group mapping must not add them back."""
+    MembershipRemoval.objects.get_or_create(user_id=user_id, project_id=project_id)
+
+
+def invitations_revoke_made_by(*, user_id, project_id) -> int:
+    """(Blocking) Revoke the pending links `user_id` made in the project: an owner no more,
+    their links must not keep letting people in. How many were revoked."""
+    pending = Invitation.objects.filter(accepted_at__isnull=True, revoked_at__isnull=True)
+    mine = pending.filter(project_id=project_id, created_by_id=user_id)
+    return mine.update(revoked_at=timezone.now())
 
 
 @transaction.atomic
@@ -90,6 +114,7 @@ def member_add(*, by, project_id, who: str, role) -> Membership:
             membership = Membership.objects.create(user=user, project=project, role=role)
     except IntegrityError:
         raise MemberError(f"{user.get_username()} is already a member.") from None
+    membership_removal_forget(user_id=user.pk, project_id=project.pk)
     audit_record(
         action=AuditAction.MEMBER_ADDED,
         user=by,
@@ -125,6 +150,8 @@ def member_role_set(*, by, project_id, user_id, role) -> Membership:
     # An owner's choice: the sign-in's group mapping (roject/oidc_roles.py) no longer manages it.
     Membership.objects.filter(pk=membership.pk).update(role=role, source="")
     membership.role, membership.source = role, ""
+    if before == Role.OWNER:
+        invitations_revoke_made_by(user_id=membership.user_id, project_id=project.pk)
     audit_record(
         action=AuditAction.MEMBER_ROLE_CHANGED,
         user=by,
@@ -143,6 +170,9 @@ def member_remove(*, by, project_id, user_id) -> None:
     if membership.role == Role.OWNER and owners == {membership.user_id}:
         raise MemberError(LAST_OWNER)
     membership.delete()
+    membership_removal_mark(user_id=membership.user_id, project_id=project.pk)
+    if membership.role == Role.OWNER:
+        invitations_revoke_made_by(user_id=membership.user_id, project_id=project.pk)
     audit_record(
         action=AuditAction.MEMBER_REMOVED,
         user=by,

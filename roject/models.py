@@ -71,6 +71,43 @@ class Membership(models.Model):
         return f"{self.user} in {self.project} ({self.role})"
 
 
+class MembershipRemoval(models.Model):
+    """An owner took this user out of this project: the sign-in's group mapping
+    (roject/oidc_roles.py) must not add them back. Gone when an owner adds them again."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
+    removed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "project"], name="unique_membership_removal"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} removed from {self.project}"
+
+
+class OidcIdentity(models.Model):
+    """The provider's account (issuer, subject) an app user signs in as: found by these at
+    every sign-in after the first, never by email (see roject/oidc_identity.py)."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities"
+    )
+    issuer = models.CharField(max_length=255)
+    subject = models.CharField(max_length=255)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="unique_oidc_identity"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"
+
+
 class ApiToken(models.Model):
     """A personal API token: its user's access, for scripts and outside agents (MCP).
 
@@ -109,7 +146,7 @@ class Invitation(models.Model):
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="invitations")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
-    # Who the link is meant for, as a note and the new account's email; not checked.
+    # Who the link is meant for: a note for owners only, never copied into an account.
     email = models.EmailField(blank=True)
     digest = models.CharField(max_length=64, unique=True, editable=False)
     created_by = models.ForeignKey(

@@ -1,10 +1,10 @@
-"""The authentication backend of single sign-on: mozilla-django-oidc's, with users matched
-by a verified email, named after preferred_username, and given project roles by group.
+"""The authentication backend of single sign-on: mozilla-django-oidc's, with users found by
+the provider's (issuer, sub), named after preferred_username, given project roles by group.
 
-Account takeover: whoever controls an email address at the provider would log in as the
-app's user with that address. An address the provider marks `email_verified: false` is
-refused outright (no match, no new account); a provider that sends no email_verified
-(Entra ID) is trusted to hand out only addresses it owns — see README, "Single sign-on".
+Account takeover: an email address proves nothing here (owners type them into
+invitations, an admin sets them), so a sign-in is bound to its account by (iss, sub) at
+its first login, and only then may a verified email join an existing account, under the
+conditions in roject/oidc_identity.py — see README, "Single sign-on".
 """
 
 import logging
@@ -18,11 +18,17 @@ from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
 from .login_limits import client_ip
 from .oidc import OidcUnavailable, oidc_discovery, oidc_enabled, oidc_setting
+from .oidc_claims import token_check
+from .oidc_identity import (
+    email_verified,
+    free_username,
+    oidc_email_user,
+    oidc_identity_bind,
+    oidc_identity_user,
+)
 from .oidc_roles import membership_sync_from_groups
 
 logger = logging.getLogger(__name__)
-
-_USERNAME_LENGTH = 150
 
 
 class OidcBackend(OIDCAuthenticationBackend):
@@ -52,11 +58,29 @@ class OidcBackend(OIDCAuthenticationBackend):
         self.request.oidc_failure = reason
 
     def get_or_create_user(self, access_token, id_token, payload):
+        """The account bound to the token's (iss, sub); at a first sign-in, the one account
+        its verified email may join (roject/oidc_identity.py) or a new one, bound then."""
         try:
-            return super().get_or_create_user(access_token, id_token, payload)
+            claims = self.get_userinfo(access_token, id_token, payload)
+            issuer, subject = payload["iss"], payload.get("sub")
+            if not isinstance(subject, str) or not subject:
+                raise SuspiciousOperation("The ID token names no subject.")
+            user = oidc_identity_user(issuer=issuer, subject=subject)
+            if user is not None:
+                return self.update_user(user, claims)
+            self.verify_claims(claims)
+            with transaction.atomic():
+                user = oidc_email_user(issuer=issuer, claims=claims)
+                user = self.update_user(user, claims) if user else self.create_user(claims)
+                oidc_identity_bind(user=user, issuer=issuer, subject=subject)
+            return user
         except SuspiciousOperation as exc:  # the parent logs it and returns no user
             self._refused(str(exc))
             raise
+        except IntegrityError:  # the same first sign-in, twice at once
+            reason = "The sign-in was bound to an account meanwhile: try again."
+            self._refused(reason)
+            raise SuspiciousOperation(reason) from None
 
     def _configure(self) -> None:
         for name in (
@@ -69,17 +93,20 @@ class OidcBackend(OIDCAuthenticationBackend):
         ):
             setattr(self, name, oidc_setting(name))
         self.OIDC_RP_IDP_SIGN_KEY = None
+        if self.OIDC_RP_SIGN_ALGO.startswith("HS") and not self.OIDC_RP_CLIENT_SECRET:
+            raise SuspiciousOperation("An HMAC-signed ID token needs a client secret.")
 
     def verify_token(self, token, **kwargs):
-        """The parent checks the signature and nonce; the issuer and audience are checked
-        here, so a token the provider made for another client or issuer is refused."""
+        """The parent checks the signature and nonce; the issuer, audience, authorized party
+        and times are checked here (roject/oidc_claims.py), so a token made for another
+        client or issuer, or an expired one, is refused."""
         payload = super().verify_token(token, **kwargs)
-        audience = payload.get("aud")
-        audiences = audience if isinstance(audience, list) else [audience]
-        if self.OIDC_RP_CLIENT_ID not in audiences:
-            raise SuspiciousOperation("The ID token is not for this client.")
-        if payload.get("iss") != oidc_discovery().get("issuer"):
-            raise SuspiciousOperation("The ID token's issuer is not the configured provider.")
+        token_check(
+            payload,
+            client_id=self.OIDC_RP_CLIENT_ID,
+            issuer=oidc_discovery().get("issuer"),
+            configured=settings.ROJO_OIDC_ISSUER,
+        )
         return payload
 
     def get_userinfo(self, access_token, id_token, payload):
@@ -88,24 +115,22 @@ class OidcBackend(OIDCAuthenticationBackend):
         userinfo = super().get_userinfo(access_token, id_token, payload)
         if userinfo.get("sub") != payload.get("sub"):  # OIDC Core 5.3.2: else a substitution
             raise SuspiciousOperation("The userinfo is not the ID token's user's.")
-        return {**payload, **userinfo}
+        # The signed ID token's claims win: the userinfo response adds, never overrides.
+        return {**userinfo, **payload}
 
     def verify_claims(self, claims) -> bool:
         email = claims.get("email")
         if not isinstance(email, str) or "@" not in email:
             raise SuspiciousOperation("The provider sent no email address.")
-        if claims.get("email_verified") is False:
+        if not email_verified(claims):
             raise SuspiciousOperation("The provider has not verified the email address.")
         return True
-
-    def filter_users_by_claims(self, claims):
-        return self.UserModel.objects.filter(email__iexact=claims["email"])
 
     def create_user(self, claims):
         for _ in range(3):
             try:
                 with transaction.atomic():
-                    user = self.UserModel(username=_free_username(claims), email=claims["email"])
+                    user = self.UserModel(username=free_username(claims), email=claims["email"])
                     user.set_unusable_password()
                     _copy_names(user, claims)
                     user.save()
@@ -144,18 +169,3 @@ def _copy_names(user, claims) -> bool:
             setattr(user, field, value[:150])
             changed = True
     return changed
-
-
-def _free_username(claims) -> str:
-    """preferred_username when no account has it, else it with -2, -3, … appended; the
-    email's local part when the provider sends no preferred_username."""
-    User = get_user_model()
-    wanted = claims.get("preferred_username")
-    if not isinstance(wanted, str) or not wanted.strip():
-        wanted = claims["email"].partition("@")[0]
-    base = wanted.strip()[: _USERNAME_LENGTH - 8] or "user"
-    candidate, number = base, 1
-    while User.objects.filter(username__iexact=candidate).exists():
-        number += 1
-        candidate = f"{base}-{number}"
-    return candidate

@@ -2,7 +2,8 @@
 
 The mapping owns only the memberships it gave (source "oidc"): it adds them, changes their
 role and removes them when the user leaves the group. A membership given in the app is
-left as it is, whatever the groups say: an owner's choice is not undone by a login. Nor is
+left as it is, whatever the groups say: an owner's choice is not undone by a login, nor is
+an owner's removal (a MembershipRemoval row, until an owner adds the user again). Nor is
 a project left without an owner: its last owner keeps the membership (logged).
 """
 
@@ -12,7 +13,8 @@ from django.conf import settings
 from django.db import transaction
 
 from .audit import AuditAction, audit_record
-from .models import Membership, MembershipSource, Project, Role
+from .members import invitations_revoke_made_by
+from .models import Membership, MembershipRemoval, MembershipSource, Project, Role
 
 logger = logging.getLogger(__name__)
 
@@ -69,7 +71,8 @@ def _membership_set(*, user, project, membership, role: str | None, address) -> 
     # The system acts (at the user's login, from the provider's word), not the user.
     audit = {"project": project, "address": address}
     if membership is None:
-        if role is not None:
+        removed = MembershipRemoval.objects.filter(user=user, project=project).exists()
+        if role is not None and not removed:  # an owner's removal stands
             membership = Membership.objects.create(
                 user=user, project=project, role=role, source=MembershipSource.OIDC
             )
@@ -85,6 +88,8 @@ def _membership_set(*, user, project, membership, role: str | None, address) -> 
     if _is_last_owner(membership):
         logger.warning("%s stays the last owner of %s despite their groups", user, project)
         return
+    if membership.role == Role.OWNER:  # no longer an owner: their links lapse
+        invitations_revoke_made_by(user_id=user.pk, project_id=project.pk)
     if role is None:
         audit_record(
             action=AuditAction.MEMBER_REMOVED,

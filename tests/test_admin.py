@@ -399,3 +399,38 @@ def test_membership_changes_in_the_admin_are_audited_one_entry_each(admin_client
         ("member_role_changed", "editor", {"from": "editor", "to": "viewer", "via": "admin"}),
     ]
     assert {e.actor_name for e in entries} == {"admin"}
+
+
+def test_the_admin_inline_revokes_a_demoted_owners_links_and_marks_a_removal(
+    admin_client, project, users
+):
+    """As on the Members page: a demoted owner's pending links are revoked, and a member
+    deleted here is one the sign-in's group mapping must not add back."""
+    from roject.invitations import invitation_create
+    from roject.models import Invitation, MembershipRemoval
+
+    Membership.objects.filter(project=project, user=users["editor"]).update(role=Role.OWNER)
+    link = invitation_create(by=users["editor"], project_id=project.pk, role=Role.VIEWER)
+    memberships = list(Membership.objects.filter(project=project).order_by("pk"))
+    data = {"name": project.name, "slug": project.slug}
+    data |= {
+        "memberships-TOTAL_FORMS": str(len(memberships)),
+        "memberships-INITIAL_FORMS": str(len(memberships)),
+        "memberships-MIN_NUM_FORMS": "0",
+        "memberships-MAX_NUM_FORMS": "1000",
+    }
+    for index, membership in enumerate(memberships):
+        data |= {
+            f"memberships-{index}-id": str(membership.pk),
+            f"memberships-{index}-project": str(project.pk),
+            f"memberships-{index}-user": str(membership.user_id),
+            f"memberships-{index}-role": membership.role,
+        }
+        if membership.user == users["editor"]:
+            data[f"memberships-{index}-role"] = Role.EDITOR
+        if membership.user == users["viewer"]:
+            data[f"memberships-{index}-DELETE"] = "on"
+    url = reverse("admin:roject_project_change", args=[project.pk])
+    assert admin_client.post(url, data).status_code == 302
+    assert Invitation.objects.get(pk=link.invitation.pk).revoked_at is not None
+    assert MembershipRemoval.objects.filter(user=users["viewer"], project=project).exists()

@@ -209,7 +209,8 @@ def test_a_visitor_signs_up_on_the_page_and_joins(made, project):
     )
     assert response.status_code == 302 and response["Location"] == f"/projects/{project.pk}/"
     carol = get_user_model().objects.get(username="carol")
-    assert carol.email == "new@example.com" and carol.check_password(GOOD_PASSWORD)
+    # The owner's note is no proof of an address: the account gets none (SSO, add by email).
+    assert carol.email == "" and carol.check_password(GOOD_PASSWORD)
     assert Membership.objects.get(user=carol, project=project).role == Role.EDITOR
     assert client.get(f"/projects/{project.pk}/").status_code == 200  # logged in
     assert [e.action for e in audited().filter(actor_user_id=carol.pk)] == ["invitation_accepted"]
@@ -256,3 +257,32 @@ def test_with_password_login_off_the_link_offers_no_sign_up_and_refuses_one(made
     data = {"username": "carol", "password1": GOOD_PASSWORD, "password2": GOOD_PASSWORD}
     assert client.post(_url(made.token), data).status_code == 403
     assert _state() == before
+
+
+def test_a_username_with_an_at_sign_is_refused_at_sign_up(made):
+    """Else "ceo@corp.com" as a username could pass for that address (members.user_find)."""
+    client = Client()
+    before = _state()
+    response = client.post(
+        _url(made.token),
+        {"username": "ceo@corp.com", "password1": GOOD_PASSWORD, "password2": GOOD_PASSWORD},
+    )
+    assert response.status_code == 400 and "cannot contain" in response.content.decode()
+    assert _state() == before
+
+
+def test_a_link_lapses_when_its_maker_is_no_longer_an_owner(made, users, project):
+    # Demoted behind the services' back (a raw update): the accept-time check alone holds.
+    Membership.objects.filter(user=users["owner"], project=project).update(role=Role.EDITOR)
+    before = _state()
+    response = _client(users["outsider"]).post(_url(made.token))
+    assert response.status_code == 410 and "revoked" in response.content.decode()
+    with pytest.raises(InvitationRefused):
+        invitation_accept(token=made.token, user=users["outsider"])
+    assert _state() == before
+
+
+def test_a_link_of_a_deleted_maker_is_refused(made, users):
+    users["owner"].delete()
+    response = _client(users["outsider"]).get(_url(made.token))
+    assert response.status_code == 410

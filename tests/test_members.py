@@ -207,3 +207,48 @@ def test_two_owners_demoting_each_other_at_once_leave_one_owner(users, project):
         kinds = sorted(type(outcome).__name__ for outcome in outcomes)
         assert kinds == ["Membership", "PermissionDenied"], (attempt, outcomes)
         assert Membership.objects.filter(project=project, role=Role.OWNER).count() == 1
+
+
+def test_an_address_names_a_user_by_email_only_never_by_a_username_like_it(users, project):
+    """A user named "ceo@corp.com" does not stand in for the one whose email that is."""
+    impostor = make_user("ceo@corp.com")
+    ceo = make_user("ceo")
+    ceo.email = "CEO@corp.com"
+    ceo.save()
+    made = member_add(by=users["owner"], project_id=project.pk, who="ceo@corp.com", role="viewer")
+    assert made.user == ceo
+    assert not Membership.objects.filter(user=impostor).exists()
+
+
+def test_an_address_several_users_share_is_refused_not_guessed(users, project):
+    for name in ("twin-a", "twin-b"):
+        twin = make_user(name)
+        twin.email = "twin@example.com"
+        twin.save()
+    before = _memberships(project)
+    with pytest.raises(MemberError, match="Several users have the email"):
+        member_add(by=users["owner"], project_id=project.pk, who="twin@example.com", role="viewer")
+    assert _memberships(project) == before
+
+
+def test_an_owner_demoted_or_removed_loses_their_pending_links(users, project):
+    """Their links were an owner's word; another owner's links stay."""
+    member_role_set(
+        by=users["owner"], project_id=project.pk, user_id=users["editor"].pk, role="owner"
+    )
+    member_role_set(
+        by=users["owner"], project_id=project.pk, user_id=users["viewer"].pk, role="owner"
+    )
+    links = {
+        name: invitation_create(by=users[name], project_id=project.pk, role=Role.VIEWER).invitation
+        for name in ("owner", "editor", "viewer")
+    }
+    member_role_set(
+        by=users["owner"], project_id=project.pk, user_id=users["editor"].pk, role="viewer"
+    )
+    member_remove(by=users["owner"], project_id=project.pk, user_id=users["viewer"].pk)
+    revoked = {
+        name: Invitation.objects.get(pk=link.pk).revoked_at is not None
+        for name, link in links.items()
+    }
+    assert revoked == {"owner": False, "editor": True, "viewer": True}

@@ -123,14 +123,20 @@ def test_an_id_token_signature_is_always_checked(db):
         _sign_algorithm({"id_token_signing_alg_values_supported": ["none"]})
 
 
-def test_an_existing_account_is_matched_by_its_email(oidc, docs):
-    existing = User.objects.create_user("asmith", email="ALICE@example.com", password="pw-a")
+def test_an_existing_account_without_a_password_is_joined_by_its_email_once(oidc, docs):
+    """An account no one could have prepared (no password, not staff) is joined at the first
+    sign-in and bound to its (iss, sub): later sign-ins find it whatever its email."""
+    existing = User.objects.create_user("asmith", email="ALICE@example.com")
     client = Client()
     provider_sign_in(client, username="alice")
     assert client.session["_auth_user_id"] == str(existing.pk)
     assert User.objects.filter(email__iexact="alice@example.com").count() == 1
     existing.refresh_from_db()
-    assert existing.username == "asmith" and existing.check_password("pw-a")
+    assert existing.username == "asmith" and existing.oidc_identities.count() == 1
+    User.objects.filter(pk=existing.pk).update(email="changed@example.org")
+    again = Client()
+    provider_sign_in(again, username="alice")
+    assert again.session["_auth_user_id"] == str(existing.pk)
 
 
 def test_a_taken_username_gets_a_unique_variant(oidc, docs):

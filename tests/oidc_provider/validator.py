@@ -1,5 +1,6 @@
-"""The claims of the test provider's users: email, email_verified, names and groups, from the
-users file the tests write (re-read at each sign-in, so a test can change a user's groups)."""
+"""The claims of the test provider's users: email, email_verified (left out when null),
+names and groups, from the users file the tests write (re-read at each sign-in, so a test
+can change a user's groups or claims)."""
 
 import json
 import os
@@ -17,11 +18,15 @@ class ClaimsValidator(OAuth2Validator):
 
     def get_additional_claims(self, request):
         user = provider_users()[request.user.username]
-        return {
+        claims = {
             "email": user["email"],
+            # The claim as the tests set it: True, False, "false", … or null for none at all.
             "email_verified": user.get("email_verified", True),
             "preferred_username": user.get("preferred_username", request.user.username),
             "given_name": user.get("given_name", ""),
             "family_name": user.get("family_name", ""),
             "groups": user.get("groups", []),
         }
+        if claims["email_verified"] is None:
+            del claims["email_verified"]
+        return claims
