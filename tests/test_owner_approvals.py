@@ -12,7 +12,7 @@ import pytest
 from roject.models import AuditAction, AuditEntry
 from roject.storage import project_root_create
 from rojos.approval_decisions import OWNERS_ONLY
-from rojos.models import PendingApproval, default_tools
+from rojos.models import Conversation, PendingApproval, default_tools
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event, parse_sse
@@ -329,3 +329,66 @@ def test_an_owner_approves_on_another_process_and_the_editors_call_runs(
     assert counts == [0, 1, 0]
     [audited] = decisions()
     assert (audited.actor_user_id, audited.details["routed"]) == (users["owner"].pk, True)
+
+
+def test_a_tool_allowed_for_the_conversation_still_waits_for_an_owner_once_routed(
+    client_for, users, project, rojo, fake_provider, root
+):
+    """An editor allows write_text_content for the conversation while the setting is off;
+    once it is on, the editor's next overwrite there waits for an owner all the same."""
+    (root / "a.txt").write_text("old\n")
+    fake_provider.add(
+        stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "new\n"})])),
+        stream(*text_chunks(REPLY)),
+    )
+    editor = client_for(users["editor"])
+
+    def allow(conversation: int, event: Event) -> None:
+        response = editor.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": event.data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        assert response.status_code == 200, response.text
+
+    first = chat_deciding(editor, project, rojo, allow)
+    conversation = first[0].data["conversation"]
+    assert Conversation.objects.get(pk=conversation).allowed_tools == ["write_text_content"]
+    project.owner_approval = True
+    project.save(update_fields=["owner_approval"])
+    overwrite(fake_provider)
+    owner = client_for(users["owner"])
+    asked = []
+    with editor.chat_stream(
+        project.pk, rojo=rojo.slug, message="Again", conversation=conversation
+    ) as response:
+        for event in parse_sse(response.iter_lines()):
+            if event.type == "APPROVAL_REQUIRED":
+                asked.append(event.data["routed"])
+                [entry] = inbox(owner)
+                assert decide(owner, entry["id"], False).status_code == 200
+
+    assert asked == [True]
+    assert (root / "notes.txt").read_text() == "mine\n"
+
+
+def test_an_editors_allow_for_the_conversation_is_ignored_while_routed(
+    client_for, users, routed, rojo, fake_provider, root
+):
+    """In an owner's turn (not routed) an editor may approve, but not allow the tool for
+    the conversation: the call runs, allowed_tools stays empty."""
+    overwrite(fake_provider)
+    owner = client_for(users["owner"])
+    editor = client_for(users["editor"])
+
+    def editor_allows(conversation: int, event: Event) -> None:
+        response = editor.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": event.data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        assert response.status_code == 200, response.text
+
+    events = chat_deciding(owner, routed, rojo, editor_allows)
+
+    assert (root / "notes.txt").read_text() == "theirs\n"
+    conversation = Conversation.objects.get(pk=events[0].data["conversation"])
+    assert conversation.allowed_tools == []
