@@ -7,10 +7,12 @@ import threading
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from roject.models import AuditAction, AuditEntry
 from roject.storage import project_root_create
+from roject.tokens import api_token_create, api_token_revoke
 from rojos.approval_decisions import OWNERS_ONLY
 from rojos.models import Conversation, PendingApproval, default_tools
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
@@ -285,6 +287,38 @@ def test_the_owners_live_count_follows_the_inbox(
     chat_deciding(client_for(users["editor"]), routed, rojo, owner_approves)
     reader.join(timeout=3)
     assert counts == [0, 1, 0]
+
+
+@pytest.mark.parametrize("how", ["logout", "token revoked"])
+def test_the_live_count_ends_once_its_session_logs_out_or_its_token_is_revoked(
+    client_for, users, settings, how
+):
+    """Open, the stream goes on past several checks; logged out in another client (the
+    same session) or with its API token revoked, it ends within the check interval."""
+    settings.ROJO_LIVE_CHECK_SECONDS = 0.3
+    live = client_for(users["owner"])
+    if how == "token revoked":
+        made = api_token_create(user=users["owner"], name="watch")
+        live.http.cookies.clear()
+        live.http.headers["Authorization"] = f"Bearer {made.secret}"
+    counts: list[int] = []
+    ended = threading.Event()
+
+    def read() -> None:
+        live_counts(live, counts, 99)
+        ended.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    wait_for(lambda: counts == [0])
+    assert not ended.wait(timeout=1.2)  # four checks: still signed in, still open
+    if how == "logout":
+        other = httpx2.Client(base_url=live.http.base_url, cookies=dict(live.http.cookies))
+        other.headers["X-CSRFToken"] = live.http.headers["X-CSRFToken"]
+        assert other.post("/logout/").status_code == 302
+        other.close()
+    else:
+        api_token_revoke(user=users["owner"], token_id=made.token.pk)
+    assert ended.wait(timeout=1.5)
 
 
 def wait_for(predicate, timeout: float = 3.0) -> None:
