@@ -17,6 +17,7 @@ from django.http import StreamingHttpResponse
 from django.utils import timezone
 
 from .audit import AuditAction, AuditActor, audit_record
+from .csv_cells import csv_cell
 from .models import AuditEntry
 from .streaming import blocking_stream
 
@@ -68,7 +69,7 @@ def _csv_lines(entries: QuerySet[AuditEntry]) -> Iterator[str]:
     for number, entry in enumerate(entries.iterator(chunk_size=_CHUNK), 1):
         row = _row(entry)
         row["details"] = json.dumps(entry.details, ensure_ascii=False, sort_keys=True)
-        writer.writerow(row)
+        writer.writerow({column: csv_cell(value) for column, value in row.items()})
         if number % 100 == 0:
             yield _drained(buffer)
     yield _drained(buffer)

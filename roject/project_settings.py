@@ -13,6 +13,7 @@ from django.views.decorators.cache import never_cache
 
 from .access import project_access
 from .audit import AuditAction, audit_record
+from .login_limits import client_ip
 from .models import Project, Role
 
 # The settings an owner changes here, audited by name.
@@ -73,7 +74,7 @@ def project_settings(request, project_id: int):
             project=project,
             user=request.user,
             data={field: form.cleaned_data[field] for field in SETTINGS_FIELDS},
-            address=request.META.get("REMOTE_ADDR"),
+            address=client_ip(request),
         )
         return redirect("project_settings", project_id=project.pk)
     return render(request, "project_settings.html", {"project": project, "form": form})

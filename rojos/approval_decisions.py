@@ -7,7 +7,7 @@ from roject.models import Role
 
 from . import turn_control
 from .models import Conversation
-from .pending_approvals import approval_audit, pending_approval_get
+from .pending_approvals import approval_audit, approval_routed, pending_approval_get
 
 OWNERS_ONLY = "This change waits for an owner of the project to approve it; you cannot decide it."
 
@@ -17,7 +17,8 @@ async def approval_decide(
 ) -> str | None:
     """Deliver `user`'s decision on a waiting call to its turn, and audit it once delivered.
 
-    A routed call is decided by an owner only (PermissionDenied for anyone else). Returns
+    A routed call is decided by an owner only (PermissionDenied for anyone else), and
+    `allow_tool` is ignored for a non-owner while the project routes approvals. Returns
     why it was not delivered, as turn_control.turn_approve; raises TurnUnreachable (503)
     when the turn did not confirm.
     """
@@ -27,6 +28,10 @@ async def approval_decide(
         role = await aproject_role(user=user, project_id=conversation.project_id)
         if role != Role.OWNER:
             raise PermissionDenied(OWNERS_ONLY)
+    # With routing on, only an owner's "allow for this conversation" is kept: a member
+    # who is not an owner cannot make later calls skip the owners.
+    if allow_tool and await approval_routed(project_id=conversation.project_id, user=user):
+        allow_tool = False
     refused = await turn_control.turn_approve(
         conversation=conversation, call_id=call_id, approve=approve, allow_tool=allow_tool
     )

@@ -2,9 +2,10 @@
 
 A call asks when its tool is an MCP tool its server does not mark read-only, or one of the
 rojo's Ask-before tools that would change an existing path (unless nothing would change);
-never when a person allowed the tool for the rest of the conversation. With the project's
-"changes need approval by an owner" on, a call in a non-owner's turn waits for an owner
-(routed: rojos/pending_approvals.py). Each wait is stored while it lasts.
+never when a person allowed the tool for the rest of the conversation, unless the call is
+routed: with the project's "changes need approval by an owner" on, a call in a non-owner's
+turn waits for an owner (rojos/pending_approvals.py), allowed tools or not. Each wait is
+stored while it lasts.
 """
 
 import asyncio
@@ -102,10 +103,14 @@ class ApprovalGate:
         """Ask for approval if the call needs it. Yields the question, then the denial's
         result if denied (the caller stores it; the call must then not run)."""
         question = await self._question(parsed, changing, ctx)
-        if question is None or await self._allowed(parsed.name):
+        if question is None:
+            return
+        routed = await approval_routed(project_id=ctx.project_id, user=ctx.user)
+        # A routed call waits for an owner whatever the conversation allows: "allow for
+        # this conversation" is a member's own choice, not an owner's.
+        if not routed and await self._allowed(parsed.name):
             return
         args, preview = question
-        routed = await approval_routed(project_id=ctx.project_id, user=ctx.user)
         pending = await self._pending_add(parsed, changing, ctx, preview, routed)
         # Marked before the question goes out, so that a decision sent at once finds the
         # approver already waiting (nothing awaits between the two).

@@ -10,13 +10,13 @@ from datetime import datetime
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import connections
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Field, Router, Schema, Status
 
 from roject.access import LoginRequired
 from roject.api_answers import answers
+from roject.live_auth import live_auth_check
 from roject.project_live import sse_event
 
 from .approval_decisions import approval_decide
@@ -96,9 +96,11 @@ async def inbox_decide(request: HttpRequest, approval_id: int, payload: Decision
 async def inbox_live(request: HttpRequest):
     """Server-sent events of your inbox's size: `count {count}` now, then whenever it
     changes (news from any process, or a call expiring: checked every
-    ROJO_LIVE_CHECK_SECONDS). It ends once the user is no longer active."""
+    ROJO_LIVE_CHECK_SECONDS). It ends, within that interval, once the request is no
+    longer signed in: its session logged out or ended, the user inactive, the API token
+    it came with revoked or expired (roject/live_auth.py)."""
     user = _user(request)
-    users = get_user_model().objects.filter(pk=user.pk, is_active=True)
+    signed_in = live_auth_check(request, user=user)
 
     async def body():
         await sync_to_async(connections.close_all)()  # the stream holds no connection
@@ -109,7 +111,7 @@ async def inbox_live(request: HttpRequest):
             checked = time.monotonic()
             async for _ in news:
                 if time.monotonic() - checked >= every:
-                    if not await users.aexists():
+                    if not await signed_in():
                         return
                     checked = time.monotonic()
                 count = await pending_approval_count(user=user)

@@ -8,6 +8,8 @@ from decimal import Decimal
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 
+from roject.csv_cells import csv_row
+
 from .branches import branch_messages
 from .compaction import compact
 from .context_window import (
@@ -141,9 +143,9 @@ def usage_report_csv(rows: list[dict]) -> str:
     writer.writerow(REPORT_COLUMNS)
     for row in rows:
         writer.writerow(
-            [
+            csv_row(
                 "" if row[c] is None else row[c].isoformat() if c == "day" else row[c]
                 for c in REPORT_COLUMNS
-            ]
+            )
         )
     return out.getvalue()

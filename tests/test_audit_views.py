@@ -104,7 +104,10 @@ def test_the_admin_exports_the_filtered_list_as_csv_and_json_and_audits_that(
     admin_client, entries, project
 ):
     query = {"project": str(project.pk), "action__exact": "file_deleted"}
-    as_csv = admin_client.get(reverse("admin:roject_auditentry_export", args=["csv"]), query)
+    carried = {"utm_source": "mail", "password": "hunter2"}  # not the changelist's filters
+    as_csv = admin_client.get(
+        reverse("admin:roject_auditentry_export", args=["csv"]), {**query, **carried}
+    )
     assert as_csv.status_code == 200 and as_csv["Content-Type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(streamed(as_csv))))
     assert [(r["action"], r["object_repr"], r["actor_name"]) for r in rows] == [
@@ -121,6 +124,43 @@ def test_the_admin_exports_the_filtered_list_as_csv_and_json_and_audits_that(
     assert exports[0].details["filters"] == query
     bad = admin_client.get(reverse("admin:roject_auditentry_export", args=["xml"]))
     assert bad.status_code == 404
+    bad_date = admin_client.get(
+        reverse("admin:roject_auditentry_export", args=["csv"]), {"at__gte": "not a date"}
+    )
+    assert bad_date.status_code == 400
+
+
+FORMULAS = ['=HYPERLINK("http://evil.test","x")', "=cmd|' /C calc'!A0", "+1", "-1", "@SUM(A1)"]
+
+
+def test_cells_that_a_spreadsheet_would_run_as_formulas_are_exported_as_text(
+    admin_client, users, project
+):
+    """A project name, object names and an actor's name that start like a formula (= + - @,
+    a tab, a carriage return) get a leading "'" in both CSV exports; the JSON keeps them."""
+    project.name = FORMULAS[0]
+    project.save(update_fields=["name"])
+    for text in [*FORMULAS[1:], "\tTAB", "\rCR"]:
+        audit_record(
+            action=AuditAction.FILE_DELETED,
+            user=users["owner"],
+            project=project,
+            object_type="file",
+            object_repr=text,
+        )
+    expected = {"'" + text for text in [*FORMULAS[1:], "\tTAB", "\rCR"]}
+    admin_csv = admin_client.get(reverse("admin:roject_auditentry_export", args=["csv"]))
+    owner_csv = logged_in(users["owner"]).get(
+        reverse("project_audit", args=[project.pk]), {"format": "csv"}
+    )
+    for response in (admin_csv, owner_csv):
+        rows = csv.DictReader(io.StringIO(streamed(response)))
+        rows = [r for r in rows if r["action"] == AuditAction.FILE_DELETED]
+        assert {r["object_repr"] for r in rows} == expected
+        assert {r["project_name"] for r in rows} == {"'" + FORMULAS[0]}
+    as_json = admin_client.get(reverse("admin:roject_auditentry_export", args=["json"]))
+    kept = {row["object_repr"] for row in json.loads(streamed(as_json))}
+    assert set(FORMULAS[1:]) <= kept
 
 
 def test_a_staff_user_without_the_view_permission_cannot_export(users, entries):

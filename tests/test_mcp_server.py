@@ -187,6 +187,44 @@ def test_writes_are_refused_to_viewers_and_read_only_tokens(server, users, proje
     assert Message.objects.filter(name="write_text_content").count() == 0
 
 
+def test_with_owner_approval_on_a_non_owners_change_is_refused_and_an_owners_runs(
+    server, users, project
+):
+    """With "changes need approval by an owner" on, an editor's token may add a file but
+    not change one that is there: nobody could approve it, so it is a tool error saying
+    an owner must approve such changes in the app; nothing changes or is stored for it.
+    An owner's token changes the file as before."""
+    project.owner_approval = True
+    project.save(update_fields=["owner_approval"])
+    root = project_root_create(project.pk)
+    (root / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    url = mcp_url(server.base_url, project.pk)
+
+    async def editor_work(client):
+        added = await client.call_tool("write_text_content", {"path": "new.txt", "text": "n"})
+        changed = await client.call_tool(*overwrite)
+        deleted = await client.call_tool("delete_path", {"path": "notes.txt"})
+        return added, changed, deleted
+
+    added, changed, deleted = with_mcp(url, secret_for(users["editor"]), editor_work)
+
+    assert not added.is_error and (root / "new.txt").read_text() == "n"
+    for refused in (changed, deleted):
+        assert refused.is_error
+        assert "an owner must approve such changes in the app" in text_of(refused)
+    assert (root / "notes.txt").read_text() == "mine\n"
+    assert Message.objects.filter(name__in=["delete_path"]).count() == 0
+    assert Message.objects.filter(name="write_text_content").count() == 1
+
+    async def owner_work(client):
+        return await client.call_tool(*overwrite)
+
+    done = with_mcp(url, secret_for(users["owner"]), owner_work)
+    assert not done.is_error, text_of(done)
+    assert (root / "notes.txt").read_text() == "theirs\n"
+
+
 def test_an_mcp_write_is_undone_through_the_api_with_the_same_token(server, users, project):
     """A write through MCP names its change record; POST /api/changes/<id>/undo with the
     token as bearer (no CSRF token) puts the file back, and the change is listed, undone,

@@ -7,12 +7,14 @@ import threading
 import time
 from pathlib import Path
 
+import httpx2
 import pytest
 
 from roject.models import AuditAction, AuditEntry
 from roject.storage import project_root_create
+from roject.tokens import api_token_create, api_token_revoke
 from rojos.approval_decisions import OWNERS_ONLY
-from rojos.models import PendingApproval, default_tools
+from rojos.models import Conversation, PendingApproval, default_tools
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event, parse_sse
@@ -287,6 +289,38 @@ def test_the_owners_live_count_follows_the_inbox(
     assert counts == [0, 1, 0]
 
 
+@pytest.mark.parametrize("how", ["logout", "token revoked"])
+def test_the_live_count_ends_once_its_session_logs_out_or_its_token_is_revoked(
+    client_for, users, settings, how
+):
+    """Open, the stream goes on past several checks; logged out in another client (the
+    same session) or with its API token revoked, it ends within the check interval."""
+    settings.ROJO_LIVE_CHECK_SECONDS = 0.3
+    live = client_for(users["owner"])
+    if how == "token revoked":
+        made = api_token_create(user=users["owner"], name="watch")
+        live.http.cookies.clear()
+        live.http.headers["Authorization"] = f"Bearer {made.secret}"
+    counts: list[int] = []
+    ended = threading.Event()
+
+    def read() -> None:
+        live_counts(live, counts, 99)
+        ended.set()
+
+    threading.Thread(target=read, daemon=True).start()
+    wait_for(lambda: counts == [0])
+    assert not ended.wait(timeout=1.2)  # four checks: still signed in, still open
+    if how == "logout":
+        other = httpx2.Client(base_url=live.http.base_url, cookies=dict(live.http.cookies))
+        other.headers["X-CSRFToken"] = live.http.headers["X-CSRFToken"]
+        assert other.post("/logout/").status_code == 302
+        other.close()
+    else:
+        api_token_revoke(user=users["owner"], token_id=made.token.pk)
+    assert ended.wait(timeout=1.5)
+
+
 def wait_for(predicate, timeout: float = 3.0) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
@@ -329,3 +363,66 @@ def test_an_owner_approves_on_another_process_and_the_editors_call_runs(
     assert counts == [0, 1, 0]
     [audited] = decisions()
     assert (audited.actor_user_id, audited.details["routed"]) == (users["owner"].pk, True)
+
+
+def test_a_tool_allowed_for_the_conversation_still_waits_for_an_owner_once_routed(
+    client_for, users, project, rojo, fake_provider, root
+):
+    """An editor allows write_text_content for the conversation while the setting is off;
+    once it is on, the editor's next overwrite there waits for an owner all the same."""
+    (root / "a.txt").write_text("old\n")
+    fake_provider.add(
+        stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "new\n"})])),
+        stream(*text_chunks(REPLY)),
+    )
+    editor = client_for(users["editor"])
+
+    def allow(conversation: int, event: Event) -> None:
+        response = editor.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": event.data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        assert response.status_code == 200, response.text
+
+    first = chat_deciding(editor, project, rojo, allow)
+    conversation = first[0].data["conversation"]
+    assert Conversation.objects.get(pk=conversation).allowed_tools == ["write_text_content"]
+    project.owner_approval = True
+    project.save(update_fields=["owner_approval"])
+    overwrite(fake_provider)
+    owner = client_for(users["owner"])
+    asked = []
+    with editor.chat_stream(
+        project.pk, rojo=rojo.slug, message="Again", conversation=conversation
+    ) as response:
+        for event in parse_sse(response.iter_lines()):
+            if event.type == "APPROVAL_REQUIRED":
+                asked.append(event.data["routed"])
+                [entry] = inbox(owner)
+                assert decide(owner, entry["id"], False).status_code == 200
+
+    assert asked == [True]
+    assert (root / "notes.txt").read_text() == "mine\n"
+
+
+def test_an_editors_allow_for_the_conversation_is_ignored_while_routed(
+    client_for, users, routed, rojo, fake_provider, root
+):
+    """In an owner's turn (not routed) an editor may approve, but not allow the tool for
+    the conversation: the call runs, allowed_tools stays empty."""
+    overwrite(fake_provider)
+    owner = client_for(users["owner"])
+    editor = client_for(users["editor"])
+
+    def editor_allows(conversation: int, event: Event) -> None:
+        response = editor.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": event.data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        assert response.status_code == 200, response.text
+
+    events = chat_deciding(owner, routed, rojo, editor_allows)
+
+    assert (root / "notes.txt").read_text() == "theirs\n"
+    conversation = Conversation.objects.get(pk=events[0].data["conversation"])
+    assert conversation.allowed_tools == []

@@ -71,6 +71,42 @@ def test_a_change_without_csrf_is_refused(users, project):
     assert project.owner_approval is False
 
 
+BEHIND_A_PROXY = {"REMOTE_ADDR": "10.0.0.1", "HTTP_X_FORWARDED_FOR": "203.0.113.7"}
+
+
+def test_behind_a_proxy_the_change_records_the_clients_address(users, project, settings):
+    settings.ROJO_PROXY_COUNT = 1
+    client = logged_in(users["owner"])
+    url = reverse("project_settings", args=[project.pk])
+    assert client.post(url, {"owner_approval": "on"}, **BEHIND_A_PROXY).status_code == 302
+    [entry] = changes()
+    assert entry.address == "203.0.113.7"
+
+
+def admin_change(admin_client, project, **extra):
+    url = reverse("admin:roject_project_change", args=[project.pk])
+    form = admin_client.get(url).context["adminform"].form
+    data = {name: value for name, value in form.initial.items() if value is not None}
+    data.update(
+        {
+            "name": project.name,
+            "slug": project.slug,
+            "owner_approval": "on",
+            "memberships-TOTAL_FORMS": "0",
+            "memberships-INITIAL_FORMS": "0",
+        }
+    )
+    return admin_client.post(url, data, **extra)
+
+
+def test_the_admin_records_the_clients_address_behind_a_proxy(admin_client, project, settings):
+    settings.ROJO_PROXY_COUNT = 1
+    response = admin_change(admin_client, project, **BEHIND_A_PROXY)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    [entry] = changes()
+    assert entry.address == "203.0.113.7"
+
+
 def test_the_admin_changes_the_setting_and_audits_it(admin_client, admin_user, project):
     url = reverse("admin:roject_project_change", args=[project.pk])
     form = admin_client.get(url).context["adminform"].form

@@ -138,6 +138,11 @@ def test_the_admin_reports_usage_per_day_user_project_and_rojo_with_a_csv(
         ("owner", "Other rojo", "1", "50", ""),
     ]
     assert {r["project"] for r in rows} == {project.name}
+    project.name = '=HYPERLINK("http://evil.test")'
+    project.save(update_fields=["name"])
+    again = admin_client.get(reverse("admin:rojos_usage_report"), {"format": "csv"})
+    named = {r["project"] for r in csv.DictReader(io.StringIO(again.content.decode()))}
+    assert named == {"'" + project.name}  # text in a spreadsheet, not a formula
     assert exported["Content-Disposition"].startswith('attachment; filename="usage-')
     changelist = admin_client.get(reverse("admin:rojos_usagerecord_changelist"))
     assert changelist.status_code == 200 and "Report per day" in changelist.content.decode()

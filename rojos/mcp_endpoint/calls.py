@@ -10,6 +10,8 @@ user's limits (rojos.turn_limits), and the page shows its activity line and Undo
 The token and the user's membership are checked again as each call starts. Calls of one
 conversation take turns, as a conversation's turns do: a call waits for the one before it.
 Nothing is paused for approval: the outside agent's client asks its own user (README).
+With the project's "changes need approval by an owner" on, a non-owner's call that would
+change what is there is refused instead (./owner_approval.py): nobody could approve it.
 """
 
 import asyncio
@@ -43,6 +45,7 @@ from ..turn_limits import turn_limits_check
 from ..turn_repair import Repair, conversation_repair
 from .caller import McpCaller
 from .listing import served, served_names
+from .owner_approval import owner_approval_refusal
 
 # How long a call waits for the call before it in the same conversation to finish.
 CALL_WAIT_SECONDS = 30
@@ -154,6 +157,14 @@ def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
     if token.read_only:
         role = Role.VIEWER
     root = storage.project_root_create(caller.project_id)
+    if refusal := owner_approval_refusal(
+        tool=registry.get(name),
+        arguments=arguments,
+        role=role,
+        project_id=caller.project_id,
+        root=root,
+    ):
+        raise _Refused(refusal)
     turn_id = uuid.uuid4()
     with transaction.atomic():
         try:
