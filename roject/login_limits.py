@@ -98,8 +98,10 @@ def client_address(request: HttpRequest) -> str:
         parsed = ipaddress.ip_address(address)
     except ValueError:
         return address
-    if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
-        return str(parsed.ipv4_mapped)  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d
+    if isinstance(parsed, ipaddress.IPv6Address):
+        if parsed.ipv4_mapped is not None:  # ::ffff:a.b.c.d is the IPv4 client a.b.c.d
+            return str(parsed.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{parsed}/64", strict=False))
     return str(parsed)
 
 

@@ -320,8 +320,9 @@ ROJO_STARTUP_HOOKS = ["rojos.turn_owner.turns_of_past_lives_end_soon"]
 
 # A session is read from the cache (the process's memory, or Redis with REDIS_URL: shared by
 # the processes) and from the database only on a miss; it is written to both. Its user is
-# still read on each request: a deactivated user or a changed password ends it at once.
-SESSION_ENGINE = "django.contrib.sessions.backends.cached_db"
+# still read on each request: a deactivated user or a changed password ends it at once. While
+# the cache cannot be reached, sessions come from the database.
+SESSION_ENGINE = "roject.sessions"  # cached_db, a cache outage a miss (roject/sessions.py)
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"

@@ -28,7 +28,7 @@ def test_a_session_is_read_from_the_cache_with_no_database_row_read(client_for, 
     # The row is gone from the database, the cache still holds the session.
     Session.objects.all().delete()
     assert _projects(client) == 200
-    assert settings.SESSION_ENGINE == "django.contrib.sessions.backends.cached_db"
+    assert settings.SESSION_ENGINE == "roject.sessions"
 
 
 def _deactivate(users, user):
@@ -51,3 +51,19 @@ def test_a_cached_session_stops_working_at_once_when_its_user_changes(client_for
     assert _projects(client) == 200
     change(get_user_model().objects, member)
     assert _projects(client) == 401
+
+
+def test_a_cache_that_cannot_be_reached_leaves_sessions_to_the_database(
+    client_for, member, settings
+):
+    """Redis down: logging in, and each request after it, use the database's session."""
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens there: refused at once
+        }
+    }
+    client = client_for(member)
+    assert _projects(client) == 200
+    assert _projects(client) == 200
+    assert Session.objects.count() == 1

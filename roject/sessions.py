@@ -1,0 +1,67 @@
+"""Sessions read from the cache and kept in the database, where a cache that cannot be
+reached is a miss, not an error.
+
+Django's cached_db store lets a failing cache write (Redis down) raise, so every request
+would fail while Redis is down although the database holds every session. Here each cache
+call that fails is logged and counts as a miss: the session comes from the database, and
+requests go on as they did before sessions were cached.
+"""
+
+import logging
+
+from django.contrib.sessions.backends import cached_db
+
+logger = logging.getLogger("roject.sessions")
+
+
+class _ForgivingCache:
+    """A cache whose failures are misses (get → None, set and delete → nothing done)."""
+
+    def __init__(self, cache):
+        self._cache = cache
+
+    def _call(self, name, *args, default=None):
+        try:
+            return getattr(self._cache, name)(*args)
+        except Exception as exc:  # any backend's error: the database is the source of truth
+            logger.warning("session cache unavailable (%s): %s", name, exc)
+            return default
+
+    async def _acall(self, name, *args, default=None):
+        try:
+            return await getattr(self._cache, name)(*args)
+        except Exception as exc:
+            logger.warning("session cache unavailable (%s): %s", name, exc)
+            return default
+
+    def get(self, *args):
+        return self._call("get", *args)
+
+    def set(self, *args):
+        return self._call("set", *args)
+
+    def delete(self, *args):
+        return self._call("delete", *args, default=False)
+
+    def __contains__(self, key) -> bool:
+        return bool(self._call("has_key", key, default=False))
+
+    async def aget(self, *args):
+        return await self._acall("aget", *args)
+
+    async def aset(self, *args):
+        return await self._acall("aset", *args)
+
+    async def adelete(self, *args):
+        return await self._acall("adelete", *args, default=False)
+
+    async def ahas_key(self, *args):
+        return bool(await self._acall("ahas_key", *args, default=False))
+
+
+class SessionStore(cached_db.SessionStore):
+    """cached_db with a cache whose failures are misses (see the module's docstring)."""
+
+    def __init__(self, session_key=None):
+        super().__init__(session_key)
+        self._cache = _ForgivingCache(self._cache)
