@@ -261,3 +261,6 @@ def _only(query: QueryDict, names: set[str]) -> QueryDict:
         if name not in names:
             del kept[name]
     return kept
+
+
+from . import identity_admin  # noqa: E402, F401  (registers the single sign-on pages)

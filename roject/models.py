@@ -203,6 +203,8 @@ class AuditAction(models.TextChoices):
     EXPORT = "export", "Export"
     CONVERSATION_DELETED = "conversation_deleted", "Conversation deleted"
     FILE_DELETED = "file_deleted", "File deleted"
+    SSO_UNLINKED = "sso_unlinked", "Single sign-on account unlinked"
+    MEMBER_REMOVAL_FORGOTTEN = "member_removal_forgotten", "Group mapping may add a member again"
 
 
 class AuditEntryQuerySet(models.QuerySet):

@@ -434,3 +434,40 @@ def test_the_admin_inline_revokes_a_demoted_owners_links_and_marks_a_removal(
     assert admin_client.post(url, data).status_code == 302
     assert Invitation.objects.get(pk=link.invitation.pk).revoked_at is not None
     assert MembershipRemoval.objects.filter(user=users["viewer"], project=project).exists()
+
+
+def test_single_sign_on_rows_are_deleted_in_the_admin_one_audit_entry_each(
+    admin_client, project, users
+):
+    """Unlinking a provider account and forgetting a removal: deleted, audited, never
+    added or edited by hand."""
+    from roject.models import MembershipRemoval, OidcIdentity
+
+    identity = OidcIdentity.objects.create(
+        user=users["editor"], issuer="https://idp.example", subject="sub-1"
+    )
+    removals = [
+        MembershipRemoval.objects.create(user=users[name], project=project)
+        for name in ("viewer", "editor")
+    ]
+    assert admin_client.get(reverse("admin:roject_oidcidentity_add")).status_code == 403
+    change = admin_client.post(
+        reverse("admin:roject_oidcidentity_change", args=[identity.pk]), {"subject": "other"}
+    )
+    assert change.status_code == 403
+    url = reverse("admin:roject_oidcidentity_delete", args=[identity.pk])
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    listing = reverse("admin:roject_membershipremoval_changelist")
+    data = {"action": "delete_audited", "_selected_action": [r.pk for r in removals]}
+    assert admin_client.post(listing, data).status_code == 302
+
+    assert not OidcIdentity.objects.exists() and not MembershipRemoval.objects.exists()
+    entries = audited().filter(action__in=["sso_unlinked", "member_removal_forgotten"])
+    assert sorted((e.action, e.object_repr, e.project_id) for e in entries) == [
+        ("member_removal_forgotten", "editor", project.pk),
+        ("member_removal_forgotten", "viewer", project.pk),
+        ("sso_unlinked", "editor", None),
+    ]
+    unlinked = entries.get(action="sso_unlinked")
+    assert unlinked.details == {"issuer": "https://idp.example", "subject": "sub-1"}
+    assert unlinked.actor_name == "admin"
