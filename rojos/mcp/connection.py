@@ -10,6 +10,7 @@ of its stderr) or a closed connection ends the session; the next use starts a ne
 import asyncio
 import contextlib
 import contextvars
+import functools
 import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -170,7 +171,7 @@ class McpConnection:
         try:
             async with AsyncExitStack() as stack:
                 if self.spec.stdio:
-                    pipe = StderrPipe(self.spec.slug, self._exited)
+                    pipe = StderrPipe(self.spec.slug, functools.partial(self._exited, self._stop))
                     stack.callback(pipe.spawned)
                 client = await stack.enter_async_context(
                     client_make(
@@ -240,7 +241,14 @@ class McpConnection:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), max(left, 0.05))
 
-    def _exited(self) -> None:
-        """(Pipe thread) The process and all it started are gone."""
+    def _exited(self, stop: asyncio.Event) -> None:
+        """(Pipe thread) The process and all it started are gone: end its session (`stop`
+        is that session's), never a newer one started since the crash was noticed."""
         with contextlib.suppress(RuntimeError):  # the loop is closed: nothing to stop
-            self._loop.call_soon_threadsafe(self.stop)
+            self._loop.call_soon_threadsafe(self._session_stop, stop)
+
+    def _session_stop(self, stop: asyncio.Event) -> None:
+        if stop is self._stop:
+            self.stop()
+        else:
+            stop.set()  # an older session's: the current one goes on
