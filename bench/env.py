@@ -5,6 +5,7 @@ and storage directory in a temporary directory, production settings (DEBUG off, 
 keeps no query log) with the per-user limits turned off.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -109,3 +110,27 @@ def rojo_new(slug: str, base_url: str, model: str, **fields):
     return Rojo.objects.create(
         name=slug, slug=slug, base_url=base_url, model=model, api_key="bench-key", **fields
     )
+
+
+@contextlib.contextmanager
+def standalone_world():
+    """A fresh world for one section run by hand (`python -m bench.<section>`): scratch
+    dir, settings, fixtures and a fake provider; (environ, provider, scratch, fixtures).
+    On a failure the servers' logs are printed; everything is removed at the end."""
+    import shutil
+
+    from .provider import provider_start
+
+    scratch = scratch_dir()
+    setup(scratch)
+    environ = bench_environ(scratch)
+    provider = provider_start(environ)
+    try:
+        yield environ, provider, scratch, fixtures_create()
+    except BaseException:
+        for log in scratch.glob("*.log"):
+            print(f"{log.name}:\n{log.read_text()[-3000:]}")
+        raise
+    finally:
+        provider.stop()
+        shutil.rmtree(scratch, ignore_errors=True)

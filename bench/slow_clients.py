@@ -163,7 +163,6 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
 def main() -> None:
     """Run the section on its own against a fresh world, printing its figures."""
     import argparse
-    import shutil
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=["uvicorn", "daphne"], action="append")
@@ -172,25 +171,12 @@ def main() -> None:
     servers = args.server or ["uvicorn", "daphne"]
 
     from . import env
-    from .provider import provider_start
 
-    scratch = env.scratch_dir()
-    env.setup(scratch)
-    environ = env.bench_environ(scratch)
-    provider = provider_start(environ)
-    try:
-        fixtures = env.fixtures_create()
+    with env.standalone_world() as (environ, provider, scratch, fixtures):
         env.rojo_new("story", provider.base_url, "story")
         results = slow_clients_all(
             environ, provider.base_url, scratch, fixtures, servers, trace=args.trace
         )
-    except BaseException:
-        for log in scratch.glob("*.log"):
-            print(f"{log.name}:\n{log.read_text()[-3000:]}")
-        raise
-    finally:
-        provider.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
     slow_clients_section(results)  # prints its figures
     for result in results if args.trace else ():
         print(f"where the heap grew under {result.server}, {TRACE_AFTER} s into the turns:")

@@ -259,7 +259,6 @@ def _root():
 def main() -> None:
     """Run the section on its own against a fresh world, printing its figures."""
     import argparse
-    import shutil
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, action="append")
@@ -267,25 +266,12 @@ def main() -> None:
     args = parser.parse_args()
 
     from . import env
-    from .provider import provider_start
 
-    scratch = env.scratch_dir()
-    env.setup(scratch)
-    environ = env.bench_environ(scratch)
-    provider = provider_start(environ)
-    try:
-        fixtures = env.fixtures_create()
+    with env.standalone_world() as (environ, provider, scratch, fixtures):
         levels = args.streams or STREAMS
         results = stream_memory_all(
             environ, provider.base_url, scratch, fixtures, levels, trace=args.trace
         )
-    except BaseException:
-        for log in scratch.glob("*.log"):
-            print(f"{log.name}:\n{log.read_text()[-3000:]}")
-        raise
-    finally:
-        provider.stop()
-        shutil.rmtree(scratch, ignore_errors=True)
     stream_memory_section(results)  # prints its figures
     for result in results if args.trace else ():
         print("\n".join(trace_lines(result)))
