@@ -32,6 +32,7 @@ lint: setup
 	$(BIN)/ruff format --check .
 
 .PHONY: bench
-# Benchmarks against the fake provider (about three minutes); writes docs/performance.md.
+# Benchmarks against the fake provider (under six minutes; `bench.run --long` adds the long
+# sections); writes docs/performance.md.
 bench: setup
 	$(BIN)/python -m bench.run

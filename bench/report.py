@@ -126,6 +126,29 @@ def section_markdown(section: Section) -> list[str]:
     return lines
 
 
+def section_carried(report: str, earlier: str, number: int, how: str) -> str:
+    """`report` with section `number` of an `earlier` report put back in its place.
+
+    A section too long for `make bench` (it runs for minutes on its own) keeps the figures of
+    its own last run, marked as such, instead of vanishing from the report.
+    """
+    start = earlier.find(f"\n## {number}. ")
+    if start < 0:
+        return report
+    end = earlier.find("\n## ", start + 1)
+    text = earlier[start + 1 : end + 1 if end >= 0 else None].rstrip() + "\n"
+    heading, _, body = text.partition("\n")
+    mark = f"_Not run by `make bench`: figures of its own last run ({how})._"
+    if mark not in body:
+        body = f"\n{mark}\n{body}"
+    text = f"{heading}\n{body}"
+    for later in range(number + 1, number + 20):
+        at = report.find(f"\n## {later}. ")
+        if at >= 0:
+            return report[: at + 1] + text + "\n" + report[at + 1 :]
+    return report.rstrip() + "\n\n" + text
+
+
 def section_replaced(report: str, section: Section) -> str:
     """The report with `section` in place of the one of the same title (else at the end)."""
     heading = f"## {section.title}"

@@ -1,7 +1,9 @@
 """Run every benchmark, print each figure against its target, and write docs/performance.md.
 
 Usage: `make bench` (or `.venv/bin/python -m bench.run`). `--runs` sets the interleaved runs
-of the loop-overhead benchmark (default 30); `--quick` is a smoke run that writes no report.
+of the loop-overhead benchmark (default 30); `--quick` is a smoke run that writes no report;
+`--long` also runs the sections that take minutes each (LONG), whose figures the report
+otherwise keeps from their own last run.
 With BENCH_PROFILE=<path>, each server process samples where its CPU goes and writes the
 result to <path>.<pid> when it stops (see bench/sampler.py). With BENCH_BASELINE_TREE=<a
 checkout of an earlier commit>, section 10's burst of turn starts also runs on that tree's
@@ -16,7 +18,7 @@ import time
 from pathlib import Path
 
 from . import env
-from .report import Section, load, machine, markdown, now, section_replaced
+from .report import Section, load, machine, markdown, now, section_carried, section_replaced
 from .sections_scale import (
     big_files_section,
     concurrency_section,
@@ -28,6 +30,15 @@ from .sections_window import window_section
 from .starts import BURST_MODEL, RUNNING_MODEL
 
 REPORT = env.ROOT / "docs" / "performance.md"
+
+# The sections after the first two, in the report's order.
+RUN = (
+    *("concurrency", "big_files", "database", "window", "conversations", "slow_clients"),
+    *("sqlite_memory", "floor", "stream_memory"),
+)
+# Sections that take minutes each: run with --long (or --only); otherwise the report keeps
+# their last figures. Section 9 is issue #17's 8-minute search for a leak (three runs of 150 s).
+LONG = {"sqlite_memory": (9, "`python -m bench.run --only sqlite_memory`, about 8 minutes")}
 
 CONCURRENCY = (200, 500)  # conversations at once, each level on a fresh server process
 
@@ -232,6 +243,14 @@ class Bench:
             self._server_stop()
         return floor_section(figures, app)
 
+    def timed(self, name: str, run):
+        """Run one section (or two), printing how long it took: `make bench` has 6 minutes."""
+        clock = time.monotonic()
+        try:
+            return run()
+        finally:
+            print(f"[{name} took {time.monotonic() - clock:.0f} s]", flush=True)
+
     def close(self) -> None:
         for server in self.servers:
             server.stop()
@@ -242,6 +261,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
+    parser.add_argument(
+        "--long",
+        action="store_true",
+        help="also the sections that take minutes each (their figures are otherwise kept)",
+    )
     parser.add_argument(
         "--only",
         choices=[
@@ -264,18 +288,12 @@ def main(argv: list[str] | None = None) -> None:
                 print(f"replaced its section in {REPORT.relative_to(env.ROOT)}")
             return
         print("\n# 1. Loop overhead, 2. Streaming latency (running)", flush=True)
-        sections = [
-            *bench.loop_and_latency(3 if args.quick else args.runs),
-            bench.concurrency(),
-            bench.big_files(),
-            bench.database(),
-            bench.window(),
-            bench.conversations(),
-            bench.slow_clients(),
-            bench.sqlite_memory(),
-            bench.floor(),
-            bench.stream_memory(),
-        ]
+        runs = 3 if args.quick else args.runs
+        sections = bench.timed("1-2", lambda: bench.loop_and_latency(runs))
+        for name in RUN:
+            if name in LONG and not args.long:
+                continue
+            sections.append(bench.timed(name, getattr(bench, name)))
     except BaseException:
         log = scratch / "server.log"
         if log.exists():
@@ -291,7 +309,12 @@ def main(argv: list[str] | None = None) -> None:
     print(f"took {took:.0f} s")
     if not args.quick:
         REPORT.parent.mkdir(exist_ok=True)
-        REPORT.write_text(markdown(sections, machine(load_before), started, took))
+        earlier = REPORT.read_text() if REPORT.exists() else ""
+        report = markdown(sections, machine(load_before), started, took)
+        if not args.long:
+            for number, how in LONG.values():
+                report = section_carried(report, earlier, number, how)
+        REPORT.write_text(report)
         print(f"wrote {REPORT.relative_to(env.ROOT)}")
 
 
