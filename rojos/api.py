@@ -5,7 +5,6 @@ import asyncio
 
 from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import NinjaAPI, Status, Swagger
 from ninja.security import django_auth
@@ -224,6 +223,7 @@ async def conversation_stop(request: HttpRequest, conversation_id: int):
     conversation, access = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id
     )
-    if not access.can_write and conversation.user_id != request.auth.pk:
-        raise PermissionDenied("Only the person who started it or an editor can stop it.")
+    selectors.conversation_steer_check(
+        conversation=conversation, access=access, user=request.auth
+    )
     return {"stopping": await turn_control.turn_stop(conversation=conversation)}

@@ -91,14 +91,17 @@ async def conversation_delete(request: HttpRequest, conversation_id: int):
 
 @router.post(
     "/conversations/{conversation_id}/branch",
-    response=answers(BranchOut, 404, 409, 422),
+    response=answers(BranchOut, 403, 404, 409, 422),
     tags=["chat"],
 )
 def conversation_branch(request: HttpRequest, conversation_id: int, payload: BranchIn):
     """Show another branch: the newest one through `message` (a `< 2/3 >` choice); 409
     while a reply runs."""
-    conversation, _ = selectors.conversation_access(
+    conversation, access = selectors.conversation_access(
         user=request.auth, conversation_id=conversation_id
+    )
+    selectors.conversation_steer_check(
+        conversation=conversation, access=access, user=request.auth
     )
     branch = conversations.conversation_branch_switch(
         conversation=conversation, message_id=payload.message

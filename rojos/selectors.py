@@ -3,6 +3,7 @@ a conversation only through the project access check."""
 
 from typing import Any
 
+from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, QuerySet
 from django.http import Http404
 
@@ -41,6 +42,19 @@ async def aconversation_access(
     except Http404:
         raise Http404(_NO_CONVERSATION) from None
     return conversation, access
+
+
+def conversation_steer_check(*, conversation: Conversation, access: ProjectAccess, user) -> None:
+    """A viewer steers (continues, stops, switches the branch of) only their own
+    conversations; editors and owners any of the project's.
+
+    Viewers read everything in a project, so they can open anyone's conversation; a message
+    or a branch switch there would change what its owner's rojo sees next.
+    """
+    if not access.can_write and conversation.user_id != user.pk:
+        raise PermissionDenied(
+            "Only the person who started this conversation or an editor can do that."
+        )
 
 
 def conversation_access(
@@ -133,6 +147,7 @@ def chat_context_get(
     ).first()
     if conversation is None:
         raise Http404("No such conversation.")
+    conversation_steer_check(conversation=conversation, access=access, user=user)
     if conversation.via_mcp:
         raise AppError("This conversation holds calls made through MCP; start a new one to chat.")
     return access, found, conversation

@@ -46,6 +46,10 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         "writingTools": [tool.name for tool in registry if tool.writes],
         # An outside agent's calls through MCP: shown with their Undo, never continued here.
         "mcpConversation": bool(current and current.via_mcp),
+        # A viewer reads anyone's conversation but continues only their own (selectors).
+        "othersConversation": bool(
+            current and not access.can_write and current.user_id != request.user.pk
+        ),
         "username": request.user.get_username(),
         "nextCursor": cursor_of(conversations[-1]) if len(conversations) >= PAGE_SIZE else "",
     }
@@ -57,6 +61,7 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
             "project": access.project,
             "conversations": conversations,
             "current": current,
+            "others_conversation": config["othersConversation"],
             "config": config,
             "mcp_url": request.build_absolute_uri(f"/mcp/projects/{access.project.slug}"),
         },

@@ -195,3 +195,25 @@ def test_outsider_gets_not_found_for_the_project(page_for, users, project):
     assert "Demo Project" not in page.content()
     missing = page.goto(f"/projects/{project.pk + 1000}/")
     assert missing.status == 404
+
+
+def test_viewer_reads_anothers_conversation_without_a_composer(
+    page_for, users, project, fake_provider
+):
+    """In an editor's conversation a viewer sees the messages and whose it is, but no box to
+    write in (the API refuses such a message too: tests/test_viewer_steering.py)."""
+    rojo = make_rojo(fake_provider.base_url)
+    conversation = Conversation.objects.create(
+        project=project, user=users["editor"], rojo=rojo, title="Editor's work"
+    )
+    Message.objects.create(conversation=conversation, position=0, role="user", content="Plan it")
+    page = page_for(users["viewer"])
+    page.goto(f"/projects/{project.pk}/c/{conversation.pk}/")
+    expect(page.locator(".others-note")).to_contain_text("editor\u2019s conversation")
+    expect(page.locator("rojo-chat-panel .bubble.user")).to_have_text("Plan it")
+    expect(page.locator(".composer")).to_be_hidden()
+    own = Conversation.objects.create(project=project, user=users["viewer"], rojo=rojo)
+    page.goto(f"/projects/{project.pk}/c/{own.pk}/")
+    expect(page.get_by_label("Message")).to_be_editable()
+    expect(page.locator(".others-note")).to_have_count(0)
+    assert page.console_errors == []

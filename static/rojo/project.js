@@ -70,7 +70,7 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
 });
 
 // An outside agent's MCP calls are shown with their Undo, but not chatted on.
-document.querySelector(".composer").hidden = Boolean(config.mcpConversation);
+document.querySelector(".composer").hidden = Boolean(config.mcpConversation || config.othersConversation);
 
 const exportLinks = document.querySelector(".export-links");
 function showExport(id) {
