@@ -2,17 +2,16 @@
 goes through the storage gate."""
 
 import asyncio
-import time
 
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 
 from . import storage
-from .access import aproject_access, astill_member
+from .access import aproject_access
 from .api_answers import answers
+from .live_auth import checked_stream, live_access_check
 from .project_live import KEEPALIVE_SECONDS, project_subscribed, sse_event
-from .tokens import aapi_token_alive
 
 router = Router(tags=["files"])
 
@@ -62,17 +61,12 @@ async def project_live(request: HttpRequest, project_id: int):
     `ready {}` once subscribed, then `files {change, paths, origin, tool, author}` after
     each recorded change to its files (by anyone: a person, a rojo, an upload, a restore).
     Comment lines keep it alive. It ends, within ROJO_LIVE_CHECK_SECONDS, once the user
-    is no longer a member or active, or the API token it was opened with is revoked or
-    expired: checked again that often whatever the traffic (one query, two with a token)."""
+    is no longer a member or active, its session is logged out, or the API token it was
+    opened with is revoked or expired: checked again that often whatever the traffic
+    (roject/live_auth.py)."""
     access = await aproject_access(user=request.auth, project_id=project_id)
-    user, pk = request.auth, access.project.pk
-    token = getattr(request, "api_token", None)
-    token_id = token.pk if token is not None else None
-
-    async def allowed() -> bool:
-        if token_id is not None and not await aapi_token_alive(token_id=token_id):
-            return False
-        return await astill_member(user=user, project_id=pk)
+    pk = access.project.pk
+    allowed = live_access_check(request, user=request.auth, project_id=pk)
 
     async def body():
         every = settings.ROJO_LIVE_CHECK_SECONDS
@@ -80,12 +74,7 @@ async def project_live(request: HttpRequest, project_id: int):
             project_id=pk, keepalive=min(every, KEEPALIVE_SECONDS)
         ) as events:
             yield sse_event({"kind": "ready", "data": {}})  # what happens from now on is sent
-            checked = time.monotonic()
-            async for event in events:
-                if time.monotonic() - checked >= every:
-                    if not await allowed():
-                        return
-                    checked = time.monotonic()
+            async for event in checked_stream(events, allowed=allowed, every=every):
                 yield sse_event(event)
 
     response = StreamingHttpResponse(body(), content_type="text/event-stream")

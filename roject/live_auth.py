@@ -6,6 +6,8 @@ API token it came with. Each check reads the session store or the token again, s
 stream ends within one check interval of any of these.
 """
 
+import contextlib
+import time
 from importlib import import_module
 
 from asgiref.sync import sync_to_async
@@ -14,6 +16,7 @@ from django.contrib.auth import HASH_SESSION_KEY, SESSION_KEY, get_user_model
 from django.http import HttpRequest
 from django.utils.crypto import constant_time_compare
 
+from .access import astill_member
 from .tokens import aapi_token_alive
 
 
@@ -49,3 +52,27 @@ def live_auth_check(request: HttpRequest, *, user):
         return await sync_to_async(_session_signed_in)(session_key, user_id)
 
     return signed_in
+
+
+def live_access_check(request: HttpRequest, *, user, project_id: int):
+    """An async check, as live_auth_check, that the request is still signed in and its user
+    still an active member of the project: for a stream of one project's news or turns."""
+    signed_in = live_auth_check(request, user=user)
+
+    async def allowed() -> bool:
+        return await signed_in() and await astill_member(user=user, project_id=project_id)
+
+    return allowed
+
+
+async def checked_stream(events, *, allowed, every: float):
+    """`events` as they come, ending, with nothing more sent, at the first one that finds
+    `allowed()` False; checked again at most every `every` seconds (one query or two)."""
+    checked = time.monotonic()
+    async with contextlib.aclosing(events):
+        async for event in events:
+            if time.monotonic() - checked >= every:
+                if not await allowed():
+                    return
+                checked = time.monotonic()
+            yield event

@@ -4,7 +4,9 @@ The mapping owns only the memberships it gave (source "oidc"): it adds them, cha
 role and removes them when the user leaves the group. A membership given in the app is
 left as it is, whatever the groups say: an owner's choice is not undone by a login, nor is
 an owner's removal (a MembershipRemoval row, until an owner adds the user again). Nor is
-a project left without an owner: its last owner keeps the membership (logged).
+a project left without an owner: its last owner keeps the membership (logged), under the
+lock of the project's owner rows that the Members page takes (roject/members.py), so two
+last owners signing in at once cannot both lose the role.
 """
 
 import logging
@@ -13,7 +15,7 @@ from django.conf import settings
 from django.db import transaction
 
 from .audit import AuditAction, audit_record
-from .members import invitations_revoke_made_by
+from .members import invitations_revoke_made_by, owners_locked
 from .models import Membership, MembershipRemoval, MembershipSource, Project, Role
 
 logger = logging.getLogger(__name__)
@@ -32,15 +34,6 @@ def _wanted_roles(groups: set[str]) -> tuple[set[str], dict[str, str]]:
     return mapped, wanted
 
 
-def _is_last_owner(membership: Membership) -> bool:
-    return (
-        membership.role == Role.OWNER
-        and not Membership.objects.filter(project_id=membership.project_id, role=Role.OWNER)
-        .exclude(pk=membership.pk)
-        .exists()
-    )
-
-
 def membership_sync_from_groups(*, user, groups: set[str], address: str | None) -> None:
     """Set the user's memberships in the mapped projects from `groups`, each change audited."""
     mapped, wanted = _wanted_roles(groups)
@@ -50,6 +43,12 @@ def membership_sync_from_groups(*, user, groups: set[str], address: str | None) 
     for slug in sorted(mapped - projects.keys()):
         logger.warning("ROJO_OIDC_GROUP_ROLES names a project that does not exist: %r", slug)
     with transaction.atomic():
+        # The owner rows first, project by project in one order (as the Members page
+        # locks them, before any other row), then the user's own.
+        owners = {
+            project.pk: owners_locked(project_id=project.pk)
+            for project in sorted(projects.values(), key=lambda project: project.pk)
+        }
         held = {
             membership.project_id: membership
             for membership in Membership.objects.select_for_update().filter(
@@ -63,11 +62,15 @@ def membership_sync_from_groups(*, user, groups: set[str], address: str | None) 
                 membership=held.get(project.pk),
                 role=wanted.get(slug),
                 address=address,
+                owners=owners[project.pk],
             )
 
 
-def _membership_set(*, user, project, membership, role: str | None, address) -> None:
-    """Bring one project's membership to `role` (None: none), if the mapping owns it."""
+def _membership_set(
+    *, user, project, membership, role: str | None, address, owners: set[int]
+) -> None:
+    """Bring one project's membership to `role` (None: none), if the mapping owns it;
+    `owners` are the project's owners, their rows locked."""
     # The system acts (at the user's login, from the provider's word), not the user.
     audit = {"project": project, "address": address}
     if membership is None:
@@ -85,7 +88,7 @@ def _membership_set(*, user, project, membership, role: str | None, address) -> 
         return
     if membership.source != MembershipSource.OIDC or membership.role == role:
         return
-    if _is_last_owner(membership):
+    if membership.role == Role.OWNER and owners == {membership.user_id}:
         logger.warning("%s stays the last owner of %s despite their groups", user, project)
         return
     if membership.role == Role.OWNER:  # no longer an owner: their links lapse

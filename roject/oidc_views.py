@@ -7,12 +7,13 @@ from django.conf import settings
 from django.contrib import auth, messages
 from django.contrib.auth.signals import user_login_failed
 from django.core.exceptions import SuspiciousOperation
-from django.http import Http404, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, resolve_url
 from django.views.decorators.http import require_POST
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 from .oidc import OidcUnavailable, oidc_enabled, oidc_logout_url, oidc_setting
+from .sessions import SessionNotEnded
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,23 @@ class OidcCallback(OIDCAuthenticationCallbackView):
 @require_POST
 def logout(request):
     """End the app's session and, for a user signed in with the provider, the provider's
-    session too: the answer sends the browser to its end_session_endpoint."""
+    session too: the answer sends the browser to its end_session_endpoint.
+
+    A session whose cached copy cannot be deleted now (roject/sessions.py) is not ended,
+    and the answer says so (503): a logout is not pretended."""
+    try:
+        cached_copy_delete = getattr(request.session, "cached_copy_delete", None)
+        if cached_copy_delete is not None:
+            cached_copy_delete()
+    except SessionNotEnded as exc:
+        logger.warning("logout refused: %s", exc)
+        return HttpResponse(
+            "You are still logged in: the session store cannot be reached right now, so "
+            "this session could not be ended. Try again in a moment.",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+            headers={"Retry-After": "5"},
+        )
     target = None
     id_token = request.session.get(_ID_TOKEN)
     if oidc_enabled() and id_token:

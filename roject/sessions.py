@@ -5,6 +5,11 @@ Django's cached_db store lets a failing cache write (Redis down) raise, so every
 would fail while Redis is down although the database holds every session. Here each cache
 call that fails is logged and counts as a miss: the session comes from the database, and
 requests go on as they did before sessions were cached.
+
+Except when a session ends (a logout, a login as someone else): the database's row would go
+but a cached copy left behind would log the session in again once the cache is back (or at
+once, for a process the cache was only cut off from). So ending a session deletes its
+cached copy first, and a cache out of reach refuses it (SessionNotEnded), nothing changed.
 """
 
 import logging
@@ -59,9 +64,41 @@ class _ForgivingCache:
         return bool(await self._acall("ahas_key", *args, default=False))
 
 
+class SessionNotEnded(Exception):
+    """The session's cached copy could not be deleted (the cache is out of reach): the
+    session goes on, and whoever asked to end it must be told."""
+
+
 class SessionStore(cached_db.SessionStore):
     """cached_db with a cache whose failures are misses (see the module's docstring)."""
 
     def __init__(self, session_key=None):
         super().__init__(session_key)
+        self._strict_cache = self._cache
         self._cache = _ForgivingCache(self._cache)
+
+    def cached_copy_delete(self) -> None:
+        """Delete the session's cached copy; SessionNotEnded when the cache is out of reach."""
+        if self.session_key is None:
+            return
+        try:
+            self._strict_cache.delete(self.cache_key_prefix + self.session_key)
+        except Exception as exc:  # any backend's error, as above
+            raise SessionNotEnded(f"the session cache cannot be reached: {exc}") from exc
+
+    async def acached_copy_delete(self) -> None:
+        """Async twin of cached_copy_delete."""
+        if self.session_key is None:
+            return
+        try:
+            await self._strict_cache.adelete(self.cache_key_prefix + self.session_key)
+        except Exception as exc:
+            raise SessionNotEnded(f"the session cache cannot be reached: {exc}") from exc
+
+    def flush(self) -> None:
+        self.cached_copy_delete()
+        super().flush()
+
+    async def aflush(self) -> None:
+        await self.acached_copy_delete()
+        await super().aflush()

@@ -4,6 +4,7 @@ service, encode. Errors are answered in rojos/api_errors.py, schemas are in rojo
 import asyncio
 
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import NinjaAPI, Status, Swagger
@@ -12,6 +13,7 @@ from ninja.security import django_auth
 from roject.api_answers import answers
 from roject.audit import audit_actor
 from roject.files_api import router as files_router
+from roject.live_auth import checked_stream, live_access_check
 from roject.selectors import membership_list
 from roject.token_auth import token_auth
 
@@ -190,20 +192,30 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
 
 @api.get("/conversations/{conversation_id}/stream", response=answers(None, 404, 422), tags=["chat"])
 async def conversation_stream(request: HttpRequest, conversation_id: int, after: int = 0):
-    """Re-attach to a conversation's turn: the events after `Last-Event-ID`, then the rest."""
+    """Re-attach to a conversation's turn: the events after `Last-Event-ID`, then the rest.
+
+    Any member may follow any turn of the project, so the stream ends, within
+    ROJO_LIVE_CHECK_SECONDS, once the follower may no longer read it: removed, inactive,
+    signed out, or its API token revoked (checked again as events go out)."""
     conversation, _ = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id
     )
     last_id = request.headers.get("Last-Event-ID", "")
     after = int(last_id) if last_id.isascii() and last_id.isdigit() else after
+    allowed = live_access_check(request, user=request.auth, project_id=conversation.project_id)
+
+    def followed(events) -> StreamingHttpResponse:
+        every = settings.ROJO_LIVE_CHECK_SECONDS
+        return _stream(request, checked_stream(events, allowed=allowed, every=every))
+
     turn = turns.turn_get(conversation.pk)
     if turn is not None:
-        return _stream(request, turn.follow(after))
+        return followed(turn.follow(after))
     if await dead_turn_end(conversation):  # its process is gone: ended now
         if after:
             return _stream(request, _listed(turn_relay.interrupted_events(after)))
     elif conversation.running:  # in another server process
-        return _stream(request, turn_relay.turn_follow_remote(conversation.pk, after))
+        return followed(turn_relay.turn_follow_remote(conversation.pk, after))
     # Finished, its live log elsewhere or gone: the stored turn, from its START.
     return _stream(request, _listed(await turn_relay.stored_turn_events(conversation)))
 

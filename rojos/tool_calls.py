@@ -132,6 +132,10 @@ class ToolCallRunner:
         capped = self.caps.call_refusal(index)
         if capped is not None:
             return capped, False
+        return await self._role_refusal(name)
+
+    async def _role_refusal(self, name: str) -> tuple[ToolOutcome | None, bool]:
+        """Why the user may not make this call now, if not, and whether they were removed."""
         role = await self._role_now()
         tool = self.tools.get(name)
         writes = tool is not None and tool.writes and self._granted.can_write
@@ -160,21 +164,26 @@ class ToolCallRunner:
         call_id, name = parsed.id, parsed.name
         refusal, removed = await self._refusal(name, index)
         if refusal is not None:
-            await self._store(call, refusal)
-            yield ToolResultEvent(id=call_id, name=name, result=refusal.result, ok=False)
-            if removed:
-                raise AccessRevoked(REMOVED_MESSAGE)
+            async for event in self._refused(call, parsed, refusal, removed=removed):
+                yield event
             return
         changing = self._changing_tool(parsed)
-        denied = False
+        denied = asked = False
         asking = self.gate.ask(parsed, changing, self.ctx)
         async with contextlib.aclosing(asking):
             async for event in asking:
+                asked = True
                 if denied := isinstance(event, ToolResultEvent):
                     await self._store(call, DENIED_OUTCOME)
                 yield event
         if denied:
             return
+        if asked:  # the wait may have been long: the user's role, read again
+            refusal, removed = await self._role_refusal(name)
+            if refusal is not None:
+                async for event in self._refused(call, parsed, refusal, removed=removed):
+                    yield event
+                return
         tool = self.tools.get(name)
         if tool is not None and not tool.undoable:
             # An MCP call is a request to another server: a stop cancels it (the SDK tells
@@ -198,6 +207,15 @@ class ToolCallRunner:
             change=change,
             mcp_server=tool.mcp_server if tool is not None else None,
         )
+
+    async def _refused(
+        self, call: dict, parsed: ToolCall, refusal: ToolOutcome, *, removed: bool
+    ) -> AsyncIterator[AgentEvent]:
+        """Store and announce a call that is not run; after a user's removal the turn ends."""
+        await self._store(call, refusal)
+        yield ToolResultEvent(id=parsed.id, name=parsed.name, result=refusal.result, ok=False)
+        if removed:
+            raise AccessRevoked(REMOVED_MESSAGE)
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
         tool = self.tools.get(call["function"]["name"])

@@ -67,3 +67,31 @@ def test_a_cache_that_cannot_be_reached_leaves_sessions_to_the_database(
     assert _projects(client) == 200
     assert _projects(client) == 200
     assert Session.objects.count() == 1
+
+
+def test_a_logout_while_the_cache_cannot_be_reached_is_refused_not_pretended(
+    client_for, member, settings
+):
+    """Redis out of reach as the user logs out (down, or cut off from this process only):
+    the database's row could go but the cached copy could not, and once the cache is back
+    that copy logged the session in again (a stolen cookie outlived its logout). So the
+    logout is refused, said so, with nothing changed; it works once the cache is back."""
+    reachable = settings.CACHES
+    client = client_for(member)
+    assert _projects(client) == 200  # the session is in the cache
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens there: refused at once
+        }
+    }
+    refused = client.post("/logout/", follow_redirects=False)
+    assert refused.status_code == 503
+    assert "try again" in refused.text.lower()
+    assert Session.objects.count() == 1
+    settings.CACHES = reachable
+    assert _projects(client) == 200  # still logged in, as the answer said
+    cookie = client.http.cookies[settings.SESSION_COOKIE_NAME]
+    assert client.post("/logout/", follow_redirects=False).status_code == 302
+    client.http.cookies.set(settings.SESSION_COOKIE_NAME, cookie)
+    assert _projects(client) == 401  # the logged-out cookie is dead everywhere

@@ -92,19 +92,25 @@ def test_a_change_on_one_process_reaches_a_page_served_by_another(
         context.__exit__(None, None, None)
 
 
-@pytest.mark.parametrize("revoked", ["membership", "user deactivated", "token revoked"])
+@pytest.mark.parametrize(
+    "revoked", ["membership", "user deactivated", "token revoked", "session logged out"]
+)
 def test_a_busy_stream_ends_soon_after_access_is_revoked(
     client_for, users, project, settings, revoked
 ):
     """The project changes more often than the keep-alive interval, so the stream is never
     idle: it still ends within a few ROJO_LIVE_CHECK_SECONDS of the viewer's removal, the
-    viewer's deactivation or the revocation of the token it was opened with."""
+    viewer's deactivation, the revocation of the token it was opened with, or the logout of
+    the session it was opened with (before, a logged-out page went on reading)."""
     settings.ROJO_LIVE_CHECK_SECONDS = 0.3
     project_root_create(project.pk)
     viewer = users["viewer"]
     made = api_token_create(user=viewer, name="feed")
-    reader = client_for()
-    reader.http.headers["Authorization"] = f"Bearer {made.secret}"
+    if revoked == "session logged out":
+        reader = client_for(viewer)
+    else:
+        reader = client_for()
+        reader.http.headers["Authorization"] = f"Bearer {made.secret}"
     context, events = live(reader, project)
     editor = client_for(users["editor"])
     count = iter(range(10_000))
@@ -120,6 +126,8 @@ def test_a_busy_stream_ends_soon_after_access_is_revoked(
             Membership.objects.filter(user=viewer, project=project).delete()
         elif revoked == "user deactivated":
             type(viewer).objects.filter(pk=viewer.pk).update(is_active=False)
+        elif revoked == "session logged out":
+            assert reader.post("/logout/", follow_redirects=False).status_code == 302
         else:
             api_token_revoke(user=viewer, token_id=made.token.pk)
         deadline, ended = time.monotonic() + 6, False
