@@ -34,6 +34,8 @@ class SlowClientsResult:
     dropped: int
     failures: list[str]
     timed_out: int = 0  # the server's count of clients it disconnected
+    sqlite_mib: float = 0.0  # SQLite's own heap at the RSS peak, above idle
+    sqlite_peak_mib: float = 0.0  # its high-water mark over the run, above idle
     grown: list | None = None  # with --trace: where the heap grew, 10 s into the turns
 
     @property
@@ -83,6 +85,8 @@ def slow_clients(
     asyncio.run(chat(target, project_id, "story", "warm up"))
     time.sleep(1)
     idle = peak = _rss_mib(server)
+    sqlite_idle = server.heap()["sqlite_kib"] / 1024
+    sqlite_at_peak = sqlite_idle
     if trace:
         server.memory_diff()  # the baseline
     grown = None
@@ -90,15 +94,22 @@ def slow_clients(
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
     time.sleep(1)
+
+    def sample() -> None:
+        nonlocal peak, sqlite_at_peak
+        rss = _rss_mib(server)
+        if rss > peak:
+            peak, sqlite_at_peak = rss, server.heap()["sqlite_kib"] / 1024
+
     while (_running() or time.monotonic() - started < 2) and time.monotonic() < deadline:
-        peak = max(peak, _rss_mib(server))
+        sample()
         if trace and grown is None and time.monotonic() - started > TRACE_AFTER:
             grown = server.memory_diff()["grown"]
         time.sleep(0.25)
     turns_s = time.monotonic() - started
     until = time.monotonic() + WRITE_TIMEOUT + 3
     while time.monotonic() < until:
-        peak = max(peak, _rss_mib(server))
+        sample()
         time.sleep(0.25)
     dropped = sum(_ended(sock) for sock in sockets)
     for sock in sockets:
@@ -107,6 +118,8 @@ def slow_clients(
     failures = [] if not _running() else [f"{_running()} turns still running"]
     result = SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
     result.grown = grown
+    result.sqlite_mib = sqlite_at_peak - sqlite_idle
+    result.sqlite_peak_mib = server.heap()["sqlite_peak_kib"] / 1024 - sqlite_idle
     return result
 
 
@@ -127,8 +140,10 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
             f"< {TARGET_MIB:g} MiB",
             r.above_idle_mib < TARGET_MIB and not r.failures,
             f"idle {r.idle_mib:.0f} MiB, peak {r.peak_mib:.0f} MiB, at the end "
-            f"{r.end_mib:.0f} MiB; turns done in {r.turns_s:.0f} s; {r.timed_out}/{CLIENTS} "
-            f"clients disconnected by the write timeout, {r.dropped}/{CLIENTS} found "
+            f"{r.end_mib:.0f} MiB; SQLite's heap {r.sqlite_mib:+.1f} MiB at the peak, at most "
+            f"{r.sqlite_peak_mib:+.1f} MiB; turns done in {r.turns_s:.0f} s; "
+            f"{r.timed_out}/{CLIENTS} clients disconnected by the write timeout, "
+            f"{r.dropped}/{CLIENTS} found "
             "disconnected" + "".join(f"; {f}" for f in r.failures),
         )
     section.notes.append(
