@@ -5,7 +5,9 @@ with daphne) on a free port of 127.0.0.1 and prints the port. GET /__bench__/usa
 the process's CPU time in ns (all threads, those that ended included), which /proc's 10 ms
 ticks could not resolve per turn, and how long each of its garbage-collector passes stopped
 it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
-the Python heap grew since the last such call, by place (tracemalloc).
+the Python heap grew since the last such call, by place (tracemalloc). GET /__bench__/heap
+answers, cheaply enough to poll, what SQLite's allocator holds now and at most (all
+connections: page caches, statements, full-text buffers) and Python's allocated blocks.
 """
 
 import contextlib
@@ -24,6 +26,7 @@ from pathlib import Path
 USAGE_PATH = "/__bench__/usage"
 MEMORY_PATH = "/__bench__/memory"
 TRIM_PATH = "/__bench__/trim"
+HEAP_PATH = "/__bench__/heap"
 
 _snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
 
@@ -68,6 +71,23 @@ def _trim() -> dict:
     return {"before_kib": before, "after_kib": rss_kib(), "took_ms": took_ms}
 
 
+def _heap() -> dict:
+    """SQLite's own heap (sqlite3_memory_used and its high-water mark) and how many blocks
+    Python has allocated: where RSS above the live objects may be held."""
+    import _sqlite3
+    import ctypes
+    import sys
+
+    lib = ctypes.CDLL(_sqlite3.__file__)
+    used, high = lib.sqlite3_memory_used, lib.sqlite3_memory_highwater
+    used.restype = high.restype = ctypes.c_int64
+    return {
+        "sqlite_kib": used() / 1024,
+        "sqlite_peak_kib": high(0) / 1024,
+        "python_blocks": sys.getallocatedblocks(),
+    }
+
+
 _gc_pauses: list[tuple[int, float]] = []
 _gc_started = 0.0
 
@@ -87,11 +107,14 @@ def _application():
     gc.callbacks.append(_gc_timer)
 
     async def application(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] in (USAGE_PATH, MEMORY_PATH, TRIM_PATH):
+        paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, HEAP_PATH)
+        if scope["type"] == "http" and scope["path"] in paths:
             if scope["path"] == MEMORY_PATH:
                 usage = _memory_diff()
             elif scope["path"] == TRIM_PATH:
                 usage = _trim()
+            elif scope["path"] == HEAP_PATH:
+                usage = _heap()
             else:
                 usage = {"cpu_ns": time.process_time_ns(), "gc_pauses": _gc_pauses}
             body = json.dumps(usage).encode()
@@ -176,6 +199,12 @@ class Server:
     def trim(self) -> dict:
         """The server's RSS (KiB) before and after it handed its free memory back (_trim)."""
         url = f"http://{self.host}:{self.port}{TRIM_PATH}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def heap(self) -> dict:
+        """SQLite's heap and Python's allocated blocks in the server (_heap)."""
+        url = f"http://{self.host}:{self.port}{HEAP_PATH}"
         with urllib.request.urlopen(url, timeout=30) as response:
             return json.load(response)
 

@@ -34,6 +34,8 @@ class SlowClientsResult:
     dropped: int
     failures: list[str]
     timed_out: int = 0  # the server's count of clients it disconnected
+    sqlite_mib: float = 0.0  # SQLite's own heap at the RSS peak, above idle
+    sqlite_peak_mib: float = 0.0  # its high-water mark over the run, above idle
     grown: list | None = None  # with --trace: where the heap grew, 10 s into the turns
 
     @property
@@ -83,6 +85,8 @@ def slow_clients(
     asyncio.run(chat(target, project_id, "story", "warm up"))
     time.sleep(1)
     idle = peak = _rss_mib(server)
+    sqlite_idle = server.heap()["sqlite_kib"] / 1024
+    sqlite_at_peak = sqlite_idle
     if trace:
         server.memory_diff()  # the baseline
     grown = None
@@ -90,15 +94,22 @@ def slow_clients(
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
     time.sleep(1)
+
+    def sample() -> None:
+        nonlocal peak, sqlite_at_peak
+        rss = _rss_mib(server)
+        if rss > peak:
+            peak, sqlite_at_peak = rss, server.heap()["sqlite_kib"] / 1024
+
     while (_running() or time.monotonic() - started < 2) and time.monotonic() < deadline:
-        peak = max(peak, _rss_mib(server))
+        sample()
         if trace and grown is None and time.monotonic() - started > TRACE_AFTER:
             grown = server.memory_diff()["grown"]
         time.sleep(0.25)
     turns_s = time.monotonic() - started
     until = time.monotonic() + WRITE_TIMEOUT + 3
     while time.monotonic() < until:
-        peak = max(peak, _rss_mib(server))
+        sample()
         time.sleep(0.25)
     dropped = sum(_ended(sock) for sock in sockets)
     for sock in sockets:
@@ -107,6 +118,8 @@ def slow_clients(
     failures = [] if not _running() else [f"{_running()} turns still running"]
     result = SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
     result.grown = grown
+    result.sqlite_mib = sqlite_at_peak - sqlite_idle
+    result.sqlite_peak_mib = server.heap()["sqlite_peak_kib"] / 1024 - sqlite_idle
     return result
 
 
@@ -127,8 +140,10 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
             f"< {TARGET_MIB:g} MiB",
             r.above_idle_mib < TARGET_MIB and not r.failures,
             f"idle {r.idle_mib:.0f} MiB, peak {r.peak_mib:.0f} MiB, at the end "
-            f"{r.end_mib:.0f} MiB; turns done in {r.turns_s:.0f} s; {r.timed_out}/{CLIENTS} "
-            f"clients disconnected by the write timeout, {r.dropped}/{CLIENTS} found "
+            f"{r.end_mib:.0f} MiB; SQLite's heap {r.sqlite_mib:+.1f} MiB at the peak, at most "
+            f"{r.sqlite_peak_mib:+.1f} MiB; turns done in {r.turns_s:.0f} s; "
+            f"{r.timed_out}/{CLIENTS} clients disconnected by the write timeout, "
+            f"{r.dropped}/{CLIENTS} found "
             "disconnected" + "".join(f"; {f}" for f in r.failures),
         )
     section.notes.append(
@@ -140,22 +155,36 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "through a push producer) until the client reads or is disconnected."
     )
     section.notes.append(
-        "Where the rest goes (uvicorn, each cut measured alone; 101.9 MiB before): not "
-        "live Python objects. tracemalloc 10 s into the turns (`python -m "
-        "bench.slow_clients --trace`) finds the heap only 7.5 MiB above idle for the ten "
-        "turns: the chunks of the read being parsed (rojos/provider.py, 2.5 MiB), the kept "
-        "events (rojos/turn_events.py, 1.2 MiB), the accumulators (1.4 MiB), aiohttp's "
-        "buffers (0.6 MiB). The rest is memory freed and kept: malloc_trim while turns run "
-        "(ROJO_MALLOC_TRIM_SECONDS, now on) gives 93.1 MiB; Python's own small-object "
-        "arenas, which no trim returns, another ~15 MiB (78.1 MiB with PYTHONMALLOC=malloc, "
-        "measured only); and the draft saves, ~25 MiB: every ROJO_DRAFT_SECONDS the whole "
-        "text so far is written again, and SQLite's full-text trigger (rojos/search_triggers"
-        ".py) deletes and re-indexes all of it in the database thread's memory (68.8 MiB "
-        "with no draft during the turns). Provider reads of at most 64 KiB (now) bound the "
-        "chunks parsed at once but did not move this figure. Not met: what remains needs "
-        "drafts that the full-text index skips until the reply ends (a trigger change, with "
-        "a migration), the bounded database threads of issue #22 (their connections' memory "
-        "reused, not freed and kept), and fewer objects per chunk in the read path."
+        "Where the rest goes (uvicorn; each cut measured alone, before and after back to back "
+        "at a load of 5 to 7 on 2 cores, where one tree's runs differ by up to 13 MiB): three "
+        "cuts, then what holds the rest. Drafts marked (Message.draft, migration 0020) and left"
+        " out of the full-text index until the reply ends, where SQLite's trigger had deleted "
+        "and re-indexed the whole text so far at every draft save: 69.1 → 65.7 MiB; with the "
+        "three cuts, no drafts at all during the turns (ROJO_DRAFT_SECONDS=100000) no longer "
+        "moves the figure (59.0 MiB). The accumulator's joined text held once, not beside its "
+        "blocks (0.8 MB a turn here): 79.2 → 67.2 MiB. SQLite's page cache 512 KiB a "
+        "connection, not 2 MiB (`PRAGMA cache_size`; the search and list timings of section 7 "
+        "unchanged): 79.2 → 67.9 MiB, SQLite's high-water mark 26.8 → 17.5 MiB. The three "
+        "together: uvicorn 73.3 → 58.5 MiB, daphne 71.9 → 64.2 MiB. What holds the rest, with "
+        "the three cuts: not the allocators' free memory (a malloc_trim at the end frees 0.2 to"
+        " 0.5 MiB; Python's small-object arenas about 4 MiB: 54.8 MiB with "
+        "PYTHONMALLOC=malloc). SQLite's own heap (sqlite3_memory_used, now beside the figures) "
+        "is 11 to 14 MiB above idle at the peak and 12 MiB once the turns ended: Python's "
+        "sqlite3 keeps each connection's statements prepared, and a prepared statement keeps "
+        "the values last bound to it, so each of the 8 database threads' connections holds a "
+        "copy of the last long reply it wrote. Without the statement cache "
+        "(`cached_statements=0`, measured only: each query then costs about 28 µs more to "
+        "prepare again) SQLite's heap stays 0.2 MiB above idle and the end falls from 37.3 to "
+        "22.4 MiB above idle, but the peak only to 56.7 MiB: the peak, where the ten replies "
+        "end together, is the turns' live text (each reply's 0.8 MB kept in the turn's events "
+        "with 4 bytes per chunk, and once more as the stored reply: about 20 MiB) and what the "
+        "ends of the turns and the far-behind followers build at once, which tracemalloc 10 s "
+        "into the turns does not see (`--trace` samples before the replies are whole). Not met:"
+        " the next cuts are catch-up events of bounded size for a follower far behind (now the "
+        "whole rest of the run, up to 0.8 MB, encoded and handed to the connection's buffer at "
+        "once), a finished turn's kept events giving up their text (a re-attach reading the "
+        "stored reply instead), and a long reply's bound copy not kept by SQLite's prepared "
+        "statements."
     )
     return section
 

@@ -213,7 +213,9 @@ class Draft:
 
     The user sees text as it arrives; saving it now and then (not per chunk: one write per
     interval) means a crashed process loses at most the last interval of it. Drafts are
-    written in the background, so the stream never waits on the database.
+    written in the background, so the stream never waits on the database. A draft is stored
+    marked as one (Message.draft), which keeps the search index from re-indexing the whole
+    growing text at every save; the final save clears the marker.
     """
 
     def __init__(self, history: History, every: float) -> None:
@@ -236,12 +238,13 @@ class Draft:
 
     async def _draft(self, text: str) -> None:
         try:
-            await self._write(content=text)
+            await self._write(content=text, draft=True)
         except (DatabaseError, DatabaseUnreachable):
             logger.warning("could not save a draft of the reply", exc_info=True)
 
     async def save(self, **fields) -> Message:
-        """Store the message (after any draft being written), or update the stored draft.
+        """Store the message (after any draft being written), or update the stored draft:
+        the reply's end (whole, stopped or failed), so no longer a draft.
 
         When the database stays out of reach, the text is kept for the turn's end to store
         (History.unsaved), and DatabaseUnreachable raised.
@@ -249,7 +252,7 @@ class Draft:
         if self.pending is not None:
             await asyncio.shield(self.pending)
         try:
-            return await self._write(**fields)
+            return await self._write(**fields, draft=False)
         except DatabaseUnreachable:
             if fields.get("content"):
                 self.history.unsaved = (self.message, fields["content"])

@@ -88,7 +88,15 @@ class StreamAccumulator:
 
     @property
     def text(self) -> str:
-        return "".join(self._text_blocks) + "".join(self.text_parts)
+        """The text so far, joined. The joined text then stands for the blocks: a draft
+        (history.Draft) or the stored reply holding it is then the text's only copy, not a
+        second one beside the blocks."""
+        if self.text_parts:
+            self._text_blocks.append("".join(self.text_parts))
+            self.text_parts.clear()
+        if len(self._text_blocks) > 1:
+            self._text_blocks[:] = ["".join(self._text_blocks)]
+        return self._text_blocks[0] if self._text_blocks else ""
 
     def feed(self, chunk: dict) -> str:
         """Take one parsed chunk; return the text it adds (possibly "")."""

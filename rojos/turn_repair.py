@@ -3,10 +3,11 @@ its claim dead (dead_turn_end: a re-attach, a Stop, a read, a restart), or when 
 turn starts.
 
 The stored history is made whole where the turn died: calls left open are answered as
-interrupted (History.load_blocking), the turn's record says it was interrupted, change
-records the crash left unfinished are finished, and what cut-off writes left next to their
-targets is removed. Nothing else ever needs repair: every turn that ends, however it ends,
-records that and answers its calls itself.
+interrupted (History.load_blocking), the turn's record says it was interrupted, the text it
+kept is no longer a draft (so search finds it), change records the crash left unfinished are
+finished, and what cut-off writes left next to their targets is removed. Nothing else ever
+needs repair: every turn that ends, however it ends, records that and answers its calls
+itself.
 """
 
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from roject import storage
 
 from . import undo
 from .history import History
-from .models import Conversation, FileChange, TurnRecord
+from .models import Conversation, FileChange, Message, TurnRecord
 from .tool_calls import cut_off_writes_clean
 from .tools import registry
 from .turn_claims import dead_claim
@@ -72,6 +73,8 @@ def conversation_repair(
         error_code="interrupted",
         finished=timezone.now(),
     )
+    # Its last draft is what it wrote: kept, so indexed from now on.
+    Message.objects.filter(conversation=conversation, draft=True).update(draft=False)
     # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
     repair.unfinished = list(
         FileChange.objects.filter(conversation=conversation, after__isnull=True)

@@ -123,8 +123,8 @@ def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:
 def _unsaved_store(history) -> None:
     draft, text = history.unsaved
     if draft is not None and draft.pk is not None:
-        Message.objects.filter(pk=draft.pk).update(content=text)
-        draft.content = text
+        Message.objects.filter(pk=draft.pk).update(content=text, draft=False)
+        draft.content, draft.draft = text, False
     else:
         history.append_blocking(role=Message.Role.ASSISTANT, content=text)
     history.unsaved = None

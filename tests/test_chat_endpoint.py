@@ -137,14 +137,18 @@ def test_turn_outlives_a_closed_connection(client_for, users, project, rojo, fak
 
 
 def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
-    client_for, users, project, rojo, fake_provider
+    client_for, users, project, rojo, fake_provider, settings
 ):
+    """Stopped after a draft of the reply was stored: the text streamed is kept as the
+    reply, no longer a draft, so search finds it."""
+    settings.ROJO_DRAFT_SECONDS = 0.1
     fake_provider.add(slow_reply(words=200, delay=0.05))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
         events = parse_sse(response.iter_lines())
         seen = [next(events) for _ in range(3)]
         conversation = seen[0].data["conversation"]
+        wait_until(lambda: [m.draft for m in stored_history(conversation)] == [False, True])
         stopped = client.post(f"/api/conversations/{conversation}/stop")
         rest = list(events)
 
@@ -156,6 +160,9 @@ def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
     history = stored_history(conversation)
     assert [m.role for m in history] == ["user", "assistant"]
     assert history[-1].content == streamed
+    assert history[-1].draft is False
+    hits = client.get("/api/search", params={"q": "w"}).json()
+    assert [hit["message"] for hit in hits] == [history[-1].pk]
     assert Conversation.objects.get(pk=conversation).turn_id is None
 
 

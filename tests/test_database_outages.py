@@ -45,6 +45,10 @@ print(json.dumps({{
     "status": last.status, "code": last.error_code,
     "messages": [[m.role, m.content] for m in Message.objects.filter(
         conversation_id={conversation}).order_by("position")],
+    # What search finds: the rows whose stored tsvector is set (drafts have none).
+    "indexed": [m.role for m in Message.objects.raw(
+        "SELECT id, role FROM rojos_message WHERE conversation_id = %s "
+        "AND search_vector IS NOT NULL ORDER BY position", [{conversation}])],
 }}))
 """
 
@@ -98,6 +102,7 @@ def stored(outage_db, conversation: int) -> dict:
 
 
 REPLY = "w " * 60
+LONG_REPLY = "w " * 100  # 5 s of text
 
 
 def test_a_turn_through_a_25_second_outage_finishes_whole(on_outage_db, outage_db, fake_provider):
@@ -119,6 +124,7 @@ def test_a_turn_through_a_25_second_outage_finishes_whole(on_outage_db, outage_d
     after = stored(outage_db, seen[0].data["conversation"])
     assert after["status"] == "done"
     assert after["messages"] == [["user", "Talk"], ["assistant", REPLY]]
+    assert after["indexed"] == ["user", "assistant"]  # drafts during the outage, then whole
 
 
 def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_database_is_back(
@@ -151,3 +157,36 @@ def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_data
         time.sleep(1)
     assert (after["status"], after["code"]) == ("error", "database")
     assert after["messages"] == [["user", "Talk"], ["assistant", shown]]
+
+
+def test_a_draft_stored_before_an_outage_past_the_retry_time_is_finished_once_it_is_back(
+    on_outage_db, outage_db, fake_provider, server_process
+):
+    """A reply whose draft was stored, then PostgreSQL stopped past ROJO_DB_RETRY_SECONDS:
+    the text shown is written over the draft once the database is back, and is no longer a
+    draft, so search finds it."""
+    client, made = on_outage_db
+    server = server_process(
+        DATABASE_URL=outage_db.url,
+        ROJO_PROVIDER_RETRIES="0",
+        ROJO_DB_RETRY_SECONDS="3",
+        ROJO_DRAFT_SECONDS="0.2",
+    )
+    client.http.base_url = server.base_url
+    fake_provider.add(stream(*text_chunks(LONG_REPLY, pieces=100), delay=0.05))
+    with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT", count=2)
+        time.sleep(1)  # drafts of the text are stored
+        outage_db.stop()
+        seen += list(events)
+    outage_db.start()
+
+    assert [e.type for e in seen][-2:] == ["ERROR", "DONE"]
+    assert seen[-2].data["code"] == "database"
+    deadline = time.monotonic() + 15
+    while (after := stored(outage_db, seen[0].data["conversation"]))["status"] == "running":
+        assert time.monotonic() < deadline, "the turn's end was never stored"
+        time.sleep(1)
+    assert after["messages"] == [["user", "Talk"], ["assistant", LONG_REPLY]]
+    assert after["indexed"] == ["user", "assistant"]

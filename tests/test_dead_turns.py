@@ -70,6 +70,11 @@ def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_messag
     ids = [e.id for e in rest]
     assert ids == list(range(seen[-1].id + 1, seen[-1].id + 1 + len(rest)))
     assert told_after < 5
+    # What it had written is kept as the reply, no longer a draft: search finds it.
+    kept = stored_history(conversation)[1]
+    assert (kept.role, kept.draft) == ("assistant", False)
+    hits = on_survivor.get("/api/search", params={"q": "w"}).json()
+    assert [hit["message"] for hit in hits] == [kept.pk]
 
     fake_provider.add(stream(*text_chunks("Back.")))
     again = on_survivor.chat(project.pk, rojo=rojo.slug, message="Again", conversation=conversation)

@@ -189,6 +189,8 @@ def test_killed_mid_text_the_text_saved_so_far_survives(
         seen = read_until(events, "CHAT", count=40)
         conversation = seen[0].data["conversation"]
         wait_until(lambda: len(stored_history(conversation)) == 2)
+        assert stored_history(conversation)[1].draft  # not indexed while it streams
+        assert found_messages(client, "w") == []
         server.kill()
         with pytest.raises(httpx2.RemoteProtocolError):
             list(events)
@@ -199,10 +201,20 @@ def test_killed_mid_text_the_text_saved_so_far_survives(
     assert history[1].content and streamed.startswith(history[1].content)
     assert history[1].tool_calls is None
 
-    picked_up(client_for, users, fake_provider, project, rojo, conversation)
+    survivor, after = picked_up(client_for, users, fake_provider, project, rojo, conversation)
     sent = fake_provider.requests[-1]["messages"]
     assert [m["role"] for m in sent] == ["user", "assistant", "user"]
     assert sent[1]["content"] == history[1].content
+    # The kept text is the reply now: searchable, as is the next turn's finished reply.
+    assert [m.draft for m in after] == [False] * 4
+    assert found_messages(survivor, "w") == [after[1].pk]
+    assert found_messages(survivor, "picked") == [after[3].pk]
+
+
+def found_messages(client: ApiClient, query: str) -> list[int]:
+    """The ids of the messages the search API finds for `query`."""
+    hits = client.get("/api/search", params={"q": query}).json()
+    return [hit["message"] for hit in hits if hit["message"] is not None]
 
 
 def test_killed_mid_write_the_file_stays_whole_and_the_half_write_is_nowhere(

@@ -7,6 +7,7 @@ from django.db import connection
 from roject.services import project_create
 from rojos.models import Conversation, Message
 from rojos.search import conversation_search
+from rojos.search_triggers import search_triggers_restore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -102,3 +103,66 @@ def test_the_search_uses_the_full_text_index_not_a_scan(users, conversations):
             )
             plan = " ".join(str(row[-1]) for row in cursor.fetchall())
             assert "VIRTUAL TABLE INDEX" in plan
+
+
+def indexed_ids() -> set[int]:
+    """The ids of the messages the full-text index holds, read from the index itself."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute("SELECT id FROM rojos_message WHERE search_vector IS NOT NULL")
+        else:
+            cursor.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS temp.message_terms "
+                "USING fts5vocab(main, rojos_message_fts, instance)"
+            )
+            cursor.execute("SELECT DISTINCT doc FROM temp.message_terms")
+        return {id for (id,) in cursor.fetchall()}
+
+
+def test_a_draft_is_not_indexed_until_its_reply_ends(users, conversations):
+    """A reply saved while it streams (Message.draft) is not searchable and is re-indexed at
+    none of its saves; clearing the marker indexes the finished text, and deleting drafts
+    and finished replies leaves the index exactly the searchable rows (FTS5 never asked to
+    delete a row it does not hold)."""
+    ours, _ = conversations
+    question = add(ours, "Tell me about otters")
+    reply = add(ours, "Otters are", role="assistant", draft=True)
+    assert hits(users["viewer"], "are") == []
+    reply.content = "Otters are playful swimmers"
+    reply.save(update_fields=["content", "draft"])
+    assert hits(users["viewer"], "playful") == []
+    assert indexed_ids() == {question.pk}
+
+    reply.content, reply.draft = "Otters are playful swimmers and divers", False
+    reply.save(update_fields=["content", "draft"])
+    assert hits(users["viewer"], "divers") == [(ours.pk, reply.pk)]
+    assert hits(users["viewer"], "otters") == [(ours.pk, reply.pk), (ours.pk, question.pk)]
+    kept = add(ours, "Half a sente", role="assistant", draft=True)
+    Message.objects.filter(pk=kept.pk).update(draft=False)  # what crash recovery does
+    assert hits(users["viewer"], "sente") == [(ours.pk, kept.pk)]
+    left = add(ours, "cut off mid", role="assistant", draft=True)
+    assert indexed_ids() == {question.pk, reply.pk, kept.pk}
+
+    Message.objects.filter(pk__in=[kept.pk, left.pk]).delete()
+    assert indexed_ids() == {question.pk, reply.pk}
+    ours.delete()
+    assert indexed_ids() == set()
+    assert hits(users["viewer"], "otters") == []
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's triggers")
+def test_triggers_made_again_after_a_migration_still_skip_drafts(users, conversations):
+    """The triggers a table remake dropped, made again after migrate, follow the same rule:
+    a draft is indexed only once its marker is cleared."""
+    ours, _ = conversations
+    with connection.cursor() as cursor:
+        for kind in ("insert", "delete", "update"):
+            cursor.execute(f"DROP TRIGGER rojos_message_fts_{kind}")
+    search_triggers_restore(connection)
+    reply = add(ours, "Beavers build dams", role="assistant", draft=True)
+    assert hits(users["viewer"], "beavers") == []
+    reply.draft = False
+    reply.save(update_fields=["draft"])
+    assert hits(users["viewer"], "beavers") == [(ours.pk, reply.pk)]
+    reply.delete()
+    assert indexed_ids() == set()

@@ -91,3 +91,11 @@ def test_a_database_locked_past_its_timeout_answers_503_and_stores_nothing(
     }
     assert not Conversation.objects.exists() and not Message.objects.exists()
     assert client.get("/api/projects").status_code == 200
+
+
+def test_each_connection_keeps_a_small_page_cache():
+    """Each database thread keeps its connection for the life of the process, and SQLite's
+    default page cache (2 MiB each) fills with every long reply written: bounded to 512 KiB."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA cache_size")
+        assert cursor.fetchone() == (-512,)
