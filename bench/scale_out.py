@@ -355,7 +355,30 @@ def scale_out_section(r: ScaleOutResult | None) -> Section:
         str(r.connections_max),
         note=f"PostgreSQL allows {r.connections_allowed}; open files allowed {r.fd_limit}",
     )
+    section.notes.extend(NOTES)
     return section
+
+
+NOTES = (
+    "Limits, per process: PostgreSQL connections at most ROJO_DB_POOL_SIZE (10; the two "
+    "processes and the bench's own stay far under max_connections 100), Redis connections "
+    "of the Channels layer at most ROJO_REDIS_POOL_SIZE (50), open files 2 per stream "
+    "(the client's and the provider's connection) under the 20,000 allowed.",
+    "What failed before (the scale22 helper's first run): redis-py 8's asyncio pool holds "
+    "at most 100 connections and fails the next command at once (MaxConnectionsError, a "
+    "RedisError); each turn start joins its group on the layer, so a burst of 500 had "
+    "218 answered 503 'cannot reach its message relay', and with fewer requests than the "
+    "provider's barrier waited for, the other 282 ended in ERROR provider (no stream "
+    "ever ended without an ERROR or DONE: every client had its answer). The layer's pool "
+    "now queues commands past its size (roject/channel_layer.py): 500/500 and "
+    "1,000/1,000 complete. Streams counted by CHAT events looked cut short when a "
+    "follower fell 32 chunks behind (the log then sends the rest of the run as one "
+    "event): the bench counts the chunks' stamps, and asks for DONE.",
+    "The latency and CPU targets need an idle machine: with the client, the provider and "
+    "both servers on the same 2 cores beside other sessions (load 7 to 10), the first "
+    "runs had every stream's first chunk after 15 s (500 on one process) and 23 s (1,000 "
+    "on two), and the servers 2.5 s behind (p50) once they streamed.",
+)
 
 
 def main() -> None:
