@@ -56,7 +56,10 @@ async def _body_pieces(reader: asyncio.StreamReader, chunked: bool) -> AsyncIter
             yield piece
         return
     while True:
-        size = int((await reader.readline()).split(b";", 1)[0], 16)
+        line = await reader.readline()
+        if not line:  # cut off between two chunks: not the body's end (a zero-size chunk)
+            raise asyncio.IncompleteReadError(b"", None)
+        size = int(line.split(b";", 1)[0], 16)
         if size == 0:
             await reader.readline()
             return

@@ -7,7 +7,9 @@ otherwise keeps from their own last run.
 With BENCH_PROFILE=<path>, each server process samples where its CPU goes and writes the
 result to <path>.<pid> when it stops (see bench/sampler.py). With BENCH_BASELINE_TREE=<a
 checkout of an earlier commit>, section 10's burst of turn starts also runs on that tree's
-server, in the same run, for a before-and-after on the same machine and load.
+server, in the same run, for a before-and-after on the same machine and load. With
+BENCH_POSTGRES_URL and BENCH_REDIS_URL both set, section 12 runs two server processes on them
+(bench/scale_out.py).
 """
 
 import argparse
@@ -34,7 +36,7 @@ REPORT = env.ROOT / "docs" / "performance.md"
 # The sections after the first two, in the report's order.
 RUN = (
     *("concurrency", "big_files", "database", "window", "conversations", "slow_clients"),
-    *("sqlite_memory", "floor", "stream_memory"),
+    *("sqlite_memory", "floor", "stream_memory", "scale_out"),
 )
 # Sections that take minutes each: run with --long (or --only); otherwise the report keeps
 # their last figures. Section 9 is issue #17's 8-minute search for a leak (three runs of 150 s).
@@ -220,6 +222,17 @@ class Bench:
         args = (self.environ, self.provider.base_url, self.log.parent, self.fixtures, levels)
         return stream_memory_section(stream_memory_all(*args))
 
+    def scale_out(self) -> Section:
+        """Section 12: with BENCH_POSTGRES_URL and BENCH_REDIS_URL, two processes on them."""
+        from .scale_out import scale_out, scale_out_section
+
+        print("\n# 12. 1,000 streams on one machine", flush=True)
+        server_url = os.environ.get("BENCH_POSTGRES_URL")
+        redis_url = os.environ.get("BENCH_REDIS_URL")
+        if not (server_url and redis_url) or self.quick:
+            return scale_out_section(None)
+        return scale_out_section(scale_out(server_url, redis_url))
+
     def floor(self) -> Section:
         """Section 10: the floor beside the app, and the burst of turn starts on both (and
         on BENCH_BASELINE_TREE's server, when set)."""
@@ -270,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         choices=[
             *("database", "window", "conversations", "slow_clients", "sqlite_memory"),
-            "stream_memory",
+            *("stream_memory", "scale_out"),
         ],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )

@@ -35,7 +35,8 @@ def _memory_diff() -> dict:
     """With BENCH_TRACEMALLOC=<frames>: what Python allocated since the last call, by place.
 
     The first call only takes the baseline. Each answer lists the 25 places (tracebacks,
-    innermost last) whose allocations grew most, the traced total, and the gc's objects.
+    innermost last) whose allocations grew most, how much all places grew together, the
+    traced total, and the gc's objects.
     """
     import tracemalloc
 
@@ -45,15 +46,17 @@ def _memory_diff() -> dict:
     snapshot = tracemalloc.take_snapshot().filter_traces(
         [tracemalloc.Filter(False, tracemalloc.__file__)]
     )
-    grown = []
+    grown, grown_kib = [], 0.0
     if _snapshots:
-        for stat in snapshot.compare_to(_snapshots[-1], "traceback")[:25]:
+        stats = snapshot.compare_to(_snapshots[-1], "traceback")
+        grown_kib = sum(stat.size_diff for stat in stats) / 1024  # every place, not the top
+        for stat in stats[:25]:
             frames = [f"{f.filename}:{f.lineno}" for f in stat.traceback]
             grown.append({"kib": stat.size_diff / 1024, "count": stat.count_diff, "at": frames})
     _snapshots[:] = [snapshot]
     traced, peak = tracemalloc.get_traced_memory()
     return {"traced_kib": traced / 1024, "peak_kib": peak / 1024, "objects": len(gc.get_objects()),
-            "grown": grown}  # fmt: skip
+            "grown": grown, "grown_kib": grown_kib}  # fmt: skip
 
 
 def _trim() -> dict:
@@ -247,7 +250,7 @@ def server_start(env: dict[str, str], log: Path, tree: Path | None = None) -> Se
         )
     port = int(process.stdout.readline())
     server = Server(process=process, host="127.0.0.1", port=port)
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 90  # a loaded machine, or tracemalloc, starts it slowly
     while True:
         try:
             server.cpu_ns()

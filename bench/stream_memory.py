@@ -10,7 +10,7 @@ file:line) says where the Python heap grew while every stream was running, which
 cannot (tracemalloc's own cost makes that run's RSS meaningless, so it is a separate one).
 
 Run alone: `.venv/bin/python -m bench.stream_memory [--streams 200] [--trace]` (prints the
-figures, writes nothing), or as section 10 of `bench/run.py` (`--only stream_memory`).
+figures, writes nothing), or as section 11 of `bench/run.py` (`--only stream_memory`).
 """
 
 import asyncio
@@ -19,11 +19,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import client as http
-from .latency import sent_ns
 from .report import Section
 from .stats import percentile
 
-STREAMS = (200,)  # `--streams 1000` too, by hand: see the section's notes
+STREAMS = (200, 1000)
 CHUNKS, DELAY_MS = 100, 20
 TARGET_KIB = 150.0
 TRACE_TOP = 15
@@ -56,23 +55,28 @@ class StreamMemoryResult:
 async def _conversation(
     target: http.Target, project_id: int, rojo: str, result: StreamMemoryResult, halfway
 ) -> None:
-    chunks = 0
+    chunks, done = 0, False
     path = f"/api/projects/{project_id}/chat"
     try:
         async for event in http.events(target, path, {"rojo": rojo, "message": "Talk."}):
             if event.type == "CHAT":
-                chunks += 1
-                result.latencies_ms.append((event.arrived_ns - sent_ns(event)) / 1e6)
-                if chunks == CHUNKS // 2:
-                    halfway()
+                # A follower that fell behind gets several chunks as one event: each
+                # stamp in its text is a chunk.
+                for stamp in event.data["text"].split():
+                    chunks += 1
+                    result.latencies_ms.append((event.arrived_ns - int(stamp)) / 1e6)
+                    if chunks == CHUNKS // 2:
+                        halfway()
             elif event.type == "ERROR":
                 result.failures[f"ERROR {event.data.get('code')}"] += 1
                 return
+            elif event.type == "DONE":
+                done = True
     except (OSError, asyncio.IncompleteReadError, http.HttpStatusError) as exc:
         result.failures[exc.__class__.__name__] += 1
         return
-    if chunks != CHUNKS:
-        result.failures[f"{chunks} of {CHUNKS} chunks"] += 1
+    if chunks != CHUNKS or not done:
+        result.failures[f"{chunks} of {CHUNKS} chunks{'' if done else ', no DONE'}"] += 1
         return
     result.completed += 1
 
@@ -100,7 +104,11 @@ async def _run(server, target, project_id: int, rojo: str, streams: int, trace: 
         running = asyncio.gather(
             *(_conversation(target, project_id, rojo, result, halfway) for _ in range(streams))
         )
-        await asyncio.wait([asyncio.ensure_future(reached.wait()), running], timeout=60)
+        await asyncio.wait(
+            [asyncio.ensure_future(reached.wait()), running],
+            timeout=60,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
         result.running_mib = server.memory_kib()["VmRSS"] / 1024
         result.threads, result.mappings = _mappings(server.process.pid)
         trimmed = await asyncio.to_thread(server.trim)
@@ -108,7 +116,7 @@ async def _run(server, target, project_id: int, rojo: str, streams: int, trace: 
         if trace:
             diff = await asyncio.to_thread(server.memory_diff)
             result.grown = diff["grown"]
-            result.heap_kib = sum(g["kib"] for g in diff["grown"])
+            result.heap_kib = diff["grown_kib"]
         await running
     watch.cancel()
     result.wall_s = time.monotonic() - start
@@ -204,35 +212,26 @@ def stream_memory_section(results: list[StreamMemoryResult]) -> Section:
 
 
 NOTES = (
-    "Where the bytes are (this section's own breakdown, 200 streams): the peak is reached "
-    "while the turns start, not while they stream. Each request and each turn runs its "
-    "database calls on a new thread of its own (roject/db_threads.py) with a new SQLite "
-    "connection (about 190 KiB each for this schema, measured alone), and up to 608 threads "
-    "were alive at once; halfway through the replies 8 are left. The RSS after malloc_trim "
-    "halfway through is what the streams hold: 235 to 270 KiB per stream (190 to 197 MiB, "
-    "idle 143 MiB); the rest of the peak is the start burst's memory, freed and kept by the "
-    "allocator, most of it SQLite's and the threads' (not Python objects). A stream's "
-    "Python objects are few: under tracemalloc (`--trace --streams 50`; at 200 its snapshot "
-    "stalls the server too long), halfway through, the traced heap had grown 15.9 KiB per "
-    "stream (aiohttp's connection and buffers about 6 KiB, the thread's objects 2 KiB, the "
-    "kept events 1.8 KiB, the ORM's rows 0.7 KiB); with PYTHONMALLOC=malloc the figure was "
-    "no lower (1,378 KiB).",
-    "Cut, measured one at a time (200 streams, per stream at the peak; the start burst "
-    "makes it vary twofold with the machine's load): before, 842 to 1,711 KiB; "
-    "MALLOC_ARENA_MAX=2, no lower (1,902 KiB); malloc_trim while turns run "
-    "(ROJO_MALLOC_TRIM_SECONDS, now on), the peak no lower but the RSS halfway through "
-    "250 to 320 MiB instead of 290 to 505 MiB (the chunk latency p99, starts included and "
-    "noisy under the load: 215 to 346 ms with it, 134 to 523 ms without; one trim takes 13 "
-    "to 160 ms, in a thread of its own); provider reads of at most 64 KiB change nothing here "
-    "(a paced reply's reads are small). A local experiment, not in this branch: the "
-    "database calls on a shared pool of 8 long-lived threads (issue #22 point 2, another "
-    "branch) and the trim together gave 147 KiB per stream (peak 171 MiB, 11 threads); the "
-    "pool alone 1,027 KiB (the allocator kept the burst's memory), the trim alone as above. "
-    "So the target needs both: this branch's trim, and the bounded database threads.",
-    "1,000 streams (`python -m bench.stream_memory --streams 1000`) do not run on this "
-    "machine as the code stands: 3,008 threads at once, 8 of 1,000 complete in 70 s, "
-    "930 KiB per stream (peak 1,051 MiB). Not in `make bench` until the database threads "
-    "are bounded.",
+    "Where the bytes are (the scale22 helper's runs, 1 December 2026, on the shared 2-core "
+    "machine under a load of 2 to 26): with the database calls on the bounded pool of "
+    "threads (roject/db_threads.py) the process has 11 threads at most and the peak is "
+    "reached while the replies stream, not while they start: the RSS halfway through "
+    "the replies is within 2 to 4 MiB of the peak, and malloc_trim then frees almost "
+    "nothing (0 to 1 MiB). So what is counted is what the streams hold, not the start "
+    "burst's leftovers: 161 to 163 KiB per stream at 200 (idle 149 MiB, peak 181 MiB) "
+    "and 172 KiB at 1,000 (peak 317 MiB), all complete. PYTHONMALLOC=malloc gives the "
+    "same 163 KiB (the memory moves from anonymous mappings to the heap): it is not "
+    "pymalloc's arenas kept by fragmentation. Between 200 and 1,000 streams, the "
+    "anonymous mappings (pymalloc's arenas) grow 141 KiB per stream and the heap 19 KiB.",
+    "Under tracemalloc (`--trace`) the server is too slow to keep up with 200 paced "
+    "streams (chunk latency p99 4.6 s), so a stream's parsed but unsent chunks pile up "
+    "(rojos/provider.py's orjson parse, 51 KiB per stream, a backlog, not a cost of an "
+    "ordinary stream); the next places were each 1 to 3 KiB per stream (asyncio's locks "
+    "and handles, aiohttp's connection, the lane of db_threads, the turn's kept events "
+    "and accumulator). Up to this run the tool summed only the 25 places that grew most "
+    "(31 KiB per stream without the backlog); it now sums every place, which is the "
+    "figure to read next: what separates that from the 160 KiB RSS per stream is what "
+    "to cut (C-level buffers or Python objects spread thin).",
 )
 
 
@@ -243,7 +242,7 @@ def _p99(values: list[float]) -> float:
 def trace_lines(result: StreamMemoryResult) -> list[str]:
     """The places the traced heap grew most while every stream ran, per stream."""
     n = result.streams
-    lines = [f"traced heap grew {result.heap_kib / n:.1f} KiB per stream (top 25 places)"]
+    lines = [f"traced heap grew {result.heap_kib / n:.1f} KiB per stream; where most:"]
     for grown in result.grown[:TRACE_TOP]:
         where = grown["at"][-1].replace(str(_root()) + "/", "")
         lines.append(f"  {grown['kib'] / n:7.1f} KiB  {grown['count'] / n:6.1f} blocks  {where}")

@@ -131,11 +131,22 @@ REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "BACKEND": "roject.channel_layer.BlockingPoolRedisChannelLayer",
             # redis-py 8 reads with a 5 s socket timeout by default, as long as the layer's
             # blocking pop waits (5 s) for a message: an idle receive then failed (a page's
             # live stream broke). A longer read timeout still notices a Redis gone silent.
-            "CONFIG": {"hosts": [{"address": REDIS_URL, "socket_timeout": 15}]},
+            # At most ROJO_REDIS_POOL_SIZE connections per process; a command past them
+            # waits up to 10 s for one (a burst of 1,000 turn starts joins 1,000 groups).
+            "CONFIG": {
+                "hosts": [
+                    {
+                        "address": REDIS_URL,
+                        "socket_timeout": 15,
+                        "max_connections": int(os.environ.get("ROJO_REDIS_POOL_SIZE") or 50),
+                        "timeout": 10,
+                    }
+                ]
+            },
         }
     }
 else:
