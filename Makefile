@@ -34,5 +34,9 @@ lint: setup
 .PHONY: bench
 # Benchmarks against the fake provider (under six minutes; `bench.run --long` adds the long
 # sections); writes docs/performance.md.
+# Sections 3 and 12 run on PostgreSQL and Redis where these answer (12 only on an empty Redis
+# database, whose keys it deletes afterwards); set either to '' to leave them out.
+BENCH_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
+BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
 bench: setup
-	$(BIN)/python -m bench.run
+	BENCH_POSTGRES_URL='$(BENCH_POSTGRES_URL)' BENCH_REDIS_URL='$(BENCH_REDIS_URL)' $(BIN)/python -m bench.run

@@ -154,8 +154,13 @@ class Bench:
         self.raw["concurrency"] = results
         server_url = os.environ.get("BENCH_POSTGRES_URL")
         if server_url and not self.quick:
-            from .postgres import postgres_concurrency
+            from .postgres import _connect, postgres_concurrency
 
+            try:
+                _connect(server_url).close()
+            except Exception as exc:
+                print(f"(no PostgreSQL run: {type(exc).__name__} at BENCH_POSTGRES_URL)")
+                return section
             postgres_section(section, postgres_concurrency(server_url))
         return section
 
@@ -224,13 +229,15 @@ class Bench:
 
     def scale_out(self) -> Section:
         """Section 12: with BENCH_POSTGRES_URL and BENCH_REDIS_URL, two processes on them."""
-        from .scale_out import scale_out, scale_out_section
+        from .scale_out import scale_out, scale_out_section, scale_out_unavailable
 
         print("\n# 12. 1,000 streams on one machine", flush=True)
         server_url = os.environ.get("BENCH_POSTGRES_URL")
         redis_url = os.environ.get("BENCH_REDIS_URL")
         if not (server_url and redis_url) or self.quick:
             return scale_out_section(None)
+        if why := scale_out_unavailable(server_url, redis_url):
+            return scale_out_section(None, why)
         return scale_out_section(scale_out(server_url, redis_url))
 
     def floor(self) -> Section:

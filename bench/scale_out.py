@@ -264,6 +264,29 @@ def _redis_clear(redis_url: str) -> None:
         client.close()
 
 
+def scale_out_unavailable(server_url: str, redis_url: str) -> str:
+    """Why the section cannot run on these servers ('' if it can): a server that does not
+    answer, or a Redis database that already holds keys (the bench deletes every key of its
+    database afterwards, so it runs only on an empty one)."""
+    import redis
+
+    from .postgres import _connect
+
+    try:
+        _connect(server_url).close()
+    except Exception as exc:
+        return f"no PostgreSQL at BENCH_POSTGRES_URL ({type(exc).__name__})"
+    client = redis.Redis.from_url(redis_url, socket_timeout=2)
+    try:
+        if client.dbsize():
+            return "BENCH_REDIS_URL's database holds keys; name an empty one"
+    except redis.RedisError as exc:
+        return f"no Redis at BENCH_REDIS_URL ({type(exc).__name__})"
+    finally:
+        client.close()
+    return ""
+
+
 def scale_out(server_url: str, redis_url: str, streams: int = STREAMS) -> ScaleOutResult:
     """Create a database, run the child on it and Redis, drop the database and the keys."""
     from .postgres import _connect
@@ -295,7 +318,7 @@ def scale_out(server_url: str, redis_url: str, streams: int = STREAMS) -> ScaleO
         _redis_clear(redis_url)
 
 
-def scale_out_section(r: ScaleOutResult | None) -> Section:
+def scale_out_section(r: ScaleOutResult | None, why: str = "") -> Section:
     section = Section(
         "12. 1,000 streams on one machine",
         f"The README's scale-out layout on one host: {PROCESSES} server processes (uvicorn, "
@@ -309,7 +332,9 @@ def scale_out_section(r: ScaleOutResult | None) -> Section:
     )
     if r is None:
         section.add(
-            "scale_out", "not run", note="set BENCH_POSTGRES_URL and BENCH_REDIS_URL to run it"
+            "scale_out",
+            "not run",
+            note=why or "set BENCH_POSTGRES_URL and BENCH_REDIS_URL to run it",
         )
         return section
     if r.error or r.two is None or r.one is None:
