@@ -5,7 +5,9 @@ with daphne) on a free port of 127.0.0.1 and prints the port. GET /__bench__/usa
 the process's CPU time in ns (all threads, those that ended included), which /proc's 10 ms
 ticks could not resolve per turn, and how long each of its garbage-collector passes stopped
 it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
-the Python heap grew since the last such call, by place (tracemalloc).
+the Python heap grew since the last such call, by place (tracemalloc). With
+BENCH_COUNT_CROSSINGS=1, GET /__bench__/crossings answers the calls handed to the database
+threads since the last such call (roject/db_threads.py lanes), by function.
 """
 
 import contextlib
@@ -24,6 +26,7 @@ from pathlib import Path
 USAGE_PATH = "/__bench__/usage"
 MEMORY_PATH = "/__bench__/memory"
 TRIM_PATH = "/__bench__/trim"
+CROSSINGS_PATH = "/__bench__/crossings"
 
 _snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
 
@@ -68,6 +71,32 @@ def _trim() -> dict:
     return {"before_kib": before, "after_kib": rss_kib(), "took_ms": took_ms}
 
 
+_crossings: dict[str, int] = {}
+
+
+def _crossings_count() -> None:
+    """Count every call a lane hands to the database threads, by the function it runs
+    (asgiref's thread handler carries it as the `child` partial)."""
+    from roject.db_threads import _Lane
+
+    submit = _Lane.submit
+
+    def counted(self, fn, /, *args, **kwargs):
+        child = fn.args[-1] if getattr(fn, "args", None) else fn
+        target = getattr(child, "func", child)
+        name = getattr(target, "__qualname__", repr(target))
+        _crossings[name] = _crossings.get(name, 0) + 1
+        return submit(self, fn, *args, **kwargs)
+
+    _Lane.submit = counted
+
+
+def _crossings_taken() -> dict:
+    taken = dict(sorted(_crossings.items(), key=lambda item: -item[1]))
+    _crossings.clear()
+    return {"total": sum(taken.values()), "calls": taken}
+
+
 _gc_pauses: list[tuple[int, float]] = []
 _gc_started = 0.0
 
@@ -85,11 +114,16 @@ def _application():
     from roject.asgi import application as app
 
     gc.callbacks.append(_gc_timer)
+    if os.environ.get("BENCH_COUNT_CROSSINGS"):
+        _crossings_count()
+    paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, CROSSINGS_PATH)
 
     async def application(scope, receive, send):
-        if scope["type"] == "http" and scope["path"] in (USAGE_PATH, MEMORY_PATH, TRIM_PATH):
+        if scope["type"] == "http" and scope["path"] in paths:
             if scope["path"] == MEMORY_PATH:
                 usage = _memory_diff()
+            elif scope["path"] == CROSSINGS_PATH:
+                usage = _crossings_taken()
             elif scope["path"] == TRIM_PATH:
                 usage = _trim()
             else:
@@ -176,6 +210,12 @@ class Server:
     def trim(self) -> dict:
         """The server's RSS (KiB) before and after it handed its free memory back (_trim)."""
         url = f"http://{self.host}:{self.port}{TRIM_PATH}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def crossings(self) -> dict:
+        """The calls handed to the database threads since the last call (by function)."""
+        url = f"http://{self.host}:{self.port}{CROSSINGS_PATH}"
         with urllib.request.urlopen(url, timeout=30) as response:
             return json.load(response)
 
