@@ -116,14 +116,14 @@ class CsrfViewMiddleware(_OnTheLoop, csrf.CsrfViewMiddleware):
         return settings.CSRF_USE_SESSIONS
 
     async def _aprocess_view(self, request, callback, callback_args, callback_kwargs):
-        on_thread = settings.CSRF_USE_SESSIONS or _multipart_post(request)
+        on_thread = settings.CSRF_USE_SESSIONS or multipart_post(request)
         view = csrf.CsrfViewMiddleware.process_view
         return await self._hook(
             on_thread, view, self, request, callback, callback_args, callback_kwargs
         )
 
 
-def _multipart_post(request) -> bool:
+def multipart_post(request) -> bool:
     """Whether reading request.POST parses a multipart body (files, maybe to disk)."""
     return request.method == "POST" and request.content_type == "multipart/form-data"
 
