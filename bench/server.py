@@ -84,7 +84,7 @@ def _crossings_count() -> None:
     def counted(self, fn, /, *args, **kwargs):
         child = fn.args[-1] if getattr(fn, "args", None) else fn
         target = getattr(child, "func", child)
-        name = getattr(target, "__qualname__", repr(target))
+        name = getattr(target, "__qualname__", type(target).__qualname__)
         _crossings[name] = _crossings.get(name, 0) + 1
         return submit(self, fn, *args, **kwargs)
 

@@ -192,8 +192,8 @@ async def _crossings(server, open_stream: Opener) -> dict:
 
 
 def main() -> None:
-    """The burst alone on a fresh world, in rounds of (BENCH_BASELINE_TREE's server, this
-    tree's), each on a fresh server process: `python -m bench.starts [--rounds N]`."""
+    """The burst alone on a fresh world, in rounds of (BENCH_BASELINE_TREE's server, the
+    --tree ones, this tree's), each on a fresh server process: `python -m bench.starts`."""
     import argparse
     import os
     from pathlib import Path
@@ -204,9 +204,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--crossings", action="store_true", help="count them on one chat")
+    parser.add_argument("--tree", action="append", default=[], help="LABEL=DIR, another tree")
     args = parser.parse_args()
     baseline = os.environ.get("BENCH_BASELINE_TREE")
     trees = {"before": Path(baseline)} if baseline else {}
+    trees.update((label, Path(tree)) for label, _, tree in (t.partition("=") for t in args.tree))
     with env.standalone_world() as (environ, provider, scratch, fixtures):
         for model in (RUNNING_MODEL, BURST_MODEL):
             env.rojo_new(model, provider.base_url, model)

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from roject.db_threads import _Lane
 from roject.models import Role
+from roject.tokens import api_token_create
 from tests.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,7 +27,7 @@ def crossings(monkeypatch) -> list[str]:
     def counted(self, fn, /, *args, **kwargs):
         child = fn.args[-1] if getattr(fn, "args", None) else fn
         target = getattr(child, "func", child)
-        names.append(getattr(target, "__qualname__", repr(target)))
+        names.append(getattr(target, "__qualname__", type(target).__qualname__))
         return submit(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(_Lane, "submit", counted)
@@ -159,3 +160,25 @@ def test_a_message_is_kept_for_the_next_page_and_shown_once(asgi_server, users, 
         shown = "outsider is now a member"
         assert shown in http.get(f"/projects/{project.pk}/members/").text
         assert shown not in http.get(f"/projects/{project.pk}/members/").text
+
+
+def _auth_calls(names: list[str]) -> list[str]:
+    return [name for name in names if "Auth" in name or "Bearer" in name]
+
+
+def test_an_async_endpoint_makes_one_trip_for_its_session_user(client_for, users, crossings):
+    """No trip for the absent bearer token, the CSRF check on the loop, one for the user."""
+    client = client_for(users["owner"])
+    response = client.get("/api/changes/999999/diff")  # an async endpoint
+    assert response.status_code == 404
+    assert _auth_calls(crossings) == ["SessionAuth.authenticate"]
+    assert _middleware_hooks(crossings) == []
+
+
+def test_an_async_endpoint_makes_one_trip_for_its_bearer_token(asgi_server, users, crossings):
+    """A bearer token: read in one trip; the session's auth is not tried."""
+    made = api_token_create(user=users["owner"], name="script", expires_days=1)
+    headers = {"Authorization": f"Bearer {made.secret}"}
+    response = httpx2.get(f"{asgi_server}/api/changes/999999/diff", headers=headers, timeout=30)
+    assert response.status_code == 404
+    assert _auth_calls(crossings) == ["HttpBearer.__call__"]  # the token's read
