@@ -205,6 +205,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--crossings", action="store_true", help="count them on one chat")
     parser.add_argument("--tree", action="append", default=[], help="LABEL=DIR, another tree")
+    parser.add_argument("--sequential", type=int, default=SEQUENTIAL_RUNS, metavar="N")
+    parser.add_argument("--no-burst", action="store_true", help="only the sequential CPU")
     args = parser.parse_args()
     baseline = os.environ.get("BENCH_BASELINE_TREE")
     trees = {"before": Path(baseline)} if baseline else {}
@@ -224,10 +226,14 @@ def main() -> None:
                     if args.crossings:
                         print(label, json.dumps(asyncio.run(_crossings(server, opener))))
                         continue
-                    cpu_ms = asyncio.run(_sequential_cpu_ms(server, opener, SEQUENTIAL_RUNS))
-                    result = asyncio.run(burst(server, opener))
+                    cpu_ms = asyncio.run(_sequential_cpu_ms(server, opener, args.sequential))
+                    result = None if args.no_burst else asyncio.run(burst(server, opener))
                 finally:
                     server.stop()
+                if result is None:
+                    load = os.getloadavg()[0]
+                    print(f"{round_} {label}: sequential {cpu_ms:.1f} ms/chat, load {load:.1f}")
+                    continue
                 print(
                     f"{round_} {label}: sequential {cpu_ms:.1f} ms/chat; burst "
                     f"{result.server_cpu_s * 1000 / BURST:.1f} ms/start, first chunk p50 "
