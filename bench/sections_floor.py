@@ -122,6 +122,15 @@ def floor_section(floor, app: dict) -> Section:
         "SQLite connection; sized by running this burst with 2, 4, 8, 16 and 32 threads, "
         "twice, on the shared machine: 8 gave the shortest first chunk both times, and more "
         "threads cost more CPU (GIL contention: 2.6 s for the burst at 8, 3.6 s at 32).",
+        "The middlewares on the loop and the auth without trips, measured by hand (`python -m "
+        "bench.starts`, before/after trees in interleaved rounds, each on a fresh server): "
+        "server CPU per conversation of `paced-20-20` one at a time, 60 each, three rounds at "
+        "load 0.6 to 2.5: 41.4 ms before (20 trips), 39.8 ms with the middlewares on the loop "
+        "(7), 39.3 ms with the auth too (6): about 0.15 ms per trip, 5% of a conversation. "
+        "The burst in the same pairs, at load 5 to 9 (other sessions' tests and benchmarks): "
+        "first chunk p50 4.65 and 5.70 s before, 4.19 and 6.25 s with the middlewares, 5.02 "
+        "and 3.64 s with both; the noise of the shared machine is larger than the change. The "
+        "trips were not what a start's CPU is spent on.",
     ]
     section.add(
         "floor_first_chunk",
