@@ -110,19 +110,30 @@ def floor_section(floor, app: dict) -> Section:
         f"A start costs the app about {app_burst.server_cpu_s * 1000 / BURST:.0f} ms of server "
         f"CPU ({app_burst.server_cpu_s:.1f} s for the burst, the running streams' chunks "
         "included), on one core for the process: the burst's first chunks wait for that CPU, "
-        "not for the database. What a conversation does besides the floor's relaying: 24 "
-        "crossings to the database threads and back (counted on one chat by wrapping the "
-        "lane's submit), 13 of them Django's sync middlewares' process_request, "
-        "process_view and process_response, 2 the API's auth classes (the session's user is "
-        "read in one), 1 the request signal, 1 the response's close, and 7 the app's own "
-        "(the chat's checks, the claim, the budgets, the user's message, the turn's end); "
-        "each is a thread handoff under the GIL. Then the SDK request, the history and the "
-        "turn's events. Making Django's middleware stack async (no crossing) is the next "
-        "lever for starts.",
+        "not for the database. What a conversation does besides the floor's relaying: 6 "
+        "crossings to the database threads and back (`python -m bench.starts --crossings` "
+        "counts them on one chat): Django's request_started signal and its response's close "
+        "(sync receivers), the session's user, the chat's checks, the turn's claim and the "
+        "turn's end; each is a thread handoff under the GIL. Django's middlewares run their "
+        "hooks on the loop (roject/loop_middleware.py) and the API's auth crosses only to "
+        "read (roject/token_auth.py): 20 crossings before. Then the SDK request, the "
+        "history and the turn's events.",
         "The database threads: ROJO_DB_THREADS (8) long-lived threads, each keeping its "
         "SQLite connection; sized by running this burst with 2, 4, 8, 16 and 32 threads, "
         "twice, on the shared machine: 8 gave the shortest first chunk both times, and more "
         "threads cost more CPU (GIL contention: 2.6 s for the burst at 8, 3.6 s at 32).",
+        "The middlewares on the loop and the auth without trips, measured by hand (`python -m "
+        "bench.starts`, before/after trees in interleaved rounds, each on a fresh server): "
+        "server CPU per conversation of `paced-20-20` one at a time, 60 each, three rounds at "
+        "load 0.6 to 2.5: 41.4 ms before (20 trips), 39.8 ms with the middlewares on the loop "
+        "(7), 39.3 ms with the auth too (6): about 0.15 ms per trip, 5% of a conversation. "
+        "The burst in the same pairs, at load 5 to 9 (other sessions' tests and benchmarks): "
+        "first chunk p50 4.65 and 5.70 s before, 4.19 and 6.25 s with the middlewares, 5.02 "
+        "and 3.64 s with both; the noise of the shared machine is larger than the change. "
+        "Again with the burst, two rounds at load 8 to 34: CPU per conversation 40.1, 36.5 "
+        "and 35.3 ms; first chunk p50 4.93 and 5.52 s, 5.30 and 3.78 s, 3.99 and 5.09 s; the "
+        "running streams' p99 830 to 1,100 ms in all; 200 of 200 complete in all. The trips "
+        "were not what a start's CPU is spent on.",
     ]
     section.add(
         "floor_first_chunk",

@@ -7,7 +7,9 @@ ticks could not resolve per turn, and how long each of its garbage-collector pas
 it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
 the Python heap grew since the last such call, by place (tracemalloc). GET /__bench__/heap
 answers, cheaply enough to poll, what SQLite's allocator holds now and at most (all
-connections: page caches, statements, full-text buffers) and Python's allocated blocks.
+connections: page caches, statements, full-text buffers) and Python's allocated blocks. With
+BENCH_COUNT_CROSSINGS=1, GET /__bench__/crossings answers the calls handed to the database
+threads since the last such call (roject/db_threads.py lanes), by function.
 """
 
 import contextlib
@@ -27,6 +29,7 @@ USAGE_PATH = "/__bench__/usage"
 MEMORY_PATH = "/__bench__/memory"
 TRIM_PATH = "/__bench__/trim"
 HEAP_PATH = "/__bench__/heap"
+CROSSINGS_PATH = "/__bench__/crossings"
 
 _snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
 
@@ -89,6 +92,30 @@ def _heap() -> dict:
         "sqlite_peak_kib": high(0) / 1024,
         "python_blocks": sys.getallocatedblocks(),
     }
+_crossings: dict[str, int] = {}
+
+
+def _crossings_count() -> None:
+    """Count every call a lane hands to the database threads, by the function it runs
+    (asgiref's thread handler carries it as the `child` partial)."""
+    from roject.db_threads import _Lane
+
+    submit = _Lane.submit
+
+    def counted(self, fn, /, *args, **kwargs):
+        child = fn.args[-1] if getattr(fn, "args", None) else fn
+        target = getattr(child, "func", child)
+        name = getattr(target, "__qualname__", type(target).__qualname__)
+        _crossings[name] = _crossings.get(name, 0) + 1
+        return submit(self, fn, *args, **kwargs)
+
+    _Lane.submit = counted
+
+
+def _crossings_taken() -> dict:
+    taken = dict(sorted(_crossings.items(), key=lambda item: -item[1]))
+    _crossings.clear()
+    return {"total": sum(taken.values()), "calls": taken}
 
 
 _gc_pauses: list[tuple[int, float]] = []
@@ -108,12 +135,16 @@ def _application():
     from roject.asgi import application as app
 
     gc.callbacks.append(_gc_timer)
+    if os.environ.get("BENCH_COUNT_CROSSINGS"):
+        _crossings_count()
+    paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, CROSSINGS_PATH, HEAP_PATH)
 
     async def application(scope, receive, send):
-        paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, HEAP_PATH)
         if scope["type"] == "http" and scope["path"] in paths:
             if scope["path"] == MEMORY_PATH:
                 usage = _memory_diff()
+            elif scope["path"] == CROSSINGS_PATH:
+                usage = _crossings_taken()
             elif scope["path"] == TRIM_PATH:
                 usage = _trim()
             elif scope["path"] == HEAP_PATH:
@@ -208,6 +239,12 @@ class Server:
     def heap(self) -> dict:
         """SQLite's heap and Python's allocated blocks in the server (_heap)."""
         url = f"http://{self.host}:{self.port}{HEAP_PATH}"
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return json.load(response)
+
+    def crossings(self) -> dict:
+        """The calls handed to the database threads since the last call (by function)."""
+        url = f"http://{self.host}:{self.port}{CROSSINGS_PATH}"
         with urllib.request.urlopen(url, timeout=30) as response:
             return json.load(response)
 

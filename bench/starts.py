@@ -8,6 +8,7 @@ floor (bench/floor.py), whose figures the app's are divided by.
 """
 
 import asyncio
+import json
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
@@ -169,3 +170,80 @@ async def floor_figures(floor, concurrent: int) -> FloorFigures:
     figures.per_chunk_us = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e3 / chunks
     figures.burst = await burst(floor, floor_opener(floor))
     return figures
+
+
+async def _sequential_cpu_ms(server, open_stream: Opener, runs: int) -> float:
+    """Server CPU per conversation of BURST_MODEL, one at a time (no contention)."""
+    await _one(open_stream, BURST_MODEL, BurstResult(), None)
+    before = await asyncio.to_thread(server.cpu_ns)
+    for _ in range(runs):
+        await _one(open_stream, BURST_MODEL, BurstResult(), None)
+    return (await asyncio.to_thread(server.cpu_ns) - before) / 1e6 / runs
+
+
+async def _crossings(server, open_stream: Opener) -> dict:
+    """The calls one conversation hands to the database threads, its turn's end included."""
+    await _one(open_stream, BURST_MODEL, BurstResult(), None)
+    await asyncio.sleep(0.5)
+    await asyncio.to_thread(server.crossings)
+    await _one(open_stream, BURST_MODEL, BurstResult(), None)
+    await asyncio.sleep(0.5)  # the turn's end is stored after its last event
+    return await asyncio.to_thread(server.crossings)
+
+
+def main() -> None:
+    """The burst alone on a fresh world, in rounds of (BENCH_BASELINE_TREE's server, the
+    --tree ones, this tree's), each on a fresh server process: `python -m bench.starts`."""
+    import argparse
+    import os
+    from pathlib import Path
+
+    from . import env
+    from .server import server_start
+
+    parser = argparse.ArgumentParser(description=main.__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--crossings", action="store_true", help="count them on one chat")
+    parser.add_argument("--tree", action="append", default=[], help="LABEL=DIR, another tree")
+    parser.add_argument("--sequential", type=int, default=SEQUENTIAL_RUNS, metavar="N")
+    parser.add_argument("--no-burst", action="store_true", help="only the sequential CPU")
+    args = parser.parse_args()
+    baseline = os.environ.get("BENCH_BASELINE_TREE")
+    trees = {"before": Path(baseline)} if baseline else {}
+    trees.update((label, Path(tree)) for label, _, tree in (t.partition("=") for t in args.tree))
+    with env.standalone_world() as (environ, provider, scratch, fixtures):
+        for model in (RUNNING_MODEL, BURST_MODEL):
+            env.rojo_new(model, provider.base_url, model)
+        project = env.project_new("starts")
+        target = http.Target("127.0.0.1", 0, fixtures.session_key, fixtures.csrf_token)
+        opener = app_opener(target, project.pk)
+        counting = {"BENCH_COUNT_CROSSINGS": "1"} if args.crossings else {}
+        for round_ in range(args.rounds):
+            for label, tree in {**trees, "app": None}.items():
+                server = server_start({**environ, **counting}, scratch / "server.log", tree)
+                target.port = server.port
+                try:
+                    if args.crossings:
+                        print(label, json.dumps(asyncio.run(_crossings(server, opener))))
+                        continue
+                    cpu_ms = asyncio.run(_sequential_cpu_ms(server, opener, args.sequential))
+                    result = None if args.no_burst else asyncio.run(burst(server, opener))
+                finally:
+                    server.stop()
+                if result is None:
+                    load = os.getloadavg()[0]
+                    print(f"{round_} {label}: sequential {cpu_ms:.1f} ms/chat, load {load:.1f}")
+                    continue
+                print(
+                    f"{round_} {label}: sequential {cpu_ms:.1f} ms/chat; burst "
+                    f"{result.server_cpu_s * 1000 / BURST:.1f} ms/start, first chunk p50 "
+                    f"{result.first_p50 / 1000:.2f} s p99 {result.first_p99 / 1000:.2f} s, "
+                    f"running p99 {result.during_p99:.1f} ms (before {result.before_p99:.1f}), "
+                    f"{result.completed}/{BURST} complete, {len(result.errors)} errors, "
+                    f"load {os.getloadavg()[0]:.1f}",
+                    flush=True,
+                )
+
+
+if __name__ == "__main__":
+    main()

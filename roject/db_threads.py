@@ -182,7 +182,15 @@ class PooledThreadsASGIHandler(ASGIHandler):
     """Django's ASGI handler, each request in a lane of its own on the database threads.
 
     Django's own ThreadSensitiveContext inside it then finds one entered and changes nothing.
+    Its middlewares are Django's, their hooks on the event loop where they do no I/O
+    (roject/loop_middleware.py).
     """
+
+    def load_middleware(self, is_async=False):
+        from .loop_middleware import loop_twins_loaded
+
+        with loop_twins_loaded():
+            super().load_middleware(is_async)
 
     async def __call__(self, scope, receive, send):
         async with db_context():

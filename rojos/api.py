@@ -8,14 +8,13 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import NinjaAPI, Status, Swagger
-from ninja.security import django_auth
 
 from roject.api_answers import answers
 from roject.audit import audit_actor
 from roject.files_api import router as files_router
 from roject.live_auth import checked_stream, live_access_check
 from roject.selectors import membership_list
-from roject.token_auth import token_auth
+from roject.token_auth import session_auth, token_auth
 
 from . import selectors, turn_control, turn_relay, turns, undo
 from .api_errors import error_handlers_add
@@ -49,7 +48,7 @@ api = NinjaAPI(
     title="Rojo Chat API",
     version="1",
     # A bearer token first (scripts, outside agents), else the browser's session and CSRF.
-    auth=[token_auth, django_auth],
+    auth=[token_auth, session_auth],
     urls_namespace="api",
     docs=Swagger(settings={"validatorUrl": None}),
     docs_decorator=login_required,
