@@ -92,6 +92,8 @@ def _heap() -> dict:
         "sqlite_peak_kib": high(0) / 1024,
         "python_blocks": sys.getallocatedblocks(),
     }
+
+
 _crossings: dict[str, int] = {}
 
 

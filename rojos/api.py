@@ -234,7 +234,5 @@ async def conversation_stop(request: HttpRequest, conversation_id: int):
     conversation, access = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id
     )
-    selectors.conversation_steer_check(
-        conversation=conversation, access=access, user=request.auth
-    )
+    selectors.conversation_steer_check(conversation=conversation, access=access, user=request.auth)
     return {"stopping": await turn_control.turn_stop(conversation=conversation)}

@@ -100,9 +100,7 @@ def conversation_branch(request: HttpRequest, conversation_id: int, payload: Bra
     conversation, access = selectors.conversation_access(
         user=request.auth, conversation_id=conversation_id
     )
-    selectors.conversation_steer_check(
-        conversation=conversation, access=access, user=request.auth
-    )
+    selectors.conversation_steer_check(conversation=conversation, access=access, user=request.auth)
     branch = conversations.conversation_branch_switch(
         conversation=conversation, message_id=payload.message
     )
