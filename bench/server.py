@@ -107,12 +107,23 @@ def _application():
     return application
 
 
-def _serve_uvicorn(sock: socket.socket) -> None:
+# BENCH_SERVER's uvicorn variants: (event loop, HTTP parser).
+UVICORN = {
+    "uvicorn": ("asyncio", "h11"),
+    "uvicorn-httptools": ("asyncio", "httptools"),
+    "uvicorn-uvloop": ("uvloop", "h11"),
+    "uvicorn-fast": ("uvloop", "httptools"),
+}
+
+
+def _serve_uvicorn(sock: socket.socket, variant: str) -> None:
     import uvicorn
 
+    loop, http = UVICORN[variant]
     config = uvicorn.Config(
-        _application(), log_level="warning", lifespan="off", loop="asyncio", access_log=False
-    )
+        _application(), log_level="warning", lifespan="off", loop=loop, http=http,
+        access_log=False,
+    )  # fmt: skip
     # uvicorn re-raises the SIGINT it was stopped with, once it has shut down.
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.Server(config).run(sockets=[sock])
@@ -144,10 +155,11 @@ def main() -> None:
 
         sampler.start()
     try:
-        if os.environ.get("BENCH_SERVER") == "daphne":
+        variant = os.environ.get("BENCH_SERVER") or "uvicorn"
+        if variant == "daphne":
             _serve_daphne(sock)
         else:
-            _serve_uvicorn(sock)
+            _serve_uvicorn(sock, variant)
     finally:
         if profile_to:
             sampler.stop_and_write(f"{profile_to}.{os.getpid()}")
