@@ -3,10 +3,10 @@
 `python -m bench.per_chunk [--rounds N] [--baseline TREE] [--servers uvicorn,daphne,...]`
 runs, in one standalone world, N rounds of 200 paced streams at once through the floor and
 through each server (BENCH_SERVER's values, `uvicorn` the default; with --baseline, also
-that checkout's default server), interleaved round by round so that a change of load on the
-shared machine falls on all alike; the figure is bench/steady.py's, CPU per chunk once all
-streams have started. It prints each one's median, its ratio to the floor's, and the load
-average: before/after pairs of a change to the per-chunk path in a minute (issue #22).
+that checkout's, on the first server named), interleaved round by round so that a change of
+load on the shared machine falls on all alike; the figure is bench/steady.py's, CPU per
+chunk once all streams have started. It prints each one's median, its ratio to the floor's,
+and the load average: before/after pairs of a change to the per-chunk path (issue #22).
 """
 
 import argparse
@@ -44,9 +44,11 @@ def main() -> None:
         floor = floor_start(environ, provider.base_url, log)
         servers = {}
         try:
-            if args.baseline:
-                servers["baseline"] = server_start(environ, log, args.baseline)
-            for name in args.servers.split(","):
+            names = args.servers.split(",")
+            if args.baseline:  # on the first of the servers
+                baseline_environ = {**environ, "BENCH_SERVER": names[0]}
+                servers["baseline"] = server_start(baseline_environ, log, args.baseline)
+            for name in names:
                 servers[name] = server_start({**environ, "BENCH_SERVER": name}, log)
             figures: dict[str, list[float]] = {"floor": [], **{name: [] for name in servers}}
             loads = [load()]
