@@ -1,11 +1,13 @@
 """The app served in a process of its own, as in production, with one extra route for its usage.
 
-`python -m bench.server` serves roject.asgi:application with uvicorn (BENCH_SERVER=daphne:
-with daphne) on a free port of 127.0.0.1 and prints the port. GET /__bench__/usage answers
-the process's CPU time in ns (all threads, those that ended included), which /proc's 10 ms
-ticks could not resolve per turn, and how long each of its garbage-collector passes stopped
-it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
-the Python heap grew since the last such call, by place (tracemalloc).
+`python -m bench.server` serves roject.asgi:application with uvicorn and httptools, as in
+production (BENCH_SERVER=daphne: with daphne; uvicorn-h11, uvicorn-uvloop, uvicorn-uvloop-h11:
+uvicorn on that loop and parser) on a free port of 127.0.0.1 and prints the port. GET
+/__bench__/usage answers the process's CPU time in ns (all threads, those that ended
+included), which /proc's 10 ms ticks could not resolve per turn, and how long each of its
+garbage-collector passes stopped it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET
+/__bench__/memory answers how the Python heap grew since the last such call, by place
+(tracemalloc).
 """
 
 import contextlib
@@ -107,12 +109,13 @@ def _application():
     return application
 
 
-# BENCH_SERVER's uvicorn variants: (event loop, HTTP parser).
+# BENCH_SERVER's uvicorn variants: (event loop, HTTP parser). `uvicorn` is the production
+# command's (README, "Running at scale"); uvloop (not a dependency) was measured slower.
 UVICORN = {
-    "uvicorn": ("asyncio", "h11"),
-    "uvicorn-httptools": ("asyncio", "httptools"),
-    "uvicorn-uvloop": ("uvloop", "h11"),
-    "uvicorn-fast": ("uvloop", "httptools"),
+    "uvicorn": ("asyncio", "httptools"),
+    "uvicorn-h11": ("asyncio", "h11"),
+    "uvicorn-uvloop": ("uvloop", "httptools"),
+    "uvicorn-uvloop-h11": ("uvloop", "h11"),
 }
 
 
