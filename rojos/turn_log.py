@@ -132,7 +132,14 @@ class Turn:
         await self._changed.wait()
 
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
-        """Events numbered above `after`, then each new one until the turn is done.
+        """Events numbered above `after`, then each new one until the turn is done."""
+        async for batch in self.follow_batches(after):
+            for event in batch:
+                yield event
+
+    async def follow_batches(self, after: int = 0) -> AsyncIterator[list[WireEvent]]:
+        """Events numbered above `after`, then the new ones until the turn is done: each
+        time, all those published by then, in order (the chat stream writes them at once).
 
         What the follower missed of a run of CHAT chunks comes as one event (numbered as the
         run's last chunk). An `after` this turn never gave (an id from an earlier turn, kept
@@ -143,9 +150,13 @@ class Turn:
         if position > self.events.seq:
             position = 0
         while True:
+            batch = []
             while (event := self.events.after(position)) is not None:
-                yield event
+                batch.append(event)
                 position = event.seq
+            if batch:
+                yield batch  # more may come meanwhile: look again before waiting
+                continue
             if self.finished:
                 return
             await self._changed.wait()
