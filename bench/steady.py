@@ -16,8 +16,15 @@ from . import client as http
 from .starts import Opener
 
 STEADY_STREAMS = 200
-STEADY_MODEL = f"paced-150-20-together-{STEADY_STREAMS}"  # 3 s of chunks, 20 ms apart
 STEADY_WINDOW_S = 1.5
+
+
+def steady_model(streams: int) -> str:
+    """The provider's scenario: 3 s of chunks 20 ms apart, all streams at once."""
+    return f"paced-150-20-together-{streams}"
+
+
+STEADY_MODEL = steady_model(STEADY_STREAMS)
 
 
 @dataclass
@@ -60,10 +67,9 @@ async def _cpu_at(server, count: _Count) -> tuple[int, float]:
     return cpu, (before + count.chunks) / 2
 
 
-async def steady_per_chunk(
-    server, open_stream: Opener, *, model: str = STEADY_MODEL, streams: int = STEADY_STREAMS
-) -> Steady:
-    """`streams` streams of `model` at once; CPU per chunk in the window after all started."""
+async def steady_per_chunk(server, open_stream: Opener, *, streams: int = STEADY_STREAMS) -> Steady:
+    """`streams` streams at once; the CPU per chunk in the window after all started."""
+    model = steady_model(streams)
     count = _Count(streams)
     with http.few_gc_pauses():
         tasks = [asyncio.create_task(_stream(open_stream, model, count)) for _ in range(streams)]

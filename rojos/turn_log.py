@@ -149,17 +149,19 @@ class Turn:
         position = max(after, 0)
         if position > self.events.seq:
             position = 0
+        events = self.events
         while True:
-            batch = []
-            while (event := self.events.after(position)) is not None:
-                batch.append(event)
-                position = event.seq
-            if batch:
-                yield batch  # more may come meanwhile: look again before waiting
+            event = events.after(position)
+            if event is None:  # all sent; more may have come while the last batch was
+                if self.finished:
+                    return
+                await self._changed.wait()
                 continue
-            if self.finished:
-                return
-            await self._changed.wait()
+            batch = [event]
+            while (event := events.after(event.seq)) is not None:
+                batch.append(event)
+            position = batch[-1].seq
+            yield batch
 
 
 _turns: dict[int, Turn] = {}  # this process's running and recently finished turns
