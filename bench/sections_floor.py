@@ -116,6 +116,25 @@ def floor_section(floor, app: dict) -> Section:
         _burst_figures(section, label, result, floor.burst)
     app_burst = app["bursts"]["app"]
     section.notes += [
+        "The CPU per chunk, steady state (issue #22's figure): `with_starts` was the figure "
+        "before, and 200 turn starts at ~14 ms each are most of it (~140 µs of ~160 µs per "
+        "chunk), which hid the per-chunk path. Measured by hand with `python -m "
+        "bench.per_chunk` (the same 200 streams, medians of 3-4 interleaved rounds, on the "
+        "shared machine at load 4-12; before and after in the same run): the servers on "
+        "one tree, floor 50 µs: uvicorn with h11 76 µs (1.51x), with httptools 58 (1.15x), "
+        "uvloop with h11 85 (1.68x), uvloop with httptools 65 (1.29x), daphne 73 (1.44x): "
+        "uvicorn with httptools became the production command and the bench's server, "
+        "uvloop was left out. Then one step at a time: the write timeout's timer only while "
+        "uvicorn's writing is paused (it was a Timeout and a timer-heap entry per chunk), 71 "
+        "-> 63 µs (floor 53); no quiet-spell timer on the provider's reads before a tool call "
+        "forms, 63 -> 56 µs (floor 51); the events of one loop iteration in one write "
+        "(Turn.follow_batches), 67 -> 74 µs (floor 66): within the noise, as a paced stream "
+        "brings one chunk per read (batches of one); it counts where a read brings several "
+        "events. What is left, by py-spy on the steady state (200 streams, 12 s): the send() "
+        "syscall 16%, Django's streaming response (send_response, its async wrappers) and "
+        "uvicorn's send 10%, reading from aiohttp 8%, orjson parse and the SSE lines 6%, the "
+        "loop and the accumulator 8%, Turn.publish/follow and encoding 6%, draft saves on the "
+        "database threads 10% (one per stream every ROJO_DRAFT_SECONDS).",
         f"A start costs the app about {app_burst.server_cpu_s * 1000 / BURST:.0f} ms of server "
         f"CPU ({app_burst.server_cpu_s:.1f} s for the burst, the running streams' chunks "
         "included), on one core for the process: the burst's first chunks wait for that CPU, "
