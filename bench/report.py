@@ -15,6 +15,7 @@ PACKAGES = (
     "httpx2",
     "orjson",
     "uvicorn",
+    "httptools",
     "django-ninja",
     "channels",
 )

@@ -30,6 +30,7 @@ from .sections_scale import (
 from .sections_stream import MANY_STREAMS, latency_section, loop_section
 from .sections_window import window_section
 from .starts import BURST_MODEL, RUNNING_MODEL
+from .steady import steady_model
 
 REPORT = env.ROOT / "docs" / "performance.md"
 
@@ -101,6 +102,8 @@ class Bench:
         env.rojo_new("tool-paced", url, "tool-paced-100-20")
         env.rojo_new(RUNNING_MODEL, url, RUNNING_MODEL)
         env.rojo_new(BURST_MODEL, url, BURST_MODEL)
+        for streams in (50, MANY_STREAMS):  # bench/steady.py's, quick and full
+            env.rojo_new(steady_model(streams), url, steady_model(streams))
         self.streams_project = env.project_new("streams")
         self.raw: dict = {}  # sections 1 to 3's results, for the floor's ratios
 
@@ -246,6 +249,7 @@ class Bench:
         from .floor import floor_start
         from .sections_floor import app_figures, floor_section
         from .starts import app_opener, burst, floor_figures
+        from .steady import steady_per_chunk
 
         print("\n# 10. Against the floor, and turn starts", flush=True)
         floor = floor_start(self.environ, self.provider.base_url, self.log)
@@ -259,6 +263,10 @@ class Bench:
         for label, tree in {**trees, "app": None}.items():
             server = self._server(tree)
             opener = app_opener(self.target, self.streams_project.pk)
+            if label == "app":
+                streams = 50 if self.quick else MANY_STREAMS
+                steady = asyncio.run(steady_per_chunk(server, opener, streams=streams))
+                app["per_chunk_us"] = steady.per_chunk_us
             app["bursts"][label] = asyncio.run(burst(server, opener))
             self._server_stop()
         return floor_section(figures, app)

@@ -64,7 +64,9 @@ def floor_section(floor, app: dict) -> Section:
         "the app in the same run, on the same provider and loads, and each figure of the app "
         "is given as a ratio to it. Sequential: the verification story (section 1, `instant`, "
         "the server's share); at 200: section 3's tool-paced conversations; per chunk: "
-        "section 2's 200 paced streams (server CPU over chunks, their starts included); "
+        "200 paced streams once all have started (bench/steady.py: server CPU over the chunks "
+        "of a 1.5 s window; `with_starts`: section 2's run, server CPU over all its chunks, "
+        "the 200 turn starts included); "
         "memory: peak RSS above idle per stream at 200 (section 3). The burst: "
         f"{RUNNING} streams of `{RUNNING_MODEL}` run when {BURST} conversations of "
         f"`{BURST_MODEL}` ({BURST_CHUNKS} chunks) start at once; first chunk timed from the "
@@ -95,6 +97,13 @@ def floor_section(floor, app: dict) -> Section:
         "µs",
         PER_CHUNK_RATIO_MAX,
     )
+    _ratio(
+        section,
+        "cpu_per_chunk_200_streams_with_starts_vs_floor",
+        app["per_chunk_with_starts_us"],
+        floor.per_chunk_with_starts_us,
+        "µs",
+    )
     # MEMORY: the "memory" helper's bench/stream_memory.py figures go here, beside these.
     section.add(
         "memory_per_stream_200_vs_floor",
@@ -107,6 +116,26 @@ def floor_section(floor, app: dict) -> Section:
         _burst_figures(section, label, result, floor.burst)
     app_burst = app["bursts"]["app"]
     section.notes += [
+        "The CPU per chunk, steady state (issue #22's figure): `with_starts` was the figure "
+        "before, and 200 turn starts at ~14 ms each are most of it (~140 µs of ~160 µs per "
+        "chunk), which hid the per-chunk path. Measured by hand with `python -m "
+        "bench.per_chunk` (the same 200 streams, medians of 3-4 interleaved rounds, on the "
+        "shared machine at load 4-12; before and after in the same run): the servers on "
+        "one tree, floor 50 µs: uvicorn with h11 76 µs (1.51x), with httptools 58 (1.15x), "
+        "uvloop with h11 85 (1.68x), uvloop with httptools 65 (1.29x), daphne 73 (1.44x): "
+        "uvicorn with httptools became the production command and the bench's server, "
+        "uvloop was left out. Then one step at a time: the write timeout's timer only while "
+        "uvicorn's writing is paused (it was a Timeout and a timer-heap entry per chunk), 71 "
+        "-> 63 µs (floor 53); no quiet-spell timer on the provider's reads before a tool call "
+        "forms, 63 -> 56 µs (floor 51); the events of one loop iteration in one write "
+        "(Turn.follow_batches), 67 -> 74 µs (floor 66) and 61 -> 65 µs (floor 64, load 7-13) "
+        "in two pairs: within the round-to-round noise (±15%), as a paced stream "
+        "brings one chunk per read (batches of one); it counts where a read brings several "
+        "events. What is left, by py-spy on the steady state (200 streams, 12 s): the send() "
+        "syscall 16%, Django's streaming response (send_response, its async wrappers) and "
+        "uvicorn's send 10%, reading from aiohttp 8%, orjson parse and the SSE lines 6%, the "
+        "loop and the accumulator 8%, Turn.publish/follow and encoding 6%, draft saves on the "
+        "database threads 10% (one per stream every ROJO_DRAFT_SECONDS).",
         f"A start costs the app about {app_burst.server_cpu_s * 1000 / BURST:.0f} ms of server "
         f"CPU ({app_burst.server_cpu_s:.1f} s for the burst, the running streams' chunks "
         "included), on one core for the process: the burst's first chunks wait for that CPU, "
@@ -150,7 +179,9 @@ def app_figures(loop: dict, concurrency: list, latencies: list) -> dict:
     return {
         "sequential_cpu_ms": median(loop["instant"].server_ms),
         "concurrent_cpu_ms": at_200.server_cpu_s * 1000 / at_200.conversations,
+        # Replaced by the steady state's (bench/steady.py) once section 10 measured it.
         "per_chunk_us": many.server_cpu_s * 1e6 / max(len(many.samples_ms), 1),
+        "per_chunk_with_starts_us": many.server_cpu_s * 1e6 / max(len(many.samples_ms), 1),
         "per_stream_kib": at_200.per_stream_kib,
         "bursts": {},
     }

@@ -1,15 +1,17 @@
 """The app served in a process of its own, as in production, with one extra route for its usage.
 
-`python -m bench.server` serves roject.asgi:application with uvicorn (BENCH_SERVER=daphne:
-with daphne) on a free port of 127.0.0.1 and prints the port. GET /__bench__/usage answers
-the process's CPU time in ns (all threads, those that ended included), which /proc's 10 ms
-ticks could not resolve per turn, and how long each of its garbage-collector passes stopped
-it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET /__bench__/memory answers how
-the Python heap grew since the last such call, by place (tracemalloc). GET /__bench__/heap
-answers, cheaply enough to poll, what SQLite's allocator holds now and at most (all
-connections: page caches, statements, full-text buffers) and Python's allocated blocks. With
-BENCH_COUNT_CROSSINGS=1, GET /__bench__/crossings answers the calls handed to the database
-threads since the last such call (roject/db_threads.py lanes), by function.
+`python -m bench.server` serves roject.asgi:application with uvicorn and httptools, as in
+production (BENCH_SERVER=daphne: with daphne; uvicorn-h11, uvicorn-uvloop, uvicorn-uvloop-h11:
+uvicorn on that loop and parser) on a free port of 127.0.0.1 and prints the port. GET
+/__bench__/usage answers the process's CPU time in ns (all threads, those that ended
+included), which /proc's 10 ms ticks could not resolve per turn, and how long each of its
+garbage-collector passes stopped it (generation, ms). With BENCH_TRACEMALLOC=<frames>, GET
+/__bench__/memory answers how the Python heap grew since the last such call, by place
+(tracemalloc). GET /__bench__/heap answers, cheaply enough to poll, what SQLite's allocator
+holds now and at most (all connections: page caches, statements, full-text buffers) and
+Python's allocated blocks. With BENCH_COUNT_CROSSINGS=1, GET /__bench__/crossings answers
+the calls handed to the database threads since the last such call (roject/db_threads.py
+lanes), by function.
 """
 
 import contextlib
@@ -166,12 +168,24 @@ def _application():
     return application
 
 
-def _serve_uvicorn(sock: socket.socket) -> None:
+# BENCH_SERVER's uvicorn variants: (event loop, HTTP parser). `uvicorn` is the production
+# command's (README, "Running at scale"); uvloop (not a dependency) was measured slower.
+UVICORN = {
+    "uvicorn": ("asyncio", "httptools"),
+    "uvicorn-h11": ("asyncio", "h11"),
+    "uvicorn-uvloop": ("uvloop", "httptools"),
+    "uvicorn-uvloop-h11": ("uvloop", "h11"),
+}
+
+
+def _serve_uvicorn(sock: socket.socket, variant: str) -> None:
     import uvicorn
 
+    loop, http = UVICORN[variant]
     config = uvicorn.Config(
-        _application(), log_level="warning", lifespan="off", loop="asyncio", access_log=False
-    )
+        _application(), log_level="warning", lifespan="off", loop=loop, http=http,
+        access_log=False,
+    )  # fmt: skip
     # uvicorn re-raises the SIGINT it was stopped with, once it has shut down.
     with contextlib.suppress(KeyboardInterrupt):
         uvicorn.Server(config).run(sockets=[sock])
@@ -203,10 +217,11 @@ def main() -> None:
 
         sampler.start()
     try:
-        if os.environ.get("BENCH_SERVER") == "daphne":
+        variant = os.environ.get("BENCH_SERVER") or "uvicorn"
+        if variant == "daphne":
             _serve_daphne(sock)
         else:
-            _serve_uvicorn(sock)
+            _serve_uvicorn(sock, variant)
     finally:
         if profile_to:
             sampler.stop_and_write(f"{profile_to}.{os.getpid()}")

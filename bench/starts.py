@@ -130,7 +130,8 @@ class FloorFigures:
 
     sequential_cpu_ms: float = 0.0  # the verification story, one at a time
     concurrent_cpu_ms: float = 0.0  # tool-paced-100-20, 200 at once
-    per_chunk_us: float = 0.0  # paced-100-20, 200 streams
+    per_chunk_us: float = 0.0  # 200 streams, once all started (bench/steady.py)
+    per_chunk_with_starts_us: float = 0.0  # paced-100-20, 200 streams, starts included
     per_stream_kib: float = 0.0  # peak RSS above idle, 200 streams, per stream
     burst: BurstResult | None = None
 
@@ -146,6 +147,8 @@ async def _conversation(floor, model: str, steps: int) -> int:
 async def floor_figures(floor, concurrent: int) -> FloorFigures:
     """The floor under the app's loads: the story in sequence, `concurrent` tool-paced
     conversations at once, as many paced streams, and the burst."""
+    from .steady import steady_per_chunk  # it imports Opener from here
+
     figures = FloorFigures()
     await _conversation(floor, "story", 3)  # warm
     before = await asyncio.to_thread(floor.cpu_ns)
@@ -167,7 +170,11 @@ async def floor_figures(floor, concurrent: int) -> FloorFigures:
         chunks = sum(
             await asyncio.gather(*(_conversation(floor, model, 1) for _ in range(concurrent)))
         )
-    figures.per_chunk_us = (await asyncio.to_thread(floor.cpu_ns) - before) / 1e3 / chunks
+    figures.per_chunk_with_starts_us = (
+        (await asyncio.to_thread(floor.cpu_ns) - before) / 1e3 / chunks
+    )
+    steady = await steady_per_chunk(floor, floor_opener(floor), streams=concurrent)
+    figures.per_chunk_us = steady.per_chunk_us
     figures.burst = await burst(floor, floor_opener(floor))
     return figures
 

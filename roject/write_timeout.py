@@ -7,7 +7,10 @@ somewhere: uvicorn stops the writer once its buffer holds 64 KiB, and waits for 
 clients of 100,000-chunk replies). Here each write of a response waits, for at most
 ROJO_CLIENT_WRITE_TIMEOUT seconds, until the server's buffer for the connection has room:
 
-- uvicorn: its `send` waits for room itself; the wait is bounded.
+- uvicorn: its `send` waits for room itself, before it writes, and only while its flow
+  control is paused; the wait is bounded. A write made while it is not paused cannot wait,
+  and goes out without a timer: a timer per chunk (a Timeout, a TimerHandle in the loop's
+  heap, its cancel) was a tenth of a stream's CPU per chunk (docs/performance.md, §10).
 - daphne: the request gets a Twisted push producer, which the transport pauses once its
   buffer is full (64 KiB) and resumes when it empties; a write made while paused waits.
 
@@ -55,6 +58,16 @@ class _Connection:
         self.send = send
         self.daphne_request = _daphne_request(send)
         self.producer: _Producer | None = None
+        # uvicorn's flow control (its request cycle's), or None under any other server.
+        self.flow = getattr(getattr(send, "__self__", None), "flow", None)
+        if not hasattr(self.flow, "write_paused"):
+            self.flow = None
+
+    def may_wait(self) -> bool:
+        """Whether a write now could wait for the client: under uvicorn, only while its
+        writing is paused; under daphne (its wait comes after the send) or another server,
+        always."""
+        return self.flow is None or self.flow.write_paused
 
     async def write(self, message: dict) -> None:
         if message["type"] == "http.response.start":
@@ -111,6 +124,9 @@ class WriteTimeout:
         connection = _Connection(send)
 
         async def bounded_send(message: dict) -> None:
+            if not connection.may_wait():
+                await connection.write(message)
+                return
             timeout = settings.ROJO_CLIENT_WRITE_TIMEOUT or None
             try:
                 # A timer per write, not a task as wait_for would make: this runs per event.

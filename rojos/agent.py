@@ -65,7 +65,7 @@ async def agent_loop(
         deltas = ToolCallDeltas(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
-            chunks = requests.stream(tick=deltas.interval())
+            chunks = requests.stream(tick=deltas.quiet_spell)
             async with contextlib.aclosing(chunks):
                 async for batch in chunks:
                     if type(batch) is not list:  # a summary made to fit the window

@@ -144,13 +144,32 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     return {"undone": [c.pk for c in done]}
 
 
-def _stream(request: HttpRequest, events) -> StreamingHttpResponse:
+# A batch of events is written in pieces of about this size at most, so that a client that
+# does not read still holds no more than the server's buffer (roject/write_timeout.py).
+WRITE_MAX = 64 * 1024
+
+
+def _stream(request: HttpRequest, batches) -> StreamingHttpResponse:
+    """The response streaming `batches` (lists of events): each list in one write (up to
+    WRITE_MAX), so the events due together cost one trip through Django's and the server's
+    send."""
     content_type, encode = encoder_for(request.headers.get("Accept", ""))
 
     async def body():
         # The stream holds no database connection: the database threads keep theirs.
-        async for event in events:
-            yield encode(event)
+        async for batch in batches:
+            if len(batch) == 1:
+                yield encode(batch[0])
+                continue
+            pieces, size = [], 0
+            for event in batch:
+                pieces.append(data := encode(event))
+                size += len(data)
+                if size >= WRITE_MAX:
+                    yield b"".join(pieces)
+                    pieces, size = [], 0
+            if pieces:
+                yield b"".join(pieces)
 
     response = StreamingHttpResponse(body(), content_type=content_type)
     response["Cache-Control"] = "no-cache, no-transform"
@@ -186,7 +205,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         replace=payload.replace,
         attachments=attachments,
     )
-    return _stream(request, turn.follow())
+    return _stream(request, turn.follow_batches())
 
 
 @api.get("/conversations/{conversation_id}/stream", response=answers(None, 404, 422), tags=["chat"])
@@ -209,19 +228,27 @@ async def conversation_stream(request: HttpRequest, conversation_id: int, after:
 
     turn = turns.turn_get(conversation.pk)
     if turn is not None:
-        return followed(turn.follow(after))
+        return followed(turn.follow_batches(after))
     if await dead_turn_end(conversation):  # its process is gone: ended now
         if after:
             return _stream(request, _listed(turn_relay.interrupted_events(after)))
     elif conversation.running:  # in another server process
-        return followed(turn_relay.turn_follow_remote(conversation.pk, after))
+        return followed(_alone(turn_relay.turn_follow_remote(conversation.pk, after)))
     # Finished, its live log elsewhere or gone: the stored turn, from its START.
     return _stream(request, _listed(await turn_relay.stored_turn_events(conversation)))
 
 
 async def _listed(events):
-    for event in events:
-        yield event
+    """Events known at once (stored, or the end of an interrupted turn): one batch."""
+    events = list(events)
+    if events:
+        yield events
+
+
+async def _alone(events):
+    """Events as another process relays them: each a batch of its own."""
+    async for event in events:
+        yield [event]
 
 
 @api.post(

@@ -22,17 +22,18 @@ from django.conf import settings
 from .errors import ProviderError
 from .provider_failures import failure_message, mid_stream_message, scrub
 from .provider_refusals import refusal_of
-from .stream_body import Read, body_reader
+from .stream_body import Read, Tick, body_reader
 
 
 async def provider_chunks(
-    client: openai.AsyncOpenAI, request: dict, *, tick: float | None = None
+    client: openai.AsyncOpenAI, request: dict, *, tick: Tick | None = None
 ) -> AsyncIterator[list[dict]]:
     """Yield the parsed chunks of one streaming chat completion, a list per network read.
 
     A fast stream brings several chunks per read; handing them over together crosses this
     generator once per read instead of once per chunk. With `tick`, an empty list comes
-    after each quiet spell of that many seconds (the loop then shows forming tool calls).
+    after each quiet spell of tick()'s seconds, asked before each read (the loop then shows
+    forming tool calls; tick() is None while there is none, and the read needs no timer).
 
     The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
     and error types) as the plain JSON body it already is: the typed `create` would first

@@ -18,6 +18,9 @@ import httpx2
 
 # The body's next bytes, b"" at its end; None for a quiet spell (see body_reader's `tick`).
 Read = Callable[[], Awaitable[bytes | None]]
+# Asked before each read: how long a quiet spell may last before the read returns None;
+# None: the read waits as long as it takes (no timer: most reads of a stream need none).
+Tick = Callable[[], float | None]
 
 # The most bytes one read returns. A provider faster than the turn fills the transport's
 # buffer; taking it all at once (~250 KB) would parse ~1,700 chunks into dicts together, a
@@ -44,12 +47,16 @@ class _Body:
         self.consumed += len(data)
         return data
 
-    async def read_or_tick(self, seconds: float) -> bytes | None:
-        """The next bytes, or None once `seconds` passed without any. Cancelling aiohttp's
-        wait for data loses nothing: what arrives stays in its buffer for the next read."""
+    async def read_or_tick(self, tick: Tick) -> bytes | None:
+        """The next bytes, or None once tick()'s seconds passed without any. Cancelling
+        aiohttp's wait for data loses nothing: what arrives stays in its buffer for the next
+        read."""
         content = self.content
         if content.total_bytes > self.consumed or content.is_eof():
             return await self.read()  # something is there already: no timer for it
+        seconds = tick()
+        if seconds is None:
+            return await self.read()
         deadline = asyncio.timeout(seconds)
         try:
             async with deadline:
@@ -94,13 +101,14 @@ class _StallWatch:
 
 @contextlib.contextmanager
 def body_reader(
-    response: httpx2.Response, timeout: float | None, tick: float | None = None
+    response: httpx2.Response, timeout: float | None, tick: Tick | None = None
 ) -> Iterator[Read]:
     """A function returning the body's next bytes as they arrive, and b"" at its end.
 
     `timeout` is the longest silence allowed between two network reads (None: no limit).
-    With `tick`, a read that waited that long for nothing returns None, so the reader can
-    show what it has meanwhile (aiohttp's transport only; httpx2's reads are not cut).
+    With `tick` (asked before each read), a read that waited that long for nothing returns
+    None, so the reader can show what it has meanwhile (aiohttp's transport only; httpx2's
+    reads are not cut). A read that tick() gives None waits with no timer.
     """
     adapter = getattr(response.stream, "_stream", None)  # httpx2's bound stream -> adapter's
     aiohttp_response = getattr(adapter, "_aiohttp_response", None)

@@ -43,6 +43,12 @@ class ToolCallDeltas:
     def interval() -> float:
         return float(settings.ROJO_TOOL_DELTA_SECONDS)
 
+    def quiet_spell(self) -> float | None:
+        """How long the provider may be quiet before the loop looks at the forming calls
+        again (the provider's `tick`); None before any call forms: no deltas to show, so
+        the read needs no timer (one per chunk was ~3% of a text stream's CPU)."""
+        return self.interval() if self.accumulator.calls else None
+
     def due(self, now: float | None = None) -> list[ToolCallDeltaEvent]:
         """Deltas for the calls with news whose interval has passed."""
         calls = self.accumulator.calls

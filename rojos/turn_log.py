@@ -132,7 +132,14 @@ class Turn:
         await self._changed.wait()
 
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
-        """Events numbered above `after`, then each new one until the turn is done.
+        """Events numbered above `after`, then each new one until the turn is done."""
+        async for batch in self.follow_batches(after):
+            for event in batch:
+                yield event
+
+    async def follow_batches(self, after: int = 0) -> AsyncIterator[list[WireEvent]]:
+        """Events numbered above `after`, then the new ones until the turn is done: each
+        time, all those published by then, in order (the chat stream writes them at once).
 
         What the follower missed of a run of CHAT chunks comes as one event (numbered as the
         run's last chunk). An `after` this turn never gave (an id from an earlier turn, kept
@@ -142,13 +149,19 @@ class Turn:
         position = max(after, 0)
         if position > self.events.seq:
             position = 0
+        events = self.events
         while True:
-            while (event := self.events.after(position)) is not None:
-                yield event
-                position = event.seq
-            if self.finished:
-                return
-            await self._changed.wait()
+            event = events.after(position)
+            if event is None:  # all sent; more may have come while the last batch was
+                if self.finished:
+                    return
+                await self._changed.wait()
+                continue
+            batch = [event]
+            while (event := events.after(event.seq)) is not None:
+                batch.append(event)
+            position = batch[-1].seq
+            yield batch
 
 
 _turns: dict[int, Turn] = {}  # this process's running and recently finished turns

@@ -35,6 +35,7 @@ from .provider import provider_chunks
 from .provider_refusals import ContextOverflow, OptionRefused
 from .provider_request import build_request
 from .stream_accumulator import Completion, StreamAccumulator
+from .stream_body import Tick
 from .summaries import SUMMARY_INSTRUCTION, summary_extra, summary_messages, transcript_parts
 from .tools import RojoToolContext
 from .usage import UsageCounts, usage_cost, usage_counts
@@ -123,12 +124,10 @@ class TurnRequests:
             summaries=summaries,
         )
 
-    async def stream(
-        self, *, tick: float | None = None
-    ) -> AsyncIterator[list[dict] | SummaryEvent]:
+    async def stream(self, *, tick: Tick | None = None) -> AsyncIterator[list[dict] | SummaryEvent]:
         """The chunks of the step's response, a list per network read (an empty one after
-        each quiet spell of `tick` seconds); before them, the SUMMARY of any turns that had
-        to be summarised to fit the window."""
+        each quiet spell of tick()'s seconds, stream_body.Tick); before them, the SUMMARY
+        of any turns that had to be summarised to fit the window."""
         if not self.opened:
             self.opened = True
             await window_learn(self.rojo)

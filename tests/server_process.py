@@ -72,7 +72,7 @@ def server_start(
 ) -> ServerProcess:
     """Start the app on a free port with `env` added; return once it answers requests.
 
-    `server` is uvicorn, or daphne (the production command)."""
+    `server` is uvicorn with httptools (the production command), or daphne."""
     port = _free_port()
     full_env = {
         **os.environ,
@@ -93,8 +93,8 @@ def server_start(
         command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
         command += ["roject.asgi:application"]
     else:
-        command = [sys.executable, "-m", "uvicorn", "roject.asgi:application"]
-        command += ["--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
+        command = [sys.executable, "-m", "uvicorn", "roject.asgi:application", "--http"]
+        command += ["httptools", "--host", "127.0.0.1", "--port", str(port), "--lifespan", "off"]
     with log_path.open("w") as log:
         process = subprocess.Popen(
             command, cwd=django_settings.BASE_DIR, env=full_env, stdout=log, stderr=log

@@ -1,0 +1,60 @@
+"""A follower gets the events published together in one batch, each with its own number.
+
+The chat stream writes a batch at once (one send through Django and the server instead of
+one per event); the numbers a client re-attaches from (Last-Event-ID) stay those of the
+events, and a batch is never held back for more: it comes in the loop iteration after the
+events were published.
+"""
+
+import asyncio
+
+from rojos.events import ChatEvent, DoneEvent, StartEvent, ToolCallEvent
+from rojos.turn_log import Turn
+
+
+async def _next(batches):
+    return await asyncio.wait_for(anext(batches), 1)
+
+
+async def test_events_published_together_come_in_one_batch_numbered_one_by_one():
+    turn = Turn(conversation_id=1)
+    batches = turn.follow_batches()
+    turn.publish(StartEvent(conversation=1, message=1))
+    turn.publish(ChatEvent(text="Hel"))
+    turn.publish(ChatEvent(text="lo"))
+    first = await _next(batches)
+    assert [(e.seq, e.type, e.data) for e in first] == [
+        (1, "START", {"conversation": 1, "message": 1}),
+        (2, "CHAT", {"text": "Hel"}),
+        (3, "CHAT", {"text": "lo"}),
+    ]
+    waiting = asyncio.ensure_future(_next(batches))
+    await asyncio.sleep(0)
+    assert not waiting.done()  # nothing new: the follower waits, it is not handed []
+    turn.publish(ToolCallEvent(id="c1", name="list_files", args={}, index=0, of=1))
+    turn.publish(DoneEvent())
+    turn.finish()
+    second = await waiting
+    assert [(e.seq, e.type) for e in second] == [(4, "TOOL_CALL"), (5, "DONE")]
+    assert await anext(batches, None) is None
+
+
+async def test_events_published_while_the_follower_writes_come_before_the_end():
+    """The turn may finish while a batch is being written: what came meanwhile still goes."""
+    turn = Turn(conversation_id=1)
+    turn.publish(ChatEvent(text="a"))
+    batches = turn.follow_batches()
+    assert [e.seq for e in await _next(batches)] == [1]
+    turn.publish(ChatEvent(text="b"))
+    turn.publish(DoneEvent())
+    turn.finish()
+    assert [(e.seq, e.data) for e in await _next(batches)] == [(2, {"text": "b"}), (3, {})]
+    assert await anext(batches, None) is None
+
+
+async def test_a_follower_re_attaching_mid_turn_gets_what_it_missed_in_one_batch():
+    turn = Turn(conversation_id=1)
+    for text in ("a", "b", "c", "d"):
+        turn.publish(ChatEvent(text=text))
+    batch = await _next(turn.follow_batches(after=2))
+    assert [(e.seq, e.data["text"]) for e in batch] == [(3, "c"), (4, "d")]
