@@ -166,3 +166,25 @@ def test_triggers_made_again_after_a_migration_still_skip_drafts(users, conversa
     assert hits(users["viewer"], "beavers") == [(ours.pk, reply.pk)]
     reply.delete()
     assert indexed_ids() == set()
+
+
+def test_migrating_back_before_the_draft_marker_indexes_the_drafts(users, conversations):
+    """On the way back from 0020 every text message is indexed again (the old rule), drafts
+    left by a running or crashed turn included: else they were missing from the index, and
+    the old triggers would later ask FTS5 to delete a row it does not hold."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    ours, _ = conversations
+    question = add(ours, "Tell me about otters")
+    Message.objects.create(
+        conversation=ours, position=1, role="assistant", content="Otters swim", draft=True
+    )
+    reply_pk = Message.objects.get(position=1, conversation=ours).pk
+    executor = MigrationExecutor(connection)
+    latest = executor.loader.graph.leaf_nodes("rojos")
+    try:
+        executor.migrate([("rojos", "0019_pending_approvals")])
+        assert indexed_ids() == {question.pk, reply_pk}
+    finally:
+        executor = MigrationExecutor(connection)
+        executor.migrate(latest)

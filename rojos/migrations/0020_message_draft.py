@@ -53,8 +53,14 @@ SKIP_DRAFTS = {
     "sqlite": [*_DROP_TRIGGERS, *_sqlite_triggers(_FINISHED, "content, draft")],
     "postgresql": _pg_vector("role IN ('user', 'assistant') AND NOT draft"),
 }
+# The way back indexes every text message again: the drafts of a running or crashed turn
+# are put in first (left out, the old triggers' later 'delete' of one would corrupt FTS5).
+_DRAFTS_INDEXED = (
+    f"INSERT INTO {_FTS}(rowid, content) SELECT id, content FROM rojos_message "
+    f"WHERE {_TEXT.format(row='rojos_message')} AND draft"
+)
 INDEX_DRAFTS = {
-    "sqlite": [*_DROP_TRIGGERS, *_sqlite_triggers(_TEXT, "content")],
+    "sqlite": [_DRAFTS_INDEXED, *_DROP_TRIGGERS, *_sqlite_triggers(_TEXT, "content")],
     "postgresql": _pg_vector("role IN ('user', 'assistant')"),
 }
 # After the marker's column is gone (the table remade on SQLite): the triggers of before.
