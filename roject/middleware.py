@@ -1,8 +1,15 @@
-"""Security headers Django 5.2 does not set by itself."""
+"""Security headers Django 5.2 does not set by itself, and a page's answer when its session
+cannot be ended."""
+
+import logging
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpResponse
 
 from .oidc import oidc_form_origins
+from .sessions import SessionNotEnded
+
+logger = logging.getLogger(__name__)
 
 # Scripts and connections only from this origin: even if model or file text slipped into the
 # page as markup, it could not run script. Inline styles stay allowed (the admin uses them).
@@ -39,6 +46,20 @@ class ContentSecurityPolicyMiddleware:
 
     async def _acall(self, request):
         return self._add_header(await self.get_response(request))
+
+    @staticmethod
+    def process_exception(request, exception):
+        """A session that must end (its user's password changed) while the session cache is
+        out of reach: 503, try again, rather than a 500 (only called on a view's error)."""
+        if not isinstance(exception, SessionNotEnded):
+            return None
+        logger.warning("a page refused: %s", exception)
+        return HttpResponse(
+            "The session store cannot be reached right now. Try again in a moment.",
+            status=503,
+            content_type="text/plain; charset=utf-8",
+            headers={"Retry-After": "5"},
+        )
 
     @staticmethod
     def _add_header(response):

@@ -25,6 +25,7 @@ from redis.exceptions import RedisError
 
 from roject.access import LoginRequired
 from roject.errors import AppError
+from roject.sessions import SessionNotEnded
 from roject.storage import StorageError, TooLarge
 from roject.tokens import TokenRefused
 
@@ -67,6 +68,8 @@ ANSWERS: dict[type[Exception], Answer] = {
 UNAVAILABLE: dict[type[Exception], str] = {
     RedisError: "The server cannot reach its message relay; try again in a moment.",
     OperationalError: "The database is busy or unreachable; try again in a moment.",
+    # A session to end (its user's password changed) while its cache is out of reach.
+    SessionNotEnded: "The session store cannot be reached; try again in a moment.",
 }
 
 

@@ -95,3 +95,28 @@ def test_a_logout_while_the_cache_cannot_be_reached_is_refused_not_pretended(
     assert client.post("/logout/", follow_redirects=False).status_code == 302
     client.http.cookies.set(settings.SESSION_COOKIE_NAME, cookie)
     assert _projects(client) == 401  # the logged-out cookie is dead everywhere
+
+
+def test_a_session_to_end_while_the_cache_cannot_be_reached_gets_503_not_500(
+    client_for, member, project, settings
+):
+    """The user's password changed while Redis is down: Django ends such a session as it
+    reads the user, and that needs the cache. The page and the API say to try again (503);
+    once the cache is back, the session is ended (401)."""
+    reachable = settings.CACHES
+    client = client_for(member)
+    assert _projects(client) == 200
+    _password_change(get_user_model().objects, member)
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens there: refused at once
+        }
+    }
+    api = client.get("/api/projects")
+    assert api.status_code == 503 and "try again" in api.json()["detail"]
+    page = client.get(f"/projects/{project.pk}/")
+    assert page.status_code == 503 and "Try again" in page.text
+    assert page.headers["Content-Security-Policy"]
+    settings.CACHES = reachable
+    assert _projects(client) == 401
