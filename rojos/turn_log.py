@@ -134,8 +134,8 @@ class Turn:
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
         """Events numbered above `after`, then each new one until the turn is done.
 
-        What the follower missed of a run of CHAT chunks comes as one event (numbered as the
-        run's last chunk). An `after` this turn never gave (an id from an earlier turn, kept
+        What the follower missed of a run of CHAT chunks comes in events of about 64 KiB
+        (each numbered as its last chunk: TurnEvents.after). An `after` this turn never gave (an id from an earlier turn, kept
         by a tab that lost its connection) starts from the beginning: else the stream would
         end with nothing, not even DONE, and the client would ask again at once.
         """
