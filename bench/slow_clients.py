@@ -249,7 +249,7 @@ def slow_clients_all(
     results = []
     for name in servers:
         log = scratch / f"{name}.log"
-        traced = {"BENCH_TRACEMALLOC": "6"} if trace else {}
+        traced = {"BENCH_TRACEMALLOC": "3"} if trace else {}
         server = server_start({**environ, "BENCH_SERVER": name, **traced}, log)
         target = http.Target("127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token)
         try:
