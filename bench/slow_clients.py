@@ -94,7 +94,7 @@ def slow_clients(
     sqlite_at_peak = sqlite_idle
     if trace:
         server.memory_diff()  # the baseline
-    grown, traced_at = None, 0.0
+    grown, traced_at, all_ran = None, 0.0, False
     started = time.monotonic()
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
@@ -111,7 +111,8 @@ def slow_clients(
             break
         sample()
         since = time.monotonic() - started
-        due = since > TRACE_AFTER if trace == "early" else running < CLIENTS and since > 2
+        all_ran = all_ran or running >= CLIENTS  # all started, before one can have ended
+        due = since > TRACE_AFTER if trace == "early" else all_ran and running < CLIENTS
         if trace and grown is None and due:
             traced_at, grown = since, server.memory_diff()["grown"]
         time.sleep(0.25)
