@@ -7,7 +7,8 @@ statement stays cached, and the database threads keep their connections for the 
 process (docs/performance.md, section 8: about 12 MiB with ten 0.8 MB replies). After a write
 that bound a long value, clear_bindings() clears the bindings of the connection's statements
 that are not running: Python binds every parameter again before each run, so a cleared
-binding is never read. Writes of short values pay nothing.
+binding is never read. A query of short values pays only the look at its parameters (about
+2 µs for six, on this shared machine); the clearing itself about 1.4 µs a cached statement.
 
 Python does not hand out the connection's sqlite3 handle; it is the first field of CPython's
 connection object (Modules/_sqlite/connection.h, 3.11 to 3.13). Elsewhere this does nothing.
