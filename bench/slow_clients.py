@@ -22,7 +22,7 @@ WRITE_TIMEOUT = 5  # ROJO_CLIENT_WRITE_TIMEOUT for the run: 30 by default
 TARGET_MIB = 30.0
 SCENARIO = f"long-{CHUNKS}-0"
 TRACE_AFTER = 10  # seconds into the turns, with --trace
-# With --trace ending: once the first reply is stored whole, the others ending with it (the peak)
+# With --trace ending: when the first turn has ended, the others ending with it (the peak)
 
 
 @dataclass
@@ -72,14 +72,6 @@ def _ended(sock: socket.socket) -> bool:
     return True
 
 
-def _replies_stored(project_id: int) -> int:
-    """The project's assistant replies stored whole (no longer drafts)."""
-    from rojos.models import Message
-
-    done = Message.objects.filter(conversation__project_id=project_id, draft=False)
-    return done.filter(role=Message.Role.ASSISTANT).count()
-
-
 def _running() -> int:
     from rojos.models import Conversation
 
@@ -102,8 +94,7 @@ def slow_clients(
     sqlite_at_peak = sqlite_idle
     if trace:
         server.memory_diff()  # the baseline
-    grown, traced_at = None, 0.0
-    stored_before = _replies_stored(project_id)
+    grown, traced_at, all_ran = None, 0.0, False
     started = time.monotonic()
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
@@ -115,15 +106,13 @@ def slow_clients(
         if rss > peak:
             peak, sqlite_at_peak = rss, server.heap()["sqlite_kib"] / 1024
 
-    while _running() or time.monotonic() - started < 2:
+    while (running := _running()) or time.monotonic() - started < 2:
         if time.monotonic() > deadline:
             break
         sample()
         since = time.monotonic() - started
-        if trace == "early":
-            due = since > TRACE_AFTER
-        else:  # the first of the ten replies stored whole (the running count can flicker)
-            due = trace and _replies_stored(project_id) > stored_before
+        all_ran = all_ran or running >= CLIENTS  # all started, before one can have ended
+        due = since > TRACE_AFTER if trace == "early" else all_ran and running < CLIENTS
         if trace and grown is None and due:
             traced_at, grown = since, server.memory_diff()["grown"]
         time.sleep(0.25)
