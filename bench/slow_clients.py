@@ -207,7 +207,8 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "what is left to try: a finished turn's kept events giving up their text once no one "
         "follows it (the end figure; exact re-attach positions need the chunks' ends kept), "
         "the chunks' ends in 2 bytes (2 MiB for these ten turns), and tracemalloc's diff at "
-        "the turns' end (`--trace ending`)."
+        "the turns' end (`--trace ending` took it 15 s in, twice: the count of running "
+        "conversations it waits on dropped below ten early)."
     )
     return section
 
