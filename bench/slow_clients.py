@@ -22,6 +22,7 @@ WRITE_TIMEOUT = 5  # ROJO_CLIENT_WRITE_TIMEOUT for the run: 30 by default
 TARGET_MIB = 30.0
 SCENARIO = f"long-{CHUNKS}-0"
 TRACE_AFTER = 10  # seconds into the turns, with --trace
+# With --trace ending: when the first turn has ended, the others ending with it (the peak)
 
 
 @dataclass
@@ -37,6 +38,7 @@ class SlowClientsResult:
     sqlite_mib: float = 0.0  # SQLite's own heap at the RSS peak, above idle
     sqlite_peak_mib: float = 0.0  # its high-water mark over the run, above idle
     grown: list | None = None  # with --trace: where the heap grew, 10 s into the turns
+    traced_at_s: float = 0.0  # when that was (seconds into the turns)
 
     @property
     def above_idle_mib(self) -> float:
@@ -77,9 +79,12 @@ def _running() -> int:
 
 
 def slow_clients(
-    server, target, project_id: int, rojo: str, name: str, trace: bool = False
+    server, target, project_id: int, rojo: str, name: str, trace: str = ""
 ) -> SlowClientsResult:
-    """Ten non-reading clients on one server; its RSS before, at its peak and after."""
+    """Ten non-reading clients on one server; its RSS before, at its peak and after.
+
+    trace: "early" (10 s into the turns) or "ending" (once the first turn ended, as the
+    others end with it): where the Python heap grew since idle, by place (tracemalloc)."""
     from .client import chat
 
     asyncio.run(chat(target, project_id, "story", "warm up"))
@@ -89,7 +94,7 @@ def slow_clients(
     sqlite_at_peak = sqlite_idle
     if trace:
         server.memory_diff()  # the baseline
-    grown = None
+    grown, traced_at, all_ran = None, 0.0, False
     started = time.monotonic()
     sockets = [_not_reading(target, project_id, rojo) for _ in range(CLIENTS)]
     deadline = started + 600
@@ -101,10 +106,15 @@ def slow_clients(
         if rss > peak:
             peak, sqlite_at_peak = rss, server.heap()["sqlite_kib"] / 1024
 
-    while (_running() or time.monotonic() - started < 2) and time.monotonic() < deadline:
+    while (running := _running()) or time.monotonic() - started < 2:
+        if time.monotonic() > deadline:
+            break
         sample()
-        if trace and grown is None and time.monotonic() - started > TRACE_AFTER:
-            grown = server.memory_diff()["grown"]
+        since = time.monotonic() - started
+        all_ran = all_ran or running >= CLIENTS  # all started, before one can have ended
+        due = since > TRACE_AFTER if trace == "early" else all_ran and running < CLIENTS
+        if trace and grown is None and due:
+            traced_at, grown = since, server.memory_diff()["grown"]
         time.sleep(0.25)
     turns_s = time.monotonic() - started
     until = time.monotonic() + WRITE_TIMEOUT + 3
@@ -117,7 +127,7 @@ def slow_clients(
     time.sleep(1)
     failures = [] if not _running() else [f"{_running()} turns still running"]
     result = SlowClientsResult(name, idle, peak, _rss_mib(server), turns_s, dropped, failures)
-    result.grown = grown
+    result.grown, result.traced_at_s = grown, traced_at
     result.sqlite_mib = sqlite_at_peak - sqlite_idle
     result.sqlite_peak_mib = server.heap()["sqlite_peak_kib"] / 1024 - sqlite_idle
     return result
@@ -179,12 +189,26 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "end together, is the turns' live text (each reply's 0.8 MB kept in the turn's events "
         "with 4 bytes per chunk, and once more as the stored reply: about 20 MiB) and what the "
         "ends of the turns and the far-behind followers build at once, which tracemalloc 10 s "
-        "into the turns does not see (`--trace` samples before the replies are whole). Not met:"
-        " the next cuts are catch-up events of bounded size for a follower far behind (now the "
-        "whole rest of the run, up to 0.8 MB, encoded and handed to the connection's buffer at "
-        "once), a finished turn's kept events giving up their text (a re-attach reading the "
-        "stored reply instead), and a long reply's bound copy not kept by SQLite's prepared "
-        "statements."
+        "into the turns does not see (`--trace` samples before the replies are whole). The two "
+        "cuts after these are in the next note."
+    )
+    section.notes.append(
+        "Two more cuts, measured as before / first cut / both, back to back (load 6 to 12). "
+        "SQLite's statements let go of a long value once written "
+        "(`roject/sqlite_backend/bindings.py`: after a write that bound 64 KiB or more, "
+        "sqlite3_clear_bindings on the connection's idle statements; shorter writes pay "
+        "nothing): uvicorn 55.2 → 46.7 MiB (a second pair 54.7), daphne 63.0 → 58.7 MiB; "
+        "SQLite's heap at the peak +13.2 → +0.9 MiB, at the end of the run 37 → 23 MiB above "
+        "idle (uvicorn; daphne 36 → 25). Catch-up events of about 64 KiB for a follower far "
+        "behind (`rojos/turn_events.py`, CATCH_UP_BYTES; each numbered as its last chunk) "
+        "after it: uvicorn 46.7 → 62.6 and 54.7 → 56.8 MiB, daphne 58.7 → 50.0 MiB, within "
+        "the noise: not a measured gain. Not met: the peak is not the Python heap tracemalloc "
+        "sees (10 to 15 s into the turns it has grown by about 6 MiB while RSS grew by tens); "
+        "what is left to try: a finished turn's kept events giving up their text once no one "
+        "follows it (the end figure; exact re-attach positions need the chunks' ends kept), "
+        "the chunks' ends in 2 bytes (2 MiB for these ten turns), and tracemalloc's diff at "
+        "the turns' end (`--trace ending` took it 15 s in, twice: the count of running "
+        "conversations it waits on dropped below ten early)."
     )
     return section
 
@@ -195,7 +219,13 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", choices=["uvicorn", "daphne"], action="append")
-    parser.add_argument("--trace", action="store_true", help="where the heap grows (tracemalloc)")
+    parser.add_argument(
+        "--trace",
+        nargs="?",
+        const="early",
+        choices=["early", "ending"],
+        help="where the heap grew (tracemalloc): 10 s into the turns, or as they end",
+    )
     args = parser.parse_args()
     servers = args.server or ["uvicorn", "daphne"]
 
@@ -208,14 +238,15 @@ def main() -> None:
         )
     slow_clients_section(results)  # prints its figures
     for result in results if args.trace else ():
-        print(f"where the heap grew under {result.server}, {TRACE_AFTER} s into the turns:")
-        for grown in (result.grown or [])[:15]:
+        at = f"{result.traced_at_s:.0f} s into the turns"
+        print(f"where the heap grew under {result.server}, {at} ({args.trace}):")
+        for grown in (result.grown or [])[:25]:
             mib, blocks = grown["kib"] / 1024, grown["count"]
-            print(f"  {mib:7.1f} MiB  {blocks:8d} blocks  {grown['at'][-1]}")
+            print(f"  {mib:7.1f} MiB  {blocks:8d} blocks  {' < '.join(grown['at'][::-1][:3])}")
 
 
 def slow_clients_all(
-    environ: dict, provider_url: str, scratch, fixtures, servers=("uvicorn", "daphne"), trace=False
+    environ: dict, provider_url: str, scratch, fixtures, servers=("uvicorn", "daphne"), trace=""
 ) -> list:
     """The run under uvicorn, then under daphne, each on a fresh server process (the bench
     world's, with its `story` rojo and logged-in `fixtures`)."""
@@ -233,7 +264,7 @@ def slow_clients_all(
     results = []
     for name in servers:
         log = scratch / f"{name}.log"
-        traced = {"BENCH_TRACEMALLOC": "1"} if trace else {}
+        traced = {"BENCH_TRACEMALLOC": "3"} if trace else {}
         server = server_start({**environ, "BENCH_SERVER": name, **traced}, log)
         target = http.Target("127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token)
         try:

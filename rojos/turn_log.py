@@ -141,10 +141,11 @@ class Turn:
         """Events numbered above `after`, then the new ones until the turn is done: each
         time, all those published by then, in order (the chat stream writes them at once).
 
-        What the follower missed of a run of CHAT chunks comes as one event (numbered as the
-        run's last chunk). An `after` this turn never gave (an id from an earlier turn, kept
-        by a tab that lost its connection) starts from the beginning: else the stream would
-        end with nothing, not even DONE, and the client would ask again at once.
+        What the follower missed of a run of CHAT chunks comes in events of about 64 KiB
+        (each numbered as its last chunk: TurnEvents.after). An `after` this turn never gave
+        (an id from an earlier turn, kept by a tab that lost its connection) starts from the
+        beginning: else the stream would end with nothing, not even DONE, and the client
+        would ask again at once.
         """
         position = max(after, 0)
         if position > self.events.seq:

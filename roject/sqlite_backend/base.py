@@ -15,6 +15,8 @@ import threading
 from django.db.backends.sqlite3 import base
 from django.db.utils import OperationalError
 
+from .bindings import clear_bindings, long_value
+
 _WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER")
 _locks: dict[str, threading.Lock] = {}
 _locks_guard = threading.Lock()
@@ -37,10 +39,13 @@ def _writes(query: str) -> bool:
 
 class _Cursor(base.SQLiteCursorWrapper):
     """A write outside a transaction (autocommit) takes the process's writer lock for itself;
-    inside one, the transaction holds it already."""
+    inside one, the transaction holds it already. A query that bound a long value has the
+    connection's statements let go of their bound values (see bindings.py) once it is done:
+    at once, or after its rows are fetched (an INSERT … RETURNING still runs until then)."""
 
     lock: threading.Lock
     timeout: float
+    _unbind = False
 
     def _locked(self, run, query, *args):
         if self.connection.in_transaction or not _writes(query):
@@ -52,10 +57,27 @@ class _Cursor(base.SQLiteCursorWrapper):
             self.lock.release()
 
     def execute(self, query, params=None):
-        return self._locked(super().execute, query, params)
+        result = self._locked(super().execute, query, params)
+        if long_value(params):
+            self._unbind = not clear_bindings(self.connection)
+        return result
 
     def executemany(self, query, param_list):
         return self._locked(super().executemany, query, param_list)
+
+    def _fetched(self, rows):
+        if self._unbind:
+            self._unbind = not clear_bindings(self.connection)
+        return rows
+
+    def fetchone(self):
+        return self._fetched(super().fetchone())
+
+    def fetchmany(self, size=None):
+        return self._fetched(super().fetchmany(self.arraysize if size is None else size))
+
+    def fetchall(self):
+        return self._fetched(super().fetchall())
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
