@@ -66,7 +66,9 @@ def postgres_concurrency(server_url: str, conversations: int = CONVERSATIONS) ->
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def _watch_connections(database_url: str, result: PostgresResult, stop: threading.Event) -> None:
+def _watch_connections(database_url: str, result, stop: threading.Event) -> None:
+    """Until `stop`: the most connections open on the database at once, into `result`'s
+    connections_max (and what PostgreSQL allows into connections_allowed)."""
     name = urlsplit(database_url).path.lstrip("/")
     with _connect(database_url) as watcher:
         result.connections_allowed = int(watcher.execute("SHOW max_connections").fetchone()[0])

@@ -186,26 +186,12 @@ def _cpu_ns(pid: int) -> int:
     return (utime + stime) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
-def _watch_connections(database_url: str, result: ScaleOutResult, stop: threading.Event):
-    from .postgres import _connect
-
-    name = urlsplit(database_url).path.lstrip("/")
-    with _connect(database_url) as watcher:
-        result.connections_allowed = int(watcher.execute("SHOW max_connections").fetchone()[0])
-        while not stop.wait(0.1):
-            count = watcher.execute(
-                "SELECT count(*) FROM pg_stat_activity"
-                " WHERE datname = %s AND pid <> pg_backend_pid()",
-                [name],
-            ).fetchone()[0]
-            result.connections_max = max(result.connections_max, count)
-
-
 def child_main(database_url: str, streams: int) -> None:
     """In a process whose Django is set up on the bench's PostgreSQL database and Redis:
     the one-process level, then the two-process level; their result as JSON."""
     import resource
 
+    from .postgres import _watch_connections
     from .provider import provider_start
     from .server import server_start
 

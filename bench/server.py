@@ -235,35 +235,31 @@ class Server:
     host: str
     port: int
 
+    def _get(self, path: str, *, timeout: float) -> dict:
+        """One of the bench's routes of the server, its JSON answer."""
+        url = f"http://{self.host}:{self.port}{path}"
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            return json.load(response)
+
     def usage(self) -> dict:
         """The server's CPU time so far (ns), and its collector's pauses."""
-        url = f"http://{self.host}:{self.port}{USAGE_PATH}"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return json.load(response)
+        return self._get(USAGE_PATH, timeout=30)
 
     def memory_diff(self) -> dict:
         """What the server's Python allocations grew by since the last call (tracemalloc)."""
-        url = f"http://{self.host}:{self.port}{MEMORY_PATH}"
-        with urllib.request.urlopen(url, timeout=120) as response:
-            return json.load(response)
+        return self._get(MEMORY_PATH, timeout=120)
 
     def trim(self) -> dict:
         """The server's RSS (KiB) before and after it handed its free memory back (_trim)."""
-        url = f"http://{self.host}:{self.port}{TRIM_PATH}"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return json.load(response)
+        return self._get(TRIM_PATH, timeout=30)
 
     def heap(self) -> dict:
         """SQLite's heap and Python's allocated blocks in the server (_heap)."""
-        url = f"http://{self.host}:{self.port}{HEAP_PATH}"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return json.load(response)
+        return self._get(HEAP_PATH, timeout=30)
 
     def crossings(self) -> dict:
         """The calls handed to the database threads since the last call (by function)."""
-        url = f"http://{self.host}:{self.port}{CROSSINGS_PATH}"
-        with urllib.request.urlopen(url, timeout=30) as response:
-            return json.load(response)
+        return self._get(CROSSINGS_PATH, timeout=30)
 
     def cpu_ns(self) -> int:
         return self.usage()["cpu_ns"]
