@@ -63,19 +63,22 @@ async def turn_listen(layer, channel: str, turn, task: asyncio.Task) -> None:
 
     A failing channel layer does not end the listening: Stop and approvals must still reach
     the turn once it is back; and the turn's place in its group is renewed every heartbeat,
-    since a restarted Redis forgets its groups. Anything else (a layer used wrongly) ends it.
+    since a restarted Redis forgets its groups. An unexpected error is logged and listening
+    goes on: a listener that ended silently left its turn deaf to Stop for the rest of it.
     """
     keeper = asyncio.create_task(_group_keep(layer, channel, turn.conversation_id))
     try:
         while True:
             try:
                 message = await layer.receive(channel)
+                if await _handle(layer, message, turn, task):
+                    return
             except (TimeoutError, *LAYER_ERRORS):
                 logger.info("turn %s: the channel layer failed", turn.conversation_id)
                 await asyncio.sleep(LAYER_RETRY_SECONDS)
-                continue
-            if await _handle(layer, message, turn, task):
-                return
+            except Exception:
+                logger.exception("turn %s: listening for Stop failed", turn.conversation_id)
+                await asyncio.sleep(LAYER_RETRY_SECONDS)
     finally:
         keeper.cancel()
 

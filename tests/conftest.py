@@ -5,6 +5,9 @@ from django.contrib.auth import get_user_model
 
 from roject.models import Role
 from roject.services import project_create
+from tests.layer_per_loop import layer_per_loop_install
+
+layer_per_loop_install()
 
 pytest_plugins = [
     "tests.fake_provider",

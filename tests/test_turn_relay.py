@@ -169,6 +169,33 @@ async def test_a_failing_layer_does_not_stop_the_turn_from_listening(monkeypatch
         await running
 
 
+class ScriptedLayer:
+    """A layer whose receives give these messages in turn."""
+
+    def __init__(self, *messages: dict) -> None:
+        self.messages = list(messages)
+
+    async def receive(self, channel: str) -> dict:
+        return self.messages.pop(0)
+
+
+async def test_a_message_the_listener_cannot_handle_leaves_it_listening_for_stop(
+    monkeypatch, caplog
+):
+    """A malformed message (a follow request with no channel) is logged; the Stop after it
+    still reaches the turn (a listener that ended left its turn deaf to Stop)."""
+    monkeypatch.setattr(turn_relay, "LAYER_RETRY_SECONDS", 0)
+    running = asyncio.ensure_future(asyncio.sleep(30))
+    layer = ScriptedLayer({"type": "turn.follow", "after": 0}, {"type": "turn.stop"})
+
+    await asyncio.wait_for(turn_relay.turn_listen(layer, "c", turns.Turn(1), running), 5)
+
+    assert layer.messages == []
+    assert "listening for Stop failed" in caplog.text
+    with pytest.raises(asyncio.CancelledError):
+        await running
+
+
 class SmallLayer(InMemoryChannelLayer):
     """An in-memory layer whose channels hold two messages, counting the sends refused."""
 
