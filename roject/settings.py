@@ -115,11 +115,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
     # A pool of connections per process, each lent for one trip to the database and given
     # back after it (roject/db_threads.py): a streaming reply holds none, so the connections
-    # PostgreSQL allows bound the database trips at once, not the replies.
+    # PostgreSQL allows bound the database trips at once, not the replies. A trip waits up to
+    # ROJO_DB_POOL_TIMEOUT seconds for a connection; while the database is out of reach, each
+    # try of a turn's retried writes (ROJO_DB_RETRY_SECONDS) waits that long.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
         "max_size": int(os.environ.get("ROJO_DB_POOL_SIZE") or 10),
-        "timeout": 20,
+        "timeout": float(os.environ.get("ROJO_DB_POOL_TIMEOUT") or 20),
     }
 
 # The threads every request's and turn's database calls run on (roject/db_threads.py): as
