@@ -163,6 +163,25 @@ def floor_section(floor, app: dict) -> Section:
         "and 35.3 ms; first chunk p50 4.93 and 5.52 s, 5.30 and 3.78 s, 3.99 and 5.09 s; the "
         "running streams' p99 830 to 1,100 ms in all; 200 of 200 complete in all. The trips "
         "were not what a start's CPU is spent on.",
+        "Where a conversation's CPU goes (3 December 2026, `python -m bench.starts --no-burst "
+        "--sequential 200`, 29.5 to 31.6 ms of server CPU per `paced-20-20` conversation at "
+        "load 1.1 to 1.7; `py-spy record --gil` on the server for 25 s, about 55 "
+        "conversations): the samples holding the GIL are about 64% of the process's CPU, the "
+        "rest is the kernel (the sends, epoll, the database threads' hand-offs). Of the GIL's "
+        "samples: the ORM on the database threads 25% (the chat's checks, chat_context_get, "
+        "6.4%; the claim and the user's message, turn_start._begin, 5.5%; the rojo's read "
+        "3.4%; the turn's end 3.0%; the budgets 2.3%; the role's re-check before a tool step "
+        "2.3%), the turn's loop 17% (the SDK building and sending its request 5.5%, reading "
+        "and parsing the stream 4%), Django's ASGI handler, the middlewares and django-ninja "
+        "6%, the response's writes 4%, the event loop itself (epoll, handles, wake-ups) about "
+        "15%. No one place holds it: the targets (first chunk p50 0.5 s, p99 1 s for 200 "
+        "starts on one core) need about 5 ms per start, a sixth of now, which takes the "
+        "start's reads from per-process caches (rojo, project, role, budgets), its writes "
+        "as one statement batch, and the provider's request without the SDK's request "
+        "building; not done. The in-process sampler (BENCH_PROFILE) is not the tool for "
+        "this: its SIGPROF signals coalesce while a database thread holds the CPU (about 650 "
+        "samples for 3 s of CPU) and asyncio's wake-up descriptor turns each into a wake-up "
+        "of the loop, which shows as select() and _write_to_self.",
     ]
     section.add(
         "floor_first_chunk",

@@ -11,7 +11,8 @@ garbage-collector passes stopped it (generation, ms). With BENCH_TRACEMALLOC=<fr
 holds now and at most (all connections: page caches, statements, full-text buffers) and
 Python's allocated blocks. With BENCH_COUNT_CROSSINGS=1, GET /__bench__/crossings answers
 the calls handed to the database threads since the last such call (roject/db_threads.py
-lanes), by function.
+lanes), by function. With BENCH_PROFILE, GET /__bench__/profile-reset drops what the
+sampler (bench/sampler.py) took so far.
 """
 
 import contextlib
@@ -32,6 +33,7 @@ MEMORY_PATH = "/__bench__/memory"
 TRIM_PATH = "/__bench__/trim"
 HEAP_PATH = "/__bench__/heap"
 CROSSINGS_PATH = "/__bench__/crossings"
+PROFILE_RESET_PATH = "/__bench__/profile-reset"
 
 _snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
 
@@ -141,7 +143,7 @@ def _application():
     gc.callbacks.append(_gc_timer)
     if os.environ.get("BENCH_COUNT_CROSSINGS"):
         _crossings_count()
-    paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, CROSSINGS_PATH, HEAP_PATH)
+    paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, CROSSINGS_PATH, HEAP_PATH, PROFILE_RESET_PATH)
 
     async def application(scope, receive, send):
         if scope["type"] == "http" and scope["path"] in paths:
@@ -153,6 +155,10 @@ def _application():
                 usage = _trim()
             elif scope["path"] == HEAP_PATH:
                 usage = _heap()
+            elif scope["path"] == PROFILE_RESET_PATH:
+                from . import sampler
+
+                usage = {"samples_dropped": sampler.reset()}
             else:
                 usage = {"cpu_ns": time.process_time_ns(), "gc_pauses": _gc_pauses}
             body = json.dumps(usage).encode()
@@ -260,6 +266,11 @@ class Server:
     def crossings(self) -> dict:
         """The calls handed to the database threads since the last call (by function)."""
         return self._get(CROSSINGS_PATH, timeout=30)
+
+    def profile_reset(self) -> None:
+        """With BENCH_PROFILE, drop what the sampler took so far (start-up, a warm-up)."""
+        if os.environ.get("BENCH_PROFILE"):
+            self._get(PROFILE_RESET_PATH, timeout=30)
 
     def cpu_ns(self) -> int:
         return self.usage()["cpu_ns"]

@@ -182,6 +182,7 @@ async def floor_figures(floor, concurrent: int) -> FloorFigures:
 async def _sequential_cpu_ms(server, open_stream: Opener, runs: int) -> float:
     """Server CPU per conversation of BURST_MODEL, one at a time (no contention)."""
     await _one(open_stream, BURST_MODEL, BurstResult(), None)
+    await asyncio.to_thread(server.profile_reset)
     before = await asyncio.to_thread(server.cpu_ns)
     for _ in range(runs):
         await _one(open_stream, BURST_MODEL, BurstResult(), None)
