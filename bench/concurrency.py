@@ -11,7 +11,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from . import client as http
-from .latency import sent_ns
+from .latency import stamps_ns
 from .stats import percentile
 
 CHUNKS = 100
@@ -52,8 +52,9 @@ def _verdict(events: list[http.Event]) -> str | None:
     results = [e for e in events if e.type == "TOOL_RESULT"]
     if len(results) != 1 or not results[0].data["ok"]:
         return "tool call missing or failed"
-    if kinds["CHAT"] != CHUNKS:
-        return f"{kinds['CHAT']} of {CHUNKS} chunks"
+    chunks = sum(len(stamps_ns(e)) for e in events if e.type == "CHAT")
+    if chunks != CHUNKS:
+        return f"{chunks} of {CHUNKS} chunks"
     return None
 
 
@@ -74,7 +75,7 @@ async def _conversation(
         return
     result.completed += 1
     result.latencies_ms.extend(
-        (e.arrived_ns - sent_ns(e)) / 1e6 for e in events if e.type == "CHAT"
+        (e.arrived_ns - sent) / 1e6 for e in events if e.type == "CHAT" for sent in stamps_ns(e)
     )
 
 

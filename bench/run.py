@@ -40,8 +40,12 @@ RUN = (
     *("sqlite_memory", "floor", "stream_memory", "scale_out"),
 )
 # Sections that take minutes each: run with --long (or --only); otherwise the report keeps
-# their last figures. Section 9 is issue #17's 8-minute search for a leak (three runs of 150 s).
-LONG = {"sqlite_memory": (9, "`python -m bench.run --only sqlite_memory`, about 8 minutes")}
+# their last figures. Section 8 is issue #17's ten clients that never read, on two servers
+# (about 3 minutes: a million chunks each); section 9 its 8-minute search for a leak.
+LONG = {
+    "slow_clients": (8, "`python -m bench.run --only slow_clients`, about 3 minutes"),
+    "sqlite_memory": (9, "`python -m bench.run --only sqlite_memory`, about 8 minutes"),
+}
 
 CONCURRENCY = (200, 500)  # conversations at once, each level on a fresh server process
 

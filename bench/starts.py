@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from . import client as http
 from .floor import floor_stream, provider_body
-from .latency import sent_ns
+from .latency import stamps_ns
 from .stats import median, percentile
 
 RUNNING, BURST = 50, 200
@@ -34,7 +34,8 @@ def app_opener(target: http.Target, project_id: int) -> Opener:
         path = f"/api/projects/{project_id}/chat"
         async for event in http.events(target, path, {"rojo": model, "message": "Go."}):
             if event.type == "CHAT":
-                yield event.arrived_ns, sent_ns(event)
+                for sent in stamps_ns(event):
+                    yield event.arrived_ns, sent
             elif event.type == "ERROR":
                 raise http.HttpStatusError(f"ERROR {event.data.get('message', '')[:80]}")
 
