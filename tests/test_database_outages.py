@@ -136,8 +136,10 @@ def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_data
     client, made = on_outage_db
     # A process of its own with the short retry time, on the same database.
     server = server_process(
-        DATABASE_URL=outage_db.url, ROJO_PROVIDER_RETRIES="0", ROJO_DB_RETRY_SECONDS="3",
-        ROJO_DB_POOL_TIMEOUT="2"
+        DATABASE_URL=outage_db.url,
+        ROJO_PROVIDER_RETRIES="0",
+        ROJO_DB_RETRY_SECONDS="3",
+        ROJO_DB_POOL_TIMEOUT="2",
     )
     client.http.base_url = server.base_url
     fake_provider.add(stream(*text_chunks(REPLY, pieces=60), delay=0.05))
