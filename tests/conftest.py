@@ -1,5 +1,7 @@
 """Shared fixtures: users with each role in one project, and a fresh storage dir per test."""
 
+import contextlib
+
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -79,13 +81,19 @@ def empty_cache():
 
 @pytest.fixture(autouse=True)
 def forget_finished_turns():
-    """Finished turns are kept for re-attach; ids restart after a flush, so drop them per test."""
+    """Finished turns are kept for re-attach, and ids restart after a flush: drop them per test;
+    stop the turns a test left running."""
     from rojos import turn_log
 
     yield
     for conversation_id, turn in list(turn_log._turns.items()):
-        if turn.finished:
-            turn_log._turns.pop(conversation_id, None)
+        if not turn.finished and turn.task is not None and not turn.task.done():
+            # A turn a test left running (the live server's turns outlive their requests)
+            # would ask the session's fake provider for its next step, and take the reply
+            # the next test scripted for its own turn.
+            with contextlib.suppress(RuntimeError):  # its loop is closed: it ran already
+                turn.task.get_loop().call_soon_threadsafe(turn.task.cancel)
+        turn_log._turns.pop(conversation_id, None)
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,18 @@ def long_reply(fake_provider, settings):
     return make_rojo(fake_provider.base_url, tools=[], approval_tools=[])
 
 
+def _same_text(got: str, want: str) -> None:
+    """got == want, failing with where they part: pytest's own diff of megabytes of text
+    runs for hours."""
+    if got != want:
+        at = next((i for i, (a, b) in enumerate(zip(got, want, strict=False)) if a != b), None)
+        at = min(len(got), len(want)) if at is None else at
+        pytest.fail(
+            f"the text differs at {at} of {len(want)} characters (got {len(got)}): "
+            f"{got[at : at + 40]!r} where {want[at : at + 40]!r} was due"
+        )
+
+
 def _caught_up(after: int, chats: list) -> None:
     """The CHAT events a follower gets after seq `after`: each numbered as its last chunk,
     so that the text up to each is exactly the reply's up to that seq, and in events of
@@ -39,7 +51,7 @@ def _caught_up(after: int, chats: list) -> None:
     position = after
     for event in chats:
         assert event.id > position
-        assert event.data["text"] == TEXT[CUTS[max(position - 1, 0)] : CUTS[event.id - 1]]
+        _same_text(event.data["text"], TEXT[CUTS[max(position - 1, 0)] : CUTS[event.id - 1]])
         assert len(event.data["text"].encode()) <= CATCH_UP_BYTES + (JOIN_AFTER + 1) * 300
         position = event.id
     assert position == CHUNKS + 1  # START is seq 1
@@ -131,7 +143,7 @@ def test_a_client_that_reads_nothing_is_disconnected_and_can_re_attach(
     )
     rest = list(parse_sse(response.text.split("\n")))
     texts = [e.data["text"] for e in got + rest if e.type == "CHAT"]
-    assert "".join(texts) == TEXT
+    _same_text("".join(texts), TEXT)
     assert [e.type for e in rest][-1] == "DONE"
     _caught_up(last, [e for e in rest if e.type == "CHAT"])  # what it missed, in big events
 
@@ -145,7 +157,7 @@ def test_a_long_reply_is_kept_compactly_and_re_attaches_from_any_seq(
     editor = client_for(users["editor"])
     events = editor.chat(project.pk, rojo=long_reply.slug, message="Write a lot")
     chats = [e for e in events if e.type == "CHAT"]
-    assert "".join(e.data["text"] for e in chats) == TEXT
+    _same_text("".join(e.data["text"] for e in chats), TEXT)
     conversation = events[0].data["conversation"]
 
     turn = turn_get(conversation)
@@ -161,7 +173,7 @@ def test_a_long_reply_is_kept_compactly_and_re_attaches_from_any_seq(
         if expected:
             assert [e.type for e in rest] == ["CHAT"] * (len(rest) - 1) + ["DONE"]
             assert rest[-1].id == last_chunk + 1
-            assert "".join(e.data["text"] for e in rest[:-1]) == expected
+            _same_text("".join(e.data["text"] for e in rest[:-1]), expected)
             _caught_up(after, rest[:-1])
         else:
             assert [e.type for e in rest] == ["DONE"]
