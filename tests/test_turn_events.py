@@ -1,0 +1,80 @@
+"""A turn's kept events read back from any seq exactly as they were published, whatever the
+lengths of its chunks (one byte each while they are short, more once one is long)."""
+
+import random
+
+import pytest
+
+from rojos.turn_events import CATCH_UP_BYTES, JOIN_AFTER, TurnEvents
+
+
+def _published(lengths: list[int]) -> tuple[TurnEvents, list[tuple[str, object]]]:
+    """START, a run of CHAT chunks of these lengths (UTF-8 bytes: some multi-byte), DONE."""
+    events, model = TurnEvents(), []
+    events.append("START", {"conversation": 1})
+    model.append(("START", {"conversation": 1}))
+    for number, length in enumerate(lengths):
+        text = ("é" * (length // 2) + "x" * (length % 2)) if number % 3 else "w" * length
+        events.append("CHAT", text)
+        model.append(("CHAT", text))
+    events.append("DONE", {})
+    model.append(("DONE", {}))
+    return events, model
+
+
+def _text_after(model, after: int) -> str:
+    return "".join(data for kind, data in model[after:] if kind == "CHAT")
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        [5] * 1000,  # short chunks: a byte each
+        [3, 7, 300, 2] * 200,  # one past 255 bytes: two bytes each from then on
+        [4] * 70 + [70_000] + [6] * 130,  # one past 65,535 bytes: four bytes each
+        [0, 1, 0, 2] * 100,  # empty chunks
+    ],
+)
+def test_every_seq_reads_back_as_published(lengths):
+    events, model = _published(lengths)
+    assert events.seq == len(model)
+    for seq in range(1, len(model) + 1):
+        kind, data = model[seq - 1]
+        event = events.at(seq)
+        assert (event.seq, event.type) == (seq, kind)
+        assert event.data == ({"text": data} if kind == "CHAT" else data)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_a_follower_from_any_seq_gets_exactly_the_rest_in_bounded_events(seed):
+    rng = random.Random(seed)
+    lengths = [
+        rng.choice([1, 2, 8, 40, 255, 256, 900, 20_000]) for _ in range(rng.randint(50, 3000))
+    ]
+    events, model = _published(lengths)
+    for after in sorted(
+        {0, 1, 2, len(model) - 1, len(model)} | {rng.randrange(len(model)) for _ in range(40)}
+    ):
+        seen, text, kinds = after, [], []
+        while (event := events.after(seen)) is not None:
+            assert event.seq > seen
+            if event.type == "CHAT":
+                text.append(event.data["text"])
+                behind = len(model) - 1 - seen  # chunks left at most, before DONE
+                if behind > JOIN_AFTER:
+                    # a catch-up event: within CATCH_UP_BYTES but for its last chunk
+                    last = len(model[event.seq - 1][1].encode())
+                    assert len(event.data["text"].encode()) < CATCH_UP_BYTES + last or (
+                        len(model) - 1 - event.seq <= JOIN_AFTER
+                    )
+            kinds.append(event.type)
+            seen = event.seq
+        assert seen == len(model)
+        assert "".join(text) == _text_after(model, after)
+        assert kinds[-1:] == (["DONE"] if after < len(model) else [])
+
+
+def test_the_kept_bytes_are_the_text_and_about_a_byte_a_chunk():
+    events, _model = _published([6] * 100_000)
+    assert events.entries() == 3
+    assert events.kept_bytes() == 600_000 + 100_000 + 4 * (100_000 // 64 + 1)
