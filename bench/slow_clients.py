@@ -160,9 +160,10 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "Before (issue #17): uvicorn 105 → 239 MiB (about 13 MiB of kept events per turn, "
         "still 280 MiB after the keep window); daphne 104 → 345 → 413 MiB, the unsent "
         "streams buffered. Now a turn keeps its chunks as one run of text (their UTF-8 "
-        "bytes and 4 bytes each: about 1.2 MB for these replies), and a connection holds at "
-        "most the server's 64 KiB buffer (uvicorn's, or Twisted's, which pauses the writer "
-        "through a push producer) until the client reads or is disconnected."
+        "bytes and, for each chunk, its length in one byte: about 0.9 MB for these replies), "
+        "and a connection holds at most the server's 64 KiB buffer (uvicorn's, or Twisted's, "
+        "which pauses the writer through a push producer) until the client reads or is "
+        "disconnected, by a reset that drops what the kernel still held for it."
     )
     section.notes.append(
         "Where the rest goes (uvicorn; each cut measured alone, before and after back to back "
@@ -209,6 +210,29 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "the chunks' ends in 2 bytes (2 MiB for these ten turns), and tracemalloc's diff at "
         "the turns' end (`--trace ending` took it 15 s in, twice: the count of running "
         "conversations it waits on dropped below ten early)."
+    )
+    section.notes.append(
+        "What met the target (issue #17's last step; each cut measured alone, one or two runs "
+        "a server, at a load of about 2: runs of one tree differ by up to 7 MiB). Before: "
+        "uvicorn 34.0 MiB, daphne 32.9 MiB; an RSS series every 0.25 s showed the ten turns' "
+        "live text rising steadily to about 25 MiB above idle, with spikes of 3 to 6 MiB at "
+        "each round of draft saves and at the turns' common end. glibc's threshold for blocks "
+        "of their own mapping fixed at 64 KiB (ROJO_MALLOC_MMAP_KIB; glibc raises its own "
+        "each time such a block is freed, and the replies' texts then stayed in the heap): "
+        "uvicorn 49.3 → 34.6 MiB in an earlier pair. A chunk's length in one byte, not four: "
+        "uvicorn 34.6 → 32.5, daphne 36.2 → 29.8 MiB. Drafts that append what came since "
+        "the last one, so that the accumulator no longer holds the reply's text beside the "
+        "turn's kept events (`rojos/history.py`, Draft): uvicorn 33.2 → 27.0 MiB. glibc's "
+        "arenas capped at 2 (ROJO_MALLOC_ARENAS; each database thread's SQLite had freed into "
+        "an arena of its own): daphne 36.3 → 20.3 MiB (MALLOC_ARENA_MAX=2; in code, four "
+        "runs: 26.5, 29.2, 22.3, 22.4), uvicorn 19.9 and 22.5 MiB. A long write serialised "
+        "per process was measured and dropped (no gain). What is left at the peak, with all "
+        "of them: the kept events (0.9 MB a turn, for the 120 s keep window too: the end "
+        "figure), and at the turns' common end each reply read back whole for its message "
+        "plus SQLite's full-text indexing of it (its heap +4 to +9 MiB there; the index keeps "
+        "prefixes of 2 to 4 letters, four entries a word). The reset at the disconnect also "
+        "shortened this section from about 6 to under 3 minutes: a closed socket's unsent "
+        "data had trickled out to the bench's check for the disconnect at 4 KiB a round trip."
     )
     return section
 

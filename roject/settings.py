@@ -289,6 +289,11 @@ ROJO_CLIENT_WRITE_TIMEOUT = float(os.environ.get("ROJO_CLIENT_WRITE_TIMEOUT") or
 # While turns run, freed memory is handed back to the system this often (rojos/memory_trim.py;
 # 0: never).
 ROJO_MALLOC_TRIM_SECONDS = float(os.environ.get("ROJO_MALLOC_TRIM_SECONDS") or 1)
+# Blocks of this many KiB or more get a mapping of their own, freed at once (glibc; 0: glibc's
+# sliding threshold).
+ROJO_MALLOC_MMAP_KIB = int(os.environ.get("ROJO_MALLOC_MMAP_KIB") or 64)
+# At most this many glibc arenas, shared by the process's threads (0: glibc's, 8 a core).
+ROJO_MALLOC_ARENAS = int(os.environ.get("ROJO_MALLOC_ARENAS") or 2)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
 ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
 # The same for a call routed to the project's owners ("changes need approval by an owner"):

@@ -15,7 +15,10 @@ ROJO_CLIENT_WRITE_TIMEOUT seconds, until the server's buffer for the connection 
   buffer is full (64 KiB) and resumes when it empties; a write made while paused waits.
 
 Past the timeout the connection is aborted (not closed: a close would wait for the unsent
-data to go out) and the response ends as a client disconnect does. A turn outlives its
+data to go out) and the response ends as a client disconnect does. The socket is reset, not
+closed (SO_LINGER 0): a closed socket's kernel buffer, up to several MB, still trickles
+its unsent data out to a client that reads at last, which then sees a stream that stops
+mid-event, instead of a reset it can re-attach after at once. A turn outlives its
 connection, so the client re-attaches from its Last-Event-ID when it reads again.
 """
 
@@ -23,6 +26,8 @@ import asyncio
 import contextlib
 import functools
 import logging
+import socket
+import struct
 
 from django.conf import settings
 from django.core.exceptions import RequestAborted
@@ -88,16 +93,24 @@ class _Connection:
         self.producer = None
 
     def abort(self) -> None:
-        """Drop the connection now, unsent data included."""
+        """Drop the connection now, unsent data included (the kernel's as well)."""
         if self.daphne_request is not None:
             self._unregister()
             transport = getattr(self.daphne_request, "transport", None)
             if transport is not None:
+                _reset_on_close(getattr(transport, "getHandle", lambda: None)())
                 transport.abortConnection()
             return
         transport = getattr(getattr(self.send, "__self__", None), "transport", None)
         if transport is not None and hasattr(transport, "abort"):
+            _reset_on_close(transport.get_extra_info("socket"))
             transport.abort()  # uvicorn's asyncio transport
+
+
+def _reset_on_close(sock) -> None:
+    """Make closing `sock` reset the connection, dropping what the kernel still holds."""
+    with contextlib.suppress(OSError, AttributeError, TypeError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
 
 
 def _daphne_request(send):

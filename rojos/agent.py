@@ -2,6 +2,7 @@
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 
 import openai
@@ -19,14 +20,19 @@ from .tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 from .turn_requests import TurnRequests
 
 
-async def _store_completion(draft: Draft, completion: Completion, model: str) -> Message:
-    return await draft.save(
-        content=completion.text or None,
+async def _store_completion(
+    draft: Draft, completion: Completion, model: str
+) -> tuple[Completion, Message]:
+    """Store the step's response; the completion with the whole text (what the drafts took
+    of it and the rest), and its message."""
+    message = await draft.save(
+        completion.text,
         tool_calls=completion.tool_calls or None,
         reasoning=completion.reasoning,
         extra=sent_back_extra(completion.extra, completion.tool_calls, model),
         usage=completion.usage,
     )
+    return dataclasses.replace(completion, text=message.content or ""), message
 
 
 async def agent_loop(
@@ -75,8 +81,8 @@ async def agent_loop(
                         text = accumulator.feed(chunk)
                         if text:
                             yield ChatEvent(text=text)
-                            if draft.due():  # the text so far is only joined when saved
-                                draft.save_soon(accumulator.text)
+                            if draft.due():  # the text since the last draft, given up
+                                draft.save_soon(accumulator.take_text())
                     if accumulator.calls:
                         for delta in deltas.due():
                             yield delta
@@ -85,10 +91,10 @@ async def agent_loop(
                 yield delta
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.
-            if accumulator.text:
-                await asyncio.shield(draft.save(content=accumulator.text))
+            if accumulator.text or draft.started():
+                await asyncio.shield(draft.save(accumulator.text))
             raise
-        message = await _store_completion(draft, completion, rojo.model)
+        completion, message = await _store_completion(draft, completion, rojo.model)
         await requests.account(completion, message)
         if not completion.tool_calls:
             return

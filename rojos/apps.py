@@ -5,6 +5,8 @@ from django.conf import settings
 from django.db import connections
 from django.db.models.signals import post_migrate
 
+from .memory_trim import malloc_tune
+
 
 class RojosConfig(AppConfig):
     name = "rojos"
@@ -15,6 +17,7 @@ class RojosConfig(AppConfig):
         for module in getattr(settings, "ROJO_TOOL_MODULES", ()):
             import_module(module)
         post_migrate.connect(_search_triggers_restore, sender=self)
+        malloc_tune()
 
 
 def _search_triggers_restore(sender, using, **kwargs) -> None:

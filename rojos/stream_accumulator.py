@@ -86,11 +86,18 @@ class StreamAccumulator:
         self.usage: dict | None = None
         self.finish_reason: str | None = None
 
+    def take_text(self) -> str:
+        """The text since the last take, joined, and given up: a draft (history.Draft)
+        stores it after what it stored before, so a long reply is not held here as well
+        as by the turn's kept events. `text` and `result()` then hold what came since."""
+        text = self.text
+        self._text_blocks.clear()
+        return text
+
     @property
     def text(self) -> str:
-        """The text so far, joined. The joined text then stands for the blocks: a draft
-        (history.Draft) or the stored reply holding it is then the text's only copy, not a
-        second one beside the blocks."""
+        """The text so far (since the last `take_text`), joined. The joined text then stands
+        for the blocks, not a second copy beside them."""
         if self.text_parts:
             self._text_blocks.append("".join(self.text_parts))
             self.text_parts.clear()

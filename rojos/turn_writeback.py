@@ -121,10 +121,12 @@ def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:
 
 
 def _unsaved_store(history) -> None:
-    draft, text = history.unsaved
+    from .history import draft_append_blocking  # history imports this module
+
+    draft, text, after = history.unsaved
     if draft is not None and draft.pk is not None:
-        Message.objects.filter(pk=draft.pk).update(content=text, draft=False)
-        draft.content, draft.draft = text, False
+        draft.content = draft_append_blocking(draft.pk, text, after=after, whole=True, draft=False)
+        draft.draft = False
     else:
         history.append_blocking(role=Message.Role.ASSISTANT, content=text)
     history.unsaved = None

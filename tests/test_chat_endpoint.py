@@ -136,6 +136,42 @@ def test_turn_outlives_a_closed_connection(client_for, users, project, rojo, fak
     assert history[-1].content == "w " * 10
 
 
+def test_a_reply_saved_in_many_drafts_is_stored_whole_and_each_draft_is_its_beginning(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """Each draft appends what came since the one before: read while the reply streams,
+    every stored draft is the beginning of the reply, and the reply is stored exactly once
+    over, with a tool call after the text (a step that goes on)."""
+    settings.ROJO_DRAFT_SECONDS = 0.05
+    text = "".join(f"w{n} é " for n in range(120))
+    fake_provider.add(
+        stream(
+            *text_chunks(text, pieces=120, finish=None),
+            *tool_call_chunks([("create_directory", {"path": "notes"})]),
+            delay=0.01,
+        ),
+        stream(*text_chunks("Done.")),
+    )
+    client = client_for(users["editor"])
+    drafts = set()
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        for event in events:
+            stored = stored_history(conversation)[1:]
+            drafts.update(m.content for m in stored if m.draft)
+            if event.type == "DONE":
+                break
+
+    assert len(drafts) > 5
+    assert all(text.startswith(draft) for draft in drafts)
+    history = stored_history(conversation)
+    assert [m.content for m in history][:2] == ["Talk", text]
+    assert history[1].tool_calls[0]["function"]["name"] == "create_directory"
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert not any(m.draft for m in history)
+
+
 def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
     client_for, users, project, rojo, fake_provider, settings
 ):
