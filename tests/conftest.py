@@ -80,7 +80,7 @@ def empty_cache():
 
 
 @pytest.fixture(autouse=True)
-def forget_finished_turns():
+def turns_of_the_test_ended():
     """Finished turns are kept for re-attach, and ids restart after a flush: drop them per test;
     stop the turns a test left running."""
     from rojos import turn_log

@@ -149,7 +149,6 @@ async def test_a_subscription_waits_longer_than_the_layers_blocking_pop_without_
     """Seven quiet seconds on the Redis layer (its blocking pop waits 5 s; redis-py 8 reads
     with a 5 s socket timeout unless told otherwise): the wait ends in a keep-alive (None),
     not Redis's read timeout, and the next event still arrives."""
-    _fresh_layer()
     from roject.project_live import project_event_publish, project_subscribed
 
     async with project_subscribed(project_id=987_654, keepalive=7.0) as events:
@@ -165,7 +164,6 @@ async def test_an_open_subscription_does_not_hold_up_the_processs_other_channels
     """While a page's project stream waits on the layer, a message for another channel of the
     process (a turn's Stop, approval or relay request) arrives at once, not after the
     subscription's blocking pop (5 s) ends."""
-    _fresh_layer()
     import asyncio
     import time
 
@@ -185,11 +183,3 @@ async def test_an_open_subscription_does_not_hold_up_the_processs_other_channels
         assert (await asyncio.wait_for(received, 10))["type"] == "turn.stop"
         assert time.monotonic() - began < 2
         waiting.cancel()
-
-
-def _fresh_layer() -> None:
-    """A layer made on this test's event loop: one left by an earlier test holds its receive
-    lock and connections for a loop that is gone."""
-    from channels.layers import channel_layers
-
-    channel_layers.backends.clear()

@@ -25,20 +25,6 @@ from tests.helpers import make_rojo
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture(autouse=True)
-def own_channel_layer():
-    """A channel layer object of these tests' own, as each server process has its own.
-
-    Redis' layer lets one event loop at a time receive on a layer object, and the live
-    server's loop in this process may still be receiving for a turn an earlier test left.
-    """
-    saved = channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
-    yield
-    channel_layers.backends.pop(DEFAULT_CHANNEL_LAYER, None)
-    if saved is not None:
-        channel_layers.backends[DEFAULT_CHANNEL_LAYER] = saved
-
-
 async def start_turn(project, user, fake_provider, message: str):
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     access = await aproject_access(user=user, project_id=project.pk)
