@@ -222,7 +222,7 @@ def slow_clients_section(results: list[SlowClientsResult]) -> Section:
         "uvicorn 49.3 → 34.6 MiB in an earlier pair. A chunk's length in one byte, not four: "
         "uvicorn 34.6 → 32.5, daphne 36.2 → 29.8 MiB. Drafts that append what came since "
         "the last one, so that the accumulator no longer holds the reply's text beside the "
-        "turn's kept events (`rojos/history.py`, Draft): uvicorn 33.2 → 27.0 MiB. glibc's "
+        "turn's kept events (`rojos/drafts.py`): uvicorn 33.2 → 27.0 MiB. glibc's "
         "arenas capped at 2 (ROJO_MALLOC_ARENAS; each database thread's SQLite had freed into "
         "an arena of its own): daphne 36.3 → 20.3 MiB (MALLOC_ARENA_MAX=2; in code, four "
         "runs: 26.5, 29.2, 22.3, 22.4), uvicorn 19.9 and 22.5 MiB. A long write serialised "

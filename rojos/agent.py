@@ -8,9 +8,10 @@ from collections.abc import AsyncIterator
 import openai
 from django.conf import settings
 
+from .drafts import Draft
 from .errors import StepLimitReached
 from .events import AgentEvent, ChatEvent, ToolCallEvent
-from .history import Draft, History
+from .history import History
 from .models import Message, Rojo
 from .provider_request import sent_back_extra
 from .stream_accumulator import Completion, StreamAccumulator

@@ -87,7 +87,7 @@ class StreamAccumulator:
         self.finish_reason: str | None = None
 
     def take_text(self) -> str:
-        """The text since the last take, joined, and given up: a draft (history.Draft)
+        """The text since the last take, joined, and given up: a draft (drafts.Draft)
         stores it after what it stored before, so a long reply is not held here as well
         as by the turn's kept events. `text` and `result()` then hold what came since."""
         text = self.text

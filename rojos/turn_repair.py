@@ -103,7 +103,7 @@ async def dead_turn_end(conversation: Conversation, *, silent: Q | None = None) 
     `silent`: a filter that tells the claim is dead when it still matches (a heartbeat that
     did not move through a wait spanning two beats).
 
-    What the turn had written is kept: its text was saved as it streamed (history.Draft),
+    What the turn had written is kept: its text was saved as it streamed (drafts.Draft),
     its finished calls are stored; the calls it left open are answered as interrupted, and
     the files its cut-off calls touched are repaired, as at the next message.
     """

@@ -121,7 +121,7 @@ def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:
 
 
 def _unsaved_store(history) -> None:
-    from .history import draft_append_blocking  # history imports this module
+    from .drafts import draft_append_blocking  # drafts imports this module
 
     draft, text, after = history.unsaved
     if draft is not None and draft.pk is not None:

@@ -141,7 +141,7 @@ class Message(models.Model):
     # Fields a provider added that the app does not know, kept verbatim.
     extra = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(null=True, blank=True)
-    # An assistant reply still streaming, saved now and then (history.Draft): shown, kept
+    # An assistant reply still streaming, saved now and then (drafts.Draft): shown, kept
     # after a crash, but not yet indexed for search, which would re-index the whole growing
     # text at every save. Whatever ends the reply clears it, and the final text is indexed.
     draft = models.BooleanField(default=False)
