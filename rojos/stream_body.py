@@ -121,7 +121,11 @@ def body_reader(
     if connection is None or connection.protocol is None or not timeout:
         yield read
         return
-    connection.protocol.read_timeout = None  # this watch takes over from aiohttp's timer
+    # This watch takes over from aiohttp's timer: the one set when the headers came (their
+    # limit, ROJO_PROVIDER_HEADERS_TIMEOUT) is cancelled too, or it would cut off a first
+    # silence longer than that (a server that answers at once, then reads a long prompt).
+    connection.protocol.read_timeout = None
+    connection.protocol.start_timeout()
     watch = _StallWatch(body, timeout)
     try:
         yield read

@@ -355,6 +355,21 @@ async def test_the_headers_wait_and_the_stream_silence_have_limits_of_their_own(
     assert run.error is None and run.text == "Slow to start, slow to go"
 
 
+async def test_a_silence_before_the_first_chunk_has_the_streams_limit_not_the_headers(
+    fake_provider, project, users, settings
+):
+    """Headers at once, then a long prompt read before the first token (llama.cpp does
+    this): the silence after the headers is the stream's, not the headers' limit."""
+    settings.ROJO_PROVIDER_HEADERS_TIMEOUT = 0.5
+    settings.ROJO_PROVIDER_TIMEOUT = 3
+    fake_provider.add(stream([Pause(1.5), *text_chunks("Read it all.", pieces=2)]))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "Read it all."
+
+
 async def test_provider_silent_mid_stream_times_out_and_keeps_the_text(
     fake_provider, project, users, settings
 ):
