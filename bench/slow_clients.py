@@ -6,7 +6,7 @@ ended and every client was disconnected (ROJO_CLIENT_WRITE_TIMEOUT, set short fo
 under uvicorn and under daphne, each a fresh server process after a warm-up conversation.
 
 Run alone: `.venv/bin/python -m bench.slow_clients` (prints the figures, writes nothing), or
-as section 7 of `bench/run.py` (`--only slow_clients` replaces that section of the report).
+as section 8 of `bench/run.py` (`--only slow_clients` replaces that section of the report).
 """
 
 import asyncio

@@ -136,14 +136,15 @@ if REDIS_URL:
             "BACKEND": "roject.channel_layer.BlockingPoolRedisChannelLayer",
             # redis-py 8 reads with a 5 s socket timeout by default, as long as the layer's
             # blocking pop waits (5 s) for a message: an idle receive then failed (a page's
-            # live stream broke). A longer read timeout still notices a Redis gone silent.
+            # live stream broke). A longer read timeout still notices a Redis gone silent
+            # (ROJO_REDIS_SOCKET_TIMEOUT; the relay retries a read that timed out anyway).
             # At most ROJO_REDIS_POOL_SIZE connections per process; a command past them
             # waits up to 10 s for one (a burst of 1,000 turn starts joins 1,000 groups).
             "CONFIG": {
                 "hosts": [
                     {
                         "address": REDIS_URL,
-                        "socket_timeout": 15,
+                        "socket_timeout": float(os.environ.get("ROJO_REDIS_SOCKET_TIMEOUT") or 15),
                         "max_connections": int(os.environ.get("ROJO_REDIS_POOL_SIZE") or 50),
                         "timeout": 10,
                     }
@@ -337,7 +338,10 @@ ROJO_RELAY_CONFIRM_SECONDS = float(os.environ.get("ROJO_RELAY_CONFIRM_SECONDS") 
 # Seconds a running turn retries a database write that fails before it gives up.
 ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
-ROJO_STARTUP_HOOKS = ["rojos.turn_owner.turns_of_past_lives_end_soon"]
+ROJO_STARTUP_HOOKS = [
+    "rojos.turn_owner.turns_of_past_lives_end_soon",
+    "roject.storage.leftovers.storage_sweep_soon",  # what crashes left on the storage
+]
 
 # A session is read from the cache (the process's memory, or Redis with REDIS_URL: shared by
 # the processes) and from the database only on a miss; it is written to both. Its user is

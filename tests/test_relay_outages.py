@@ -20,16 +20,29 @@ from tests.live_server import parse_sse, read_until
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-@pytest.fixture
-def two_processes(server_process, own_redis):
-    """Two server processes on the test's own Redis: `one` runs the turns, `two` relays."""
+def _two(server_process, own_redis, **settings):
     env = {
         "REDIS_URL": own_redis.url,
         "ROJO_PROVIDER_RETRIES": "0",
         "ROJO_APPROVAL_TIMEOUT": "60",
         "ROJO_RELAY_CONFIRM_SECONDS": "3",
+        **settings,
     }
     return server_process(**env), server_process(**env)
+
+
+@pytest.fixture
+def two_processes(server_process, own_redis):
+    """Two server processes on the test's own Redis: `one` runs the turns, `two` relays."""
+    return _two(server_process, own_redis)
+
+
+@pytest.fixture
+def two_processes_default_timeouts(server_process, own_redis):
+    """The same with a Redis read timeout under the layer's 5 s blocking read (redis-py's
+    default, 5 s, equals it, and timed out now and then): every idle read times out, and the
+    turn's listener and the relay must read again."""
+    return _two(server_process, own_redis, ROJO_REDIS_SOCKET_TIMEOUT="2")
 
 
 def overwrite(path: str) -> tuple[str, dict]:
@@ -102,12 +115,13 @@ def test_after_a_redis_restart_approve_reattach_and_stop_reach_the_turn(
 
 
 def test_a_remote_follower_of_a_turn_waiting_20s_for_approval_keeps_following(
-    two_processes, client_for, users, project, fake_provider
+    two_processes_default_timeouts, client_for, users, project, fake_provider
 ):
-    """With redis-py's default timeouts (5 s, the same as the layer's blocking read), a
-    re-attach through the other process to a turn waiting 20 s for approval stays open and
-    gets the rest, through DONE, once the call is approved."""
-    one, two = two_processes
+    """With Redis reads that time out while idle (redis-py's default 5 s timeout, the same
+    as the layer's blocking read, did now and then; here every time), a re-attach through
+    the other process to a turn waiting 20 s for approval stays open and gets the rest,
+    through DONE, once the call is approved."""
+    one, two = two_processes_default_timeouts
     root = project_root_create(project.pk)
     (root / "notes.txt").write_text("old\n")
     rojo = make_rojo(fake_provider.base_url)

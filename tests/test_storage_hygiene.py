@@ -195,7 +195,25 @@ def test_the_first_use_of_a_project_removes_partial_snapshots_once(storage_dir, 
 
     assert left["partial"].exists() and not any(left["partial"].iterdir())
     assert left["complete"].is_dir()
-    assert left["temp"].exists()  # a root is walked only by the command
+    # A first use lists undo/ only: roots are walked by the start-up sweep and the command.
+    assert left["temp"].exists()
+
+
+def test_a_server_process_sweeps_every_project_as_it_starts(storage_dir, server_process):
+    """A server process starting after a crash removes, without any request, the partial
+    snapshots and the temporary files of cut-off writes of every project; complete
+    snapshots and the projects' files stay."""
+    left = [crash_leftovers(storage_dir, project_id) for project_id in (1, 2)]
+    (project_root_create(2) / "docs" / "kept.txt").write_text("k")
+
+    server_process()
+
+    deadline = time.monotonic() + 10
+    while any(p["partial"].exists() or p["temp"].exists() for p in left):
+        assert time.monotonic() < deadline, "the leftovers were not removed at start-up"
+        time.sleep(0.05)
+    assert all(p["complete"].is_dir() for p in left)
+    assert (storage_dir / "2" / "root" / "docs" / "kept.txt").read_text() == "k"
 
 
 def test_a_project_changing_files_now_is_cleaned_at_a_later_use(storage_dir, monkeypatch):
@@ -247,7 +265,7 @@ def test_storage_cleanup_prints_and_removes_what_crashes_left(storage_dir, proje
     assert out.getvalue().splitlines() == [
         *[f"would remove {path}" for path in expected],
         f"would remove {scratch}",
-        "4 entries would remove",
+        "4 entries would be removed",
     ]
     assert all(p.exists() for p in left.values()) and scratch.exists()
 

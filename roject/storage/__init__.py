@@ -32,6 +32,7 @@ from .leftovers import (
     project_leftovers_remove,
     scratch_leftovers_remove,
     storage_project_ids,
+    storage_sweep,
 )
 from .locks import change_lock_open, changes_locked, under_changes_lock
 from .paths import (
@@ -117,6 +118,7 @@ __all__ = [
     "snapshot_take",
     "snapshot_text",
     "storage_project_ids",
+    "storage_sweep",
     "temp_files_remove",
     "under_changes_lock",
     "undo_dir",

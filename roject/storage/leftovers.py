@@ -8,19 +8,24 @@ but they hold space a full disk needs. An upload or unpack cut off (a killed pro
 bug) leaves its file or directory in incoming/; those older than INCOMING_SECONDS are
 removed too (a live one is written to, or moved in, well within that).
 
-Each process cleans a project's undo/ the first time it uses the project (a listing of one
-directory; the root is not walked then); `manage.py storage_cleanup` also walks each root
-and the scratch copies. Both run under the project's change lock, taken without waiting:
-every snapshot and write runs under it, so nothing removed can be in use, and a project
-busy now is cleaned another time.
+A server process, as it starts, sweeps every project on a thread of its own (undo/,
+incoming/ and the temporary files anywhere in the root; `storage_sweep_soon`, a start-up
+hook); a project busy then is cleaned the first time the process uses it (a listing of
+undo/; the root is not walked then). `manage.py storage_cleanup` does what the sweep does,
+and also removes the complete snapshots no change record names and the scratch copies.
+All run under the project's change lock, taken without waiting: every snapshot and write
+runs under it, so nothing removed can be in use, and a project busy now is cleaned
+another time.
 """
 
 import contextlib
 import fcntl
+import logging
 import os
 import shutil
 import stat
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -37,6 +42,32 @@ INCOMING_SECONDS = 3600
 UNRECORDED_SECONDS = 3600
 
 _cleaned: set[int] = set()  # projects this process has cleaned since it started
+
+logger = logging.getLogger(__name__)
+
+
+def storage_sweep_soon() -> None:
+    """Sweep every project's storage of what crashes left, on a thread of its own (the
+    server starts meanwhile): a start-up hook (ROJO_STARTUP_HOOKS)."""
+    threading.Thread(target=storage_sweep, name="storage-sweep", daemon=True).start()
+
+
+def storage_sweep() -> int:
+    """(Blocking) Remove every project's partial snapshots, old incoming/ leftovers and
+    temporary files, each project under its change lock; a project changing files now is
+    left to its first use. Returns how many entries were removed."""
+    removed = 0
+    try:
+        for project_id in storage_project_ids():
+            found = project_leftovers_remove(project_id, whole_root=True)
+            if found is not None:
+                _cleaned.add(project_id)
+                removed += len(found)
+    except OSError:  # best effort, off the request path: first uses and the command remain
+        logger.warning("could not sweep the storage of crash leftovers", exc_info=True)
+    if removed:
+        logger.warning("removed %s entries that crashes left on the storage", removed)
+    return removed
 
 
 def project_first_use(project_id: int) -> None:

@@ -41,4 +41,5 @@ class Command(BaseCommand):
             count += 1
         for project_id in busy:
             self.stderr.write(f"project {project_id} is changing files now; run again later")
-        self.stdout.write(f"{count} {'entries' if count != 1 else 'entry'} {verb}")
+        entries = "entries" if count != 1 else "entry"
+        self.stdout.write(f"{count} {entries} {'would be removed' if dry_run else 'removed'}")
