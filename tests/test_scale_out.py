@@ -146,6 +146,34 @@ def test_reattaching_through_the_other_process_streams_the_rest(
     assert chat_text(seen + rest) == "w " * 40
 
 
+def test_a_finished_turn_reattached_through_the_other_process_gets_all_of_it(
+    other_process, client_for, users, project, fake_provider
+):
+    """A re-attach after the turn ended, landing on the process that did not run it (whose
+    log is elsewhere), gets the whole turn from the stored messages: from START to DONE,
+    the call and its result, the same text."""
+    project_root_create(project.pk)
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(
+        stream(*tool_call_chunks([write("a.txt", "a\n")], arguments="whole")),
+        stream(*text_chunks("w " * 40, pieces=40)),
+    )
+    on_one = client_for(users["editor"])
+    on_two = client_for(users["editor"], base_url=other_process.base_url)
+    live = on_one.chat(project.pk, rojo=rojo.slug, message="Write a")
+    conversation = live[0].data["conversation"]
+
+    with on_two.http.stream("GET", f"/api/conversations/{conversation}/stream") as response:
+        assert response.status_code == 200
+        stored = list(parse_sse(response.iter_lines()))
+
+    kinds = [e.type for e in stored]
+    assert kinds[0] == "START" and kinds[-1] == "DONE"
+    assert kinds.index("TOOL_CALL") < kinds.index("TOOL_RESULT") < kinds.index("CHAT")
+    assert chat_text(stored) == chat_text(live) == "w " * 40
+    assert not any(e.type == "ERROR" for e in stored)
+
+
 def test_badges_and_a_delete_reach_across_processes(
     other_process, client_for, users, project, fake_provider
 ):
