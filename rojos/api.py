@@ -36,6 +36,7 @@ from .attachments import attachments_read
 from .conversations_api import router as conversations_router
 from .files_api import router as file_edits_router
 from .search import conversation_search
+from .turn_admission import start_admit
 from .turn_repair import dead_turn_end
 from .turn_start import turn_start
 from .wire import encoder_for
@@ -188,23 +189,32 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     Server-sent events by default; NDJSON lines with `Accept: application/x-ndjson`.
     """
     user = request.auth
-    access, rojo, conversation = await sync_to_async(selectors.chat_context_get)(
-        user=user, project_id=project_id, rojo=payload.rojo, conversation_id=payload.conversation
-    )
-    attachments = None
-    if payload.attachments:
-        attachments = await asyncio.to_thread(
-            attachments_read, project_id=access.project.pk, paths=payload.attachments
+    admission = await start_admit()  # starts go a few at a time, in order (turn_admission)
+    try:
+        access, rojo, conversation = await sync_to_async(selectors.chat_context_get)(
+            user=user,
+            project_id=project_id,
+            rojo=payload.rojo,
+            conversation_id=payload.conversation,
         )
-    turn = await turn_start(
-        access=access,
-        user=user,
-        rojo=rojo,
-        conversation=conversation,
-        message=payload.message,
-        replace=payload.replace,
-        attachments=attachments,
-    )
+        attachments = None
+        if payload.attachments:
+            attachments = await asyncio.to_thread(
+                attachments_read, project_id=access.project.pk, paths=payload.attachments
+            )
+        turn = await turn_start(
+            access=access,
+            user=user,
+            rojo=rojo,
+            conversation=conversation,
+            message=payload.message,
+            replace=payload.replace,
+            attachments=attachments,
+            admission=admission,
+        )
+    except BaseException:
+        admission.release()
+        raise
     return _stream(request, turn.follow_batches())
 
 

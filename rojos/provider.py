@@ -23,6 +23,7 @@ from .errors import ProviderError
 from .provider_failures import failure_message, mid_stream_message, scrub
 from .provider_refusals import refusal_of
 from .stream_body import Read, Tick, body_reader
+from .turn_admission import admitted
 
 
 async def provider_chunks(
@@ -104,6 +105,7 @@ async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Respons
     """
     total = settings.ROJO_PROVIDER_TOTAL_TIMEOUT
     deadline = asyncio.timeout(total)
+    admitted()  # the start's work on this process is done (rojos.turn_admission)
     try:
         async with deadline:
             return await client.post(

@@ -26,6 +26,7 @@ from .history import History
 from .mcp.spec import McpLink, rojo_mcp_links
 from .models import Conversation, Message, Rojo, TurnRecord
 from .tools import RojoToolContext, RojoToolRegistry, registry
+from .turn_admission import StartSlot
 from .turn_claims import turn_claim_blocking
 from .turn_limits import turn_limits_check
 from .turn_log import Turn, turn_register
@@ -51,6 +52,7 @@ async def turn_start(
     limits: bool = True,
     replace: int | None = None,
     attachments: list[dict] | None = None,
+    admission: StartSlot | None = None,
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/attachments.py) and start the turn's task.
@@ -66,10 +68,22 @@ async def turn_start(
     A client that hangs up meanwhile does not stop the start half-way (a stored message
     and a claim with no turn behind it): a turn outlives its request, so it starts, and the
     cancellation goes on once it has.
+
+    `admission`, the start's place among those under way (rojos.turn_admission), goes to
+    the turn's task, which gives it back; if this raises, the caller gives it back.
     """
     starting = asyncio.ensure_future(
         _turn_start(
-            access, user, rojo, conversation, message, auto_approve, limits, replace, attachments
+            access,
+            user,
+            rojo,
+            conversation,
+            message,
+            auto_approve,
+            limits,
+            replace,
+            attachments,
+            admission,
         )
     )
     try:
@@ -81,7 +95,16 @@ async def turn_start(
 
 
 async def _turn_start(
-    access, user, rojo, conversation, message, auto_approve, limits, replace, attachments=None
+    access,
+    user,
+    rojo,
+    conversation,
+    message,
+    auto_approve,
+    limits,
+    replace,
+    attachments=None,
+    admission=None,
 ) -> Turn:
     turn_id = uuid.uuid4()
     begun = await sync_to_async(_begin)(
@@ -130,6 +153,7 @@ async def _turn_start(
             tools=_turn_tools(begun.mcp_links),
             layer=layer,
             channel=channel,
+            admission=admission,
         ),
         context=contextvars.Context(),
     )

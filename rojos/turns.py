@@ -25,6 +25,7 @@ from .events import DoneEvent
 from .history import History
 from .memory_trim import memory_trimmed
 from .models import Rojo, TurnRecord
+from .turn_admission import StartSlot, start_slot_use
 from .turn_claims import turn_heartbeat, turn_release_blocking
 from .turn_log import Turn, turn_forget_later, turn_get
 from .turn_relay import LAYER_ERRORS, turn_group, turn_listen
@@ -41,14 +42,21 @@ _CLAIM_LOST = (
 )
 
 
-async def turn_run(turn: Turn, **kwargs) -> None:
+async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) -> None:
     """Run the turn with its ORM calls in a lane of their own on the database threads.
 
     Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
+    `admission`, the start's place among the starts under way, is given back when its
+    first provider request leaves (rojos.turn_admission), or at the latest when it ends.
     """
-    with memory_trimmed():  # what its start freed goes back to the system while it runs
-        async with db_context():
-            await _run(turn, **kwargs)
+    start_slot_use(admission)
+    try:
+        with memory_trimmed():  # what its start freed goes back to the system while it runs
+            async with db_context():
+                await _run(turn, **kwargs)
+    finally:
+        if admission is not None:
+            admission.release()
 
 
 async def _run(

@@ -1,0 +1,115 @@
+"""Turn starts admitted a few at a time, in order: a start gives its place back once its
+provider request leaves, once it is refused, or once it has held it too long."""
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from rojos.turn_admission import start_admit
+from tests.fake_provider import stream, text_chunks
+from tests.helpers import make_rojo
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def one_at_a_time(settings):
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 60  # long enough that only the start itself frees it
+    return settings
+
+
+def _chat(client, project_id, rojo_id, message, results, index):
+    events = client.chat(project_id, rojo=rojo_id, message=message)
+    results[index] = events
+
+
+def test_a_start_gives_its_place_back_when_its_request_leaves_not_at_the_first_byte(
+    one_at_a_time, client_for, users, project, fake_provider
+):
+    """Three starts with room for one: the provider answers none until all three asked.
+    A place held until the provider's first byte would leave the second waiting forever."""
+    rojo = make_rojo(fake_provider.base_url)
+    together = threading.Barrier(3)
+    for word in ("one", "two", "three"):
+        fake_provider.add(stream(*text_chunks(f"Reply {word}."), together=together))
+    client = client_for(users["editor"])
+    results: list = [None] * 3
+    threads = [
+        threading.Thread(target=_chat, args=(client, project.pk, rojo.pk, f"m{i}", results, i))
+        for i in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert not together.broken
+    texts = sorted("".join(e.data.get("text", "") for e in events) for events in results)
+    assert texts == ["Reply one.", "Reply three.", "Reply two."]
+    assert all(events[-1].type == "DONE" for events in results)
+    assert not any(e.type == "ERROR" for events in results for e in events)
+
+
+def test_a_start_refused_before_its_turn_gives_its_place_back(
+    one_at_a_time, client_for, users, project, fake_provider
+):
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Here.")))
+    client = client_for(users["editor"])
+    refused = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": "no-such-rojo", "message": "Hi"}
+    )
+    assert refused.status_code == 404
+    outsider = client_for(users["outsider"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
+    )
+    assert outsider.status_code == 404
+
+    began = time.monotonic()
+    events = client.chat(project.pk, rojo=rojo.pk, message="Hi")
+    assert "".join(e.data.get("text", "") for e in events) == "Here."
+    assert time.monotonic() - began < 5  # not the 60 s a kept place would have cost
+
+
+async def test_a_place_held_too_long_is_given_back(settings):
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 0.2
+    held = await start_admit()
+    began = time.monotonic()
+    nxt = await asyncio.wait_for(start_admit(), 5)
+    waited = time.monotonic() - began
+    assert held.released and 0.15 < waited < 2
+    nxt.release()
+
+
+async def test_waiting_starts_are_admitted_in_the_order_they_came(settings):
+    settings.ROJO_START_CONCURRENCY = 2
+    settings.ROJO_START_HOLD_SECONDS = 60
+    first, second = await start_admit(), await start_admit()
+    admitted: list[int] = []
+
+    async def wait(n: int):
+        slot = await start_admit()
+        admitted.append(n)
+        return slot
+
+    waiting = []
+    for n in range(5):
+        waiting.append(asyncio.create_task(wait(n)))
+        await asyncio.sleep(0)  # each is queued before the next
+    await asyncio.sleep(0.05)
+    assert admitted == []
+    first.release()
+    first.release()  # a place is given back once, however often it is released
+    slots = [await waiting[0]]
+    await asyncio.sleep(0.05)
+    assert admitted == [0]
+    second.release()
+    for task in waiting[1:]:
+        slots.append(await task)
+        slots[-2].release()
+    assert admitted == [0, 1, 2, 3, 4]
+    slots[-1].release()
