@@ -213,7 +213,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             admission=admission,
         )
     except BaseException:
-        admission.release()
+        admission.release_unless_handed()
         raise
     return _stream(request, turn.follow_batches())
 

@@ -245,7 +245,12 @@ class ToolCallRunner:
         (undo.cut_off_changes_finish).
         """
         if not (changing and self.record_changes):
-            outcome = await self.tools.run(parsed, self.ctx)
+            if changing:  # unrecorded (a re-run), but a change all the same: under the lock,
+                # which the start-up sweep of crash leftovers respects (roject.storage.leftovers)
+                async with storage.changes_locked(self.ctx.project_id):
+                    outcome = await self.tools.run(parsed, self.ctx)
+            else:
+                outcome = await self.tools.run(parsed, self.ctx)
             outcome = self.caps.charged(outcome, changed=changing is not None)
             if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
                 await asyncio.to_thread(self.reads.remember, read)

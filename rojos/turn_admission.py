@@ -30,6 +30,12 @@ class StartSlot:
         self._semaphore = semaphore
         self._timer = asyncio.get_running_loop().call_later(hold, self.release)
         self.released = False
+        self.handed = False  # to a turn's task, which gives it back
+
+    def release_unless_handed(self) -> None:
+        """The start failed or was cancelled: give the place back, unless a turn has it."""
+        if not self.handed:
+            self.release()
 
     def release(self) -> None:
         if not self.released:
@@ -49,7 +55,7 @@ _slot: contextvars.ContextVar[StartSlot | None] = contextvars.ContextVar("start_
 async def start_admit() -> StartSlot:
     """Wait for a place among the starts under way (first come, first admitted)."""
     loop = asyncio.get_running_loop()
-    size = settings.ROJO_START_CONCURRENCY
+    size = max(1, settings.ROJO_START_CONCURRENCY)
     made, gate = _gates.get(loop, (None, None))
     if made != size or gate is None:
         gate = asyncio.Semaphore(size)

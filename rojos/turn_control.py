@@ -81,7 +81,7 @@ async def turn_stop(*, conversation: Conversation) -> bool:
     if not conversation.running:
         return False
     if (here := _running_here(conversation.pk)) is not None:
-        here.task.cancel()
+        here.stop()
         return True
     if await _ask(conversation.pk, {"type": "turn.stop"}) is not None:
         return True

@@ -42,7 +42,17 @@ class Turn:
         self.deadline: asyncio.Timeout | None = None
         self.status = TurnRecord.Status.DONE
         self.claim_lost = False
+        self.begun = False  # its task has started running (turns.turn_run)
+        self.stop_asked = False  # a Stop came before it had
         self._changed = asyncio.Event()
+
+    def stop(self) -> None:
+        """Stop the turn: cancel its task, or, before the task first ran (a task cancelled
+        then never runs, not even its cleanup), have it stop as it begins."""
+        if self.begun:
+            self.task.cancel()
+        else:
+            self.stop_asked = True
 
     def publish(self, event: TurnEvent) -> None:
         if type(event) is ChatEvent:

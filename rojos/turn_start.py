@@ -143,6 +143,8 @@ async def _turn_start(
     turn_register(turn)
     # A fresh context: the task must not inherit the request's thread-sensitive context,
     # which ends with the request (its ORM calls would land on a leaked thread).
+    if admission is not None:
+        admission.handed = True
     turn.task = asyncio.create_task(
         turn_run(
             turn,
@@ -157,6 +159,8 @@ async def _turn_start(
         ),
         context=contextvars.Context(),
     )
+    if admission is not None:  # a task cancelled before it ran never reaches its own release
+        turn.task.add_done_callback(lambda _: admission.release())
     return turn
 
 

@@ -49,6 +49,7 @@ async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) 
     `admission`, the start's place among the starts under way, is given back when its
     first provider request leaves (rojos.turn_admission), or at the latest when it ends.
     """
+    turn.begun = True
     start_slot_use(admission)
     try:
         with memory_trimmed():  # what its start freed goes back to the system while it runs
@@ -72,6 +73,8 @@ async def _run(
     ]
     deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     try:
+        if turn.stop_asked:  # stopped before its task first ran
+            raise asyncio.CancelledError
         async with (
             deadline,
             contextlib.aclosing(

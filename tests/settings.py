@@ -13,6 +13,11 @@ SECURE_SSL_REDIRECT = False
 # Forming tool calls are shown only by the tests about them (they set it lower): elsewhere a
 # loaded machine must not add a TOOL_CALL_DELTA to the sequences of events the tests expect.
 ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 30)
+# The in-process test server does not sweep the storage at start-up: each test sets a storage
+# dir of its own, which a sweep on a thread might read half-way. Server processes do (their
+# settings are the app's), and a test of theirs checks it.
+_SWEEP = "roject.storage.leftovers.storage_sweep_soon"
+ROJO_STARTUP_HOOKS = [h for h in ROJO_STARTUP_HOOKS if h != _SWEEP]  # noqa: F405
 
 if DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":  # noqa: F405
     # A file, not shared-cache memory, so the live ASGI server's threads can write concurrently.

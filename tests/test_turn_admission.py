@@ -2,14 +2,17 @@
 provider request leaves, once it is refused, or once it has held it too long."""
 
 import asyncio
+import sys
 import threading
 import time
 
 import pytest
 
+from rojos.models import McpServer, RojoMcpServer
 from rojos.turn_admission import start_admit
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
+from tests.live_server import parse_sse, read_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -51,6 +54,38 @@ def test_a_start_gives_its_place_back_when_its_request_leaves_not_at_the_first_b
     assert texts == ["Reply one.", "Reply three.", "Reply two."]
     assert all(events[-1].type == "DONE" for events in results)
     assert not any(e.type == "ERROR" for events in results for e in events)
+
+
+def test_a_chat_waits_behind_a_start_stuck_before_its_request_until_that_ones_hold_ends(
+    settings, client_for, users, project, fake_provider
+):
+    """Room for one start; the first is stuck before its provider request (its MCP server
+    never answers): the next chat's reply waits for the first's place, given back when its
+    hold ends, not before."""
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 2
+    settings.ROJO_MCP_START_TIMEOUT = 4
+    stuck = make_rojo(fake_provider.base_url, slug="stuck", name="Stuck")
+    silent = McpServer.objects.create(
+        name="Silent", slug="silent", transport="stdio", command=sys.executable,
+        args=["-c", "import time; time.sleep(30)"],
+    )  # fmt: skip
+    RojoMcpServer.objects.create(rojo=stuck, server=silent)
+    plain = make_rojo(fake_provider.base_url, slug="plain", name="Plain")
+    fake_provider.add(stream(*text_chunks("Quick.")), stream(*text_chunks("Late.")))
+    fake_provider.allow_leftovers()  # what the stuck turn does after its MCP server's timeout
+    client = client_for(users["editor"])
+
+    with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as first:
+        first_events = parse_sse(first.iter_lines())
+        read_until(first_events, "START")  # its place is taken; it is starting its MCP server
+        began = time.monotonic()
+        events = client.chat(project.pk, rojo=plain.slug, message="Hi")
+        waited = time.monotonic() - began
+        list(first_events)
+
+    assert "".join(e.data.get("text", "") for e in events) == "Quick."
+    assert 1.0 < waited < 8, waited  # the first's hold (2 s) ended, not before
 
 
 def test_a_start_refused_before_its_turn_gives_its_place_back(

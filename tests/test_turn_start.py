@@ -247,3 +247,44 @@ async def test_a_request_cancelled_while_its_turn_is_being_claimed_still_starts_
         "Answered.",
     ]
     assert (await TurnRecord.objects.aget()).status == TurnRecord.Status.DONE
+
+
+async def test_a_stop_before_the_turns_task_first_ran_ends_it_stopped_and_frees_all(
+    project, users, fake_provider, monkeypatch, settings
+):
+    """A Stop that lands after the turn is registered but before its task first ran (a task
+    cancelled then would never run, not even its cleanup): the turn stops as it begins,
+    asks the provider nothing, ends `stopped` with DONE, frees the conversation and gives
+    its start's place back."""
+    from rojos.turn_admission import start_admit
+
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 60
+    registered = starting.turn_register
+
+    def register_then_stop(turn):
+        registered(turn)
+        # A Stop handled next, before the task created after this takes its first step:
+        # what turn_control.turn_stop does for a turn of this process.
+        asyncio.get_running_loop().call_soon(turn.stop)
+
+    monkeypatch.setattr(starting, "turn_register", register_then_stop)
+    made = await sync_to_async(make_rojo)(fake_provider.base_url)
+    rojo = await sync_to_async(rojo_get)(made.pk)
+    user = users["editor"]
+    access = await aproject_access(user=user, project_id=project.pk)
+    admission = await start_admit()
+
+    turn = await starting.turn_start(
+        access=access, user=user, rojo=rojo, conversation=None, message="Hi", admission=admission
+    )
+    await asyncio.wait_for(asyncio.shield(turn.task), 10)
+
+    assert turn.task is not None and turn.finished and turn.status == TurnRecord.Status.STOPPED
+    assert turn.events.at(turn.seq).type == "DONE"
+    assert fake_provider.requests == []
+    record = await TurnRecord.objects.aget(pk=turn.record_id)
+    assert record.status == TurnRecord.Status.STOPPED
+    conversation = await Conversation.objects.aget(pk=turn.conversation_id)
+    assert conversation.turn_id is None
+    (await asyncio.wait_for(start_admit(), 1)).release()  # its place was given back

@@ -58,13 +58,19 @@ def storage_sweep() -> int:
     left to its first use. Returns how many entries were removed."""
     removed = 0
     try:
-        for project_id in storage_project_ids():
+        projects = storage_project_ids()
+    except OSError:
+        logger.warning("could not list the storage to sweep it", exc_info=True)
+        return 0
+    for project_id in projects:
+        try:
             found = project_leftovers_remove(project_id, whole_root=True)
-            if found is not None:
-                _cleaned.add(project_id)
-                removed += len(found)
-    except OSError:  # best effort, off the request path: first uses and the command remain
-        logger.warning("could not sweep the storage of crash leftovers", exc_info=True)
+        except OSError:  # best effort, off the request path: its first use and the command
+            logger.warning("could not sweep project %s of crash leftovers", project_id)
+            continue
+        if found is not None:
+            _cleaned.add(project_id)
+            removed += len(found)
     if removed:
         logger.warning("removed %s entries that crashes left on the storage", removed)
     return removed
@@ -173,7 +179,10 @@ def _root_temp_files(root: Path) -> list[Path]:
     for dirpath, _, filenames, dir_fd in os.fwalk(root):
         for name in filenames:
             if is_temp_file(name):
-                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                try:
+                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                except FileNotFoundError:  # gone meanwhile
+                    continue
                 if stat.S_ISREG(st.st_mode):
                     found.append(Path(dirpath) / name)
     return sorted(found)
