@@ -245,11 +245,11 @@ class ToolCallRunner:
         (undo.cut_off_changes_finish).
         """
         if not (changing and self.record_changes):
-            if changing:  # unrecorded (a re-run), but a change all the same: under the lock,
-                # which the start-up sweep of crash leftovers respects (roject.storage.leftovers)
-                async with storage.changes_locked(self.ctx.project_id):
-                    outcome = await self.tools.run(parsed, self.ctx)
-            else:
+            # An unrecorded change (a re-run) is a change all the same: under the lock, which
+            # the start-up sweep of crash leftovers respects (roject.storage.leftovers).
+            project = self.ctx.project_id
+            locked = storage.changes_locked(project) if changing else contextlib.nullcontext()
+            async with locked:
                 outcome = await self.tools.run(parsed, self.ctx)
             outcome = self.caps.charged(outcome, changed=changing is not None)
             if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):

@@ -72,20 +72,8 @@ async def turn_start(
     `admission`, the start's place among those under way (rojos.turn_admission), goes to
     the turn's task, which gives it back; if this raises, the caller gives it back.
     """
-    starting = asyncio.ensure_future(
-        _turn_start(
-            access,
-            user,
-            rojo,
-            conversation,
-            message,
-            auto_approve,
-            limits,
-            replace,
-            attachments,
-            admission,
-        )
-    )
+    asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
+    starting = asyncio.ensure_future(_turn_start(*asked, attachments, admission))
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
