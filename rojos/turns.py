@@ -47,17 +47,14 @@ async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) 
 
     Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
     `admission`, the start's place among the starts under way, is given back when its
-    first provider request leaves (rojos.turn_admission), or at the latest when it ends.
+    first provider request leaves (rojos.turn_admission), or at the latest when the task
+    is done (turn_start's done callback).
     """
     turn.begun = True
     start_slot_use(admission)
-    try:
-        with memory_trimmed():  # what its start freed goes back to the system while it runs
-            async with db_context():
-                await _run(turn, **kwargs)
-    finally:
-        if admission is not None:
-            admission.release()
+    with memory_trimmed():  # what its start freed goes back to the system while it runs
+        async with db_context():
+            await _run(turn, **kwargs)
 
 
 async def _run(
