@@ -1,5 +1,7 @@
 """Shared fixtures: users with each role in one project, and a fresh storage dir per test."""
 
+import asyncio
+import concurrent.futures
 import contextlib
 
 import pytest
@@ -82,18 +84,28 @@ def empty_cache():
 @pytest.fixture(autouse=True)
 def turns_of_the_test_ended():
     """Finished turns are kept for re-attach, and ids restart after a flush: drop them per test;
-    stop the turns a test left running."""
+    stop the turns a test left running, and wait until they have ended."""
     from rojos import turn_log
 
     yield
+    ending = []
     for conversation_id, turn in list(turn_log._turns.items()):
-        if not turn.finished and turn.task is not None and not turn.task.done():
+        task = turn.task
+        if task is not None and not task.done():
             # A turn a test left running (the live server's turns outlive their requests)
             # would ask the session's fake provider for its next step, and take the reply
-            # the next test scripted for its own turn.
+            # the next test scripted for its own turn; and its last writes, racing the
+            # database's flush after the test, deadlock with it on PostgreSQL.
             with contextlib.suppress(RuntimeError):  # its loop is closed: it ran already
-                turn.task.get_loop().call_soon_threadsafe(turn.task.cancel)
+                loop = task.get_loop()
+                if not turn.finished:
+                    loop.call_soon_threadsafe(task.cancel)
+                if loop.is_running():  # else nothing runs it (a test's own loop, done)
+                    ending.append(asyncio.run_coroutine_threadsafe(asyncio.wait([task]), loop))
         turn_log._turns.pop(conversation_id, None)
+    for end in ending:
+        with contextlib.suppress(concurrent.futures.TimeoutError):
+            end.result(timeout=15)
 
 
 @pytest.fixture(autouse=True)

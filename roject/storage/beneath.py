@@ -40,6 +40,17 @@ def _parts(relative: str) -> list[str]:
     return [part for part in reversed(relative.split("/")) if part not in ("", ".")]
 
 
+def _link_read(dir_fd: int, name: str) -> str | None:
+    """A link's target; None when the name is no longer a link (EINVAL), which a swap
+    between the look that found a link and this read makes happen."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            return None
+        raise
+
+
 @dataclass
 class At:
     """A name in a directory held open: what an operation on an entry acts on."""
@@ -134,7 +145,10 @@ class Root:
                 links += 1
                 if links > _MAX_LINKS:
                     raise _Loop
-                target = os.readlink(name, dir_fd=stack[-1])
+                target = _link_read(stack[-1], name)
+                if target is None:  # no longer a link (swapped meanwhile): step again
+                    parts.append(name)
+                    continue
                 if target.startswith("/"):
                     target = self._inside(target)
                     for fd in stack[1:]:
@@ -210,7 +224,9 @@ class Root:
             if st is None or not stat.S_ISLNK(st.st_mode):
                 return at
             with at:
-                target = os.readlink(at.name, dir_fd=at.dir_fd)
+                target = _link_read(at.dir_fd, at.name)
+            if target is None:  # no longer a link (swapped meanwhile): look again
+                continue
             if target.startswith("/"):
                 try:
                     target = self._inside(target)
