@@ -128,8 +128,10 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
     )
     text = []
     client = await rojo_client(rojo)
+    # The role is given, as the chat request's check hands it to the runner; the budgets the
+    # loop reads itself (the request reads them in its check, which this leaves out).
     async for event in agent_loop(
-        history=history, rojo=rojo, ctx=ctx, client=client, record_changes=True
+        history=history, rojo=rojo, ctx=ctx, client=client, record_changes=True, role_read=True
     ):
         if isinstance(event, ChatEvent):
             text.append(event.text)

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import openai
 from django.conf import settings
 
+from .budgets import Left
 from .drafts import Draft
 from .errors import StepLimitReached
 from .events import AgentEvent, ChatEvent, ToolCallEvent
@@ -45,6 +46,8 @@ async def agent_loop(
     tools: RojoToolRegistry = registry,
     approver: Approver | None = None,
     record_changes: bool = False,
+    budgets: list[Left] | None = None,
+    role_read: bool = False,
 ) -> AsyncIterator[AgentEvent]:
     """Run the rojo on a history that ends with the user's message.
 
@@ -54,6 +57,11 @@ async def agent_loop(
     rojo's approval tools wait for `approver` (none: they run); with `record_changes`,
     each change to the files is kept for undo. Each step offers the tools the user's role
     allows at that moment (the runner reads it again: a removed user ends the turn).
+
+    A caller that has just read `ctx.role` (`role_read`) and the budgets (`budgets`), as a
+    chat request does before its turn starts, spares the first step reading them again: a
+    start then makes two trips to the database fewer before its first request. A call is
+    still checked against the role read at the moment it runs.
     """
     runner = ToolCallRunner(
         ctx=ctx,
@@ -62,8 +70,11 @@ async def agent_loop(
         approval_tools=frozenset(rojo.approval_tools or ()),
         approver=approver,
         record_changes=record_changes,
+        role_read=role_read,
     )
-    requests = TurnRequests(rojo=rojo, history=history, tools=[], client=client, ctx=ctx)
+    requests = TurnRequests(
+        rojo=rojo, history=history, tools=[], client=client, ctx=ctx, budgets=budgets
+    )
     for _step in range(rojo.max_steps):
         step_ctx = await runner.step_check()
         await tools.prepare(step_ctx)

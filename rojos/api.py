@@ -191,7 +191,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     user = request.auth
     admission = await start_admit()  # starts go a few at a time, in order (turn_admission)
     try:
-        access, rojo, conversation = await sync_to_async(selectors.chat_context_get)(
+        checked = await sync_to_async(selectors.chat_context_get)(
             user=user,
             project_id=project_id,
             rojo=payload.rojo,
@@ -200,17 +200,18 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         attachments = None
         if payload.attachments:
             attachments = await asyncio.to_thread(
-                attachments_read, project_id=access.project.pk, paths=payload.attachments
+                attachments_read, project_id=checked.access.project.pk, paths=payload.attachments
             )
         turn = await turn_start(
-            access=access,
+            access=checked.access,
             user=user,
-            rojo=rojo,
-            conversation=conversation,
+            rojo=checked.rojo,
+            conversation=checked.conversation,
             message=payload.message,
             replace=payload.replace,
             attachments=attachments,
             admission=admission,
+            budgets=checked.budgets,
         )
     except BaseException:
         admission.release_unless_handed()

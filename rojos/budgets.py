@@ -161,8 +161,11 @@ def budget_message(left: Left, *, crossed: bool = False) -> str:
     return f"{head} {whose} {period} budget of {limit} ({when}); it resets {resets}."
 
 
-def budget_check(*, user, project_id: int) -> None:
-    """(Blocking) Raise BudgetExceeded when a budget of the user or project is used up."""
-    for left in budgets_left(user=user, project_id=project_id):
+def budget_check(*, user, project_id: int) -> list[Left]:
+    """(Blocking) Raise BudgetExceeded when a budget of the user or project is used up;
+    else what is left of each (a turn started now counts its steps against them)."""
+    lefts = budgets_left(user=user, project_id=project_id)
+    for left in lefts:
         if left.used_up():
             raise BudgetExceeded(budget_message(left))
+    return lefts

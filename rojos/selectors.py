@@ -1,6 +1,7 @@
 """Reading conversations, rojos and file changes for the API and the pages; a user reaches
 a conversation only through the project access check."""
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -12,7 +13,7 @@ from roject.errors import AppError
 from roject.models import Project
 
 from .branches import branch_choices, branch_messages
-from .budgets import budget_check
+from .budgets import Left, budget_check
 from .models import Conversation, FileChange, Message, Rojo, RojoMcpServer, TurnRecord
 from .replay import conversation_events
 from .usage_report import conversation_usage
@@ -129,19 +130,30 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class ChatContext:
+    """What a chat message's turn starts from, read in one trip."""
+
+    access: ProjectAccess
+    rojo: Rojo
+    conversation: Conversation | None
+    budgets: list[Left]  # what is left of each budget in force, read now
+
+
 def chat_context_get(
     *, user, project_id, rojo: int | str, conversation_id: int | None
-) -> tuple[ProjectAccess, Rojo, Conversation | None]:
+) -> ChatContext:
     """(Blocking) What a chat message needs before its turn starts, all in one trip to the
     database thread: the user's access to the project, the rojo, the user's and the
     project's budgets (BudgetExceeded) and the conversation of that project to continue, if
-    any. The per-user limits are counted as the turn starts (rojos.turn_limits), in its
-    transaction."""
+    any. The turn takes the role and the budgets read here for its first step rather than
+    read them again. The per-user limits are counted as the turn starts
+    (rojos.turn_limits), in its transaction."""
     access = project_access(user=user, project_id=project_id)
     found = rojo_get(rojo)
-    budget_check(user=user, project_id=access.project.pk)
+    budgets = budget_check(user=user, project_id=access.project.pk)
     if conversation_id is None:
-        return access, found, None
+        return ChatContext(access, found, None, budgets)
     conversation = Conversation.objects.filter(
         pk=object_id(conversation_id, "conversation"), project=access.project
     ).first()
@@ -150,7 +162,7 @@ def chat_context_get(
     conversation_steer_check(conversation=conversation, access=access, user=user)
     if conversation.via_mcp:
         raise AppError("This conversation holds calls made through MCP; start a new one to chat.")
-    return access, found, conversation
+    return ChatContext(access, found, conversation, budgets)
 
 
 async def achange_access(

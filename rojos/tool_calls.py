@@ -99,6 +99,7 @@ class ToolCallRunner:
     approver: Approver | None = None
     record_changes: bool = True
     caps: TurnCaps = field(default_factory=TurnCaps)
+    role_read: bool = False  # ctx.role was read just now: the first step_check keeps it
 
     def __post_init__(self) -> None:
         self.gate = ApprovalGate(
@@ -122,6 +123,9 @@ class ToolCallRunner:
     async def step_check(self) -> RojoToolContext:
         """Before a model step: the context to offer tools for; AccessRevoked for a user
         no longer a member."""
+        if self.role_read:
+            self.role_read = False
+            return self.ctx
         if await self._role_now() is None:
             raise AccessRevoked(REMOVED_MESSAGE)
         return self.ctx

@@ -64,6 +64,7 @@ class TurnRequests:
         tools: list[dict],
         client: openai.AsyncOpenAI,
         ctx: RojoToolContext,
+        budgets: list[Left] | None = None,
     ) -> None:
         self.rojo = rojo
         self.history = history
@@ -74,7 +75,7 @@ class TurnRequests:
         self.stored_ratio = rojo.chars_per_token
         self.opened = False
         self.request: dict = {}
-        self.budgets: list[Left] = []
+        self.budgets = budgets  # None: read before the first request
         self.steps = 0
 
     def offer(self, tools: list[dict]) -> None:
@@ -131,9 +132,10 @@ class TurnRequests:
         if not self.opened:
             self.opened = True
             await window_learn(self.rojo)
-            self.budgets = await sync_to_async(budgets_left)(
-                user=self.ctx.user, project_id=self.ctx.project_id
-            )
+            if self.budgets is None:
+                self.budgets = await sync_to_async(budgets_left)(
+                    user=self.ctx.user, project_id=self.ctx.project_id
+                )
         used_up = next((left for left in self.budgets if left.used_up()), None)
         if used_up is not None:  # before any model call; or a step crossed it: stop here
             crossed = self.steps > 0
@@ -263,7 +265,7 @@ class TurnRequests:
         if not completion.tool_calls:  # the turn's last response
             await self._calibration_save()
         cost = usage_cost(self.rojo, counts)
-        for left in self.budgets:
+        for left in self.budgets or ():
             left.spend(counts.total, cost)
         return await UsageRecord.objects.acreate(
             user=self.ctx.user if getattr(self.ctx.user, "pk", None) else None,

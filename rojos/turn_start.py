@@ -20,6 +20,7 @@ from roject import storage
 from roject.access import ProjectAccess
 
 from .branches import branch_fork, branch_started
+from .budgets import Left
 from .errors import TurnBusy, TurnNotStarted
 from .events import StartEvent
 from .history import History
@@ -53,6 +54,7 @@ async def turn_start(
     replace: int | None = None,
     attachments: list[dict] | None = None,
     admission: StartSlot | None = None,
+    budgets: list[Left] | None = None,
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/attachments.py) and start the turn's task.
@@ -71,9 +73,11 @@ async def turn_start(
 
     `admission`, the start's place among those under way (rojos.turn_admission), goes to
     the turn's task, which gives it back; if this raises, the caller gives it back.
+    `budgets`, what is left of the budgets as the caller read them with `access`, spares the
+    turn's first step reading them again (else it does).
     """
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
-    starting = asyncio.ensure_future(_turn_start(*asked, attachments, admission))
+    starting = asyncio.ensure_future(_turn_start(*asked, attachments, admission, budgets))
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
@@ -93,6 +97,7 @@ async def _turn_start(
     replace,
     attachments=None,
     admission=None,
+    budgets=None,
 ) -> Turn:
     turn_id = uuid.uuid4()
     begun = await sync_to_async(_begin)(
@@ -144,6 +149,7 @@ async def _turn_start(
             layer=layer,
             channel=channel,
             admission=admission,
+            budgets=budgets,
         ),
         context=contextvars.Context(),
     )

@@ -58,7 +58,7 @@ async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) 
 
 
 async def _run(
-    turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, tools, layer, channel
+    turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, tools, layer, channel, budgets
 ) -> None:
     conversation_id = turn.conversation_id
     task = asyncio.current_task()
@@ -83,6 +83,8 @@ async def _run(
                     tools=tools,
                     approver=turn.approval,
                     record_changes=True,
+                    budgets=budgets,
+                    role_read=True,  # turn_start's `access`, read as the turn started
                 )
             ) as events,
         ):

@@ -116,3 +116,21 @@ def forget_learned_windows():
     window_discovery_forget()
     yield
     window_discovery_forget()
+
+
+@pytest.fixture
+def crossings(monkeypatch) -> list[str]:
+    """The names of the functions handed to the database threads, as they are."""
+    from roject.db_threads import _Lane
+
+    names: list[str] = []
+    submit = _Lane.submit
+
+    def counted(self, fn, /, *args, **kwargs):
+        child = fn.args[-1] if getattr(fn, "args", None) else fn
+        target = getattr(child, "func", child)
+        names.append(getattr(target, "__qualname__", type(target).__qualname__))
+        return submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(_Lane, "submit", counted)
+    return names

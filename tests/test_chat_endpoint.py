@@ -340,3 +340,22 @@ def test_a_crashed_turns_stale_claim_does_not_count_as_running(client_for, users
     assert client.get(f"/api/conversations/{dead.pk}").json()["running"] is False
     assert client.get(f"/api/conversations/{live.pk}").json()["running"] is True
     assert client.post(f"/api/conversations/{dead.pk}/stop").json() == {"stopping": False}
+
+
+def test_a_turn_takes_the_role_and_budgets_its_request_read(
+    client_for, users, project, rojo, fake_provider, crossings
+):
+    """The chat request reads the user's role and budgets; its turn's first step uses them
+    instead of two more trips to the database before the first provider request. The next
+    step, and each call, still read the role again."""
+    fake_provider.add(
+        stream(*tool_call_chunks([("list_files", {"path": "."})])),
+        stream(*text_chunks("Listed.")),
+    )
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="List")
+    assert [e.type for e in events][-2:] == ["CHAT", "DONE"]
+    wait_until(lambda: "turn_end_blocking" in crossings)
+    assert crossings.count("chat_context_get") == 1
+    assert "budgets_left" not in crossings
+    # aproject_role's reads: before the call runs, and before the second step; none first.
+    assert crossings.count("QuerySet.first") == 2, crossings

@@ -10,28 +10,11 @@ import httpx2
 import pytest
 from django.conf import settings
 
-from roject.db_threads import _Lane
 from roject.models import Role
 from roject.tokens import api_token_create
 from tests.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def crossings(monkeypatch) -> list[str]:
-    """The names of the functions handed to the database threads, as they are."""
-    names: list[str] = []
-    submit = _Lane.submit
-
-    def counted(self, fn, /, *args, **kwargs):
-        child = fn.args[-1] if getattr(fn, "args", None) else fn
-        target = getattr(child, "func", child)
-        names.append(getattr(target, "__qualname__", type(target).__qualname__))
-        return submit(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(_Lane, "submit", counted)
-    return names
 
 
 def _middleware_hooks(names: list[str]) -> list[str]:
