@@ -387,12 +387,15 @@ NOTES = (
     "event): the bench counts the chunks' stamps, and asks for DONE.",
     "What holds `scale_out_1000_p99_after_starts`: 1,000 streams of a chunk every 100 "
     "ms are 10,000 chunks a second, 5,000 per process; at the CPU per chunk in the "
-    "table (86 to 156 µs on 4 December 2026) 0.43 to 0.78 of a core per process, "
-    "on a machine of 2 cores that also runs the client (which parses every SSE event of"
-    " the 1,000 streams) and the provider (which writes them): the four processes need "
-    "more than the 2 cores, so chunks queue. One process at 500 misses it for the same "
-    "reason. The target needs the client and the provider off this machine, or fewer "
-    "chunks a second.",
+    "table (86 to 156 µs in the first run of 4 December 2026, on a faster host) 0.43 to "
+    "0.78 of a core per process, on a machine of 2 cores that also runs the client "
+    "(which parses every SSE event of the 1,000 streams) and the provider (which writes "
+    "them): the four processes need more than the 2 cores, so chunks queue. One process "
+    "at 500 misses it for the same reason. The target needs the client and the provider "
+    "off this machine, or fewer chunks a second. Saturated so, each process also pays "
+    "more per chunk than the one process does (`scale_out_cpu_per_chunk_vs_one_process`:"
+    " 0.87x in the first run, 2.27x in the second, on a host about 1.5 times slower): "
+    "the ratio holds only while the cores have room.",
     "The latency and CPU targets need an idle machine: with the client, the provider and "
     "both servers on the same 2 cores beside other sessions (load 7 to 10), the first "
     "runs had every stream's first chunk after 15 s (500 on one process) and 23 s (1,000 "

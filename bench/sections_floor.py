@@ -213,8 +213,8 @@ def floor_section(floor, app: dict) -> Section:
         "ms a conversation against 30), so these are not to be compared with the table.",
         "Why the burst targets are out of reach here: a burst of 200 starts is 200 "
         "times a start's CPU on the process's one core for Python, whatever order they "
-        "run in. At the 30 to 38 ms a start measured on an idle machine, that is 6 to "
-        "7.6 s, and the median start waits for about half of it (3.5 to 4 s, as "
+        "run in. At the 30 to 40 ms a start measured on idle machines, that is 6 to "
+        "8 s, and the median start waits for about half of it (3.5 to 4.4 s, as "
         "measured); a first chunk within 0.5 s (median) and 1 s (p99) needs at most 5 "
         "ms a start, a sixth. The profile above has no part that big: removing every "
         "database trip of a start (25% of its CPU) would leave about 22 ms. What would "
