@@ -82,8 +82,9 @@ def loop_section(results: dict) -> Section:
         "several chunks come in one read and the transport's cost per chunk falls, the more so "
         "the busier the machine. `instant` therefore depends on what else runs; `paced` is the "
         "steady case, and costs more per chunk (the process wakes for each one).",
-        "What holds `instant_loop_vs_reference` (0.59 to 0.80 across the runs of 1 to 4"
-        " December 2026, with the load; target 0.5): the reader alone is about 41% of "
+        "What holds `instant_loop_vs_reference` when it misses (0.59 to 0.80 in the runs "
+        "of 1 to 4 December 2026; 0.42 on a host 1.5 times slower, where the SDK's typed "
+        "chunks cost the reference more; target 0.5): the reader alone is about 41% of "
         "the reference, so the target leaves the loop about a tenth of the reference "
         "for its own work (30 ms on 4 December). A py-spy profile of 80 loop "
         "conversations (4 December 2026, by hand): on the loop's thread the provider's "
