@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from . import openat2
-from .paths import PathError, check_form, reported
+from .paths import PathError, check_form, link_read, reported
 
 _MAX_LINKS = 40  # what Linux follows in one resolution before ELOOP
 _O_PATH = getattr(os, "O_PATH", os.O_RDONLY)
@@ -38,17 +38,6 @@ class _Loop(Exception):
 def _parts(relative: str) -> list[str]:
     """The components still to walk, the next one last."""
     return [part for part in reversed(relative.split("/")) if part not in ("", ".")]
-
-
-def _link_read(dir_fd: int, name: str) -> str | None:
-    """A link's target; None when the name is no longer a link (EINVAL), which a swap
-    between the look that found a link and this read makes happen."""
-    try:
-        return os.readlink(name, dir_fd=dir_fd)
-    except OSError as exc:
-        if exc.errno == errno.EINVAL:
-            return None
-        raise
 
 
 @dataclass
@@ -145,16 +134,13 @@ class Root:
                 links += 1
                 if links > _MAX_LINKS:
                     raise _Loop
-                target = _link_read(stack[-1], name)
-                if target is None:  # no longer a link (swapped meanwhile): step again
-                    parts.append(name)
-                    continue
-                if target.startswith("/"):
+                target = link_read(stack[-1], name)  # None: no longer a link, step again
+                if target is not None and target.startswith("/"):
                     target = self._inside(target)
                     for fd in stack[1:]:
                         os.close(fd)
                     del stack[1:]
-                parts.extend(_parts(target))
+                parts.extend(_parts(target) if target is not None else [name])
             return os.open(".", flags | os.O_CLOEXEC, dir_fd=stack[-1])
         finally:
             for fd in stack[1:]:
@@ -224,7 +210,7 @@ class Root:
             if st is None or not stat.S_ISLNK(st.st_mode):
                 return at
             with at:
-                target = _link_read(at.dir_fd, at.name)
+                target = link_read(at.dir_fd, at.name)
             if target is None:  # no longer a link (swapped meanwhile): look again
                 continue
             if target.startswith("/"):

@@ -148,6 +148,17 @@ def reported(relative_path: str) -> Iterator[None]:
         raise StorageError(f"{reason}: {relative_path!r}") from exc
 
 
+def link_read(dir_fd: int, name: str) -> str | None:
+    """A link's target; None when the name is no longer a link (EINVAL), which a swap
+    between the look that found a link and this read makes happen."""
+    try:
+        return os.readlink(name, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.EINVAL:
+            return None
+        raise
+
+
 def is_temp_file(name: str) -> bool:
     """Temporary files of an atomic write in progress are not part of the project."""
     return name.startswith(TEMP_PREFIX) and name.endswith(TEMP_SUFFIX)
