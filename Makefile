@@ -34,8 +34,8 @@ lint: setup
 .PHONY: bench
 # Benchmarks against the fake provider (under six minutes; `bench.run --long` adds the long
 # sections); writes docs/performance.md.
-# Sections 3 and 12 run on PostgreSQL and Redis where these answer (12 only on an empty Redis
-# database, whose keys it deletes afterwards); set either to '' to leave them out.
+# Section 12 runs on PostgreSQL and Redis where these answer (only on an empty Redis
+# database, whose keys it deletes afterwards); set either to '' to leave it out.
 BENCH_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
 bench: setup

@@ -26,7 +26,7 @@ def bench_environ(scratch: Path) -> dict[str, str]:
         "SECURE_SSL_REDIRECT": "0",
         "SESSION_COOKIE_SECURE": "0",
         "CSRF_COOKIE_SECURE": "0",
-        # SQLite, but for the PostgreSQL concurrency run (bench/postgres.py).
+        # SQLite, but for the scale-out run on PostgreSQL (bench/scale_out.py).
         "DATABASE_URL": os.environ.get("BENCH_DATABASE_URL")
         or f"sqlite:///{scratch / 'bench.sqlite3'}",
         "ROJO_STORAGE_DIR": str(scratch / "storage"),

@@ -1,7 +1,7 @@
 """Run every benchmark, print each figure against its target, and write docs/performance.md.
 
 Usage: `make bench` (or `.venv/bin/python -m bench.run`). `--runs` sets the interleaved runs
-of the loop-overhead benchmark (default 30); `--quick` is a smoke run that writes no report;
+of the loop-overhead benchmark (default 12); `--quick` is a smoke run that writes no report;
 `--long` also runs the sections that take minutes each (LONG), whose figures the report
 otherwise keeps from their own last run.
 With BENCH_PROFILE=<path>, each server process samples where its CPU goes and writes the
@@ -24,7 +24,6 @@ from .report import Section, load, machine, markdown, now, section_carried, sect
 from .sections_scale import (
     big_files_section,
     concurrency_section,
-    postgres_section,
     queries_section,
 )
 from .sections_stream import MANY_STREAMS, latency_section, loop_section
@@ -47,7 +46,9 @@ LONG = {
     "sqlite_memory": (9, "`python -m bench.run --only sqlite_memory`, about 8 minutes"),
 }
 
-CONCURRENCY = (200, 500)  # conversations at once, each level on a fresh server process
+# Conversations at once, each level on a fresh server process. More at once: section 11
+# (1,000 on SQLite) and section 12 (500 on one process on PostgreSQL, then 1,000 on two).
+CONCURRENCY = (200,)
 
 
 async def _loop_and_latency(world, stories: dict, runs: int, project_id: int):
@@ -157,19 +158,8 @@ class Bench:
                 )
             )
             self._server_stop()
-        section = concurrency_section(results)
         self.raw["concurrency"] = results
-        server_url = os.environ.get("BENCH_POSTGRES_URL")
-        if server_url and not self.quick:
-            from .postgres import _connect, postgres_concurrency
-
-            try:
-                _connect(server_url).close()
-            except Exception as exc:
-                print(f"(no PostgreSQL run: {type(exc).__name__} at BENCH_POSTGRES_URL)")
-                return section
-            postgres_section(section, postgres_concurrency(server_url))
-        return section
+        return concurrency_section(results)
 
     def big_files(self) -> Section:
         from django.conf import settings
@@ -291,7 +281,9 @@ class Bench:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=24)  # 358 s with 30: 6 minutes is the limit
+    # 12: the medians move less between runs of 12 than between runs of the bench (their
+    # load); 24 cost 36 s more of the 6 minutes.
+    parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--quick", action="store_true", help="a smoke run; no report written")
     parser.add_argument(
         "--long",

@@ -8,6 +8,10 @@ Each conversation is a short paced reply (CHUNKS stamped chunks DELAY_MS apart, 
 provider holding them until all have asked). Every client must see the whole reply and
 DONE, or an ERROR then DONE; anything else is counted as a silent failure.
 
+The one-process level is also the bench's run of 500 conversations at once on PostgreSQL
+(issue #7's target: all complete, at most 12 connections open): the connections each level
+holds at most are watched from outside.
+
 The per-process CPU per chunk is measured in the steady state: between two readings of
 each process's CPU taken once every stream has had its first chunk, over the chunks that
 process delivered meanwhile. The one-process figure is the same load per process (half
@@ -37,8 +41,9 @@ from .report import Section
 from .stats import percentile
 
 STREAMS, PROCESSES = 1000, 2
-CHUNKS, DELAY_MS = 60, 100
+CHUNKS, DELAY_MS = 40, 100  # 4 s of chunks: the settle and the window fit in them
 P99_MS_MAX = 50.0
+CONNECTIONS_MAX = 12  # per process, issue #7's for 500 conversations on PostgreSQL
 CPU_RATIO_MAX = 1.10
 SETTLE_S = 0.5  # after the last first chunk, before the steady window opens
 WINDOW_S = 2.0  # the steady window: each process's CPU over the chunks it delivered
@@ -60,6 +65,7 @@ class RunResult:
     window_chunks: list[int] = field(default_factory=list)  # per process
     window_cpu_ms: list[float] = field(default_factory=list)  # per process
     rss_mib: list[float] = field(default_factory=list)  # peak, per process
+    connections_max: int = 0  # PostgreSQL connections open at most during the level
 
     @property
     def cpu_per_chunk_us(self) -> list[float]:
@@ -73,7 +79,6 @@ class RunResult:
 class ScaleOutResult:
     one: RunResult | None = None
     two: RunResult | None = None
-    connections_max: int = 0
     connections_allowed: int = 0
     fd_limit: int = 0
     error: str = ""
@@ -186,12 +191,44 @@ def _cpu_ns(pid: int) -> int:
     return (utime + stime) * 1_000_000_000 // os.sysconf("SC_CLK_TCK")
 
 
+def pg_connect(url: str):
+    import psycopg
+
+    return psycopg.connect(url, autocommit=True)
+
+
+class _ConnectionWatch(threading.Thread):
+    """Counts the database's open connections (but its own) every 100 ms, from outside the
+    servers, until stopped; `peak()` is the most since the last call."""
+
+    def __init__(self, database_url: str) -> None:
+        super().__init__(daemon=True)
+        self.database = urlsplit(database_url).path.lstrip("/")
+        self.connection = pg_connect(database_url)
+        self.allowed = int(self.connection.execute("SHOW max_connections").fetchone()[0])
+        self.stopped = threading.Event()
+        self.most = 0
+
+    def run(self) -> None:
+        with self.connection:
+            while not self.stopped.wait(0.1):
+                count = self.connection.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE datname = %s AND pid <> pg_backend_pid()",
+                    [self.database],
+                ).fetchone()[0]
+                self.most = max(self.most, count)
+
+    def peak(self) -> int:
+        most, self.most = self.most, 0
+        return most
+
+
 def child_main(database_url: str, streams: int) -> None:
     """In a process whose Django is set up on the bench's PostgreSQL database and Redis:
     the one-process level, then the two-process level; their result as JSON."""
     import resource
 
-    from .postgres import _watch_connections
     from .provider import provider_start
     from .server import server_start
 
@@ -200,36 +237,41 @@ def child_main(database_url: str, streams: int) -> None:
     environ = env.bench_environ(scratch)
     provider = provider_start(environ)
     result = ScaleOutResult(fd_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0])
-    stop = threading.Event()
-    watcher = threading.Thread(target=_watch_connections, args=(database_url, result, stop))
+    watch = _ConnectionWatch(database_url)
+    result.connections_allowed = watch.allowed
     servers = []
     try:
         fixtures = env.fixtures_create()
         project = env.project_new("scale out")
         warm = env.rojo_new("scale-warm", provider.base_url, f"paced-{CHUNKS}-{DELAY_MS}")
         log = scratch / "scale_out.log"
-        servers = [server_start(environ, log) for _ in range(PROCESSES)]
-        targets = [
-            http.Target("127.0.0.1", s.port, fixtures.session_key, fixtures.csrf_token)
-            for s in servers
-        ]
-        for target in targets:
-            asyncio.run(http.chat(target, project.pk, warm.slug, "Warm up."))
-        watcher.start()
+        targets = []
+        watch.start()
         for label, count, n in (("one", streams // PROCESSES, 1), ("two", streams, PROCESSES)):
+            while len(servers) < n:  # the second process starts after the first level
+                servers.append(server_start(environ, log))
+                target = http.Target(
+                    "127.0.0.1", servers[-1].port, fixtures.session_key, fixtures.csrf_token
+                )
+                asyncio.run(http.chat(target, project.pk, warm.slug, "Warm up."))
+                targets.append(target)
             scenario = f"paced-{CHUNKS}-{DELAY_MS}-together-{count}"
             rojo = env.rojo_new(f"scale-{count}", provider.base_url, scenario)
             print(f"{count} streams on {n} process(es)…", file=sys.stderr, flush=True)
+            watch.peak()  # the level's own peak, from its first request
             run = asyncio.run(_run(servers[:n], targets[:n], project.pk, rojo.slug, count))
+            run.connections_max = watch.peak()
             setattr(result, label, run)
     except Exception as exc:
         result.error = f"{exc.__class__.__name__}: {exc}"
         logs = (scratch / "scale_out.log").read_text()[-2000:] if servers else ""
         result.error += f"; the servers' log: {logs}" if logs else ""
     finally:
-        stop.set()
-        if watcher.is_alive():
-            watcher.join()
+        watch.stopped.set()
+        if watch.is_alive():
+            watch.join()
+        else:
+            watch.connection.close()
         for server in servers:
             server.stop()
         provider.stop()
@@ -256,10 +298,8 @@ def scale_out_unavailable(server_url: str, redis_url: str) -> str:
     database afterwards, so it runs only on an empty one)."""
     import redis
 
-    from .postgres import _connect
-
     try:
-        _connect(server_url).close()
+        pg_connect(server_url).close()
     except Exception as exc:
         return f"no PostgreSQL at BENCH_POSTGRES_URL ({type(exc).__name__})"
     client = redis.Redis.from_url(redis_url, socket_timeout=2)
@@ -275,11 +315,9 @@ def scale_out_unavailable(server_url: str, redis_url: str) -> str:
 
 def scale_out(server_url: str, redis_url: str, streams: int = STREAMS) -> ScaleOutResult:
     """Create a database, run the child on it and Redis, drop the database and the keys."""
-    from .postgres import _connect
-
     name = f"rojo_bench_scale_{os.getpid()}"
     database_url = urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
-    with _connect(server_url) as admin:
+    with pg_connect(server_url) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{name}"')
         admin.execute(f'CREATE DATABASE "{name}"')
     _redis_clear(redis_url)
@@ -299,7 +337,7 @@ def scale_out(server_url: str, redis_url: str, streams: int = STREAMS) -> ScaleO
         runs = {k: RunResult(**fields.pop(k)) if fields[k] else None for k in ("one", "two")}
         return ScaleOutResult(**fields, **runs)
     finally:
-        with _connect(server_url) as admin:
+        with pg_connect(server_url) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         _redis_clear(redis_url)
 
@@ -314,7 +352,9 @@ def scale_out_section(r: ScaleOutResult | None, why: str = "") -> Section:
         "latency counts the chunks that arrived once every stream had its first one. CPU "
         f"per chunk: each process's CPU over a {WINDOW_S:g} s window of the steady state, "
         "over the chunks it delivered meanwhile; the one-process figure is the same load "
-        "per process (half the streams on one process), in the same run.",
+        "per process (half the streams on one process), in the same run. The one-process "
+        "level is also the bench's 500 conversations at once on PostgreSQL (section 3 runs "
+        "SQLite's): its completions and the connections it held at most.",
     )
     if r is None:
         section.add(
@@ -361,11 +401,15 @@ def scale_out_section(r: ScaleOutResult | None, why: str = "") -> Section:
         )
         + f"; one process {base:.0f} µs ({one.window_chunks[0]} chunks)",
     )
-    section.add(
-        "scale_out_postgresql_connections_max",
-        str(r.connections_max),
-        note=f"PostgreSQL allows {r.connections_allowed}; open files allowed {r.fd_limit}",
-    )
+    for run in (one, two):
+        most = CONNECTIONS_MAX * run.processes
+        section.add(
+            f"postgresql_connections_open_max_{run.streams}_on_{run.processes}",
+            str(run.connections_max),
+            f"≤ {most}",
+            0 < run.connections_max <= most,
+            f"PostgreSQL allows {r.connections_allowed}; open files allowed {r.fd_limit}",
+        )
     section.notes.extend(NOTES)
     return section
 

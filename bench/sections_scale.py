@@ -19,7 +19,9 @@ def concurrency_section(results) -> Section:
         "Simultaneous conversations on one server process (a fresh one for each level), each "
         "one list_files call and then 100 chunks paced 20 ms apart, all started at once. "
         "Memory per stream is the server's peak RSS above its RSS after a warm-up "
-        "conversation, divided by the conversations.",
+        "conversation, divided by the conversations. More at once: section 11 (1,000 on "
+        "SQLite), section 12 (500 on one process on PostgreSQL, with the connections it "
+        "holds, then 1,000 on two processes).",
     )
     for r in results:
         failures = ", ".join(f"{n} x {what}" for what, n in r.failures.most_common(3))
@@ -42,28 +44,6 @@ def concurrency_section(results) -> Section:
             note=f"{latency}server CPU {r.server_cpu_s:.1f} s; each stream alone takes 2 s",
         )
     return section
-
-
-def postgres_section(section: Section, r) -> None:
-    """The PostgreSQL run's figures, added to the concurrency section."""
-    section.what += (
-        f" Then {r.conversations} once more with the server on PostgreSQL (bench/postgres.py): "
-        "each request and turn borrows a pooled connection per database trip, so the "
-        "connections open stay far below what PostgreSQL allows."
-    )
-    failures = ", ".join(f"{n} x {what}" for what, n in r.failures.items()) or r.error
-    section.add(
-        f"postgresql_concurrency_{r.conversations}_completed",
-        f"{r.completed}/{r.conversations}, {r.conversations - r.completed} errors",
-        "all, 0 errors",
-        r.completed == r.conversations,
-        failures,
-    )
-    section.add(
-        "postgresql_connections_open_max",
-        str(r.connections_max),
-        note=f"PostgreSQL allows {r.connections_allowed}; wall {r.wall_s:.1f} s",
-    )
 
 
 def big_files_section(costs, read_limit: int) -> Section:
