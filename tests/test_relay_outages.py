@@ -142,12 +142,28 @@ def test_a_remote_follower_of_a_turn_waiting_20s_for_approval_keeps_following(
         timeout=40,
     ) as follow:
         time.sleep(20)
-        approved = on_two.post(
-            f"/api/conversations/{conversation}/approve", json={"call": call, "approve": True}
-        )
+        answers = []
+
+        def approve() -> httpx2.Response:
+            answers.append(
+                on_two.post(
+                    f"/api/conversations/{conversation}/approve",
+                    json={"call": call, "approve": True},
+                )
+            )
+            return answers[-1]
+
+        # A read that timed out can take the decision (or its acknowledgement) with it: the
+        # answer is then a 503 "try again", never a delivery it cannot vouch for, and the
+        # user's second try goes through. It is delivered on a try, or, when only the
+        # acknowledgement was lost, the next try finds the call decided.
+        approved = until_not_503(approve)
         rest = list(parse_sse(follow.iter_lines()))
 
-    assert approved.json() == {"delivered": True}
+    if len(answers) == 1:
+        assert approved.json() == {"delivered": True}
+    else:
+        assert approved.json() == {"delivered": True} or approved.status_code == 409
     assert [e.type for e in rest] == ["TOOL_RESULT", "CHAT", "DONE"]
     assert rest[0].id == seen[-1].id + 1
 
