@@ -7,7 +7,6 @@ keeps no query log) with the per-user limits turned off.
 
 import contextlib
 import os
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -55,12 +54,9 @@ def setup(scratch: Path) -> None:
     import django
 
     django.setup()
-    subprocess.run(
-        [sys.executable, "manage.py", "migrate", "--no-input", "-v", "0"],
-        cwd=ROOT,
-        env={**os.environ},
-        check=True,
-    )
+    from django.core.management import call_command
+
+    call_command("migrate", interactive=False, verbosity=0)  # in process: 2.5 s less
 
 
 def scratch_dir() -> Path:

@@ -235,7 +235,9 @@ class Bench:
             return scale_out_section(None)
         if why := scale_out_unavailable(server_url, redis_url):
             return scale_out_section(None, why)
-        return scale_out_section(scale_out(server_url, redis_url))
+        return scale_out_section(
+            scale_out(server_url, redis_url, provider_url=self.provider.base_url)
+        )
 
     def floor(self) -> Section:
         """Section 10: the floor beside the app, and the burst of turn starts on both (and

@@ -224,9 +224,10 @@ class _ConnectionWatch(threading.Thread):
         return most
 
 
-def child_main(database_url: str, streams: int) -> None:
+def child_main(database_url: str, streams: int, provider_url: str = "") -> None:
     """In a process whose Django is set up on the bench's PostgreSQL database and Redis:
-    the one-process level, then the two-process level; their result as JSON."""
+    the one-process level, then the two-process level; their result as JSON. On the fake
+    provider at `provider_url` (the bench's), or on one of its own."""
     import resource
 
     from .provider import provider_start
@@ -235,7 +236,8 @@ def child_main(database_url: str, streams: int) -> None:
     scratch = env.scratch_dir()
     env.setup(scratch)
     environ = env.bench_environ(scratch)
-    provider = provider_start(environ)
+    provider = None if provider_url else provider_start(environ)
+    provider_url = provider_url or provider.base_url
     result = ScaleOutResult(fd_limit=resource.getrlimit(resource.RLIMIT_NOFILE)[0])
     watch = _ConnectionWatch(database_url)
     result.connections_allowed = watch.allowed
@@ -243,7 +245,7 @@ def child_main(database_url: str, streams: int) -> None:
     try:
         fixtures = env.fixtures_create()
         project = env.project_new("scale out")
-        warm = env.rojo_new("scale-warm", provider.base_url, f"paced-{CHUNKS}-{DELAY_MS}")
+        warm = env.rojo_new("scale-warm", provider_url, f"paced-{CHUNKS}-{DELAY_MS}")
         log = scratch / "scale_out.log"
         targets = []
         watch.start()
@@ -256,7 +258,7 @@ def child_main(database_url: str, streams: int) -> None:
                 asyncio.run(http.chat(target, project.pk, warm.slug, "Warm up."))
                 targets.append(target)
             scenario = f"paced-{CHUNKS}-{DELAY_MS}-together-{count}"
-            rojo = env.rojo_new(f"scale-{count}", provider.base_url, scenario)
+            rojo = env.rojo_new(f"scale-{count}", provider_url, scenario)
             print(f"{count} streams on {n} process(es)…", file=sys.stderr, flush=True)
             watch.peak()  # the level's own peak, from its first request
             run = asyncio.run(_run(servers[:n], targets[:n], project.pk, rojo.slug, count))
@@ -274,7 +276,8 @@ def child_main(database_url: str, streams: int) -> None:
             watch.connection.close()
         for server in servers:
             server.stop()
-        provider.stop()
+        if provider:
+            provider.stop()
         shutil.rmtree(scratch, ignore_errors=True)
     print(json.dumps(asdict(result)), flush=True)
 
@@ -313,8 +316,11 @@ def scale_out_unavailable(server_url: str, redis_url: str) -> str:
     return ""
 
 
-def scale_out(server_url: str, redis_url: str, streams: int = STREAMS) -> ScaleOutResult:
-    """Create a database, run the child on it and Redis, drop the database and the keys."""
+def scale_out(
+    server_url: str, redis_url: str, streams: int = STREAMS, provider_url: str = ""
+) -> ScaleOutResult:
+    """Create a database, run the child on it and Redis (and on the fake provider at
+    `provider_url`, if given), drop the database and the keys."""
     name = f"rojo_bench_scale_{os.getpid()}"
     database_url = urlunsplit(urlsplit(server_url)._replace(path=f"/{name}"))
     with pg_connect(server_url) as admin:
@@ -323,7 +329,8 @@ def scale_out(server_url: str, redis_url: str, streams: int = STREAMS) -> ScaleO
     _redis_clear(redis_url)
     try:
         child = subprocess.run(
-            [sys.executable, "-m", "bench.scale_out", "--child", database_url, str(streams)],
+            [sys.executable, "-m", "bench.scale_out", "--child", database_url, str(streams)]
+            + ([provider_url] if provider_url else []),
             env={**os.environ, "BENCH_DATABASE_URL": database_url, "REDIS_URL": redis_url},
             cwd=env.ROOT,
             stdout=subprocess.PIPE,
@@ -452,10 +459,10 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", type=int, default=STREAMS)
-    parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "STREAMS"))
+    parser.add_argument("--child", nargs="+", metavar="DATABASE_URL STREAMS [PROVIDER_URL]")
     args = parser.parse_args()
     if args.child:
-        child_main(args.child[0], int(args.child[1]))
+        child_main(args.child[0], int(args.child[1]), *args.child[2:])
         return
     server_url, redis_url = os.environ["BENCH_POSTGRES_URL"], os.environ["BENCH_REDIS_URL"]
     scale_out_section(scale_out(server_url, redis_url, args.streams))

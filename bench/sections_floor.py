@@ -135,7 +135,11 @@ def floor_section(floor, app: dict) -> Section:
         "syscall 16%, Django's streaming response (send_response, its async wrappers) and "
         "uvicorn's send 10%, reading from aiohttp 8%, orjson parse and the SSE lines 6%, the "
         "loop and the accumulator 8%, Turn.publish/follow and encoding 6%, draft saves on the "
-        "database threads 10% (one per stream every ROJO_DRAFT_SECONDS).",
+        "database threads 10% (one per stream every ROJO_DRAFT_SECONDS). Two runs of the "
+        "same tree on 4 December 2026, minutes apart, gave 1.04x and 1.56x (app 72 and "
+        "103 µs, floor 70 and 66 µs): the window is 1.5 s of a shared host's time, and the "
+        "second run's other figures moved as much (its 200 streams' latency p99 761 ms "
+        "against 492).",
         f"A start costs the app about {app_burst.server_cpu_s * 1000 / BURST:.0f} ms of server "
         f"CPU ({app_burst.server_cpu_s:.1f} s for the burst, the running streams' chunks "
         "included), on one core for the process: the burst's first chunks wait for that CPU, "
@@ -225,6 +229,7 @@ def floor_section(floor, app: dict) -> Section:
         "during the burst waits on the same CPU: the admission gate bounds it to eight "
         "starts at a time.",
     ]
+    section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
         "floor_first_chunk",
         f"p50 {floor.burst.first_p50 / 1000:.2f} s, p99 {floor.burst.first_p99 / 1000:.2f} s",
@@ -233,12 +238,34 @@ def floor_section(floor, app: dict) -> Section:
     return section
 
 
+def _sequential_note(app: dict, floor_ms: float) -> str:
+    """What the app's sequential story costs beyond the floor, from this run's figures."""
+    reader, loop, server = app["reader_cpu_ms"], app["loop_cpu_ms"], app["sequential_cpu_ms"]
+    return (
+        "What holds `cpu_per_conversation_sequential_vs_floor` (2.79x to 3.79x in the runs of "
+        "4 December 2026, the floor's own figure moving between 32 and 38 ms; target 3x), "
+        f"from this run's figures: the story's 3 responses read through the SDK and the "
+        f"project's stream reader alone, in process, cost {reader:.0f} ms "
+        f"({reader / floor_ms:.1f}x the floor) before the loop does anything: the floor "
+        "forwards the provider's bytes, the app parses each of the 470 chunks, which the "
+        "loop needs to run the tools and store the reply (section 1's profile). The loop's "
+        f"own work, the tools, undo snapshots and 16 trips to the database threads, is "
+        f"{loop - reader:.0f} ms (section 1's loop minus its reader); the web layer (the "
+        "request's session, CSRF and access checks, the turn's claim and record, SSE "
+        f"encoding, the server) {server - loop:.0f} ms (the server's share of section 1's "
+        "http minus its loop). The 3x leaves the loop and the web layer together about "
+        f"{3 * floor_ms - reader:.0f} ms here."
+    )
+
+
 def app_figures(loop: dict, concurrency: list, latencies: list) -> dict:
     """The app's figures the ratios need, from sections 1 to 3's results."""
     many = latencies[-1]
     at_200 = next((r for r in concurrency if r.conversations == 200), concurrency[0])
     return {
         "sequential_cpu_ms": median(loop["instant"].server_ms),
+        "reader_cpu_ms": loop["instant"].median_ms("reader"),
+        "loop_cpu_ms": loop["instant"].median_ms("loop"),
         "concurrent_cpu_ms": at_200.server_cpu_s * 1000 / at_200.conversations,
         # Replaced by the steady state's (bench/steady.py) once section 10 measured it.
         "per_chunk_us": many.server_cpu_s * 1e6 / max(len(many.samples_ms), 1),
