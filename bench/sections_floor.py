@@ -242,8 +242,9 @@ def _sequential_note(app: dict, floor_ms: float) -> str:
     """What the app's sequential story costs beyond the floor, from this run's figures."""
     reader, loop, server = app["reader_cpu_ms"], app["loop_cpu_ms"], app["sequential_cpu_ms"]
     return (
-        "What holds `cpu_per_conversation_sequential_vs_floor` (2.79x to 3.79x in the runs of "
-        "4 December 2026, the floor's own figure moving between 32 and 38 ms; target 3x), "
+        "What holds `cpu_per_conversation_sequential_vs_floor` when it misses (1.83x to 3.79x "
+        "in the runs of 4 December 2026, the floor's own figure moving between 32 and 55 ms; "
+        "target 3x), "
         f"from this run's figures: the story's 3 responses read through the SDK and the "
         f"project's stream reader alone, in process, cost {reader:.0f} ms "
         f"({reader / floor_ms:.1f}x the floor) before the loop does anything: the floor "
