@@ -13,7 +13,7 @@ from django.urls import reverse
 from rojos.key_sources import endpoint_moved
 from rojos.models import Rojo, TurnRecord
 from tests.conftest import make_user
-from tests.helpers import command_error, make_rojo, run
+from tests.helpers import audited, command_error, make_rojo, run
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,6 +105,13 @@ def test_a_new_host_removes_the_stored_key_and_the_form_says_so(staff):
     assert response.status_code == 302
     rojo.refresh_from_db()
     assert (rojo.base_url, rojo.api_key) == ("https://attacker.example.net/v1", "")
+    entry = audited().get(action="rojo_changed")
+    assert {"base_url", "api_key"} <= set(entry.details["fields"])  # the key's name only
+    assert STORED_KEY not in str(entry.details)
+    # The messages cookie is Secure (off plain HTTP, as a browser would on https): pass it on.
+    staff.http.cookies.set("messages", response.cookies["messages"])
+    shown = staff.get(response.headers["location"]).text
+    assert "The stored API key of Test rojo was removed" in shown
 
 
 @pytest.mark.parametrize(
