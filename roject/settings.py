@@ -271,6 +271,9 @@ ROJO_UPLOAD_ZIP_MAX_RATIO = env_int("ROJO_UPLOAD_ZIP_MAX_RATIO", 100)
 ROJO_UPLOAD_ZIP_MAX_ENTRIES = env_int("ROJO_UPLOAD_ZIP_MAX_ENTRIES", 10_000)
 # The longest a search_text call may run, in seconds (its pattern comes from the model).
 ROJO_SEARCH_SECONDS = float(os.environ.get("ROJO_SEARCH_SECONDS") or 5)
+# Environment variables a rojo may read its API key from, beyond ROJO_API_KEY and ROJO_KEY_*
+# (comma-separated; rojos/key_sources.py). Any other variable of the process is refused.
+ROJO_API_KEY_ENV_ALLOWED = env_list("ROJO_API_KEY_ENV_ALLOWED", "")
 # Modules imported at startup that register tools of their own (comma-separated).
 ROJO_TOOL_MODULES = env_list("ROJO_TOOL_MODULES", "")
 # Per-user limits against runaway cost (0 turns a limit off).
@@ -349,6 +352,7 @@ ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
 ROJO_STARTUP_HOOKS = [
     "rojos.turn_owner.turns_of_past_lives_end_soon",
     "roject.storage.leftovers.storage_sweep_soon",  # what crashes left on the storage
+    "rojos.key_checks.rojo_key_check_soon",  # rojos whose key variable the rule refuses
 ]
 
 # A session is read from the cache (the process's memory, or Redis with REDIS_URL: shared by

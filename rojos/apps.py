@@ -17,6 +17,7 @@ class RojosConfig(AppConfig):
         for module in getattr(settings, "ROJO_TOOL_MODULES", ()):
             import_module(module)
         post_migrate.connect(_search_triggers_restore, sender=self)
+        import_module("rojos.key_checks")  # registers the key rule's system check
         malloc_tune()
 
 

@@ -64,3 +64,8 @@ class DatabaseUnreachable(TurnError):
     """The database stayed out of reach for longer than the turn retries its writes."""
 
     code = "database"
+
+
+class RojoKeyRefused(ProviderError):
+    """The rojo names a key variable the key rule refuses (rojos.key_sources): the turn ends
+    before any request, so the variable's value is never sent anywhere."""

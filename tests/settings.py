@@ -17,7 +17,10 @@ ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 30)
 # dir of its own, which a sweep on a thread might read half-way. Server processes do (their
 # settings are the app's), and a test of theirs checks it.
 _SWEEP = "roject.storage.leftovers.storage_sweep_soon"
-ROJO_STARTUP_HOOKS = [h for h in ROJO_STARTUP_HOOKS if h != _SWEEP]  # noqa: F405
+# Nor does it check the rojos' key variables on a thread of its own (outside the test's
+# database access); the system check is tested as `manage.py check` runs it.
+_KEY_CHECK = "rojos.key_checks.rojo_key_check_soon"
+ROJO_STARTUP_HOOKS = [h for h in ROJO_STARTUP_HOOKS if h not in (_SWEEP, _KEY_CHECK)]  # noqa: F405
 
 if DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":  # noqa: F405
     # A file, not shared-cache memory, so the live ASGI server's threads can write concurrently.

@@ -101,13 +101,15 @@ def test_rojo_clear_api_key_removes_the_stored_key(admin_client):
 
     response = admin_client.post(
         change_url(rojo),
-        rojo_form(name="Test rojo", slug="test-rojo", clear_api_key="on", api_key_env="KEY_VAR"),
+        rojo_form(
+            name="Test rojo", slug="test-rojo", clear_api_key="on", api_key_env="ROJO_KEY_VAR"
+        ),
     )
 
     assert response.status_code == 302
     rojo.refresh_from_db()
     assert rojo.api_key == ""
-    assert rojo.api_key_env == "KEY_VAR"
+    assert rojo.api_key_env == "ROJO_KEY_VAR"
 
 
 def test_rojo_tools_field_lists_every_registered_tool(admin_client):

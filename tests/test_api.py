@@ -31,14 +31,14 @@ def test_projects_lists_only_the_users_projects_with_the_role(client_for, users,
 
 
 def test_rojos_never_include_the_key_or_its_value(client_for, users, monkeypatch):
-    monkeypatch.setenv("TEST_ROJO_KEY", "sk-from-the-environment-456")
+    monkeypatch.setenv("ROJO_KEY_TEST", "sk-from-the-environment-456")
     stored = make_rojo("https://api.example.com/v1", api_key=SECRET)
     from_env = make_rojo(
         "https://api.example.com/v1",
         name="Env",
         slug="env",
         api_key="",
-        api_key_env="TEST_ROJO_KEY",
+        api_key_env="ROJO_KEY_TEST",
     )
 
     response = client_for(users["viewer"]).get("/api/rojos")

@@ -138,7 +138,7 @@ def test_create_rojo_prints_the_slug_and_stores_its_settings(db):
         name="GPT Mini",
         base_url="https://api.openai.com/v1",
         model="gpt-4.1-mini",
-        api_key_env="OPENAI_API_KEY",
+        api_key_env="ROJO_KEY_OPENAI",
         tools=" list_files , get_text_content ",
         system_prompt="Be brief.",
         max_steps=5,
@@ -149,7 +149,7 @@ def test_create_rojo_prints_the_slug_and_stores_its_settings(db):
     assert rojo.name == "GPT Mini"
     assert rojo.base_url == "https://api.openai.com/v1"
     assert rojo.model == "gpt-4.1-mini"
-    assert rojo.api_key_env == "OPENAI_API_KEY"
+    assert rojo.api_key_env == "ROJO_KEY_OPENAI"
     assert rojo.api_key == ""
     assert rojo.tools == ["list_files", "get_text_content"]
     assert rojo.system_prompt == "Be brief."

@@ -178,7 +178,7 @@ def readme_mcp_commands() -> list[list[str]]:
 
 def test_readme_mcp_commands_work_as_written(project, fake_provider, monkeypatch):
     """The README's create_mcp_server and create_rojo --mcp-servers lines, then a chat."""
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("ROJO_KEY_OPENAI", "sk-test")
     commands = readme_mcp_commands()
     printed = []
     for words in commands:

@@ -470,6 +470,19 @@ def test_rerun_against_an_unreachable_provider_exits_2_with_a_clear_error(story,
     assert "Traceback" not in run.err
 
 
+def test_rerun_with_a_rojo_whose_key_variable_breaks_the_rule_sends_nothing(
+    story, fake_provider, real_root
+):
+    """A legacy rojo reading SECRET_KEY: refused with the key rule before any request."""
+    make_rojo(fake_provider.base_url, name="Legacy", slug="legacy", api_key_env="SECRET_KEY")
+
+    error = replay_error(story.conversation.pk, rerun=True, rojo="legacy")
+
+    assert str(error).startswith("rojo 'legacy': 'SECRET_KEY' is not a key variable: ")
+    assert "ROJO_API_KEY_ENV_ALLOWED" in str(error)
+    assert fake_provider.requests == [] and fake_provider.listing_requests == []
+
+
 def test_rerun_with_apply_changes_the_real_files_and_says_so(story, fake_provider, real_root):
     script_matching_rerun(fake_provider)
 

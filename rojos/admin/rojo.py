@@ -2,13 +2,14 @@
 add, change and delete audited (field names; values only of fields that hold no secret)."""
 
 from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db import transaction
 
 from roject.audit import AuditAction, audit_actor
 
 from ..config_audit import config_audit, field_changes
 from ..context_window import window_of
+from ..key_sources import KEY_ENV_RULE, endpoint_moved
 from ..mcp_admin import RojoMcpServerInline
 from ..models import Rojo, default_approval_tools, default_tools
 from ..prices import rojo_prices_prefill
@@ -24,14 +25,22 @@ def _tool_label(tool) -> str:
 
 
 class RojoForm(forms.ModelForm):
-    """The API key is write-only: never rendered back; leaving it empty keeps the stored one."""
+    """The API key is write-only: never rendered back; leaving it empty keeps the stored one,
+    unless the base URL moves to another scheme, host or port (rojos.key_sources)."""
 
     api_key = forms.CharField(
         required=False,
         widget=forms.PasswordInput(render_value=False),
-        help_text="Leave empty to keep the current key. It is never shown again.",
+        help_text="Leave empty to keep the current key. It is never shown again. A base URL "
+        "with another scheme, host or port removes the stored key unless you enter one here.",
     )
     clear_api_key = forms.BooleanField(required=False, help_text="Remove the stored key.")
+    confirm_key_env_host = forms.BooleanField(
+        required=False,
+        label="Send the env key to the new host",
+        help_text="Needed when the base URL moves to another scheme, host or port while the "
+        "key comes from API key env: that variable's key will be sent there.",
+    )
     # A new rojo starts with the model's defaults, as `create_rojo` gives it: a declared field
     # gets no initial value from the model by itself.
     tools = forms.MultipleChoiceField(
@@ -57,6 +66,7 @@ class RojoForm(forms.ModelForm):
             "api_key",
             "clear_api_key",
             "api_key_env",
+            "confirm_key_env_host",
             "system_prompt",
             "temperature",
             "max_steps",
@@ -69,6 +79,10 @@ class RojoForm(forms.ModelForm):
             "approval_tools",
             "request_options",
         ]
+        help_texts = {
+            "api_key_env": f"Or: the name of an environment variable that holds the key; "
+            f"{KEY_ENV_RULE}.",
+        }
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -82,17 +96,52 @@ class RojoForm(forms.ModelForm):
         value = self.cleaned_data.get("request_options")
         return {} if value in (None, "") else value
 
+    def clean(self):
+        """An endpoint move with the key from the environment asks for a tick: the key goes
+        to the new host, where a stored key would have been removed."""
+        cleaned = super().clean()
+        if (
+            self._stored is not None
+            and cleaned.get("base_url")
+            and endpoint_moved(self._stored.base_url, cleaned["base_url"])
+            and cleaned.get("api_key_env")
+            and not cleaned.get("api_key")
+            and not cleaned.get("confirm_key_env_host")
+        ):
+            self.add_error(
+                "confirm_key_env_host",
+                "The base URL moves to another scheme, host or port: tick this to send the "
+                f"key in {cleaned['api_key_env']} there, or enter a key for it above.",
+            )
+        return cleaned
+
+    @property
+    def _stored(self) -> Rojo | None:
+        """The rojo as stored before this save (None for a new one)."""
+        if not self.instance.pk:
+            return None
+        if not hasattr(self, "_stored_row"):
+            self._stored_row = Rojo.objects.only("api_key", "base_url").get(pk=self.instance.pk)
+        return self._stored_row
+
     def save(self, commit=True):
         rojo = super().save(commit=False)
         rojo_prices_prefill(rojo)  # a known model's prices, where none are set
         if {"context_window", "model", "base_url"} & set(self.changed_data):
             # Another window or model: what the old one refused or listed no longer holds.
             rojo.refused_window = rojo.listed_window = None
-        new_key = self.cleaned_data.get("api_key")
+        stored = self._stored
+        self.key_dropped = False
         if self.cleaned_data.get("clear_api_key"):
             rojo.api_key = ""
-        elif not new_key and self.instance.pk:
-            rojo.api_key = Rojo.objects.only("api_key").get(pk=self.instance.pk).api_key
+        elif self.cleaned_data.get("api_key") or stored is None:
+            pass  # the new key (or none, for a new rojo) is on the instance already
+        elif endpoint_moved(stored.base_url, rojo.base_url):
+            # The stored key belongs to the old endpoint: never send it to another one.
+            rojo.api_key = ""
+            self.key_dropped = bool(stored.api_key)
+        else:
+            rojo.api_key = stored.api_key
         if commit:
             rojo.save()
         return rojo
@@ -103,8 +152,13 @@ class RojoForm(forms.ModelForm):
     def audited_fields(self) -> list[str]:
         """The fields this save changes: the key only when one was given or cleared (its
         empty box says nothing about the stored key)."""
-        fields = [f for f in self.changed_data if f not in ("api_key", "clear_api_key")]
-        if self.cleaned_data.get("api_key") or self.cleaned_data.get("clear_api_key"):
+        form_only = ("api_key", "clear_api_key", "confirm_key_env_host")
+        fields = [f for f in self.changed_data if f not in form_only]
+        if (
+            self.cleaned_data.get("api_key")
+            or self.cleaned_data.get("clear_api_key")
+            or getattr(self, "key_dropped", False)
+        ):
             fields.append("api_key")
         return fields
 
@@ -123,6 +177,15 @@ class RojoAdmin(admin.ModelAdmin):
         "stream_usage_refused",
         "chars_per_token",
     ]
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if form.key_dropped:
+            messages.warning(
+                request,
+                f"The stored API key of {obj} was removed: its base URL moved to another "
+                "scheme, host or port. Enter the key for the new endpoint.",
+            )
 
     def save_related(self, request, form, formsets, change):
         """After the rojo and its MCP servers are saved (in the admin's transaction), one

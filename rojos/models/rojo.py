@@ -1,11 +1,12 @@
 """A rojo: a configured agent (endpoint, model, prompt, tools) and what was learned of it."""
 
-import os
 from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+
+from ..key_sources import key_env_refusal, key_env_value
 
 
 def validate_base_url(value: str) -> None:
@@ -160,19 +161,25 @@ class Rojo(models.Model):
         return self.name
 
     def clean(self) -> None:
+        errors = {}
         if (
             self.context_window
             and self.max_output_tokens
             and self.max_output_tokens >= self.context_window // 2
         ):
-            raise ValidationError(
-                {"max_output_tokens": "must be less than half of the context window"}
-            )
+            errors["max_output_tokens"] = "must be less than half of the context window"
+        refusal = key_env_refusal(self.api_key_env)
+        if refusal:
+            errors["api_key_env"] = refusal
+        if errors:
+            raise ValidationError(errors)
 
     def resolved_api_key(self) -> str:
-        """The key to send: the stored one, else the named environment variable's value."""
-        if self.api_key:
-            return self.api_key
-        if self.api_key_env:
-            return os.environ.get(self.api_key_env, "")
-        return ""
+        """The key to send: the stored one, else the named environment variable's value.
+
+        A key variable the rule refuses (rojos.key_sources) raises RojoKeyRefused even when a
+        key is stored: the rojo is misconfigured, and clearing its stored key must not start
+        sending that variable.
+        """
+        env_key = key_env_value(self.api_key_env)
+        return self.api_key or env_key

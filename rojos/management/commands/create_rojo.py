@@ -6,6 +6,7 @@ from django.utils.text import slugify
 from roject.audit import AuditAction, audit_command
 from roject.services import validation_text
 from rojos.config_audit import config_audit, field_changes
+from rojos.key_sources import KEY_ENV_RULE, key_env_refusal
 from rojos.models import McpServer, Rojo, RojoMcpServer, default_tools, validate_base_url
 from rojos.prices import rojo_prices_prefill
 from rojos.tools import registry
@@ -22,7 +23,7 @@ class Command(BaseCommand):
             "--api-key-env",
             default="",
             metavar="VAR",
-            help="Environment variable holding the API key.",
+            help=f"Environment variable holding the API key ({KEY_ENV_RULE}).",
         )
         parser.add_argument(
             "--tools", default="", help="Comma-separated tool names (default: all)."
@@ -72,6 +73,9 @@ class Command(BaseCommand):
             validate_base_url(base_url)
         except ValidationError as exc:
             raise CommandError(f"--base-url: {exc.messages[0]}") from None
+        refusal = key_env_refusal(api_key_env)
+        if refusal:
+            raise CommandError(f"--api-key-env: {refusal}")
         names = [t.strip() for t in tools.split(",") if t.strip()] or default_tools()
         unknown = [n for n in names if n not in registry]
         if unknown:

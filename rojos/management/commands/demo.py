@@ -10,6 +10,7 @@ from roject.audit import AuditAction, audit_command
 from roject.models import Membership, Project, Role
 from roject.services import project_create
 from rojos.config_audit import config_audit, field_changes
+from rojos.key_sources import endpoint_moved
 from rojos.models import Rojo, validate_base_url
 from rojos.prices import rojo_prices_prefill
 
@@ -46,9 +47,13 @@ class Command(BaseCommand):
         )
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
         with transaction.atomic():  # the rojo and its audit entry together
+            before = Rojo.objects.filter(slug="demo").values_list("base_url", flat=True).first()
+            # A key stored for another endpoint is never sent to this one (rojos.key_sources).
+            moved = {"api_key": ""} if before and endpoint_moved(before, base_url) else {}
             rojo, created = Rojo.objects.update_or_create(
                 slug="demo",
                 defaults={
+                    **moved,
                     "name": "Demo rojo",
                     "base_url": base_url,
                     "model": model,

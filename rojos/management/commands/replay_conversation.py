@@ -9,6 +9,7 @@ from roject import storage
 from roject.models import Project
 from roject.storage import scratch_copy
 from rojos.branches import branch_count
+from rojos.key_sources import key_env_refusal
 from rojos.models import Conversation, Rojo
 from rojos.replay import conversation_replay, conversation_rerun, tool_call_differences
 from rojos.transcript import EventPrinter
@@ -132,6 +133,9 @@ class Command(BaseCommand):
             )
         else:
             rojo = conv.rojo
+        refusal = key_env_refusal(rojo.api_key_env)
+        if refusal:  # what a chat with it answers, before anything is sent
+            raise CommandError(f"rojo {rojo.slug!r}: {refusal}", returncode=ERROR_EXIT)
         root = storage.project_root(conv.project_id)
         if apply:
             self.stderr.write(
