@@ -15,6 +15,7 @@ from django.utils.module_loading import import_string  # noqa: E402
 
 from roject.db_threads import PooledThreadsASGIHandler  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
+from roject.upload_gate import UploadGate  # noqa: E402
 from roject.upload_guard import UploadSizeGuard  # noqa: E402
 from roject.write_timeout import WriteTimeout  # noqa: E402
 
@@ -41,14 +42,11 @@ class PathRouter:
 # deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
 # answers 404 to any path that is not plainly inside the static directories).
 # Each response's writes wait at most ROJO_CLIENT_WRITE_TIMEOUT for a client that reads;
-# uploads over the limit are refused before Django reads their body (roject/upload_guard.py).
-application = ProtocolTypeRouter(
-    {
-        "http": WriteTimeout(
-            PathRouter(UploadSizeGuard(StaticFilesHandler(django_asgi_app)), mcp_app)
-        )
-    }
-)
+# bodies over their limit, or that stall, are cut before Django has read them whole
+# (roject/upload_guard.py), and who may upload is decided from the headers before any of an
+# upload's body is read (roject/upload_gate.py).
+django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), django_asgi_app))
+application = ProtocolTypeRouter({"http": WriteTimeout(PathRouter(django_app, mcp_app))})
 
 # What a server process does once at start-up, named by dotted string (roject imports
 # nothing from the apps on it): rojos ends the turns its earlier life left running.

@@ -269,6 +269,12 @@ ROJO_UPLOAD_MAX_FILE_BYTES = env_int("ROJO_UPLOAD_MAX_FILE_BYTES", 100 * 1024 * 
 ROJO_UPLOAD_MAX_BYTES = env_int("ROJO_UPLOAD_MAX_BYTES", 1024 * 1024 * 1024)
 ROJO_UPLOAD_ZIP_MAX_RATIO = env_int("ROJO_UPLOAD_ZIP_MAX_RATIO", 100)
 ROJO_UPLOAD_ZIP_MAX_ENTRIES = env_int("ROJO_UPLOAD_ZIP_MAX_ENTRIES", 10_000)
+# Who may upload is decided from the headers before the body is read (roject/upload_gate.py);
+# a request body that sends nothing for STALL seconds is cut (0: never); uploads under way at
+# once in one process, per user and per client address (decisions included; 0: no bound).
+ROJO_UPLOAD_STALL_SECONDS = float(os.environ.get("ROJO_UPLOAD_STALL_SECONDS") or 30)
+ROJO_UPLOAD_MAX_IN_FLIGHT = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT", 2)
+ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS", 8)
 # The longest a search_text call may run, in seconds (its pattern comes from the model).
 ROJO_SEARCH_SECONDS = float(os.environ.get("ROJO_SEARCH_SECONDS") or 5)
 # Environment variables a rojo may read its API key from, beyond ROJO_API_KEY and ROJO_KEY_*

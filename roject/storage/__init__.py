@@ -62,7 +62,7 @@ from .snapshots import (
     snapshot_take,
     snapshot_text,
 )
-from .uploads import Incoming, file_chunks, incoming_discard, upload_place, upload_receive
+from .uploads import Incoming, file_download_open, incoming_discard, upload_place, upload_receive
 from .versions import file_version, same_version
 
 __all__ = [
@@ -85,7 +85,7 @@ __all__ = [
     "digest",
     "digests",
     "entry_exists",
-    "file_chunks",
+    "file_download_open",
     "file_version",
     "incoming_discard",
     "is_temp_file",

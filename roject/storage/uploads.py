@@ -22,6 +22,8 @@ from .paths import EntryExists, PathError, StorageError, TooLarge, refuse_hard_l
 
 _BLOCK = 1 << 20
 
+Emit = Callable[[bytes], None]
+
 
 @dataclass(frozen=True)
 class Incoming:
@@ -89,8 +91,22 @@ def upload_place(project_root: Path, relative: str, incoming: Incoming, *, overw
         fsync_dir(at.dir_fd)
 
 
-def file_chunks(project_root: Path, relative: str, emit: Callable[[bytes], None]) -> None:
-    """(Blocking) Read a regular file of the project in blocks, giving each to `emit`."""
-    with open_regular_file(project_root, relative) as fh:
-        for block in iter(lambda: fh.read(_BLOCK), b""):
-            emit(block)
+def file_download_open(project_root: Path, relative: str) -> Callable[[Emit], None]:
+    """(Blocking) Open a regular file of the project for a download, and return what streams
+    it (giving each block to `emit`, then closing it).
+
+    Opened now, before any response starts, through the gate's check of what is read: a
+    directory, a FIFO or device, a file with other hard links are refused here with the
+    refusal the tools give, never once the response is under way. The stream reads the very
+    file that was checked, so nothing swapped in meanwhile is sent.
+    """
+    with contextlib.ExitStack() as stack:
+        fh = stack.enter_context(open_regular_file(project_root, relative))
+        held = stack.pop_all()
+
+    def stream(emit: Emit) -> None:
+        with held:
+            for block in iter(lambda: fh.read(_BLOCK), b""):
+                emit(block)
+
+    return stream
