@@ -118,6 +118,12 @@ def test_the_editor_saves_and_a_conflicting_save_shows_the_merge_view(
     expect(editor.locator(".file-editor .cm-mergeView")).to_be_visible()
     expect(editor.locator(".file-editor-note")).to_contain_text("changed since you opened it")
     assert (root / "a.md").read_text() == "# Title\nowner's line\n"
+    expect(editor.get_by_role("dialog")).to_be_visible()
+    panes = editor.locator(".cm-mergeView .cm-mergeViewEditor")
+    expect(panes).to_have_count(2)
+    width = editor.viewport_size["width"]
+    for pane in panes.all():  # each side most of half the window, not the file panel's column
+        assert pane.bounding_box()["width"] >= 0.4 * width, pane.bounding_box()
     screenshot(editor, "files-merge")
     editor.locator(".save-file").click()
     expect(editor.locator(".file-editor-note")).to_have_text("Saved.")
