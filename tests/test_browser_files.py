@@ -306,6 +306,16 @@ def test_an_open_editor_takes_a_change_made_elsewhere_unless_it_has_unsaved_work
     page.keyboard.press("Control+s")
     expect(page.locator(".file-editor .cm-mergeView")).to_be_visible()
     assert (root / "a.md").read_text() == "three\n"
+    # Esc closes the merge dialog: one editor again, in the panel, still holding "mine";
+    # Save then writes it over the version now.
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    expect(page.locator(".file-editor .cm-mergeView")).to_have_count(0)
+    expect(page.locator(".files .file-editor .cm-content")).to_contain_text("mine")
+    expect(page.locator(".file-editor-note")).to_contain_text("Your text is kept")
+    page.locator(".save-file").click()
+    expect(page.locator(".file-editor-note")).to_have_text("Saved.")
+    assert (root / "a.md").read_text() == "two\nmine"
 
 
 def test_a_deleted_file_comes_back_from_recently_deleted(page_for, users, project, root):
