@@ -9,7 +9,7 @@ copy kept before the deletion and refuses when the path exists again.
 import asyncio
 
 from roject.audit import AuditActor
-from roject.storage import entry_exists, project_root_create
+from roject.storage import StorageError, entry_exists, project_root_create
 
 from .file_history import HISTORY_SCAN
 from .models import FileChange
@@ -28,6 +28,15 @@ def _deletions(project_id: int):
     )
 
 
+def _absent(root, path: str) -> bool:
+    """Nothing at `path` now; a path the gate no longer allows (a parent became a link, say)
+    counts as taken: its deletion cannot be undone there."""
+    try:
+        return not entry_exists(root, path)
+    except StorageError:
+        return False
+
+
 def deleted_files_list(*, project_id: int, limit: int = 100) -> list[dict]:
     """(Blocking) The project's deletions whose paths are all still absent, newest first;
     a path deleted twice shows once, with its newest deletion (the one an undo may restore)."""
@@ -39,7 +48,7 @@ def deleted_files_list(*, project_id: int, limit: int = 100) -> list[dict]:
         if seen.intersection(paths):
             continue
         seen.update(paths)
-        if any(entry_exists(root, path) for path in paths):
+        if not all(_absent(root, path) for path in paths):
             continue
         author = change.made_by
         found.append(

@@ -106,3 +106,23 @@ def test_only_writers_restore_and_other_projects_are_404(client_for, users, proj
 
     assert editor.post(f"{files}/deleted/restore", json=restore).status_code == 200
     assert files_in(root) == {"a.md": "x", "b.md": "y"}
+
+
+def test_a_deletion_under_a_parent_now_a_link_out_is_not_restored_through_it(
+    client_for, users, project, root
+):
+    """The gate refuses a path through a link out of the root: the list still answers, the
+    restore is refused, and nothing is written where the link points."""
+    owner = client_for(users["owner"])
+    files = files_url(project.pk)
+    owner.post(f"{files}/new", json={"path": "notes/a.md", "text": "x"})
+    owner.post(f"{files}/delete", json={"path": "notes/a.md"})
+    (root / "notes").rmdir()
+    (root.parent / "outside").mkdir()
+    (root / "notes").symlink_to(root.parent / "outside")
+    listed = owner.get(f"{files}/deleted")
+    assert listed.status_code == 200
+    change = FileChange.objects.get(tool="delete_path").pk
+    refused = owner.post(f"{files}/deleted/restore", json={"change": change})
+    assert refused.status_code in (400, 409), refused.text
+    assert list((root.parent / "outside").iterdir()) == []
