@@ -22,6 +22,7 @@ from roject.audit import AuditAction, aaudit_record, audit_actor
 from roject.streaming import blocking_stream
 from roject.upload_gate import upload_preflight
 
+from . import deleted_files as deleted
 from . import file_actions
 from . import file_history as history
 from .models import FileChange
@@ -208,6 +209,42 @@ async def version_restore(request: HttpRequest, project_id: int, payload: Restor
             actor=audit_actor(request, user=request.auth),
         )
     )
+
+
+class DeletedEntry(Schema):
+    change: int
+    paths: list[str]
+    origin: str
+    author: str | None
+    created: datetime
+    conversation: int | None
+
+
+@router.get("/{project_id}/files/deleted", response=answers(list[DeletedEntry], 404))
+async def deleted_files(request: HttpRequest, project_id: int):
+    """Recently deleted: the deletions whose paths are still absent, newest first."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    return await sync_to_async(deleted.deleted_files_list)(project_id=access.project.pk)
+
+
+class DeletedRestoreIn(Schema):
+    change: int = Field(description="A deletion from …/files/deleted.")
+
+
+@router.post("/{project_id}/files/deleted/restore", response=WRITE_ANSWERS)
+async def deleted_file_restore(request: HttpRequest, project_id: int, payload: DeletedRestoreIn):
+    """Put a deleted file or folder back by undoing its deletion; 409 when the path exists
+    again (it is never overwritten)."""
+    access = await _writer(request, project_id)
+    change = await FileChange.objects.filter(
+        pk=object_id(payload.change, "change"), project_id=access.project.pk
+    ).afirst()
+    if change is None:
+        raise Http404("No such change.")
+    await deleted.deleted_file_restore(
+        change=change, user=request.auth, actor=audit_actor(request, user=request.auth)
+    )
+    return {"change": change.pk, "paths": change.paths}
 
 
 @router.get("/{project_id}/files/download", response=answers(None, 400, 404, 422))

@@ -27,6 +27,23 @@ def change_undone_through_the_api(env):
 
 
 @case
+def deleted_file_restored_from_recently_deleted(env):
+    change = env.deleted_change()
+
+    def act():
+        answer = env.api().post(
+            f"/api/projects/{env.project.pk}/files/deleted/restore", json={"change": change.pk}
+        )
+        assert answer.status_code == 200, answer.text
+        assert (env.root() / "notes.txt").read_text() == "old text"
+        details = {"tool": "delete_path", "paths": "notes.txt"}
+        name = "delete_path: notes.txt"
+        return Expected("undo", "user", "editor", env.project.pk, name, details)
+
+    return act
+
+
+@case
 def version_restored_through_the_api(env):
     change = env.deleted_change()
 

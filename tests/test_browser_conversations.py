@@ -77,8 +77,11 @@ def test_an_editor_renames_and_deletes_with_a_confirmation(page_for, users, proj
     box.fill("Release notes for 2.0")
     box.press("Enter")
     expect(row.locator(".conversation-title")).to_have_text("Release notes for 2.0")
+    expect(row.locator("a")).to_have_attribute("title", "Release notes for 2.0")
+    expect(row.get_by_label("New title")).to_have_count(0)
     keep.refresh_from_db()
     assert keep.title == "Release notes for 2.0"
+    assert page.dialogs == [], "a rename that worked said it failed"
 
     other = page.locator(f'.conversation-list li[data-id="{drop.pk}"]')
     other.hover()

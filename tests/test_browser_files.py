@@ -118,6 +118,12 @@ def test_the_editor_saves_and_a_conflicting_save_shows_the_merge_view(
     expect(editor.locator(".file-editor .cm-mergeView")).to_be_visible()
     expect(editor.locator(".file-editor-note")).to_contain_text("changed since you opened it")
     assert (root / "a.md").read_text() == "# Title\nowner's line\n"
+    expect(editor.get_by_role("dialog")).to_be_visible()
+    panes = editor.locator(".cm-mergeView .cm-mergeViewEditor")
+    expect(panes).to_have_count(2)
+    width = editor.viewport_size["width"]
+    for pane in panes.all():  # each side most of half the window, not the file panel's column
+        assert pane.bounding_box()["width"] >= 0.4 * width, pane.bounding_box()
     screenshot(editor, "files-merge")
     editor.locator(".save-file").click()
     expect(editor.locator(".file-editor-note")).to_have_text("Saved.")
@@ -300,3 +306,49 @@ def test_an_open_editor_takes_a_change_made_elsewhere_unless_it_has_unsaved_work
     page.keyboard.press("Control+s")
     expect(page.locator(".file-editor .cm-mergeView")).to_be_visible()
     assert (root / "a.md").read_text() == "three\n"
+    # Esc closes the merge dialog: one editor again, in the panel, still holding "mine";
+    # Save then writes it over the version now.
+    page.keyboard.press("Escape")
+    expect(page.get_by_role("dialog")).to_be_hidden()
+    expect(page.locator(".file-editor .cm-mergeView")).to_have_count(0)
+    expect(page.locator(".files .file-editor .cm-content")).to_contain_text("mine")
+    expect(page.locator(".file-editor-note")).to_contain_text("Your text is kept")
+    page.locator(".save-file").click()
+    expect(page.locator(".file-editor-note")).to_have_text("Saved.")
+    assert (root / "a.md").read_text() == "two\nmine"
+
+
+def test_a_deleted_file_comes_back_from_recently_deleted(page_for, users, project, root):
+    """Its history cannot be opened from the tree once it is gone: Recently deleted lists it,
+    and Restore puts it back in the tree with its content; a viewer sees it but no Restore."""
+    (root / "notes").mkdir()
+    (root / "notes" / "a.md").write_text("alpha\n")
+    page = open_project(page_for, users["editor"], project)
+    entry(page, "notes").locator(".entry").click()
+    entry(page, "notes/a.md").hover()
+    entry(page, "notes/a.md").get_by_role("button", name="Delete").click()
+    expect(entry(page, "notes/a.md")).to_have_count(0)
+    assert files_in(root) == {}
+
+    page.get_by_text("Recently deleted", exact=True).click()
+    deleted = page.get_by_role("list", name="Recently deleted").locator("li")
+    expect(deleted).to_have_count(1)
+    expect(deleted.locator(".deleted-path")).to_have_text("notes/a.md")
+    expect(deleted.locator(".deleted-meta")).to_contain_text("editor")
+    screenshot(page, "files-recently-deleted")
+
+    viewer = open_project(page_for, users["viewer"], project)
+    viewer.get_by_text("Recently deleted", exact=True).click()
+    seen = viewer.get_by_role("list", name="Recently deleted").locator("li")
+    expect(seen.locator(".deleted-path")).to_have_text("notes/a.md")
+    expect(seen.get_by_role("button")).to_have_count(0)
+
+    deleted.get_by_role("button", name="Restore notes/a.md").click()
+    expect(entry(page, "notes/a.md")).to_be_visible()
+    expect(page.get_by_role("list", name="Recently deleted")).to_have_text(
+        "Nothing deleted lately."
+    )
+    assert files_in(root) == {"notes/a.md": "alpha\n"}
+    entry(page, "notes/a.md").locator(".entry").click()
+    expect(page.locator(".file-viewer .file-content")).to_have_text("alpha\n")
+    assert page.console_errors == [] and viewer.console_errors == []

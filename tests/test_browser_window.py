@@ -2,9 +2,11 @@
 the conversation's total and the window meter, a summary as a collapsed line, a budget's
 refusal in the chat."""
 
+import re
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from rojos.models import Conversation, Message, UsageRecord
@@ -57,6 +59,35 @@ def test_each_reply_shows_its_tokens_and_cost_and_the_header_the_total_and_the_w
     shown = reopened.locator("rojo-chat-panel .bubble.assistant")
     expect(shown.nth(0)).to_have_attribute("data-usage", "1,500 tokens in · 20 out · $0.0032")
     expect(reopened.locator(".usage-total")).to_have_text(total.text_content())
+    assert page.console_errors == [] and reopened.console_errors == []
+
+
+def test_a_replys_hover_shows_its_time_and_its_usage_together(
+    page_for, users, project, fake_provider
+):
+    """The time the pointer brings up joins the reply's usage details in one tooltip: the
+    first hover used to replace them, so they never showed."""
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("An answer."), usage_chunk(1_500, 20)))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    panel = page.locator("rojo-chat-panel")
+    page.get_by_label("Message").fill("One?")
+    page.keyboard.press("Enter")
+    reply = panel.locator(".bubble.assistant")
+    expect(reply).to_have_attribute("data-usage", re.compile("1,500 tokens in"))
+    expect(reply).to_have_attribute("title", re.compile("This reply: 1 model call"))
+    reply.hover()
+    expect(reply).to_have_attribute("data-time", re.compile(r"\d"))
+    year = str(timezone.now().year)
+    expect(reply).to_have_attribute("title", re.compile(f"{year}.*\nThis reply: 1 model call"))
+
+    reopened = page_for(users["editor"])
+    reopened.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    shown = reopened.locator("rojo-chat-panel .bubble.assistant")
+    expect(shown).to_have_attribute("data-usage", re.compile("1,500 tokens in"))
+    shown.hover()
+    expect(shown).to_have_attribute("title", re.compile(f"{year}.*\nThis reply: 1 model call"))
     assert page.console_errors == [] and reopened.console_errors == []
 
 

@@ -136,6 +136,20 @@ def test_restoring_another_projects_change_answers_as_a_missing_one(
     )
 
 
+def test_restoring_another_projects_deletion_answers_as_a_missing_one(
+    client_for, users, project, foreign
+):
+    editor = client_for(users["editor"])
+    assert_same(
+        editor,
+        "POST",
+        f"/api/projects/{project.pk}/files/deleted/restore",
+        f"/api/projects/{project.pk}/files/deleted/restore",
+        foreign={"change": foreign["change"].pk},
+        missing={"change": MISSING},
+    )
+
+
 @pytest.mark.parametrize("path", ["approve", "undo-turn"])
 def test_a_write_endpoint_with_another_projects_conversation_answers_as_a_missing_one(
     client_for, users, project, foreign, path

@@ -76,8 +76,14 @@ export class Activity {
     line.querySelector(".outcome").textContent = ` … ${number.format(chars)} characters so far`;
     if (text) {
       const preview = line.querySelector(".tool-args");
+      // The preview follows its end as the text grows, unless the reader scrolled up in it.
+      const following = preview.hidden || !preview.scrolledUp;
       preview.hidden = false;
       preview.append(...visible(text));
+      if (following) {
+        preview.scrollTop = preview.scrollHeight;
+        preview.scrolledUp = false;
+      }
     }
   }
 
@@ -85,10 +91,16 @@ export class Activity {
     this.log.closeBubble();
     const { line, args: preview } = toolLineParts("tool-line pending forming");
     preview.hidden = true; // until the call has text to show
+    preview.scrolledUp = false;
+    preview.addEventListener("scroll", () => {
+      preview.scrolledUp = preview.scrollHeight - preview.scrollTop - preview.clientHeight > 4;
+    });
     const first = this.forming.get(0);
     if (index > 0 && first) {
-      // A second call of the same response: they are written in parallel.
-      this.groupOf(first).append(line);
+      // A second call of the same response: they are written in parallel, and say so now.
+      const group = this.groupOf(first);
+      group.append(line);
+      this.countGroup(group);
       return line;
     }
     return this.log.append(line);

@@ -75,8 +75,8 @@ export class ChatPanel extends EventTarget {
     this.busy = busy;
     if (!busy) this.stopWanted = false;
     this.stopButton.disabled = false;
-    // Read-only, not disabled, while a reply runs: a disabled box drops the keyboard focus.
-    this.input.readOnly = busy;
+    // The box stays writable while a reply runs, so the next message can be typed meanwhile;
+    // only sending waits (Send disabled, Enter keeps the text) until the reply ends.
     this.sendButton.disabled = busy;
     this.stopButton.hidden = !busy;
     this.busyNote.hidden = !busy;

@@ -223,21 +223,30 @@ export class ConversationList {
     box.maxLength = 200;
     box.setAttribute("aria-label", "New title");
     form.append(box);
+    let sent = false;
     const done = () => form.replaceWith(link);
     form.addEventListener("submit", async (event) => {
       event.preventDefault();
+      // Enter submits, and the blur that follows (or an alert's) would submit again.
+      if (sent) return;
+      sent = true;
       const title = box.value.trim();
       if (!title) return done();
+      let renamed;
       try {
-        const renamed = await request(`/api/conversations/${li.dataset.id}`, {
+        const response = await request(`/api/conversations/${li.dataset.id}`, {
           method: "PATCH",
           json: { title },
         });
-        this.setTitle(li, (await renamed.json()).title);
+        renamed = (await response.json()).title;
       } catch (error) {
+        done();
         alert(error instanceof ApiError ? error.message : "Could not rename it.");
+        return;
       }
+      // The link goes back into the row first: setTitle finds it there.
       done();
+      this.setTitle(li, renamed);
     });
     box.addEventListener("keydown", (event) => {
       if (event.key === "Escape") done();

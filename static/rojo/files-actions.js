@@ -130,7 +130,7 @@ export class FileActions {
 
   async remove(path, type) {
     const what = type === "directory" ? `the folder ${path} and everything in it` : path;
-    if (!window.confirm(`Delete ${what}? (It can be undone from its history.)`)) return;
+    if (!window.confirm(`Delete ${what}? (It can be restored from Recently deleted, under the files.)`)) return;
     if (this.browser.openPath === path) this.browser.closeFile();
     await this.post("delete", { path });
   }

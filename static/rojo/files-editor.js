@@ -1,9 +1,11 @@
 // The text editor of the file panel: CodeMirror 6 (vendored, loaded on first use), with
 // highlighting by file type and Save. A save names the version the editor loaded; when
 // someone saved the file since, the server answers 409 with the file as it is now and the
-// editor shows both in CodeMirror's merge view: the file now on the left, yours on the right.
+// editor shows both in CodeMirror's merge view, in a wide dialog: the file now on the left,
+// yours on the right.
 
 import { ApiError, getJson, request } from "./api.js";
+import { MergeDialog } from "./files-merge.js";
 import { visibleText } from "./visible.js";
 
 let codemirror = null;
@@ -66,6 +68,7 @@ export class FileEditor {
     this.editButton.addEventListener("click", () => this.edit());
     this.saveButton.addEventListener("click", () => this.save());
     this.doneButton.addEventListener("click", () => this.stop({ reload: true }));
+    this.mergeDialog = new MergeDialog({ onDismiss: () => this.leaveMerge() });
     this.area.addEventListener("keydown", (event) => {
       if ((event.ctrlKey || event.metaKey) && event.key === "s") {
         event.preventDefault();
@@ -113,11 +116,13 @@ export class FileEditor {
   }
 
   stop({ reload = false } = {}) {
+    this.mergeDialog.giveBack();
     this.merge?.destroy();
     this.view?.destroy();
     this.merge = null;
     this.view = null;
     this.area.replaceChildren();
+    this.area.classList.remove("merging");
     this.say("");
     this.showEditing(false);
     if (reload && this.browser.openPath !== null) this.browser.openFile(this.browser.openPath);
@@ -162,6 +167,7 @@ export class FileEditor {
       parent: this.area,
     });
     this.area.classList.add("merging");
+    this.mergeDialog.show([this.note, this.area], [this.saveButton, this.doneButton]);
     this.view = this.merge.b;
     // The next save is made over the version now, with what the right side holds.
     this.file = { ...this.file, text: conflict.currentText ?? "", version: conflict.current };
@@ -169,6 +175,26 @@ export class FileEditor {
       `${this.file.path} changed since you opened it. Left: the file now; right: your text. `
         + "Merge into the right side, then Save.",
     );
+  }
+
+  /** Escape closed the merge dialog: one editor again, in the panel, still holding the right
+   * side's text (nothing typed is lost); Save writes it over the file as it is now. */
+  async leaveMerge() {
+    if (!this.merge) return;
+    const mine = this.view.state.doc.toString();
+    const cm = await loadCodemirror();
+    this.mergeDialog.giveBack();
+    this.merge.destroy();
+    this.merge = null;
+    this.area.replaceChildren();
+    this.area.classList.remove("merging");
+    this.view = new cm.EditorView({
+      doc: mine,
+      extensions: [cm.basicSetup, ...language(cm, this.file.path)],
+      parent: this.area,
+    });
+    this.say(`Your text is kept; Save writes it over ${this.file.path} as it is now.`);
+    this.view.focus();
   }
 
   get dirty() {

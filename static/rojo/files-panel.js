@@ -2,6 +2,7 @@
 // editor, the history, and the live stream that keeps them current.
 
 import { FileActions } from "./files-actions.js";
+import { DeletedFiles } from "./files-deleted.js";
 import { FileEditor } from "./files-editor.js";
 import { FileHistory } from "./files-history.js";
 import { filesLive } from "./files-live.js";
@@ -11,6 +12,7 @@ export function filePanelExtras(panel, browser, { projectId, canWrite, onError }
   const actions = new FileActions(panel, browser, options);
   const editor = new FileEditor(browser.viewer, browser, options);
   const history = new FileHistory(browser.viewer, browser, options);
+  const deleted = new DeletedFiles(panel, browser, options);
   browser.opened = (file) => {
     editor.opened(file);
     history.refresh();
@@ -22,6 +24,7 @@ export function filePanelExtras(panel, browser, { projectId, canWrite, onError }
     editor.changed(changes);
     await browser.refresh();
     await history.refresh();
+    await deleted.refresh();
   });
-  return { actions, editor, history, live };
+  return { actions, editor, history, deleted, live };
 }

@@ -25,12 +25,22 @@ export function turnTimes(messages) {
   return times;
 }
 
+/** The bubble's tooltip: its full date once shown, then any details others gave it (a reply's
+ * usage), so neither writer replaces the other's line. */
+export function bubbleTitle(bubble) {
+  const lines = [];
+  if (bubble.dataset.time && bubble.sentAt) lines.push(bubble.sentAt.toLocaleString(undefined, FULL));
+  if (bubble.details) lines.push(bubble.details);
+  if (lines.length) bubble.title = lines.join("\n");
+  else bubble.removeAttribute("title");
+}
+
 /** Pointing at a message in `log` shows its time (a small label, and the full date on hover). */
 export function showTimesOnHover(log) {
   log.addEventListener("pointerover", (event) => {
     const bubble = event.target.closest?.(".bubble");
     if (!bubble?.sentAt || bubble.dataset.time) return;
     bubble.dataset.time = bubble.sentAt.toLocaleTimeString(undefined, SHORT);
-    bubble.title = bubble.sentAt.toLocaleString(undefined, FULL);
+    bubbleTitle(bubble);
   });
 }

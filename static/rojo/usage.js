@@ -2,6 +2,7 @@
 // a live turn's are asked for once it is done (with the conversation's total and the meter).
 
 import { getJson } from "./api.js";
+import { bubbleTitle } from "./message-times.js";
 import { usageText } from "./render.js";
 
 /** A turn's tokens and cost under its reply (drawn by CSS from `data-usage`, so the reply's
@@ -10,10 +11,11 @@ function showUsage(reply, tokens) {
   if (!tokens || !tokens.calls) return;
   reply.dataset.text = reply.text; // as its render sets it: the same markup live and replayed
   reply.dataset.usage = usageText(tokens);
-  reply.title =
+  reply.details =
     `This reply: ${tokens.calls} model ${tokens.calls === 1 ? "call" : "calls"}` +
     (tokens.reasoning ? `, ${tokens.reasoning} reasoning tokens` : "") +
     (tokens.estimated ? "; the provider did not count them all, so some are estimates" : "");
+  bubbleTitle(reply); // beside the time the pointer shows, never instead of it
 }
 
 /** Show the turn's tokens and cost under the panel's last reply; a promise while they load. */
