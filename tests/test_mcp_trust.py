@@ -3,6 +3,7 @@ that claims readOnlyHint (the edge server's read_stamp, which writes stamp.txt) 
 tool, kept from viewers and asking editors for approval; trusted, it is read-only."""
 
 import pytest
+from django.urls import reverse
 
 from roject.storage import project_root
 from rojos.models import RojoMcpServer
@@ -65,3 +66,17 @@ def test_once_trusted_its_read_only_tools_run_unasked_and_reach_viewers(project,
     assert not [e for e in events if e["type"] == "APPROVAL_REQUIRED"]
     assert results(events)[0]["ok"]
     assert (project_root(project.pk) / "stamp.txt").read_text() == "stamped"
+
+
+def test_the_admin_shows_which_servers_are_trusted_and_what_it_means(admin_client):
+    trusted = edge_server(name="Known", slug="known")
+    edge_server(trusted=False)
+
+    listing = admin_client.get(reverse("admin:rojos_mcpserver_changelist")).content.decode()
+    form = admin_client.get(reverse("admin:rojos_mcpserver_change", args=[trusted.pk]))
+
+    assert "column-trusted" in listing
+    assert listing.count('alt="True"') == 1 and listing.count('alt="False"') == 1
+    page = form.content.decode()
+    assert 'name="trusted"' in page and "checked" in page.split('name="trusted"')[1][:80]
+    assert "tool annotations: its tools marked readOnlyHint run without approval" in page
