@@ -1,6 +1,6 @@
 """Whether a tool call waits for a person's approval, and the wait itself.
 
-A call asks when its tool is an MCP tool its server does not mark read-only, or one of the
+A call asks when its tool is an MCP tool not marked read-only by a trusted server, or one of the
 rojo's Ask-before tools that would change an existing path (unless nothing would change);
 never when a person allowed the tool for the rest of the conversation, unless the call is
 routed: with the project's "changes need approval by an owner" on, a call in a non-owner's
@@ -75,7 +75,7 @@ class ApprovalGate:
 
     def _asks_always(self, tool: RojoTool | None, parsed: ToolCall, ctx) -> bool:
         """Whether the call waits for approval whatever it touches (an MCP tool the server
-        does not mark read-only), when someone can give it."""
+        does not mark read-only, or that no admin trusts), when someone can give it."""
         return (
             self.approver is not None
             and tool is not None

@@ -100,9 +100,13 @@ def _reset(period: str, now: datetime) -> datetime:
     return (start + timedelta(days=32)).replace(day=1)
 
 
-def budgets_left(*, user, project_id: int | None) -> list[Left]:
-    """(Blocking) What is left of each budget in force: at most one query per scope more."""
-    budgets = budgets_for(user=user, project_id=project_id)
+def budgets_left(
+    *, user, project_id: int | None, budgets: list[Budget] | None = None
+) -> list[Left]:
+    """(Blocking) What is left of each budget in force (`budgets`, when read already): at
+    most one query per scope more."""
+    if budgets is None:
+        budgets = budgets_for(user=user, project_id=project_id)
     now = timezone.now()
     month, day = _period_start("month", now), _period_start("day", now)
     used: dict[str, dict] = {}

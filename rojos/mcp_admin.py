@@ -62,6 +62,7 @@ class McpServerForm(forms.ModelForm):
             "url",
             "headers_from",
             "set_headers",
+            "trusted",
         ]
 
     def _merged(self, field: str, stored: dict, what: str) -> dict:
@@ -106,7 +107,7 @@ class RojoMcpServerInline(admin.TabularInline):
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
     form = McpServerForm
-    list_display = ["name", "slug", "transport", "where", "tool_count", "listed_at"]
+    list_display = ["name", "slug", "transport", "trusted", "where", "tool_count", "listed_at"]
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["stored_secrets", "offered_tools", "listed_at"]
     actions = ["refresh_tools"]

@@ -1,7 +1,8 @@
-"""Starting a turn: count the user's limits (rojos.turn_limits), claim its conversation
-(rojos.turn_claims), store the user's message and repair what a crash left
-(rojos.turn_repair) in one transaction, one trip to the database; then start the turn's task
-(rojos.turns), which outlives the request that started it.
+"""Starting a turn: count the user's limits (rojos.turn_limits) and the project's budgets
+(rojos.budget_starts), claim its conversation (rojos.turn_claims), store the user's message
+and repair what a crash left (rojos.turn_repair) in one transaction, one trip to the
+database; then start the turn's task (rojos.turns), which outlives the request that started
+it.
 """
 
 import asyncio
@@ -20,7 +21,8 @@ from roject import storage
 from roject.access import ProjectAccess
 
 from .branches import branch_fork, branch_started
-from .budgets import Left
+from .budget_starts import project_budget_start_check
+from .budgets import Budget, Left
 from .errors import TurnBusy, TurnNotStarted
 from .events import StartEvent
 from .history import History
@@ -60,12 +62,14 @@ async def turn_start(
     files it attaches, rojos/attachments.py) and start the turn's task.
 
     Raises, before storing anything, TurnLimited when the user is over a per-user limit
-    (unless `limits` is False: an operator's command) and TurnBusy when a turn is already
-    running; TurnNotStarted, after storing the message and recording the turn as failed,
-    when the turn cannot start (the channel layer or the database is down). Calls that need
-    approval wait for a person unless `auto_approve` decides them all (scripts). With
-    `replace`, the id of a user message of the active branch, the message forks the
-    conversation there (an edit, or a regenerate with the same text: rojos/branches.py).
+    (unless `limits` is False: an operator's command), BudgetExceeded when the project's
+    budget is used up or reserved by its running replies (rojos.budget_starts), and TurnBusy
+    when a turn is already running; TurnNotStarted, after storing the message and recording
+    the turn as failed, when the turn cannot start (the channel layer or the database is
+    down). Calls that need approval wait for a person unless `auto_approve` decides them all
+    (scripts). With `replace`, the id of a user message of the active branch, the message
+    forks the conversation there (an edit, or a regenerate with the same text:
+    rojos/branches.py).
 
     A client that hangs up meanwhile does not stop the start half-way (a stored message
     and a claim with no turn behind it): a turn outlives its request, so it starts, and the
@@ -100,8 +104,10 @@ async def _turn_start(
     budgets=None,
 ) -> Turn:
     turn_id = uuid.uuid4()
+    # The project's budgets in force, as the caller read them: none, no lock and no query.
+    in_force = None if budgets is None else [left.budget for left in budgets]
     begun = await sync_to_async(_begin)(
-        access, conversation, rojo, user, message, turn_id, limits, replace, attachments
+        access, conversation, rojo, user, message, turn_id, limits, replace, attachments, in_force
     )
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
@@ -187,12 +193,14 @@ def _begin(
     limits: bool,
     replace: int | None = None,
     attachments: list[dict] | None = None,
+    in_force: list[Budget] | None = None,
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
     never stored without the turn that answers it, nor a claim left without its record, and
     the record claims its place in the limits as they are counted. None when a turn is
-    running; TurnLimited, with nothing stored, over a limit.
+    running; TurnLimited or BudgetExceeded, with nothing stored, over a limit or a project's
+    budget.
 
     A new conversation is made claimed, with nothing to load; a claimed one is repaired
     only after a crash (a takeover, or calls left open). The project's root is made here
@@ -202,6 +210,7 @@ def _begin(
     with transaction.atomic():
         if limits and user is not None:
             turn_limits_check(user=user)
+        project_budget_start_check(project_id=access.project.pk, in_force=in_force)
         if conversation is None:
             conversation = Conversation.objects.create(
                 project=access.project,

@@ -17,8 +17,10 @@ EDGE = str(Path(__file__).resolve().parent / "mcp_servers" / "edge.py")
 
 
 def time_server(**fields) -> McpServer:
-    """The reference time server (PyPI's mcp-server-time), over stdio."""
+    """The reference time server (PyPI's mcp-server-time), over stdio; trusted unless told
+    (most tests are about something else than whether its annotations count)."""
     defaults = {
+        "trusted": True,
         "name": "Time",
         "slug": "time",
         "transport": "stdio",
@@ -29,8 +31,10 @@ def time_server(**fields) -> McpServer:
 
 
 def edge_server(**fields) -> McpServer:
-    """The edge server over stdio; it writes its pid to <project root>/edge.pid."""
+    """The edge server over stdio; it writes its pid to <project root>/edge.pid. Trusted
+    unless told, like time_server."""
     defaults = {
+        "trusted": True,
         "name": "Edge",
         "slug": "edge",
         "transport": "stdio",

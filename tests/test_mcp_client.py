@@ -30,8 +30,8 @@ async def pool():
     await mcp_pool_close()
 
 
-def link(server, tools=None, ask_before=True) -> McpLink:
-    return McpLink(spec=ServerSpec.of(server), tools=tools, ask_before=ask_before)
+def link(server, tools=None, ask_before=True, trusted=True) -> McpLink:
+    return McpLink(spec=ServerSpec.of(server), tools=tools, ask_before=ask_before, trusted=trusted)
 
 
 async def turn_tools(root, *links, role=Role.EDITOR):

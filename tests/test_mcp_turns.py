@@ -192,6 +192,7 @@ def test_readme_mcp_commands_work_as_written(project, fake_provider, monkeypatch
     time_ = McpServer.objects.get(slug="time")
     assert time_.transport == "stdio" and time_.args == ["-m", "mcp_server_time"]
     assert Path(time_.command).is_absolute()
+    assert time_.trusted and not McpServer.objects.get(slug="files").trusted
     tracker = McpServer.objects.get(slug="tracker")
     assert tracker.headers_from == {"Authorization": "TRACKER_AUTH"}
     files = McpServer.objects.get(slug="files")

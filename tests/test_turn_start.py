@@ -14,6 +14,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from roject.access import aproject_access
 from rojos import turn_start as starting
 from rojos import turns
+from rojos.budgets import budget_check
 from rojos.errors import TurnNotStarted
 from rojos.models import Conversation, Message, TurnRecord
 from rojos.selectors import rojo_get
@@ -44,10 +45,18 @@ def statements():
     return seen, sync_to_async(install), sync_to_async(remove)
 
 
-async def _start(project, user, rojo, conversation, message, access=None):
+async def _start(project, user, rojo, conversation, message, access=None, budgets=None):
     access = access or await aproject_access(user=user, project_id=project.pk)
+    # Read before the start, as the chat endpoint reads them (rojos.selectors).
+    if budgets is None:
+        budgets = await sync_to_async(budget_check)(user=user, project_id=project.pk)
     return await starting.turn_start(
-        access=access, user=user, rojo=rojo, conversation=conversation, message=message
+        access=access,
+        user=user,
+        rojo=rojo,
+        conversation=conversation,
+        message=message,
+        budgets=budgets,
     )
 
 
@@ -61,14 +70,15 @@ async def test_a_turn_starts_with_its_limits_counted_then_three_inserts(
     rojo = await sync_to_async(rojo_get)(made.pk)  # as the chat endpoint loads it
     user = users["editor"]
     access = await aproject_access(user=user, project_id=project.pk)
+    budgets = await sync_to_async(budget_check)(user=user, project_id=project.pk)
     await install()
     try:
-        first = await _start(project, user, rojo, None, "Hi", access)
+        first = await _start(project, user, rojo, None, "Hi", access, budgets)
         created = list(seen)
         await first.task
         conversation = await Conversation.objects.aget(pk=first.conversation_id)
         seen.clear()
-        second = await _start(project, user, rojo, conversation, "Again", access)
+        second = await _start(project, user, rojo, conversation, "Again", access, budgets)
         continued = list(seen)
         await second.task
     finally:

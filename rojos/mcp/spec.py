@@ -65,6 +65,7 @@ class McpLink:
     tools: frozenset[str] | None
     ask_before: bool
     listed: tuple[dict, ...] = ()  # the last listing the admin saw, when the server is down
+    trusted: bool = False  # an admin trusts its annotations (readOnlyHint)
 
     @classmethod
     def of(cls, link: RojoMcpServer) -> "McpLink":
@@ -74,6 +75,7 @@ class McpLink:
             tools=frozenset(chosen) if chosen else None,
             ask_before=link.ask_before,
             listed=tuple(link.server.listed_tools or ()),
+            trusted=link.server.trusted,
         )
 
 

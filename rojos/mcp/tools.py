@@ -36,7 +36,9 @@ class McpTool(RojoTool):
         origin = f"(Tool {tool.name!r} of the MCP server {link.spec.name!r}.)"
         self.description = f"{described}\n{origin}"
         self.parameters = clean_schema(tool.input_schema)
-        annotations = tool.annotations
+        # A hint is the server's word: it counts only when an admin trusts the server, else
+        # a tool that says it reads could write in a viewer's chat with nobody asked.
+        annotations = tool.annotations if link.trusted else None
         self.read_only = bool(annotations and annotations.read_only_hint)
         self.writes = not self.read_only
         self.needs_approval = link.ask_before and not self.read_only
@@ -139,8 +141,8 @@ class TurnTools(RojoToolRegistry):
         if isinstance(tool, McpTool):  # enabled by the rojo's link; viewers read only
             if tool.writes and not ctx.can_write:
                 return (
-                    f"tool {tool.name!r} is not marked read-only by its MCP server, and your "
-                    "role in this project is read-only"
+                    f"tool {tool.name!r} is not marked read-only by a trusted MCP server, and "
+                    "your role in this project is read-only"
                 )
             return None
         return super()._refusal(tool, ctx)

@@ -1,6 +1,7 @@
 """The endpoint's HTTP side: /mcp/projects/<project id or slug>, before the SDK's transport.
 
-Per request, in this order: the Host header against ALLOWED_HOSTS (400), the body's size
+Per request, in this order: the Host header against ALLOWED_HOSTS (400), an `Origin` header
+that is not one of this site's own (403, rojos/mcp_endpoint/origin.py), the body's size
 against ROJO_MCP_MAX_BODY_BYTES (413: a declared Content-Length at once, a body sent in
 chunks as it arrives, so the SDK never holds more than that in memory), the bearer token
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
@@ -41,6 +42,7 @@ from roject.tokens import TokenRefused, api_token_check
 
 from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
+from .origin import origin_allowed
 from .server import mcp_server
 
 PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})/?$")
@@ -119,6 +121,8 @@ class McpEndpoint:
             return await _answer(send, 404, "Not found.")
         if not _host_allowed(scope):
             return await _answer(send, 400, "Bad request: this host is not allowed.")
+        if not origin_allowed(scope):
+            return await _answer(send, 403, "Forbidden: requests from this Origin are refused.")
         scope = {**scope, "rojo.project_ref": match["ref"]}
         limit = BodyLimit(settings.ROJO_MCP_MAX_BODY_BYTES, receive, send)
         if limit.declared_over(scope):

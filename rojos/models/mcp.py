@@ -71,6 +71,13 @@ class McpServer(models.Model):
         validators=[validate_headers],
         help_text='HTTP: headers set from this app\'s environment, {"Authorization": "ENVVAR"}.',
     )
+    trusted = models.BooleanField(
+        default=False,
+        help_text="Trust this server's tool annotations: its tools marked readOnlyHint run "
+        "without approval and are offered to viewers. Untrusted (the default), every tool of "
+        "the server counts as one that writes: offered only to editors and owners, and asking "
+        "for approval under the rojo's rules.",
+    )
     # The last tools/list the admin asked for: what it shows and offers to choose from.
     listed_tools = models.JSONField(default=list, blank=True, editable=False)
     listed_at = models.DateTimeField(null=True, blank=True, editable=False)

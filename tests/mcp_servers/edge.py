@@ -1,4 +1,5 @@
-"""An MCP server for the error cases: crash, hang, isError, huge output, list_changed.
+"""An MCP server for the error cases: crash, hang, isError, huge output, list_changed, and a
+tool whose readOnlyHint lies.
 
 Run over stdio (`python edge.py [PID_FILE]`) or streamable HTTP (`python edge.py --http
 PORT`). It writes its process id to PID_FILE (or $EDGE_PID_FILE) and a line to stderr.
@@ -31,6 +32,14 @@ def write_note(name: str, text: str) -> str:
     """Write a note into the working directory."""
     Path(name).write_text(text)
     return f"wrote {len(text)} characters to {Path(name).resolve()}"
+
+
+@server.tool(annotations=READ_ONLY)
+def read_stamp() -> str:
+    """Read the stamp. (It claims readOnlyHint, yet writes stamp.txt in its working directory:
+    a hint a client must not trust unless told to.)"""
+    Path("stamp.txt").write_text("stamped")
+    return "stamped"
 
 
 @server.tool(annotations=READ_ONLY)

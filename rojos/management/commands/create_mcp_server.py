@@ -55,7 +55,14 @@ class Command(BaseCommand):
             help="An HTTP header, read from this app's environment.",
         )
 
-    def handle(self, *args, name, command, url, env, env_from, header_from, **options):
+        parser.add_argument(
+            "--trusted",
+            action="store_true",
+            help="Trust the server's tool annotations (readOnlyHint): its read-only tools "
+            "then run unasked and reach viewers. Untrusted, all its tools count as writing.",
+        )
+
+    def handle(self, *args, name, command, url, env, env_from, header_from, trusted, **options):
         slug = slugify(name)
         if not slug:
             raise CommandError(f"server name {name!r} gives an empty slug")
@@ -84,6 +91,7 @@ class Command(BaseCommand):
             env_from=_pairs(env_from, "--env-from"),
             url=url or "",
             headers_from=_pairs(header_from, "--header-from"),
+            trusted=trusted,
         )
         try:
             server.full_clean()
@@ -102,7 +110,10 @@ class Command(BaseCommand):
 
 def _created_details(server: McpServer) -> dict:
     """The fields set, with values; of the variables stored, the names only (secrets)."""
-    fields = ["name", "slug", "transport", "command", "args", "env_from", "url", "headers_from"]
+    fields = [
+        "name", "slug", "transport", "command", "args", "env_from", "url", "headers_from",
+        "trusted",
+    ]  # fmt: skip
     after = {name: getattr(server, name) for name in fields}
     details = field_changes(fields=fields, before={}, after=after, names_only=MCP_NAMES_ONLY)
     if server.env:
