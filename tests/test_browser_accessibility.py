@@ -5,6 +5,8 @@ shows as a box without one), while each icon's button keeps its name."""
 import pytest
 from playwright.sync_api import expect
 
+from roject.invitations import invitation_create
+from roject.models import Role
 from roject.tokens import api_token_create
 from rojos.models import Conversation
 from tests.accessibility import axe_violations
@@ -60,10 +62,12 @@ def open_the_file(page, path: str) -> None:
 def test_every_page_passes_wcag_2_2_aa_in_both_themes(
     page_for, users, project, fake_provider, scheme
 ):
-    """Login, the project list, the project page with a conversation and an open file, members,
-    settings, API tokens, the audit log and the approvals inbox: no axe-core violation."""
+    """Login, the project list, the project page with a conversation and an open file, its
+    read-only page, members (with a pending invitation), settings, API tokens, the audit log,
+    the approvals inbox and an invitation's page: no axe-core violation."""
     page = a_worked_project(page_for, users, project, fake_provider, scheme=scheme)
     conversation = Conversation.objects.get()
+    invitation = invitation_create(by=users["owner"], project_id=project.pk, role=Role.VIEWER)
     dark = page.evaluate("matchMedia('(prefers-color-scheme: dark)').matches")
     assert dark is (scheme == "dark")
 
@@ -74,6 +78,7 @@ def test_every_page_passes_wcag_2_2_aa_in_both_themes(
     screenshot(page, f"axe-project-{scheme}")
     for url in [
         "/",
+        f"/projects/{project.pk}/c/{conversation.pk}/read/",
         f"/projects/{project.pk}/members/",
         f"/projects/{project.pk}/settings/",
         "/tokens/",
@@ -83,6 +88,12 @@ def test_every_page_passes_wcag_2_2_aa_in_both_themes(
         page.goto(url)
         expect(page.get_by_role("button", name="Log out")).to_be_visible()
         found[url] = axe_violations(page)
+
+    invited = page_for(users["outsider"])
+    invited.emulate_media(color_scheme=scheme)
+    invited.goto(f"/invitations/{invitation.token}/")
+    expect(invited.get_by_role("button", name="Log out")).to_be_visible()
+    found["invitation"] = axe_violations(invited)
 
     login = page_for()
     login.emulate_media(color_scheme=scheme)
