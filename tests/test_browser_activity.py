@@ -112,7 +112,7 @@ def test_parallel_calls_are_grouped_and_an_opened_line_shows_its_result(
     lines = group.locator(".tool-line")
     expect(lines).to_have_count(3)
     assert page.console_errors == []
-    expect(lines.nth(0).locator("summary button.undo")).to_be_visible()  # inline, same row
+    expect(group.locator(".tool-line + button.undo").first).to_be_visible()  # under its line
 
     lines.nth(0).locator("summary .call").click()
     diff = lines.nth(0).locator(".tool-result .diff")

@@ -35,7 +35,7 @@ def test_the_conversation_view_wraps_long_text_and_shows_tool_calls(page_for, ad
     page = page_for(admin_user, width=1280)
     page.goto(reverse("admin:rojos_conversation_change", args=[conversation.pk]))
 
-    expect(page.locator(".rojo-admin-call")).to_have_text('⚙ list_files({"path": "docs"}) · call_1')
+    expect(page.locator(".rojo-admin-call")).to_have_text('list_files({"path": "docs"}) · call_1')
     expect(page.get_by_text("list_files → ok (call_1)")).to_be_visible()
     text = page.locator(".rojo-admin-text").first
     expect(text).to_be_visible()

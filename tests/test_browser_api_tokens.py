@@ -71,7 +71,7 @@ def test_an_mcp_conversation_shows_its_calls_and_undoes_them(page_for, users, pr
     expect(page.locator(".bubble.user")).to_have_text("MCP call: write_text_content")
     expect(page.locator(".tool-line")).to_contain_text("write_text_content")
     screenshot(page, "mcp-conversation")
-    page.locator(".tool-line summary button.undo").click()  # inline, on the call's row
+    page.locator(".tool-line + button.undo").click()  # under the call's line
     expect(page.locator(".tool-line.undone")).to_have_count(1)
     assert (root / "a.txt").read_text() == "before\n"
     assert FileChange.objects.get(conversation_id=conversation).undone_by == users["owner"]

@@ -132,7 +132,7 @@ def test_undo_is_refused_when_the_file_changed_since(page_for, users, project, f
     page, root = a_txt_written(page_for, users, project, fake_provider)
     (root / "a.txt").write_text("my newer work\n")
 
-    page.locator(".tool-line button.undo").click()
+    page.locator(".tool-line + button.undo").click()
 
     expect(page.locator(".chat-error")).to_contain_text("changed since")
     assert (root / "a.txt").read_text() == "my newer work\n"
@@ -145,7 +145,7 @@ def test_a_double_click_on_undo_undoes_once_without_a_false_warning(
     """The second click must not say the file "changed since": nothing did."""
     page, root = a_txt_written(page_for, users, project, fake_provider)
 
-    page.locator(".tool-line button.undo").dblclick()
+    page.locator(".tool-line + button.undo").dblclick()
 
     expect(page.locator(".tool-line")).to_contain_text("(undone)")
     expect(page.get_by_role("button", name="Undo this turn")).to_have_count(0)  # nothing left

@@ -58,7 +58,8 @@ def test_a_reopened_conversation_renders_exactly_as_it_did_live(
         "bubble user",
         "message-tools",
         "tool-line ok",
-        "tool-line ok",  # its Undo inline, on its own row
+        "tool-line ok",
+        "undo",  # the write's Undo, under its line
         "bubble assistant",
         "undo undo-turn",
         "bubble user",
@@ -113,7 +114,7 @@ def test_a_partly_undone_turn_reopens_with_undo_for_what_is_left(
     page.get_by_label("Message").fill("Write a.txt and b.txt")
     page.keyboard.press("Enter")
     expect(page.locator(".bubble.assistant")).to_have_text("Both written.")
-    page.locator(".tool-line button.undo").first.click()
+    page.locator(".tool-line + button.undo").first.click()
     expect(page.locator(".tool-line").nth(0)).to_contain_text("(undone)")
 
     reopened = page_for(users["editor"])
@@ -122,7 +123,7 @@ def test_a_partly_undone_turn_reopens_with_undo_for_what_is_left(
     expect(lines.nth(0)).to_have_class(re.compile(r"\bundone\b"))
     expect(lines.nth(0)).to_contain_text("→ ok (undone)")
     expect(lines.nth(1)).not_to_have_class(re.compile(r"\bundone\b"))
-    expect(reopened.locator(".tool-line button.undo")).to_have_count(1)
+    expect(reopened.locator(".tool-line + button.undo")).to_have_count(1)
     reopened.get_by_role("button", name="Undo this turn").click()
     confirm = reopened.get_by_role("group", name="Undo this turn?")
     expect(confirm.locator("li")).to_have_text(["b.txt"])  # a.txt is back already

@@ -114,7 +114,7 @@ def test_the_tab_title_shows_a_running_reply_and_a_waiting_approval(
     expect(page).to_have_title(f"● Working… · {base}")
     approval = page.locator(".approval")
     expect(approval).to_be_visible()
-    expect(page).to_have_title(f"✋ Approval needed · {base}")
+    expect(page).to_have_title(f"Approval needed · {base}")
     approval.get_by_role("button", name="Approve").click()
     expect(page.locator(".bubble.assistant").last).to_have_text("Done.")
     expect(page).to_have_title(base)

@@ -64,7 +64,7 @@ def test_copy_link_opens_the_conversation_read_only_for_another_member(
     expect(log.locator(".bubble.assistant strong")).to_have_text("notes.md")
     expect(log.locator(".bubble.assistant li")).to_have_text(["one", "two"])
     expect(log.locator(".bubble.assistant")).to_contain_text(XSS)  # raw HTML stays text
-    expect(log.locator(".tool-line")).to_contain_text('⚙ write_text_content("notes.md", …) → ok')
+    expect(log.locator(".tool-line")).to_contain_text('write_text_content("notes.md", …) → ok')
     expect(reader.locator(".read-title")).to_have_text(conversation.title)
     expect(reader.locator(".read-author")).to_have_text("editor")
     assert_read_only(reader)

@@ -54,8 +54,8 @@ def expect_story_shown(page) -> None:
     expect(panel.locator(".bubble.user")).to_have_text(STORY)
     lines = panel.locator(".tool-line")
     expect(lines).to_have_count(2)
-    expect(lines.nth(0)).to_contain_text('⚙ create_directory("docs/intro") → ok')
-    expect(lines.nth(1)).to_contain_text('⚙ write_text_content("docs/intro/index.page", …) → ok')
+    expect(lines.nth(0)).to_contain_text('create_directory("docs/intro") → ok')
+    expect(lines.nth(1)).to_contain_text('write_text_content("docs/intro/index.page", …) → ok')
     reply = panel.locator(".bubble.assistant")
     expect(reply.locator("strong")).to_have_text("docs/intro/index.page")
     expect(reply.locator("li")).to_have_text(["a page header", "a short intro paragraph"])
@@ -66,7 +66,7 @@ def expect_missing_file_error(page) -> None:
     line = panel.locator(".tool-line")
     expect(line).to_have_count(1)
     expect(line).to_contain_text(
-        re.compile(r'⚙ get_text_content\("missing\.page"\) → error: .*missing\.page')
+        re.compile(r'get_text_content\("missing\.page"\) → error: .*missing\.page')
     )
     expect(line).to_have_class(re.compile(r"\berror\b"))
     expect(line).not_to_have_class(re.compile(r"\bok\b"))
@@ -264,19 +264,20 @@ def test_reopened_conversation_shows_the_history_as_it_happened(
     open_project(reopened, project, Conversation.objects.get().pk)
     expect_story_shown(reopened)
     assert transcript(reopened) == live
-    # Each call that changed files has its Undo (on its own row), and the turn one "Undo
-    # this turn".
+    # Each call that changed files has its Undo (on its own row, under the line), and the
+    # turn one "Undo this turn".
     assert [name for name, _ in live] == [
         "bubble user",
         "message-tools",
         "tool-line ok",
+        "undo",
         "tool-line ok",
+        "undo",
         "bubble assistant",
         "undo undo-turn",
         "turn-actions",
     ]
-    lines = reopened.locator(".tool-line")
-    expect(lines.locator("summary button.undo")).to_have_count(2)
+    expect(reopened.locator(".tool-line + button.undo")).to_have_count(2)
     assert reopened.console_errors == []
 
 

@@ -65,7 +65,7 @@ class MessageInline(ReadOnly, admin.TabularInline):
             return ""
         return format_html_join(
             "",
-            '<pre class="rojo-admin-call">⚙ {}({}) · {}</pre>',
+            '<pre class="rojo-admin-call">{}({}) · {}</pre>',
             (
                 (
                     call["function"]["name"],

@@ -4,11 +4,12 @@
 // message and shows the conversation again. Nothing here runs while a reply streams.
 
 import { ApiError, getJson, request } from "./api.js";
+import { icon } from "./icons.js";
 
 function button(label, title, onClick) {
   const b = document.createElement("button");
   b.type = "button";
-  b.textContent = label;
+  b.append(...[label].flat()); // text, or an icon and its text
   b.title = title;
   b.setAttribute("aria-label", title);
   b.addEventListener("click", onClick);
@@ -77,7 +78,7 @@ export class Branches {
       nav.append(previous, where, following);
       tools.append(nav);
     }
-    tools.append(button("✎ Edit", "Edit and send again", () => this.edit(bubble, tools)));
+    tools.append(button([icon("edit"), " Edit"], "Edit and send again", () => this.edit(bubble, tools)));
     bubble.after(tools);
   }
 
@@ -92,9 +93,10 @@ export class Branches {
     }
     const actions = document.createElement("div");
     actions.className = "turn-actions";
-    const label = failed ? "↻ Retry" : "↻ Regenerate";
-    const title = failed ? "Send this question again" : "Ask for another reply to this question";
-    actions.append(button(label, title, () => this.resend(asked, asked.text ?? "")));
+    const label = failed ? "Retry" : "Regenerate";
+    // The name starts with the visible word, so speech control finds the button by it.
+    const title = `${label}: ${failed ? "send this question again" : "ask for another reply to this question"}`;
+    actions.append(button([icon("refresh"), ` ${label}`], title, () => this.resend(asked, asked.text ?? "")));
     this.element.append(actions);
   }
 

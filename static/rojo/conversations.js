@@ -4,6 +4,7 @@
 // fed by the status poll here (or, later, by a live channel: give it the same pairs).
 
 import { ApiError, getJson, request } from "./api.js";
+import { icon } from "./icons.js";
 import { visible, visibleText } from "./visible.js";
 
 const POLL_MS = 3000;
@@ -44,7 +45,7 @@ function small(label, title, onClick) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = "conversation-action";
-  b.textContent = label;
+  b.append(label);
   b.title = title;
   b.setAttribute("aria-label", title);
   b.addEventListener("click", (event) => {
@@ -184,12 +185,12 @@ export class ConversationList {
     if (!this.canWrite || li.querySelector(".conversation-actions")) return;
     const actions = document.createElement("span");
     actions.className = "conversation-actions";
-    const pin = small("📌", "", () => this.pin(li));
+    const pin = small(icon("pin"), "", () => this.pin(li));
     this.pinLabel(li, pin);
     actions.append(
       pin,
-      small("✎", "Rename this conversation", () => this.rename(li)),
-      small("🗑", "Delete this conversation", () => this.confirmDelete(li)),
+      small(icon("edit"), "Rename this conversation", () => this.rename(li)),
+      small(icon("trash"), "Delete this conversation", () => this.confirmDelete(li)),
     );
     meta.after(actions);
   }

@@ -2,6 +2,7 @@
 // delete after a confirmation, upload (button or drop), download. Viewers only download.
 
 import { ApiError, request } from "./api.js";
+import { icon } from "./icons.js";
 import { Uploads, droppedFiles } from "./files-upload.js";
 
 function parentOf(path) {
@@ -19,7 +20,7 @@ function button(label, name, className, title = name) {
   const b = document.createElement("button");
   b.type = "button";
   b.className = className;
-  b.textContent = label;
+  b.append(...[label].flat()); // text, or an icon and its text
   b.title = title;
   b.setAttribute("aria-label", name);
   return b;
@@ -37,8 +38,9 @@ export class FileActions {
     const all = document.createElement("a");
     all.className = "button download-all";
     all.href = this.downloadUrl("");
-    all.textContent = "⬇ .zip";
+    all.append(icon("download"), " .zip");
     all.title = "Download the whole project as a .zip";
+    all.setAttribute("aria-label", all.title);
     tools.append(all);
     const uploads = document.createElement("ul");
     uploads.className = "upload-list";
@@ -48,7 +50,7 @@ export class FileActions {
     if (canWrite) {
       const newFile = button("+ File", "New file", "new-file");
       const newFolder = button("+ Folder", "New folder", "new-folder");
-      const upload = button("⬆ Upload", "Upload files", "upload-files");
+      const upload = button([icon("upload"), " Upload"], "Upload files", "upload-files");
       this.input = document.createElement("input");
       this.input.type = "file";
       this.input.multiple = true;
@@ -98,13 +100,13 @@ export class FileActions {
     const download = document.createElement("a");
     download.className = "download";
     download.href = this.downloadUrl(path);
-    download.textContent = "⬇";
+    download.append(icon("download"));
     download.title = entry.type === "directory" ? `Download ${path} as a .zip` : `Download ${path}`;
     download.setAttribute("aria-label", "Download");
     actions.append(download);
     if (this.canWrite) {
-      const rename = button("✎", "Rename or move", "rename", `Rename or move ${path}`);
-      const remove = button("🗑", "Delete", "delete", `Delete ${path}`);
+      const rename = button(icon("edit"), "Rename or move", "rename", `Rename or move ${path}`);
+      const remove = button(icon("trash"), "Delete", "delete", `Delete ${path}`);
       rename.addEventListener("click", () => this.rename(path));
       remove.addEventListener("click", () => this.remove(path, entry.type));
       actions.append(rename, remove);

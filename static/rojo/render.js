@@ -1,6 +1,7 @@
 // A tool call's activity line, built as DOM nodes; every text goes in as text, never as HTML,
 // and hidden characters in it show as escapes.
 
+import { icon } from "./icons.js";
 import { visible } from "./visible.js";
 
 /** `text` cut to `max` characters, never inside a surrogate pair (a tag character, say). */
@@ -30,7 +31,7 @@ export function toolLineParts(className) {
   const gear = document.createElement("span");
   gear.className = "gear";
   gear.setAttribute("aria-hidden", "true");
-  gear.textContent = "⚙";
+  gear.append(icon("gear"));
   const call = document.createElement("span");
   call.className = "call";
   const outcome = document.createElement("span");

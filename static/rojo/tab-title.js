@@ -1,6 +1,6 @@
 // The tab's title says when a reply runs or an approval waits, so another tab shows it.
 
-const WAITING = "✋ Approval needed · ";
+const WAITING = "Approval needed · ";
 const RUNNING = "● Working… · ";
 
 /** Keep document.title in step with the chat panel: its busy note and approval prompts. */

@@ -28,11 +28,10 @@ export class UndoButtons {
     button.textContent = "Undo";
     button.title = "Put the files back as they were before this call";
     button.setAttribute("aria-label", `Undo ${line.querySelector(".call").textContent}`);
-    button.addEventListener("click", (event) => {
-      event.preventDefault(); // in the line's summary: undo, not open the line
-      this.run(`/api/changes/${change}/undo`, {}, button);
-    });
-    line.querySelector("summary").append(button); // inline, on the call's own row
+    button.addEventListener("click", () => this.run(`/api/changes/${change}/undo`, {}, button));
+    // Under the line, not in its <summary>: a button inside the summary (itself a button)
+    // is a control within a control, which assistive technology cannot reach.
+    line.after(button);
     line.undoButton = button;
   }
 
