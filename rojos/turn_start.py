@@ -26,6 +26,7 @@ from .events import StartEvent
 from .history import History
 from .mcp.spec import McpLink, rojo_mcp_links
 from .models import Conversation, Message, Rojo, TurnRecord
+from .outages import UNAVAILABLE_CODE, outage_message
 from .tools import RojoToolContext, RojoToolRegistry, registry
 from .turn_admission import StartSlot
 from .turn_claims import turn_claim_blocking
@@ -38,7 +39,7 @@ from .turns import turn_end_record, turn_run
 
 __all__ = ["turn_start"]
 
-# The failed turn's record says this; the chat's answer says what is down, when it knows.
+# A turn that could not start for a fault of its own (not a service down) records this.
 _NOT_STARTED = "The reply could not start on the server; see its log."
 
 
@@ -116,14 +117,18 @@ async def _turn_start(
         if begun.repair.needed:  # the last turn was cut off by a crash
             await begun.repair.files_repair()
     except BaseException as exc:
-        # Stored, but it cannot run: end it as failed and give the conversation up.
-        turn.fail(_NOT_STARTED, "internal")
+        # Stored, but it cannot run: end it as failed and give the conversation up. Its
+        # record says what the chat's answer says (rojos.api_errors): a service down, or
+        # a fault to find in the log.
+        told = outage_message(exc)
+        message, code = (told, UNAVAILABLE_CODE) if told else (_NOT_STARTED, "internal")
+        turn.fail(message, code)
         with contextlib.suppress(Exception):
             if channel is not None:
                 await layer.group_discard(turn_group(turn.conversation_id), channel)
         await sync_to_async(turn_end_record)(turn, turn_id)
         if isinstance(exc, Exception):
-            raise TurnNotStarted(_NOT_STARTED, turn.conversation_id) from exc
+            raise TurnNotStarted(message, turn.conversation_id) from exc
         raise
     ctx = RojoToolContext(
         project_id=access.project.pk,

@@ -6,6 +6,7 @@ through the surviving server. The cut-off change's record says what that change 
 file as the crash left it, or nothing: no record), never Y; its undo is refused and Y kept.
 """
 
+import contextlib
 import threading
 
 import httpx2
@@ -56,10 +57,8 @@ def save_cut_off(client_for, users, project, root, server, *, renamed: bool) -> 
     base = version(client, project)
 
     def send() -> None:
-        try:
+        with contextlib.suppress(httpx2.HTTPError):  # the server was killed under it
             save(client, project, "theirs\n", base)
-        except httpx2.HTTPError:  # the server was killed under it
-            pass
 
     sender = threading.Thread(target=send, daemon=True)
     sender.start()
