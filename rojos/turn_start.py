@@ -56,6 +56,7 @@ async def turn_start(
     attachments: list[dict] | None = None,
     admission: StartSlot | None = None,
     budgets: list[Left] | None = None,
+    client_key: str = "",
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/attachments.py) and start the turn's task.
@@ -75,10 +76,13 @@ async def turn_start(
     `admission`, the start's place among those under way (rojos.turn_admission), goes to
     the turn's task, which gives it back; if this raises, the caller gives it back.
     `budgets`, what is left of the budgets as the caller read them with `access`, spares the
-    turn's first step reading them again (else it does).
+    turn's first step reading them again (else it does). `client_key` is kept on a new
+    conversation, for its client to find it by if the answer never reaches it.
     """
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
-    starting = asyncio.ensure_future(_turn_start(*asked, attachments, admission, budgets))
+    starting = asyncio.ensure_future(
+        _turn_start(*asked, attachments, admission, budgets, client_key)
+    )
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
@@ -99,11 +103,11 @@ async def _turn_start(
     attachments=None,
     admission=None,
     budgets=None,
+    client_key="",
 ) -> Turn:
     turn_id = uuid.uuid4()
-    begun = await sync_to_async(_begin)(
-        access, conversation, rojo, user, message, turn_id, limits, replace, attachments
-    )
+    asked = (access, conversation, rojo, user, message, turn_id, limits, replace, attachments)
+    begun = await sync_to_async(_begin)(*asked, client_key)
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
@@ -192,6 +196,7 @@ def _begin(
     limits: bool,
     replace: int | None = None,
     attachments: list[dict] | None = None,
+    client_key: str = "",
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
@@ -216,6 +221,7 @@ def _begin(
                 turn_id=turn_id,
                 turn_heartbeat=timezone.now(),
                 turn_owner=process_owner(),
+                client_key=client_key,
             )
             history, free = History(conversation, []), True
         else:
