@@ -30,14 +30,15 @@ function follow(onCount) {
   let attempts = 0;
   let timer = null;
 
-  function again(hintSeconds) {
+  function again(hintSeconds, message = "The live count lost its connection. Reconnecting…") {
     source?.close();
+    link.dataset.live = "reconnecting";
+    link.title = message; // the count shown may be out of date meanwhile
     if (timer !== null) return;
     timer = setTimeout(() => {
       timer = null;
       open();
     }, backoffDelay(attempts++, hintSeconds));
-    link.dataset.live = "reconnecting";
   }
 
   function open() {
@@ -45,11 +46,12 @@ function follow(onCount) {
     source.addEventListener("count", (event) => {
       attempts = 0;
       link.dataset.live = "connected";
+      link.removeAttribute("title");
       onCount(JSON.parse(event.data).count);
     });
     source.addEventListener("ERROR", (event) => {
-      const { code, retry } = JSON.parse(event.data);
-      if (code === "unavailable") again(retry ?? 1);
+      const { code, retry, message } = JSON.parse(event.data);
+      if (code === "unavailable") again(retry ?? 1, message);
     });
     source.addEventListener("error", () => {
       if (source.readyState === EventSource.CLOSED) again(0);
