@@ -259,6 +259,12 @@ class FileChange(models.Model):
         indexes = [
             models.Index(fields=["conversation", "tool_call_id"]),
             models.Index(fields=["project", "-created"]),
+            # The records a crash left unfinished, looked for before every change.
+            models.Index(
+                fields=["project"],
+                condition=models.Q(after__isnull=True),
+                name="file_change_unfinished",
+            ),
         ]
 
     def __str__(self) -> str:
