@@ -243,7 +243,7 @@ class ChatIn(Schema):
         "",
         max_length=64,
         pattern=r"^[A-Za-z0-9_-]*$",
-        description="For a new conversation: a key the client makes, so that if no answer "
-        "comes (the server died before the reply started) it can find the conversation its "
+        description="A key the client makes for this message, so that if no answer comes "
+        "(the server died before the reply started) it can find the conversation the "
         "message is in: `GET /api/projects/{id}/conversations?key=`.",
     )

@@ -73,8 +73,9 @@ def conversation_page(
 
 
 def conversation_keyed(*, project: Project, user, key: str) -> list[Conversation]:
-    """(Blocking) The user's conversation of the project started with the client's `key`
-    (none, or one), with its badge: how a page whose chat never got an answer finds it."""
+    """(Blocking) The user's conversation of the project whose latest message came with the
+    client's `key` (none, or one), with its badge: how a page whose chat never got an
+    answer finds where its message is."""
     rows = Conversation.objects.filter(project=project, user=user, client_key=key)
     return list(_with_status(rows.select_related("user"))[:1])
 

@@ -41,7 +41,7 @@ def conversation_list(
 ):
     """A page of a project's conversations, newest first, with their author and badge;
     the next page starts `before` the last one's `cursor`. With `key`: only your
-    conversation started with that key (the chat's `key`), if its message was stored."""
+    conversation whose latest message came with that key (the chat's `key`), if any."""
     access = project_access(user=request.auth, project_id=project_id)
     if key:
         return listing.conversation_keyed(project=access.project, user=request.auth, key=key)

@@ -76,7 +76,7 @@ async def turn_start(
     `admission`, the start's place among those under way (rojos.turn_admission), goes to
     the turn's task, which gives it back; if this raises, the caller gives it back.
     `budgets`, what is left of the budgets as the caller read them with `access`, spares the
-    turn's first step reading them again (else it does). `client_key` is kept on a new
+    turn's first step reading them again (else it does). `client_key` is kept on the
     conversation, for its client to find it by if the answer never reaches it.
     """
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
@@ -233,6 +233,9 @@ def _begin(
             conversation=conversation, history=history, root=root, taken_over=not free
         )
         changed = ["rojo"] if conversation.rojo_id != rojo.pk else []
+        if client_key and conversation.client_key != client_key:
+            conversation.client_key = client_key  # where the client's latest message went
+            changed.append("client_key")
         if replace is not None:
             history = _fork(conversation, history, replace)
             changed += ["branch", "branches"]

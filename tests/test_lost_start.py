@@ -12,6 +12,7 @@ import pytest
 
 from rojos.models import Message
 from rojos.turns import INTERRUPTED_MESSAGE
+from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 from tests.live_server import wait_until
 from tests.test_faults import doomed
@@ -26,9 +27,9 @@ def quick_claims(settings):
     settings.ROJO_TURN_STALE_SECONDS = 2
 
 
-def killed_before_start(server_process, client, project, rojo, key: str) -> None:
-    """Send ASKED with `key` through a server that hangs before START; kill it once the
-    message is stored. The request ends with no status."""
+def killed_before_start(server_process, client, project, rojo, key: str, conversation=None):
+    """Send ASKED with `key` (to `conversation`, else a new one) through a server that hangs
+    before START; kill it once the message is stored. The request ends with no status."""
     server = doomed(
         server_process, ROJO_TOOL_MODULES="tests.crash_points", ROJO_TEST_HANG_BEFORE_START="1"
     )
@@ -36,7 +37,7 @@ def killed_before_start(server_process, client, project, rojo, key: str) -> None
     answered: list[int] = []
 
     def send() -> None:
-        body = {"rojo": rojo.slug, "message": ASKED, "key": key}
+        body = {"rojo": rojo.slug, "message": ASKED, "key": key, "conversation": conversation}
         with contextlib.suppress(httpx2.HTTPError):  # the server is killed under it
             answered.append(sender.post(f"/api/projects/{project.pk}/chat", json=body).status_code)
 
@@ -80,3 +81,27 @@ def test_a_chat_killed_before_start_is_found_by_its_key_and_reads_interrupted(
     others = client_for(users["owner"]).get(url, params={"key": key})
     assert others.status_code == 200 and others.json() == []
     assert survivor.get(url, params={"key": "k-other"}).json() == []
+
+
+def test_a_message_to_a_conversation_killed_before_start_is_found_there_by_its_key(
+    client_for, users, project, fake_provider, server_process
+):
+    """The key of the latest message names its conversation, new or not."""
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("First reply.")))
+    survivor = client_for(users["editor"])
+    first = survivor.chat(project.pk, rojo=rojo.slug, message="Hello", key="k-first")
+    conversation = first[0].data["conversation"]
+
+    def client(base_url):
+        return client_for(users["editor"], base_url=base_url)
+
+    killed_before_start(server_process, client, project, rojo, "k-second", conversation)
+
+    url = f"/api/projects/{project.pk}/conversations"
+    (found,) = survivor.get(url, params={"key": "k-second"}).json()
+    assert found["id"] == conversation
+    assert survivor.get(url, params={"key": "k-first"}).json() == []
+    detail = survivor.get(f"/api/conversations/{conversation}").json()
+    assert [m["content"] for m in detail["messages"]][-1] == ASKED
+    assert [t["status"] for t in detail["turns"]] == ["done", "interrupted"]

@@ -66,8 +66,8 @@ class Conversation(models.Model):
     # The process running it (host, pid, boot token: rojos/turn_owner.py), so that a process
     # on the same host can tell at once that a claim's owner is gone.
     turn_owner = models.CharField(max_length=200, blank=True, editable=False)
-    # The key the page that started it made (ChatIn.key): a page that never heard back (its
-    # server died before the reply started) finds its conversation by it, on reload too.
+    # The key the page made for the latest message sent to it (ChatIn.key): a page that
+    # never heard back (its server died before the reply started) finds it by that key.
     client_key = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()

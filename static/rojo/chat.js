@@ -244,8 +244,8 @@ export class ChatPanel extends EventTarget {
     const bubble = this.log.addUser(text, attachments);
     this.sentBubble = bubble;
     this.lastEventId = 0;
-    // A new conversation's id comes with START: a key finds it if that never comes.
-    const key = this.conversationId ? "" : sentKeyMake(this.projectId);
+    // Where the message went comes with START: a key finds it if that never comes.
+    const key = sentKeyMake(this.projectId);
     let response;
     try {
       response = await request(`/api/projects/${this.projectId}/chat`, {

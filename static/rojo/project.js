@@ -4,7 +4,7 @@ import { Branches } from "./branches.js";
 import { ChatPanel } from "./chat.js";
 import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
-import { sentKeyPending } from "./sent-keys.js";
+import { sentKeyForget, sentKeyPending } from "./sent-keys.js";
 import { shareLink } from "./share-link.js";
 import { filePanelExtras } from "./files-panel.js";
 import { visibleText } from "./visible.js";
@@ -161,6 +161,7 @@ for (const tab of document.querySelectorAll(".panel-tabs button")) {
 const polish = workspacePolish({ panel: document.querySelector("rojo-chat-panel"), chat, files, config });
 files.refresh();
 if (config.conversation) {
+  sentKeyForget(config.project.id); // a message sent from here went to this conversation
   chat
     .open(config.conversation)
     .catch((error) => chat.addError(error.message))

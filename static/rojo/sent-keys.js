@@ -1,7 +1,7 @@
-// A new conversation's first message carries a key the page makes, kept in the tab's
-// sessionStorage until an answer comes. If none does (the server died after storing the
-// message, before the reply started), the page finds the conversation its message went to
-// by that key: at once, or when the page is reloaded.
+// Each message sent carries a key the page makes, kept in the tab's sessionStorage until an
+// answer comes. If none does (the server died after storing the message, before the reply
+// started), the page finds the conversation its message went to by that key: at once, or
+// when the page is reloaded.
 
 import { getJson } from "./api.js";
 
