@@ -212,6 +212,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             attachments=attachments,
             admission=admission,
             budgets=checked.budgets,
+            client_key=payload.key,
         )
     except BaseException:
         admission.release_unless_handed()

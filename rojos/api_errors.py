@@ -17,21 +17,19 @@ from functools import partial
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig, SuspiciousOperation
-from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI
-from redis.exceptions import RedisError
 
 from roject.access import LoginRequired
 from roject.errors import AppError
-from roject.sessions import SessionNotEnded
 from roject.storage import StorageError, TooLarge
 from roject.tokens import TokenRefused
 
 from .budgets import BudgetExceeded
 from .errors import TurnBusy, TurnLimited, TurnNotStarted, TurnUnreachable
 from .file_edits import EntryExists, VersionConflict
+from .outages import UNAVAILABLE, outage_message
 from .undo import UndoRefused
 
 # The API's log lines keep the logger name they had before this module was split out.
@@ -62,14 +60,6 @@ ANSWERS: dict[type[Exception], Answer] = {
     TooLarge: Answer(413),
     TurnLimited: Answer(429, retry_after="60"),
     BudgetExceeded: Answer(429),  # its message says when the budget resets
-}
-
-# The services the server cannot work without, by the error a client of each raises.
-UNAVAILABLE: dict[type[Exception], str] = {
-    RedisError: "The server cannot reach its message relay; try again in a moment.",
-    OperationalError: "The database is busy or unreachable; try again in a moment.",
-    # A session to end (its user's password changed) while its cache is out of reach.
-    SessionNotEnded: "The session store cannot be reached; try again in a moment.",
 }
 
 
@@ -125,8 +115,7 @@ def _unreadable(api: NinjaAPI, request: HttpRequest, exc: Exception):
 def _turn_not_started(api: NinjaAPI, request: HttpRequest, exc: TurnNotStarted):
     """The message is stored but its turn could not start: say why, and name its conversation."""
     cause, conversation = exc.__cause__, exc.conversation_id
-    for error, message in UNAVAILABLE.items():
-        if isinstance(cause, error):
-            return _unavailable(api, message, request, cause, conversation=conversation)
+    if (message := outage_message(cause)) is not None:
+        return _unavailable(api, message, request, cause, conversation=conversation)
     logger.error("%s %s: %s", request.method, request.path, exc, exc_info=cause)
     return _detail(api, request, 500, str(exc), conversation=conversation)

@@ -239,3 +239,11 @@ class ChatIn(Schema):
         max_length=10,
         description="Project files whose text goes to the model with the message (`@path`).",
     )
+    key: str = Field(
+        "",
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_-]*$",
+        description="A key the client makes for this message, so that if no answer comes "
+        "(the server died before the reply started) it can find the conversation the "
+        "message is in: `GET /api/projects/{id}/conversations?key=`.",
+    )

@@ -5,6 +5,7 @@ entry that does not exist. Decisions go through the turn's acknowledged path
 (rojos/approval_decisions.py): a turn that did not confirm is a 503, try again.
 """
 
+import logging
 import time
 from datetime import datetime
 
@@ -20,10 +21,11 @@ from roject.live_auth import live_auth_check
 from roject.project_live import sse_event
 
 from .approval_decisions import approval_decide
-from .approvals_live import approvals_subscribed
+from .approvals_live import LAYER_ERRORS, approvals_subscribed, live_unavailable
 from .pending_approvals import inbox_entry_get, pending_approval_count, pending_approval_list
 
 router = Router(tags=["approvals"])
+logger = logging.getLogger(__name__)
 
 
 class InboxEntryOut(Schema):
@@ -98,27 +100,32 @@ async def inbox_live(request: HttpRequest):
     changes (news from any process, or a call expiring: checked every
     ROJO_LIVE_CHECK_SECONDS). It ends, within that interval, once the request is no
     longer signed in: its session logged out or ended, the user inactive, the API token
-    it came with revoked or expired (roject/live_auth.py)."""
+    it came with revoked or expired (roject/live_auth.py). While the message relay is out
+    of reach it sends `ERROR` (code `unavailable`, `retry` in seconds) and ends."""
     user = _user(request)
     signed_in = live_auth_check(request, user=user)
 
     async def body():
         await sync_to_async(connections.close_all)()  # the stream holds no connection
         every = settings.ROJO_LIVE_CHECK_SECONDS
-        async with approvals_subscribed(user_id=user.pk, every=every) as news:
-            shown = await pending_approval_count(user=user)
-            yield sse_event({"kind": "count", "data": {"count": shown}})
-            checked = time.monotonic()
-            async for _ in news:
-                if time.monotonic() - checked >= every:
-                    if not await signed_in():
-                        return
-                    checked = time.monotonic()
-                count = await pending_approval_count(user=user)
-                yield sse_event(
-                    {"kind": "count", "data": {"count": count}} if count != shown else None
-                )
-                shown = count
+        try:
+            async with approvals_subscribed(user_id=user.pk, every=every) as news:
+                shown = await pending_approval_count(user=user)
+                yield sse_event({"kind": "count", "data": {"count": shown}})
+                checked = time.monotonic()
+                async for _ in news:
+                    if time.monotonic() - checked >= every:
+                        if not await signed_in():
+                            return
+                        checked = time.monotonic()
+                    count = await pending_approval_count(user=user)
+                    yield sse_event(
+                        {"kind": "count", "data": {"count": count}} if count != shown else None
+                    )
+                    shown = count
+        except LAYER_ERRORS as exc:  # the page is told, and connects again later
+            logger.warning("approvals live count of user %s: relay unreachable: %s", user.pk, exc)
+            yield sse_event(live_unavailable())
 
     response = StreamingHttpResponse(body(), content_type="text/event-stream")
     response["Cache-Control"] = "no-cache, no-transform"

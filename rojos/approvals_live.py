@@ -5,6 +5,10 @@ page an owner has open follows their group through one server-sent event stream
 (`GET /api/approvals/live`) and reads the count again from the database. The group lives
 in the channel layer (Redis with `REDIS_URL`), so news from the process running the turn
 reaches pages served by any other.
+
+While the layer is out of reach the stream says so, with the chat re-attach's ERROR
+(code `unavailable`, a `retry` hint in seconds), and ends: the page connects again after a
+growing delay (static/rojo/approvals-live.js) and gets the count once the layer is back.
 """
 
 import asyncio
@@ -16,7 +20,19 @@ from channels.layers import get_channel_layer
 
 from roject.models import Membership, Role
 
+from .outages import LAYER_ERRORS, UNAVAILABLE_CODE
+
+__all__ = ["LAYER_ERRORS", "approvals_changed_publish", "approvals_subscribed", "live_unavailable"]
+
+LIVE_DOWN = "The server cannot reach its message relay to count your approvals. Reconnecting…"
+
 logger = logging.getLogger(__name__)
+
+
+def live_unavailable() -> dict:
+    """The event a live count's page gets while the layer is down: as the chat's, with
+    `retry` in seconds (rojos.turn_relay.relay_unavailable)."""
+    return {"kind": "ERROR", "data": {"message": LIVE_DOWN, "code": UNAVAILABLE_CODE, "retry": 2}}
 
 
 def _group(user_id: int) -> str:

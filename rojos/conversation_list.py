@@ -72,6 +72,14 @@ def conversation_page(
     return list(rows[: max(1, min(limit, 200))])
 
 
+def conversation_keyed(*, project: Project, user, key: str) -> list[Conversation]:
+    """(Blocking) The user's conversation of the project whose latest message came with the
+    client's `key` (none, or one), with its badge: how a page whose chat never got an
+    answer finds where its message is."""
+    rows = Conversation.objects.filter(project=project, user=user, client_key=key)
+    return list(_with_status(rows.select_related("user"))[:1])
+
+
 def conversation_statuses(*, project: Project, ids: list[int]) -> dict[int, str]:
     """(Blocking) The badges of the project's conversations among `ids`, and of every one of
     its conversations that runs now (started by someone else since the page loaded)."""

@@ -36,10 +36,15 @@ router = Router(tags=["chat"])
     response=answers(list[ConversationItem], 404, 422),
     tags=["chat"],
 )
-def conversation_list(request: HttpRequest, project_id: int, before: str = "", limit: int = 50):
+def conversation_list(
+    request: HttpRequest, project_id: int, before: str = "", limit: int = 50, key: str = ""
+):
     """A page of a project's conversations, newest first, with their author and badge;
-    the next page starts `before` the last one's `cursor`."""
+    the next page starts `before` the last one's `cursor`. With `key`: only your
+    conversation whose latest message came with that key (the chat's `key`), if any."""
     access = project_access(user=request.auth, project_id=project_id)
+    if key:
+        return listing.conversation_keyed(project=access.project, user=request.auth, key=key)
     return listing.conversation_page(project=access.project, before=before, limit=limit)
 
 

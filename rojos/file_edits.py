@@ -31,7 +31,7 @@ from .file_audit import file_change_audit
 from .models import FileChange
 from .tools import RojoToolContext, ToolError, registry
 from .tools.schema import validate
-from .undo import change_finish
+from .undo import change_finish, cut_off_changes_finish
 
 __all__ = ["EntryExists", "VersionConflict", "file_change_make", "file_tool_run"]
 
@@ -51,13 +51,15 @@ class VersionConflict(StorageError):
 
 
 def _start(*, project_id: int, user, origin: str, tool: str, paths: list[str], check):
-    """(Blocking, under the change lock) The writer's role now, the caller's check, then a
+    """(Blocking, under the change lock) The writer's role now, the records of changes a
+    crash cut off finished (undo.cut_off_changes_finish), the caller's check, then a
     snapshot of the paths and the change's record (stored now when it replaces something,
     so a crash during the change cannot lose the copy)."""
     role = project_role(user=user, project_id=project_id)
     if role is None or not role.can_write:
         raise PermissionDenied("Your role in this project is read-only.")
     root = storage.project_root_create(project_id)
+    cut_off_changes_finish(project_id=project_id, root=root)  # before anything changes
     if check is not None:
         check(root)
     snapshot = storage.snapshot_take(project_id, root, paths)

@@ -24,7 +24,7 @@ from .read_versions import ReadVersions, read_paths
 from .tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolCall, ToolError, ToolOutcome
 from .tools.schema import validate
 from .turn_caps import TurnCaps
-from .undo import change_finish
+from .undo import change_finish, cut_off_changes_finish
 
 REVOKED_OUTCOME = ToolOutcome.failure(
     "your role in this project no longer lets you change its files (you were removed "
@@ -318,6 +318,8 @@ class ToolCallRunner:
             role = project_role(user=user, project_id=self.ctx.project_id)
             if role is None or not role.can_write:
                 raise _Revoked
+        # What a crash cut off is recorded as it left the files, before this call changes them.
+        cut_off_changes_finish(project_id=self.ctx.project_id, root=self.ctx.project_root)
         if self.reads.seen and (stale := self.reads.stale(tool.changed_paths(args))):
             raise _Stale(stale)
         try:

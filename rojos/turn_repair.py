@@ -47,10 +47,11 @@ class Repair:
 
     async def files_repair(self) -> None:
         """Finish the change records and clean up after cut-off writes, under the project's
-        change lock (every write to a project runs under it)."""
+        change lock (every write to a project runs under it). The records are read again
+        there: a change made since may have finished them first, as they really were."""
 
         def repair() -> None:
-            undo.cut_off_changes_finish(self.root, self.unfinished)
+            undo.cut_off_changes_finish(project_id=self.project_id, root=self.root)
             cut_off_writes_clean(self.root, self.cut_off, registry)
 
         await storage.under_changes_lock(self.project_id, repair)

@@ -28,6 +28,7 @@ from .events import StartEvent
 from .history import History
 from .mcp.spec import McpLink, rojo_mcp_links
 from .models import Conversation, Message, Rojo, TurnRecord
+from .outages import UNAVAILABLE_CODE, outage_message
 from .tools import RojoToolContext, RojoToolRegistry, registry
 from .turn_admission import StartSlot
 from .turn_claims import turn_claim_blocking
@@ -40,7 +41,7 @@ from .turns import turn_end_record, turn_run
 
 __all__ = ["turn_start"]
 
-# The failed turn's record says this; the chat's answer says what is down, when it knows.
+# A turn that could not start for a fault of its own (not a service down) records this.
 _NOT_STARTED = "The reply could not start on the server; see its log."
 
 
@@ -57,6 +58,7 @@ async def turn_start(
     attachments: list[dict] | None = None,
     admission: StartSlot | None = None,
     budgets: list[Left] | None = None,
+    client_key: str = "",
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/attachments.py) and start the turn's task.
@@ -78,10 +80,13 @@ async def turn_start(
     `admission`, the start's place among those under way (rojos.turn_admission), goes to
     the turn's task, which gives it back; if this raises, the caller gives it back.
     `budgets`, what is left of the budgets as the caller read them with `access`, spares the
-    turn's first step reading them again (else it does).
+    turn's first step reading them again (else it does). `client_key` is kept on the
+    conversation, for its client to find it by if the answer never reaches it.
     """
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
-    starting = asyncio.ensure_future(_turn_start(*asked, attachments, admission, budgets))
+    starting = asyncio.ensure_future(
+        _turn_start(*asked, attachments, admission, budgets, client_key)
+    )
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
@@ -102,13 +107,13 @@ async def _turn_start(
     attachments=None,
     admission=None,
     budgets=None,
+    client_key="",
 ) -> Turn:
     turn_id = uuid.uuid4()
     # The project's budgets in force, as the caller read them: none, no lock and no query.
     in_force = None if budgets is None else [left.budget for left in budgets]
-    begun = await sync_to_async(_begin)(
-        access, conversation, rojo, user, message, turn_id, limits, replace, attachments, in_force
-    )
+    asked = (access, conversation, rojo, user, message, turn_id, limits, replace, attachments)
+    begun = await sync_to_async(_begin)(*asked, in_force, client_key)
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
@@ -122,14 +127,18 @@ async def _turn_start(
         if begun.repair.needed:  # the last turn was cut off by a crash
             await begun.repair.files_repair()
     except BaseException as exc:
-        # Stored, but it cannot run: end it as failed and give the conversation up.
-        turn.fail(_NOT_STARTED, "internal")
+        # Stored, but it cannot run: end it as failed and give the conversation up. Its
+        # record says what the chat's answer says (rojos.api_errors): a service down, or
+        # a fault to find in the log.
+        told = outage_message(exc)
+        message, code = (told, UNAVAILABLE_CODE) if told else (_NOT_STARTED, "internal")
+        turn.fail(message, code)
         with contextlib.suppress(Exception):
             if channel is not None:
                 await layer.group_discard(turn_group(turn.conversation_id), channel)
         await sync_to_async(turn_end_record)(turn, turn_id)
         if isinstance(exc, Exception):
-            raise TurnNotStarted(_NOT_STARTED, turn.conversation_id) from exc
+            raise TurnNotStarted(message, turn.conversation_id) from exc
         raise
     ctx = RojoToolContext(
         project_id=access.project.pk,
@@ -194,6 +203,7 @@ def _begin(
     replace: int | None = None,
     attachments: list[dict] | None = None,
     in_force: list[Budget] | None = None,
+    client_key: str = "",
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
@@ -220,6 +230,7 @@ def _begin(
                 turn_id=turn_id,
                 turn_heartbeat=timezone.now(),
                 turn_owner=process_owner(),
+                client_key=client_key,
             )
             history, free = History(conversation, []), True
         else:
@@ -231,6 +242,9 @@ def _begin(
             conversation=conversation, history=history, root=root, taken_over=not free
         )
         changed = ["rojo"] if conversation.rojo_id != rojo.pk else []
+        if client_key and conversation.client_key != client_key:
+            conversation.client_key = client_key  # where the client's latest message went
+            changed.append("client_key")
         if replace is not None:
             history = _fork(conversation, history, replace)
             changed += ["branch", "branches"]

@@ -9,6 +9,7 @@ records, compares the digests and says why an undo is refused.
 
 import asyncio
 import contextlib
+import functools
 import logging
 from pathlib import Path
 
@@ -102,13 +103,20 @@ def change_finish(root: Path, change: FileChange) -> FileChange | None:
     return change
 
 
-def cut_off_changes_finish(root: Path, changes: list[FileChange]) -> None:
-    """(Blocking) Finish the records of calls a crash cut off while they ran.
+def cut_off_changes_finish(*, project_id: int, root: Path) -> None:
+    """(Blocking, holding the project's change lock) Finish the records of the changes a
+    crash cut off while they ran: every record of the project still unfinished.
 
-    A write is atomic, so each path is as it was before its call or as the call left it;
-    either way the record can now say which, and the change is undoable like any other.
+    A change's record is stored and finished while its process holds the lock, so one
+    unfinished while the lock is held here is one whose process died. A write is atomic,
+    so each path is as it was before the change or as the change left it: as long as no
+    later change has run, the record can say which. Hence this is the first thing every
+    change and undo does under the lock: a record finished after someone saved over the
+    file would credit their work to the cut-off change, and its undo would throw it away.
+    A change whose rename never happened changed nothing: its record is dropped.
     """
-    for change in changes:
+    unfinished = FileChange.objects.filter(project_id=project_id, after__isnull=True)
+    for change in unfinished.order_by("created", "pk"):
         try:
             finished = change_finish(root, change)
         except StorageError:  # left unfinished; an undo of it tries again and says why
@@ -118,9 +126,23 @@ def cut_off_changes_finish(root: Path, changes: list[FileChange]) -> None:
             finished.save(update_fields=["after", "diffs"])
 
 
-def _cut_off_finish(change: FileChange) -> FileChange | None:
-    """(Blocking) change_finish on the change's project root."""
-    return change_finish(project_root_create(change.project_id), change)
+def _cut_off_finish(project_id: int) -> None:
+    """(Blocking) cut_off_changes_finish on the project's root."""
+    cut_off_changes_finish(project_id=project_id, root=project_root_create(project_id))
+
+
+def _cut_off_record(change: FileChange) -> None:
+    """(Blocking, under the lock) Read the cut-off change's record as cut_off_changes_finish
+    left it; UndoRefused when it changed nothing, the StorageError that says why when its
+    files cannot be read."""
+    found = FileChange.objects.filter(pk=change.pk).values_list("after", "diffs").first()
+    if found is None:
+        raise UndoRefused("the call was cut off before it changed anything")
+    change.after, change.diffs = found
+    if change.after is None:
+        if change_finish(project_root_create(change.project_id), change) is None:
+            raise UndoRefused("the call was cut off before it changed anything")
+        change.save(update_fields=["after", "diffs"])
 
 
 def _restore(change: FileChange) -> None:
@@ -141,13 +163,12 @@ async def change_undo(*, change: FileChange, user, actor: AuditActor | None = No
         raise UndoneAlready("this change was undone already")
     if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
         raise UndoRefused("a reply is still running in this conversation; undo when it is done")
-    async with changes_locked(change.project_id):
+    finish = functools.partial(_cut_off_finish, change.project_id)
+    async with changes_locked(change.project_id, then=finish):
         if await FileChange.objects.filter(pk=change.pk, undone__isnull=False).aexists():
             raise UndoneAlready("this change was undone already")
-        if change.after is None:  # its call was cut off, and its conversation not used since
-            if await sync_to_async(_cut_off_finish)(change) is None:
-                raise UndoRefused("the call was cut off before it changed anything")
-            await change.asave(update_fields=["after", "diffs"])
+        if change.after is None:  # its call was cut off: its record was finished just now
+            await sync_to_async(_cut_off_record)(change)
         await asyncio.to_thread(_restore, change)
     change.undone = timezone.now()
     change.undone_by = user

@@ -4,8 +4,13 @@ A write's temporary file is written and fsynced, then the rename waits until the
 killed: the moment at which a write that was not atomic would leave half a file behind. With
 ROJO_TEST_HANG_AFTER_RENAME=1 the rename happens and the write waits after it, before its
 result is stored: the moment after which the file changed but nothing yet says so.
+
+With ROJO_TEST_HANG_BEFORE_START=1 a chat's start waits, for ever, just after its message
+is stored (with its conversation, claimed, and the turn's record) and before START is sent:
+the client has no status yet, and no conversation id.
 """
 
+import asyncio
 import os
 import threading
 
@@ -23,3 +28,17 @@ def _replace_or_hang(src, dst, **kwargs) -> None:
 
 
 os.replace = _replace_or_hang
+
+
+class _NeverStarts:
+    """A channel layer whose turns never get their channel."""
+
+    async def new_channel(self, *args, **kwargs) -> str:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+
+if os.environ.get("ROJO_TEST_HANG_BEFORE_START") == "1":
+    from rojos import turn_start
+
+    turn_start.get_channel_layer = _NeverStarts

@@ -109,7 +109,8 @@ async def test_a_turn_that_cannot_start_ends_as_failed_and_frees_the_conversatio
     assert raised.value.conversation_id == conversation.pk
     assert conversation.turn_id is None and not conversation.running
     record = await TurnRecord.objects.aget()
-    assert (record.status, record.error_code) == (TurnRecord.Status.ERROR, "internal")
+    assert (record.status, record.error_code) == (TurnRecord.Status.ERROR, "unavailable")
+    assert record.error == "The server cannot reach its message relay; try again in a moment."
     assert record.finished is not None
 
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer())

@@ -66,6 +66,9 @@ class Conversation(models.Model):
     # The process running it (host, pid, boot token: rojos/turn_owner.py), so that a process
     # on the same host can tell at once that a claim's owner is gone.
     turn_owner = models.CharField(max_length=200, blank=True, editable=False)
+    # The key the page made for the latest message sent to it (ChatIn.key): a page that
+    # never heard back (its server died before the reply started) finds it by that key.
+    client_key = models.CharField(max_length=64, blank=True, editable=False)
 
     objects = ConversationQuerySet.as_manager()
 
@@ -256,6 +259,12 @@ class FileChange(models.Model):
         indexes = [
             models.Index(fields=["conversation", "tool_call_id"]),
             models.Index(fields=["project", "-created"]),
+            # The records a crash left unfinished, looked for before every change.
+            models.Index(
+                fields=["project"],
+                condition=models.Q(after__isnull=True),
+                name="file_change_unfinished",
+            ),
         ]
 
     def __str__(self) -> str:

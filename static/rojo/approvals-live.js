@@ -2,6 +2,8 @@
 // events (any process's news), and a browser notification when one more comes in, where
 // the user has permitted it. Permission is asked only from the "Notify me" button.
 
+import { backoffDelay } from "./reconnect.js";
+
 const link = document.querySelector(".approvals-link");
 const badge = link?.querySelector(".approvals-count");
 const notifyButton = document.querySelector(".notify-enable");
@@ -20,11 +22,52 @@ if (notifyButton && "Notification" in window && Notification.permission === "def
   });
 }
 
+// While the server cannot reach its relay the stream sends ERROR (code `unavailable`, a
+// `retry` hint) and ends; a stream the browser gave up on ends too. Either way the page
+// connects again after a growing delay (reconnect.js) and shows the count once it is back.
+function follow(onCount) {
+  let source = null;
+  let attempts = 0;
+  let timer = null;
+
+  function again(hintSeconds, message = "The live count lost its connection. Reconnecting…") {
+    source?.close();
+    link.dataset.live = "reconnecting";
+    link.title = message; // the count shown may be out of date meanwhile
+    if (timer !== null) return;
+    timer = setTimeout(() => {
+      timer = null;
+      open();
+    }, backoffDelay(attempts++, hintSeconds));
+  }
+
+  function open() {
+    source = new EventSource("/api/approvals/live");
+    source.addEventListener("count", (event) => {
+      attempts = 0;
+      link.dataset.live = "connected";
+      link.removeAttribute("title");
+      onCount(JSON.parse(event.data).count);
+    });
+    source.addEventListener("ERROR", (event) => {
+      const { code, retry, message } = JSON.parse(event.data);
+      if (code === "unavailable") again(retry ?? 1, message);
+    });
+    source.addEventListener("error", () => {
+      if (source.readyState === EventSource.CLOSED) again(0);
+    });
+  }
+
+  open();
+  window.addEventListener("pagehide", () => {
+    clearTimeout(timer);
+    source?.close();
+  });
+}
+
 if (badge) {
   let shown = null;
-  const source = new EventSource("/api/approvals/live");
-  source.addEventListener("count", (event) => {
-    const { count } = JSON.parse(event.data);
+  follow((count) => {
     badge.textContent = count ? String(count) : "";
     badge.dataset.count = String(count);
     link.classList.toggle("has-approvals", count > 0);
@@ -32,5 +75,4 @@ if (badge) {
     shown = count;
     document.dispatchEvent(new CustomEvent("approvals-count", { detail: { count } }));
   });
-  window.addEventListener("pagehide", () => source.close());
 }

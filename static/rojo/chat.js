@@ -9,6 +9,7 @@ import { Attachments } from "./attach.js";
 import { ChatLog } from "./chat-log.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
+import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
 import { readEvents } from "./sse.js";
 import { UndoButtons } from "./undo.js";
 import { turnUsageShow } from "./usage.js";
@@ -243,6 +244,8 @@ export class ChatPanel extends EventTarget {
     const bubble = this.log.addUser(text, attachments);
     this.sentBubble = bubble;
     this.lastEventId = 0;
+    // Where the message went comes with START: a key finds it if that never comes.
+    const key = sentKeyMake(this.projectId);
     let response;
     try {
       response = await request(`/api/projects/${this.projectId}/chat`, {
@@ -253,10 +256,14 @@ export class ChatPanel extends EventTarget {
           conversation: this.conversationId,
           replace,
           attachments,
+          key,
         },
         accept: "text/event-stream",
       });
+      sentKeyForget(this.projectId);
     } catch (error) {
+      if (error instanceof ApiError) sentKeyForget(this.projectId);
+      else if (key && (await this.openSent(key))) return; // stored, then its server died
       if (error instanceof ApiError && error.body?.conversation) {
         // Stored, but its reply could not start: the message stays, in the conversation named.
         this.joinConversation(error.body.conversation);
@@ -270,6 +277,17 @@ export class ChatPanel extends EventTarget {
       return;
     }
     await this.consume(readEvents(response));
+  }
+
+  /** Open the conversation the message sent with `key` went to, when no answer said
+   * which (its server died before the reply started); whether there was one. */
+  async openSent(key) {
+    const id = await sentConversation(this.projectId, key);
+    if (!id) return false;
+    this.setBusy(false);
+    this.joinConversation(id);
+    await this.open(id);
+    return true;
   }
 
   /** The message just sent is in this conversation (a new one, the first time). */

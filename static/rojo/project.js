@@ -4,6 +4,7 @@ import { Branches } from "./branches.js";
 import { ChatPanel } from "./chat.js";
 import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
+import { sentKeyForget, sentKeyPending } from "./sent-keys.js";
 import { shareLink } from "./share-link.js";
 import { filePanelExtras } from "./files-panel.js";
 import { visibleText } from "./visible.js";
@@ -135,7 +136,12 @@ chat.addEventListener("conversation", (event) => {
   share.show(id);
   history.replaceState(null, "", `/projects/${config.project.id}/c/${id}/`);
   const asked = [...document.querySelectorAll("rojo-chat-panel .bubble.user")].at(-1);
-  conversations.addCurrent(id, conversationTitle(asked?.text ?? "") || "New conversation");
+  const listed = document.querySelector(`.conversation-list li[data-id="${id}"]`);
+  if (listed) {
+    for (const li of document.querySelectorAll(".conversation-list li")) li.removeAttribute("aria-current");
+    listed.setAttribute("aria-current", "page");
+    conversations.currentId = id;
+  } else conversations.addCurrent(id, conversationTitle(asked?.text ?? "") || "New conversation");
 });
 
 // Each turn makes its conversation the most recent one, as the server orders them.
@@ -155,10 +161,15 @@ for (const tab of document.querySelectorAll(".panel-tabs button")) {
 const polish = workspacePolish({ panel: document.querySelector("rojo-chat-panel"), chat, files, config });
 files.refresh();
 if (config.conversation) {
+  sentKeyForget(config.project.id); // a message sent from here went to this conversation
   chat
     .open(config.conversation)
     .catch((error) => chat.addError(error.message))
     .finally(() => polish.opened());
 } else {
   document.getElementById("message-input").focus();
+  // A message this tab sent got no answer (its server died before the reply started):
+  // open the conversation it is in.
+  const key = sentKeyPending(config.project.id);
+  if (key) chat.openSent(key).catch((error) => chat.addError(error.message));
 }

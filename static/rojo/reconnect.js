@@ -5,6 +5,13 @@
 const FIRST_MS = 1000;
 const MOST_MS = 30000;
 
+/** The delay before try number `attempts` + 1, in ms: doubling from 1 s, capped at 30 s, or
+ * the server's hint (seconds) if longer. The approvals count reconnects by it too. */
+export function backoffDelay(attempts, hintSeconds = 0) {
+  const backoff = Math.min(FIRST_MS * 2 ** attempts, MOST_MS);
+  return Math.max(backoff, Math.min(hintSeconds * 1000, MOST_MS));
+}
+
 export class Reconnector {
   /** `note`: the element whose text says what the panel is doing (the busy note). */
   constructor(note) {
@@ -16,9 +23,7 @@ export class Reconnector {
 
   /** The delay before the next try, in ms: doubling from 1 s, capped at 30 s. */
   nextDelay(hintSeconds = 0) {
-    const backoff = Math.min(FIRST_MS * 2 ** this.attempts, MOST_MS);
-    this.attempts += 1;
-    return Math.max(backoff, Math.min(hintSeconds * 1000, MOST_MS));
+    return backoffDelay(this.attempts++, hintSeconds);
   }
 
   /** Show "Reconnecting…" and wait before the next try. */
