@@ -142,7 +142,7 @@ def _length(request: HttpRequest) -> int | None:
     return int(value) if value.isascii() and value.isdigit() else None
 
 
-@router.post("/{project_id}/files/upload", response=answers(UploadOut, 400, 403, 404, 409, 413))
+@router.post("/{int:project_id}/files/upload", response=answers(UploadOut, 400, 403, 404, 409, 413))
 async def file_upload(
     request: HttpRequest, project_id: int, path: str, overwrite: bool = False, unpack: bool = False
 ):

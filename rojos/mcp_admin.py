@@ -162,7 +162,13 @@ class McpServerAdmin(admin.ModelAdmin):
         rows = []
         for tool in server.listed_tools or ():
             hints = tool.get("annotations") or {}
-            kind = "read-only" if hints.get("readOnlyHint") else "asks before running"
+            # A server's own hints count only once an admin trusts it (McpServer.trusted).
+            if not server.trusted:
+                kind = "counts as writing: the server is not trusted"
+            elif hints.get("readOnlyHint"):
+                kind = "read-only"
+            else:
+                kind = "writes"
             rows.append((tool.get("name", "?"), kind, (tool.get("description") or "")[:200]))
         if not rows:
             return "not listed yet: use the action “List the servers' tools now”"

@@ -14,7 +14,7 @@ from django.core.management import call_command
 
 from roject.models import Membership, Project, Role
 from roject.storage import project_root
-from rojos.models import Conversation, FileChange, Message, Rojo
+from rojos.models import Conversation, FileChange, Message, Rojo, UsageRecord
 from rojos.tools import registry
 from tests.conftest import make_user
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
@@ -563,3 +563,18 @@ def test_a_value_too_long_is_a_one_line_error_on_every_database(
     assert expected in message
     assert not Project.objects.filter(name="x" * 250).exists()
     assert not Rojo.objects.filter(slug="long").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chat_over_the_projects_budget_says_so_without_a_traceback(
+    project, users, fake_provider, settings
+):
+    """A project over its daily budget: a command error naming the budget, no model call."""
+    make_rojo(fake_provider.base_url)
+    settings.ROJO_PROJECT_DAILY_TOKENS = 10
+    UsageRecord.objects.create(user=users["owner"], project=project, prompt_tokens=10)
+
+    message = command_error("chat", "Hi", project="demo-project", rojo="test-rojo", user="editor")
+
+    assert "daily budget of 10 tokens" in message
+    assert fake_provider.requests == []

@@ -80,3 +80,20 @@ def test_the_admin_shows_which_servers_are_trusted_and_what_it_means(admin_clien
     page = form.content.decode()
     assert 'name="trusted"' in page and "checked" in page.split('name="trusted"')[1][:80]
     assert "tool annotations: its tools marked readOnlyHint run without approval" in page
+
+
+def test_the_admin_calls_an_untrusted_servers_read_only_tool_writing(admin_client):
+    """The tool list on a server's page follows the trust: a hint alone makes nothing
+    read-only."""
+    server = edge_server(trusted=False)
+    server.listed_tools = [{"name": "read_stamp", "annotations": {"readOnlyHint": True}}]
+    server.save()
+
+    page = admin_client.get(reverse("admin:rojos_mcpserver_change", args=[server.pk]))
+
+    text = page.content.decode()
+    assert "<code>read_stamp</code> (counts as writing: the server is not trusted)" in text
+    server.trusted = True
+    server.save()
+    page = admin_client.get(reverse("admin:rojos_mcpserver_change", args=[server.pk]))
+    assert "<code>read_stamp</code> (read-only)" in page.content.decode()

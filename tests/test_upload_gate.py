@@ -65,12 +65,14 @@ def spool(tmp_path, settings, monkeypatch) -> Spool:
 class RawUpload:
     """One upload sent chunk by chunk over its own connection."""
 
-    def __init__(self, base_url: str, project, *, client=None, headers=None, query="") -> None:
+    def __init__(
+        self, base_url: str, project, *, client=None, headers=None, query="", spelled=None
+    ) -> None:
         address = urlsplit(base_url)
         self.sock = socket.create_connection((address.hostname, address.port), timeout=15)
         self.sent = 0
         lines = [
-            f"POST /api/projects/{project.pk}/files/upload?path=big.bin{query} HTTP/1.1",
+            f"POST /api/projects/{spelled or project.pk}/files/upload?path=big.bin{query} HTTP/1.1",
             f"Host: {address.netloc}",
             "Content-Type: application/octet-stream",
             "Transfer-Encoding: chunked",
@@ -119,7 +121,8 @@ class RawUpload:
         except ConnectionResetError:
             closed = True
         self.sock.close()
-        return int(head.split(b" ", 2)[1]), json.loads(body), closed
+        parsed = json.loads(body) if body.startswith(b"{") else body.decode()
+        return int(head.split(b" ", 2)[1]), parsed, closed
 
     def _recv(self) -> bytes:
         chunk = self.sock.recv(65536)
@@ -166,6 +169,25 @@ def test_uploads_not_allowed_are_refused_before_their_body_is_read(
     if who.endswith("-without-csrf"):
         client.http.headers["X-CSRFToken"] = "wrong" * 8
     assert _refused(asgi_server, project, spool, client=client)[0] == status
+
+
+@pytest.mark.parametrize("spelling", ["+{pk}", "{pk}.0", "0{pk}_0"])
+def test_an_upload_to_another_spelling_of_the_project_is_not_found(
+    asgi_server, client_for, users, project, spool, spelling
+):
+    """The gate decides for the upload's path as Django routes it: a project id spelled so
+    that a lax integer parse would take it (`+1`, `1.0`, `1_0`) reaches no upload at all."""
+    upload = RawUpload(
+        asgi_server,
+        project,
+        client=client_for(users["editor"]),
+        spelled=spelling.format(pk=project.pk),
+    )
+    upload.send(64 * KIB)
+    upload.finish()
+    status, _, _ = upload.response()
+    assert status == 404
+    _nothing_kept(project)
 
 
 def test_a_bad_api_token_is_refused_before_the_body_is_read(asgi_server, project, spool):

@@ -8,6 +8,7 @@ from django.http import Http404
 
 from roject.access import aproject_access
 from roject.models import Project
+from rojos.budgets import BudgetExceeded
 from rojos.errors import TurnBusy, TurnNotStarted
 from rojos.models import Conversation, Rojo
 from rojos.transcript import EventPrinter
@@ -43,7 +44,7 @@ class Command(BaseCommand):
             failed = asyncio.run(
                 self._chat(user_obj, project_obj, rojo_obj, conversation, message, format, yes)
             )
-        except (Http404, PermissionDenied, TurnBusy) as exc:
+        except (Http404, PermissionDenied, TurnBusy, BudgetExceeded) as exc:
             raise CommandError(str(exc) or "not allowed") from None
         except TurnNotStarted as exc:
             raise CommandError(
