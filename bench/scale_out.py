@@ -1,8 +1,8 @@
 """12. 1,000 streams on one machine: two server processes on PostgreSQL + Redis.
 
-The README's scale-out layout on one host: two server processes (each on a port of its
-own, as `daphne -p 8001` and `-p 8002` behind the proxy), one PostgreSQL database, one
-Redis. The client spreads the conversations over the two in turn, so each reply is
+The scale-out layout of docs/operations.md on one host: two server processes (each on a
+port of its own, as `daphne -p 8001` and `-p 8002` behind the proxy), one PostgreSQL
+database, one Redis. The client spreads the conversations over the two in turn, so each reply is
 followed on the process that runs it and the relay through Redis is not in the path.
 Each conversation is a short paced reply (CHUNKS stamped chunks DELAY_MS apart, the
 provider holding them until all have asked). Every client must see the whole reply and
@@ -352,8 +352,9 @@ def scale_out(
 def scale_out_section(r: ScaleOutResult | None, why: str = "") -> Section:
     section = Section(
         "12. 1,000 streams on one machine",
-        f"The README's scale-out layout on one host: {PROCESSES} server processes (uvicorn, "
-        "a port each) on one PostgreSQL database (a fresh one) and one Redis, the client "
+        "The scale-out layout of docs/operations.md on one host: "
+        f"{PROCESSES} server processes (uvicorn, a port each) on one PostgreSQL database "
+        "(a fresh one) and one Redis, the client "
         "spreading the conversations over them in turn. Each conversation is a reply of "
         f"{CHUNKS} stamped chunks paced {DELAY_MS} ms apart, all streaming at once. Chunk "
         "latency counts the chunks that arrived once every stream had its first one. CPU "

@@ -175,7 +175,7 @@ def _application():
 
 
 # BENCH_SERVER's uvicorn variants: (event loop, HTTP parser). `uvicorn` is the production
-# command's (README, "Running at scale"); uvloop (not a dependency) was measured slower.
+# command's (docs/operations.md, "Running at scale"); uvloop (not a dependency) was measured slower.
 UVICORN = {
     "uvicorn": ("asyncio", "httptools"),
     "uvicorn-h11": ("asyncio", "h11"),

@@ -4,7 +4,7 @@ the provider's (issuer, sub), named after preferred_username, given project role
 Account takeover: an email address proves nothing here (owners type them into
 invitations, an admin sets them), so a sign-in is bound to its account by (iss, sub) at
 its first login, and only then may a verified email join an existing account, under the
-conditions in roject/oidc_identity.py — see README, "Single sign-on".
+conditions in roject/oidc_identity.py — see docs/teams.md, "Single sign-on".
 """
 
 import logging

@@ -231,7 +231,7 @@ ROJO_OIDC_CLIENT_ID = os.environ.get("ROJO_OIDC_CLIENT_ID", "").strip()
 ROJO_OIDC_CLIENT_SECRET = os.environ.get("ROJO_OIDC_CLIENT_SECRET", "")
 ROJO_OIDC_SCOPES = os.environ.get("ROJO_OIDC_SCOPES", "").strip() or "openid email profile"
 # A provider that sends no email_verified (Entra ID): whether its emails count as verified
-# (only for a first sign-in's match by email; see README, "Single sign-on").
+# (only for a first sign-in's match by email; see docs/teams.md, "Single sign-on").
 ROJO_OIDC_EMAIL_VERIFIED_DEFAULT = env_bool("ROJO_OIDC_EMAIL_VERIFIED_DEFAULT", False)
 ROJO_OIDC_GROUPS_CLAIM = os.environ.get("ROJO_OIDC_GROUPS_CLAIM", "").strip() or "groups"
 ROJO_OIDC_GROUP_ROLES = oidc_group_roles(os.environ.get("ROJO_OIDC_GROUP_ROLES", ""))

@@ -13,7 +13,7 @@ class RojosConfig(AppConfig):
     verbose_name = "Rojos and conversations"
 
     def ready(self) -> None:
-        # Modules that register tools of their own (see "Your own tools" in the README).
+        # Modules that register tools of their own (see "Your own tools" in docs/guide.md).
         for module in getattr(settings, "ROJO_TOOL_MODULES", ()):
             import_module(module)
         post_migrate.connect(_search_triggers_restore, sender=self)

@@ -28,7 +28,7 @@ def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
     """The app served over HTTP on a random port for the whole session; yields its base URL."""
     from roject.asgi import application
 
-    # The production command's parser (README, "Running at scale"), whose send the write
+    # The production command's parser (docs/operations.md, "Running at scale"), whose send the write
     # timeout (roject/write_timeout.py) reads.
     config = uvicorn.Config(
         application, host="127.0.0.1", port=0, log_level="warning", lifespan="off",

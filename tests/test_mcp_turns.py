@@ -1,5 +1,5 @@
 """A rojo calling MCP tools in a real turn (the chat command, the fake provider), and the
-README's MCP commands, run as written."""
+MCP commands of docs/mcp.md, run as written."""
 
 import contextlib
 import io
@@ -21,7 +21,7 @@ from tests.helpers import make_rojo
 from tests.mcp_helpers import edge_server, time_server, wait_gone
 
 pytestmark = pytest.mark.django_db(transaction=True)
-README = Path(__file__).resolve().parent.parent / "README.md"
+MCP_DOC = Path(__file__).resolve().parent.parent / "docs" / "mcp.md"
 
 
 def chat(message: str, *, user="editor", yes=False) -> list[dict]:
@@ -168,16 +168,16 @@ def test_an_mcp_call_costs_a_step_no_more_queries_than_a_built_in_one(
 
 
 def readme_mcp_commands() -> list[list[str]]:
-    text = README.read_text()
+    text = MCP_DOC.read_text()
     match = re.search(r"<!-- example: mcp tools -->\s*```sh\n(.*?)```", text, re.S)
-    assert match, "the README's MCP example is missing"
+    assert match, "the MCP example of docs/mcp.md is missing"
     joined = match.group(1).replace("\\\n", " ")
     lines = [os.path.expandvars(line) for line in joined.splitlines() if line.strip()]
     return [shlex.split(line) for line in lines]
 
 
 def test_readme_mcp_commands_work_as_written(project, fake_provider, monkeypatch):
-    """The README's create_mcp_server and create_rojo --mcp-servers lines, then a chat."""
+    """The create_mcp_server and create_rojo --mcp-servers lines, then a chat."""
     monkeypatch.setenv("ROJO_KEY_OPENAI", "sk-test")
     commands = readme_mcp_commands()
     printed = []

@@ -1,4 +1,4 @@
-"""Tools of other apps: the decorator, the ROJO_TOOL_MODULES setting and the README's example."""
+"""Tools of other apps: the decorator, the ROJO_TOOL_MODULES setting and the guide's example."""
 
 import re
 import sys
@@ -17,13 +17,13 @@ from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 from tests.live_server import ApiClient
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+GUIDE = Path(__file__).resolve().parent.parent / "docs" / "guide.md"
 
 
 def readme_example() -> str:
-    text = README.read_text()
+    text = GUIDE.read_text()
     match = re.search(r"<!-- example: user tool -->\s*```python\n(.*?)```", text, re.S)
-    assert match, "the README's user-tool example is missing"
+    assert match, "the guide's user-tool example is missing"
     return match.group(1)
 
 
@@ -41,9 +41,9 @@ def ctx_for(root: Path, role=Role.EDITOR, enabled=None) -> RojoToolContext:
 
 
 async def test_readme_example_registers_a_working_tool(tmp_path, cleanup_tools):
-    """The README's worked example runs as written and its tool works through the registry."""
+    """The guide's worked example runs as written and its tool works through the registry."""
     module = types.ModuleType("myapp_rojo_tools")
-    exec(compile(readme_example(), "README.md", "exec"), module.__dict__)
+    exec(compile(readme_example(), "docs/guide.md", "exec"), module.__dict__)
     cleanup_tools.append("word_count")
 
     tool = registry.get("word_count")

@@ -9,7 +9,7 @@ user's limits (rojos.turn_limits), and the page shows its activity line and Undo
 
 The token and the user's membership are checked again as each call starts. Calls of one
 conversation take turns, as a conversation's turns do: a call waits for the one before it.
-Nothing is paused for approval: the outside agent's client asks its own user (README).
+Nothing is paused for approval: the outside agent's client asks its own user (docs/mcp.md).
 With the project's "changes need approval by an owner" on, a non-owner's call that would
 change what is there is refused instead (./owner_approval.py): nobody could approve it.
 """
