@@ -107,6 +107,7 @@ async def _turn_start(
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
     turn.record_id = begun.record.pk
+    turn.message_id = begun.message.pk
     turn.auto_approve = auto_approve
     layer = get_channel_layer()
     channel = None
