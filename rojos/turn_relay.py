@@ -26,6 +26,7 @@ from django.db import DatabaseError
 from redis.exceptions import RedisError
 
 from .channel_reader import ChannelReader
+from .control_layer import control_layer
 from .events import DoneEvent, ErrorEvent
 from .models import Conversation, Message, TurnRecord
 from .stored_events import conversation_turns
@@ -103,9 +104,9 @@ async def _handle(layer, message: dict, turn, task: asyncio.Task) -> bool:
             after = 0  # asked for another turn (one that ended): this one from its START
         for relay in [r for r in turn.relays if r.get_name() == message.get("replaces")]:
             relay.cancel()  # its follower missed a message of it and asked again
-        relay = asyncio.create_task(
-            _relay(layer, turn, message["channel"], after), name=message["channel"]
-        )
+        # Events go over the default layer: `layer` carries control messages only.
+        relay = _relay(get_channel_layer(), turn, message["channel"], after)
+        relay = asyncio.create_task(relay, name=message["channel"])
         turn.relays.add(relay)
         relay.add_done_callback(turn.relays.discard)
     return False
@@ -201,7 +202,7 @@ async def turn_follow_remote(
                 asked = {"type": "turn.follow", "channel": reader.channel, "after": seq}
                 asked.update(turn=turn, replaces=replaced)
                 try:
-                    await layer.group_send(turn_group(conversation_id), asked)
+                    await control_layer().group_send(turn_group(conversation_id), asked)
                 except LAYER_ERRORS:
                     logger.warning("could not ask for the turn of conversation %s", conversation_id)
                     yield relay_unavailable()

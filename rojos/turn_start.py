@@ -11,7 +11,6 @@ import uuid
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
@@ -21,6 +20,7 @@ from roject.access import ProjectAccess
 
 from .branches import branch_fork, branch_started
 from .budgets import Left
+from .control_layer import control_layer
 from .errors import TurnBusy, TurnNotStarted
 from .events import StartEvent
 from .history import History
@@ -109,7 +109,7 @@ async def _turn_start(
     turn.record_id = begun.record.pk
     turn.message_id = begun.message.pk
     turn.auto_approve = auto_approve
-    layer = get_channel_layer()
+    layer = control_layer()
     channel = None
     try:
         channel = await layer.new_channel()
