@@ -138,3 +138,29 @@ def test_followers_of_a_killed_turn_are_told_it_was_interrupted_not_the_previous
     # Ended by then (the followers found its process gone): message 2 as stored.
     assert (after_kill[0].type, after_kill[0].id) == ("START", 1)
     assert after_kill[0].data["message"] == second
+
+
+def test_in_one_process_a_reattach_naming_an_earlier_turn_gets_the_current_one_whole(
+    client_for, users, project, fake_provider
+):
+    """One process: a client that followed message 1 and names it gets message 2, running,
+    from its START; one naming message 2 gets the rest after its id."""
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks(FIRST, pieces=40)))
+    client = client_for(users["editor"])
+    first = client.chat(project.pk, rojo=rojo.slug, message="First")
+    conversation = first[0].data["conversation"]
+    fake_provider.add(stream(*text_chunks(SECOND, pieces=300), delay=0.01))
+    payload = {"rojo": rojo.slug, "message": "Second", "conversation": conversation}
+    with client.chat_stream(project.pk, **payload) as response:
+        seen = [e for _, e in zip(range(30), parse_sse(response.iter_lines()), strict=False)]
+    second = seen[0].data["message"]
+
+    with reattach(client, conversation, 30, turn=first[0].data["message"]) as response:
+        earlier = list(parse_sse(response.iter_lines()))
+    with reattach(client, conversation, seen[-1].id, turn=second) as response:
+        rest = list(parse_sse(response.iter_lines()))
+
+    assert (earlier[0].type, earlier[0].id, earlier[0].data["message"]) == ("START", 1, second)
+    assert chat_text(earlier) == SECOND and earlier[-1].type == "DONE"
+    assert rest[0].id > seen[-1].id and chat_text(seen + rest) == SECOND
