@@ -160,6 +160,12 @@ if REDIS_URL:
             },
         }
     }
+    # A turn's Stop, approvals and follow requests, apart from the relayed chunks: a layer
+    # object of its own has a queue of its own in Redis (rojos/control_layer.py).
+    CHANNEL_LAYERS["control"] = {
+        **CHANNEL_LAYERS["default"],
+        "CONFIG": {**CHANNEL_LAYERS["default"]["CONFIG"], "prefix": "asgi-control"},
+    }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 

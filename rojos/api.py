@@ -16,7 +16,7 @@ from roject.live_auth import checked_stream, live_access_check
 from roject.selectors import membership_list
 from roject.token_auth import session_auth, token_auth
 
-from . import selectors, turn_control, turn_relay, turns, undo
+from . import selectors, turn_control, turn_relay, undo
 from .api_errors import error_handlers_add
 from .api_schemas import (
     ApprovalIn,
@@ -37,6 +37,7 @@ from .conversations_api import router as conversations_router
 from .files_api import router as file_edits_router
 from .search import conversation_search
 from .turn_admission import start_admit
+from .turn_reattach import turn_reattach_plan
 from .turn_repair import dead_turn_end
 from .turn_start import turn_start
 from .wire import encoder_for
@@ -221,12 +222,17 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
 
 
 @api.get("/conversations/{conversation_id}/stream", response=answers(None, 404, 422), tags=["chat"])
-async def conversation_stream(request: HttpRequest, conversation_id: int, after: int = 0):
+async def conversation_stream(
+    request: HttpRequest, conversation_id: int, after: int = 0, turn: int | None = None
+):
     """Re-attach to a conversation's turn: the events after `Last-Event-ID`, then the rest.
 
-    Any member may follow any turn of the project, so the stream ends, within
-    ROJO_LIVE_CHECK_SECONDS, once the follower may no longer read it: removed, inactive,
-    signed out, or its API token revoked (checked again as events go out)."""
+    `turn` names the turn those events were of (the `message` of its START): when the
+    conversation has gone on to another turn, that one comes whole, from its START (numbered
+    1). Without it, `after` is taken as counted in the current turn. Any member may follow
+    any turn of the project, so the stream ends, within ROJO_LIVE_CHECK_SECONDS, once the
+    follower may no longer read it: removed, inactive, signed out, or its API token revoked
+    (checked again as events go out)."""
     conversation, _ = await selectors.aconversation_access(
         user=request.auth, conversation_id=conversation_id
     )
@@ -238,14 +244,15 @@ async def conversation_stream(request: HttpRequest, conversation_id: int, after:
         every = settings.ROJO_LIVE_CHECK_SECONDS
         return _stream(request, checked_stream(events, allowed=allowed, every=every))
 
-    turn = turns.turn_get(conversation.pk)
-    if turn is not None:
-        return followed(turn.follow_batches(after))
+    plan = await turn_reattach_plan(conversation_id=conversation.pk, after=after, turn=turn)
+    if plan.local is not None:
+        return followed(plan.local.follow_batches(plan.after))
     if await dead_turn_end(conversation):  # its process is gone: ended now
-        if after:
-            return _stream(request, _listed(turn_relay.interrupted_events(after)))
+        if plan.after:
+            return _stream(request, _listed(turn_relay.interrupted_events(plan.after)))
     elif conversation.running:  # in another server process
-        return followed(_alone(turn_relay.turn_follow_remote(conversation.pk, after)))
+        remote = turn_relay.turn_follow_remote(conversation.pk, plan.after, turn=plan.current)
+        return followed(_alone(remote))
     # Finished, its live log elsewhere or gone: the stored turn, from its START.
     return _stream(request, _listed(await turn_relay.stored_turn_events(conversation)))
 

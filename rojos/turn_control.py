@@ -11,11 +11,11 @@ directly.
 import asyncio
 from datetime import datetime
 
-from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db.models import Q
 
 from .allowed_tools import conversation_tool_allow
+from .control_layer import control_layer
 from .errors import TurnUnreachable
 from .history import call_open
 from .models import Conversation
@@ -41,7 +41,7 @@ def _running_here(conversation_id: int) -> Turn | None:
 async def _ask(conversation_id: int, message: dict) -> dict | None:
     """Send `message` to the conversation's turn and wait for its acknowledgement; None when
     none came in time. A layer that fails on the way raises (the API answers 503)."""
-    layer = get_channel_layer()
+    layer = control_layer()
     reply = await layer.new_channel()
     await layer.group_send(turn_group(conversation_id), {**message, "reply": reply})
     try:

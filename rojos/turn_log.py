@@ -34,6 +34,8 @@ class Turn:
         self.finished = False
         self.task: asyncio.Task | None = None
         self.record_id: int | None = None
+        # The turn's name on the wire: its user message's id, as its START says (`message`).
+        self.message_id: int | None = None
         self.error: dict = {}
         self.approvals: dict[str, asyncio.Future] = {}
         self.relays: set[asyncio.Task] = set()

@@ -25,6 +25,8 @@ from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import RedisError
 
+from .channel_reader import ChannelReader
+from .control_layer import control_layer
 from .events import DoneEvent, ErrorEvent
 from .models import Conversation, Message, TurnRecord
 from .stored_events import conversation_turns
@@ -97,7 +99,14 @@ async def _handle(layer, message: dict, turn, task: asyncio.Task) -> bool:
             waiting.set_result(bool(message.get("approve")))
         await _ack(layer, message, ok=delivered)
     elif kind == "turn.follow":
-        relay = asyncio.create_task(_relay(layer, turn, message["channel"], message["after"]))
+        after = message["after"]
+        if message.get("turn") not in (None, turn.message_id):
+            after = 0  # asked for another turn (one that ended): this one from its START
+        for relay in [r for r in turn.relays if r.get_name() == message.get("replaces")]:
+            relay.cancel()  # its follower missed a message of it and asked again
+        # Events go over the default layer: `layer` carries control messages only.
+        relay = _relay(get_channel_layer(), turn, message["channel"], after)
+        relay = asyncio.create_task(relay, name=message["channel"])
         turn.relays.add(relay)
         relay.add_done_callback(turn.relays.discard)
     return False
@@ -127,8 +136,10 @@ async def _relay(layer, turn, channel: str, after: int) -> None:
         position = 0
     while True:
         if position < turn.seq:
-            events, position = _batch(turn, position)
-            if not await _send(layer, channel, {"type": "turn.events", "events": events}):
+            # `after`: where the batch goes on from, for the follower to see that none is lost.
+            message = {"type": "turn.events", "after": position}
+            message["events"], position = _batch(turn, position)
+            if not await _send(layer, channel, message):
                 return
             continue
         if turn.finished:
@@ -171,54 +182,66 @@ async def _send(layer, channel: str, message: dict) -> bool:
             delay = min(delay * 2, 1)
 
 
-async def turn_follow_remote(conversation_id: int, after: int) -> AsyncIterator[WireEvent]:
+async def turn_follow_remote(
+    conversation_id: int, after: int, *, turn: int | None = None
+) -> AsyncIterator[WireEvent]:
     """Follow a turn that runs in another process: it relays its events over the layer.
 
-    Ends with the turn's DONE; with ERROR `interrupted` and DONE when its process is gone;
-    with ERROR `unavailable` (no DONE: the turn goes on) when the layer cannot be reached.
+    `turn` names the turn `after` counts in (rojos.turn_reattach): a relay of another turn
+    sends its own from START. Ends with the turn's DONE; with ERROR `interrupted` and DONE
+    when its process is gone; with ERROR `unavailable` (no DONE: the turn goes on) when the
+    layer cannot be reached. A relayed message that does not go on from the last event
+    received (one before it was lost on the way) has the relay asked again from there.
     """
     layer = get_channel_layer()
-    seq, channel, heard = after, None, time.monotonic()
-    while True:
-        if channel is None:
-            channel = await layer.new_channel()
-            try:
-                await layer.group_send(
-                    turn_group(conversation_id),
-                    {"type": "turn.follow", "channel": channel, "after": seq},
-                )
-            except LAYER_ERRORS:
-                logger.warning("could not ask for the turn of conversation %s", conversation_id)
-                yield relay_unavailable()
-                return
-            heard, fresh = time.monotonic(), True
-        message = await _receive(layer, channel)
-        if message is not None:
-            heard = time.monotonic()
-            for event in _events_of(message):
-                if event.seq <= seq and not (fresh and event.seq == 1):
-                    continue  # sent already, by a relay asked before
-                fresh, seq = False, event.seq
-                yield event
-                if event.type == "DONE":
+    seq, reader, replaced, heard = after, None, None, time.monotonic()
+    try:
+        while True:
+            if reader is None:
+                reader = ChannelReader(layer, await layer.new_channel())
+                asked = {"type": "turn.follow", "channel": reader.channel, "after": seq}
+                asked.update(turn=turn, replaces=replaced)
+                try:
+                    await control_layer().group_send(turn_group(conversation_id), asked)
+                except LAYER_ERRORS:
+                    logger.warning("could not ask for the turn of conversation %s", conversation_id)
+                    yield relay_unavailable()
                     return
-            continue
-        ending = await _turn_ended(conversation_id, seq)
-        if ending is not None:
-            for event in ending:
-                yield event
-            return
-        if time.monotonic() - heard > FOLLOW_SILENCE_SECONDS:
-            channel = None  # the relay was lost (Redis restarted, or it gave up): ask again
+                heard, fresh = time.monotonic(), True
+            message = await _receive(reader)
+            if message is not None:
+                heard = time.monotonic()
+                if message.get("after", seq) > seq:
+                    logger.warning("a relayed message of conversation %s was lost", conversation_id)
+                    reader.close()  # ask again from the last event received
+                    replaced, reader = reader.channel, None
+                    continue
+                for event in _events_of(message):
+                    if event.seq <= seq and not (fresh and event.seq == 1):
+                        continue  # sent already, by a relay asked before
+                    fresh, seq = False, event.seq
+                    yield event
+                    if event.type == "DONE":
+                        return
+                continue
+            ending = await _turn_ended(conversation_id, seq)
+            if ending is not None:
+                for event in ending:
+                    yield event
+                return
+            if time.monotonic() - heard > FOLLOW_SILENCE_SECONDS:
+                reader.close()  # the relay was lost (Redis restarted, or it gave up): ask again
+                replaced, reader = None, None
+    finally:
+        if reader is not None:
+            reader.close()
 
 
-async def _receive(layer, channel: str) -> dict | None:
+async def _receive(reader: ChannelReader) -> dict | None:
     """The next message on the channel, or None after FOLLOW_CHECK_SECONDS without one (or a
     failing layer: Redis' own read timeouts end here, never the follow)."""
     try:
-        return await asyncio.wait_for(layer.receive(channel), FOLLOW_CHECK_SECONDS)
-    except TimeoutError:
-        return None
+        return await reader.next(FOLLOW_CHECK_SECONDS)
     except LAYER_ERRORS:
         await asyncio.sleep(LAYER_RETRY_SECONDS)
         return None

@@ -12,7 +12,6 @@ import uuid
 from dataclasses import dataclass
 
 from asgiref.sync import sync_to_async
-from channels.layers import get_channel_layer
 from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
@@ -23,6 +22,7 @@ from roject.access import ProjectAccess
 from .branches import branch_fork, branch_started
 from .budget_starts import project_budget_start_check
 from .budgets import Budget, Left
+from .control_layer import control_layer
 from .errors import TurnBusy, TurnNotStarted
 from .events import StartEvent
 from .history import History
@@ -118,8 +118,9 @@ async def _turn_start(
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
     turn.record_id = begun.record.pk
+    turn.message_id = begun.message.pk
     turn.auto_approve = auto_approve
-    layer = get_channel_layer()
+    layer = control_layer()
     channel = None
     try:
         channel = await layer.new_channel()

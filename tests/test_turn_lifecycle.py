@@ -142,7 +142,7 @@ def test_a_relay_gone_as_the_turn_ends_still_frees_the_conversation(
         async def group_discard(self, group, channel):
             raise RedisConnectionError("Connection reset by peer")
 
-    monkeypatch.setattr(turn_start, "get_channel_layer", lambda: ResettingLayer())
+    monkeypatch.setattr(turn_start, "control_layer", lambda: ResettingLayer())
     fake_provider.add(stream(*text_chunks("First.")), stream(*text_chunks("Second.")))
     client = client_for(users["editor"])
     first = client.chat(project.pk, rojo=rojo.slug, message="One")

@@ -302,9 +302,12 @@ export class ChatPanel extends EventTarget {
   /** Follow the running reply again, after a wait that grows with each failed try. */
   async reattach(hintSeconds = 0) {
     await this.reconnector.wait(hintSeconds);
+    // The turn its events were of (its START's message): a conversation gone on to another
+    // turn meanwhile sends that one whole, never the rest of it counted from this one's.
+    const turn = this.lastEventId && this.turnMessage ? `&turn=${this.turnMessage}` : "";
     let response;
     try {
-      response = await request(`/api/conversations/${this.conversationId}/stream?after=${this.lastEventId}`, {
+      response = await request(`/api/conversations/${this.conversationId}/stream?after=${this.lastEventId}${turn}`, {
         accept: "text/event-stream",
       });
     } catch (error) {
