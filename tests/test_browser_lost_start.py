@@ -36,7 +36,7 @@ def held_start(monkeypatch, settings):
     # A claim of a process still alive here goes stale after ten times this (turn_claims).
     settings.ROJO_TURN_STALE_SECONDS = 0.3
     layer = HeldLayer()
-    monkeypatch.setattr(turn_start, "get_channel_layer", lambda: layer)
+    monkeypatch.setattr(turn_start, "control_layer", lambda: layer)
     yield layer
     layer.release.set()
 
