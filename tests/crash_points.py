@@ -41,4 +41,4 @@ class _NeverStarts:
 if os.environ.get("ROJO_TEST_HANG_BEFORE_START") == "1":
     from rojos import turn_start
 
-    turn_start.get_channel_layer = _NeverStarts
+    turn_start.control_layer = _NeverStarts
