@@ -187,6 +187,16 @@ async def file_history(request: HttpRequest, project_id: int, path: str):
     return await sync_to_async(history.file_history)(project_id=access.project.pk, path=path)
 
 
+async def _project_change(access, change_id: int) -> FileChange:
+    """A change of the project, or 404: another project's change is not told apart."""
+    change = await FileChange.objects.filter(
+        pk=object_id(change_id, "change"), project_id=access.project.pk
+    ).afirst()
+    if change is None:
+        raise Http404("No such change.")
+    return change
+
+
 class RestoreIn(Schema):
     change: int = Field(description="A change from the file's history.")
     path: str
@@ -196,11 +206,7 @@ class RestoreIn(Schema):
 async def version_restore(request: HttpRequest, project_id: int, payload: RestoreIn):
     """Put a file back as it was before a change of its history; itself a recorded change."""
     access = await _writer(request, project_id)
-    change = await FileChange.objects.filter(
-        pk=object_id(payload.change, "change"), project_id=access.project.pk
-    ).afirst()
-    if change is None:
-        raise Http404("No such change.")
+    change = await _project_change(access, payload.change)
     return _changed(
         await file_actions.version_restore(
             change=change,
@@ -236,11 +242,7 @@ async def deleted_file_restore(request: HttpRequest, project_id: int, payload: D
     """Put a deleted file or folder back by undoing its deletion; 409 when the path exists
     again (it is never overwritten)."""
     access = await _writer(request, project_id)
-    change = await FileChange.objects.filter(
-        pk=object_id(payload.change, "change"), project_id=access.project.pk
-    ).afirst()
-    if change is None:
-        raise Http404("No such change.")
+    change = await _project_change(access, payload.change)
     await deleted.deleted_file_restore(
         change=change, user=request.auth, actor=audit_actor(request, user=request.auth)
     )
