@@ -202,6 +202,8 @@ def test_a_per_user_limit_reads_clearly_in_the_chat(
     open_chat(page, project)
     send(page, "One")
     expect(page.locator(".bubble.assistant")).to_have_text("First answer.")
+    # The text shows before the turn's end: Enter while it runs sends nothing.
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
 
     send(page, "Two")
 
