@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from . import shared_views, views
-from .api import api
+from rojos.web import pages as views
+from rojos.web import shared_pages as shared_views
+from rojos.web.api import api
 
 urlpatterns = [
     path("projects/<int:project_id>/", views.project_page, name="project"),

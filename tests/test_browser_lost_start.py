@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from rojos import turn_start
 from rojos.models import Conversation, Message
+from rojos.turns import start as turn_start
 from tests.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
