@@ -33,7 +33,7 @@ class HeldLayer:
 
 @pytest.fixture
 def held_start(monkeypatch, settings):
-    # A claim of a process still alive here goes stale after ten times this (turn_claims).
+    # A claim of a process still alive here goes stale after ten times this (rojos.models.claims).
     settings.ROJO_TURN_STALE_SECONDS = 0.3
     layer = HeldLayer()
     monkeypatch.setattr(turn_start, "control_layer", lambda: layer)

@@ -192,7 +192,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     Server-sent events by default; NDJSON lines with `Accept: application/x-ndjson`.
     """
     user = request.auth
-    admission = await start_admit()  # starts go a few at a time, in order (turn_admission)
+    admission = await start_admit()  # starts go a few at a time, in order (rojos.turns.admission)
     try:
         checked = await sync_to_async(selectors.chat_context_get)(
             user=user,
