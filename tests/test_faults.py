@@ -67,7 +67,7 @@ def doomed_server(server_process) -> ServerProcess:
 
 def send_once_free(client: ApiClient, project, rojo, conversation: int) -> list[Event]:
     """Send "Again" to a conversation whose turn died: accepted at once, since the claim's
-    owner was a process of this host that is gone (rojos.turns.owner).
+    owner was a process of this host that is gone (rojos.models.claims).
 
     Returns the events of the accepted turn.
     """

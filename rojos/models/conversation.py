@@ -64,7 +64,7 @@ class Conversation(models.Model):
     # Kept on the row, so loading the active branch stays one query of messages.
     branch = models.PositiveIntegerField(default=0, editable=False)
     branches = models.JSONField(default=list, blank=True, editable=False)
-    # The process running it (host, pid, boot token: rojos/turns/owner.py), so that a process
+    # The process running it (host, pid, boot token: rojos/models/claims.py), so that a process
     # on the same host can tell at once that a claim's owner is gone.
     turn_owner = models.CharField(max_length=200, blank=True, editable=False)
     # The key the page made for the latest message sent to it (ChatIn.key): a page that
