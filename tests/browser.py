@@ -40,8 +40,11 @@ def browser(django_db_setup):
         if os.environ.get("ROJO_REQUIRE_BROWSER"):
             pytest.fail("ROJO_REQUIRE_BROWSER is set but no chromium is installed")
         pytest.skip("no chromium installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Playwright's 5 s for an expectation is short for a page on a loaded machine (several
+    # workers, each with a browser, on two cores): what the tests wait for still has to happen.
+    expect.set_options(timeout=30_000)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         with sync_playwright() as playwright:
@@ -63,7 +66,7 @@ def page_for(browser, asgi_server):
             timezone_id=timezone,
             locale="en-US",
         )
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(30_000)
         if user is not None:
             client = Client()
             client.force_login(user)

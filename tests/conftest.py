@@ -3,6 +3,7 @@
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -22,6 +23,19 @@ pytest_plugins = [
     "tests.replay_story",
     "tests.oidc_server",
 ]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_database_empty():
+    """This worker's Redis database (tests/settings.py) starts empty: nothing a killed run
+    left there (groups, cached logins) lingers into this one."""
+    url = os.environ.get("REDIS_URL", "").strip()
+    if url:
+        import redis
+
+        client = redis.Redis.from_url(url)
+        client.flushdb()
+        client.close()
 
 
 @pytest.fixture(autouse=True)
