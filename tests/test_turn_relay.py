@@ -212,7 +212,9 @@ async def test_a_slow_remote_follower_gets_its_backlog_late_rather_than_never(
     """A follower that stops reading while its channel fills: the relay waits and sends the
     backlog from the turn's kept events once it reads again; every event arrives, in order."""
     layer = SmallLayer()
-    channel_layers.backends[DEFAULT_CHANNEL_LAYER] = layer
+    # For this test only: left in place, the process's later tests (the live server's turns)
+    # would relay through it, unheard by any server process on Redis.
+    monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, layer)
     monkeypatch.setattr(turn_relay, "BATCH_EVENTS", 1)
     fake_provider.add(stream(*text_chunks("w " * 50, pieces=50)))
     conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
