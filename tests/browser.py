@@ -58,6 +58,7 @@ def page_for(browser, asgi_server):
     """page_for(user, width=1280, height=800, timezone=None): a page logged in as `user` on
     the live server."""
     contexts = []
+    pages = []
 
     def make(user=None, *, width: int = 1280, height: int = 800, timezone: str | None = None):
         context = browser.new_context(
@@ -83,9 +84,28 @@ def page_for(browser, asgi_server):
             "console",
             lambda msg: page.console_errors.append(msg.text) if msg.type == "error" else None,
         )
+        # What a page could not load, for the report of a test that fails (a page whose
+        # scripts never ran has been seen under load, with no other trace).
+        page.load_problems = []
+        page.on(
+            "requestfailed",
+            lambda request: page.load_problems.append(f"{request.url}: {request.failure}"),
+        )
+        page.on(
+            "response",
+            lambda response: (
+                page.load_problems.append(f"{response.url}: {response.status}")
+                if response.status >= 400
+                else None
+            ),
+        )
+        pages.append(page)
         return page
 
     yield make
+    for page in pages:  # shown with a failing test's output only
+        if page.console_errors or page.load_problems:
+            print("page console errors:", page.console_errors, "load problems:", page.load_problems)
     for context in contexts:
         context.close()
 
