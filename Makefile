@@ -24,8 +24,13 @@ run: setup
 	# a traversal with 404); runserver's own handler would answer some with a 500.
 	DEBUG=1 $(BIN)/python manage.py runserver --nostatic $(HOST):$(PORT)
 
+# Workers of the suite (pytest-xdist), each on a database, storage root and Redis database of
+# its own; a module's tests stay on one worker (they share its module-scoped servers).
+# PYTEST_ARGS adds options (CI's PostgreSQL + Redis stage: PYTEST_ARGS="-m backend").
+PYTEST_WORKERS ?= 4
+PYTEST_ARGS ?=
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 lint: setup
 	$(BIN)/ruff check .

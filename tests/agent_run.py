@@ -45,6 +45,7 @@ class TurnRun:
     events: list[AgentEvent]
     error: TurnError | None
     times: list[float]  # when each event came, in seconds since the turn started
+    started: float = 0.0  # when the turn started (time.monotonic())
 
     @property
     def kinds(self) -> list[str]:
@@ -101,7 +102,10 @@ async def run_turn(
             times.append(time.monotonic() - started)
     except TurnError as exc:
         error = exc
-    return TurnRun(conversation=conversation, root=root, events=events, error=error, times=times)
+    return TurnRun(
+        conversation=conversation, root=root, events=events, error=error, times=times,
+        started=started,
+    )  # fmt: skip
 
 
 async def valid_history(conversation: Conversation) -> list[Message]:

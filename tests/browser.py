@@ -40,8 +40,11 @@ def browser(django_db_setup):
         if os.environ.get("ROJO_REQUIRE_BROWSER"):
             pytest.fail("ROJO_REQUIRE_BROWSER is set but no chromium is installed")
         pytest.skip("no chromium installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Playwright's 5 s for an expectation is short for a page on a loaded machine (several
+    # workers, each with a browser, on two cores): what the tests wait for still has to happen.
+    expect.set_options(timeout=30_000)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         with sync_playwright() as playwright:
@@ -55,6 +58,7 @@ def page_for(browser, asgi_server):
     """page_for(user, width=1280, height=800, timezone=None): a page logged in as `user` on
     the live server."""
     contexts = []
+    pages = []
 
     def make(user=None, *, width: int = 1280, height: int = 800, timezone: str | None = None):
         context = browser.new_context(
@@ -63,7 +67,7 @@ def page_for(browser, asgi_server):
             timezone_id=timezone,
             locale="en-US",
         )
-        context.set_default_timeout(10_000)
+        context.set_default_timeout(30_000)
         if user is not None:
             client = Client()
             client.force_login(user)
@@ -80,9 +84,28 @@ def page_for(browser, asgi_server):
             "console",
             lambda msg: page.console_errors.append(msg.text) if msg.type == "error" else None,
         )
+        # What a page could not load, for the report of a test that fails (a page whose
+        # scripts never ran has been seen under load, with no other trace).
+        page.load_problems = []
+        page.on(
+            "requestfailed",
+            lambda request: page.load_problems.append(f"{request.url}: {request.failure}"),
+        )
+        page.on(
+            "response",
+            lambda response: (
+                page.load_problems.append(f"{response.url}: {response.status}")
+                if response.status >= 400
+                else None
+            ),
+        )
+        pages.append(page)
         return page
 
     yield make
+    for page in pages:  # shown with a failing test's output only
+        if page.console_errors or page.load_problems:
+            print("page console errors:", page.console_errors, "load problems:", page.load_problems)
     for context in contexts:
         context.close()
 

@@ -3,6 +3,7 @@
 import asyncio
 import concurrent.futures
 import contextlib
+import os
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -22,6 +23,52 @@ pytest_plugins = [
     "tests.replay_story",
     "tests.oidc_server",
 ]
+
+
+# The tests whose behaviour depends on the database and channel layer, or that run more than
+# one process: CI runs them again on PostgreSQL + Redis (`make test PYTEST_ARGS="-m backend"`);
+# the rest are logic, run once. Marked here by what they use, beside those marked in place.
+BACKEND_FIXTURES = {"server_process", "second_server"}
+BACKEND_MODULES = {
+    "test_approvals",  # decisions and stops go through the control layer
+    "test_owner_approvals",
+    "test_follow_batches",
+    "test_turn_lifecycle",  # stops, and a table lock of each database's own
+    "test_cached_sessions",  # sessions in the cache: Redis, or the process's memory
+    "test_channel_layer",
+    "test_control_messages",
+    "test_db_threads",
+    "test_login_limits",  # counts in the cache
+    "test_oidc_roles_concurrency",  # row locks
+    "test_project_live",
+    "test_reattach_turns",
+    "test_relay_continuity",
+    "test_scale_out",
+    "test_search",  # PostgreSQL's full-text search, SQLite's LIKE
+    "test_tool_call_deltas_scale_out",
+    "test_turn_relay",
+    "test_turn_start",  # claims: row locks and the channel layer
+}
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        module = item.module.__name__.rpartition(".")[2] if item.module else ""
+        if module in BACKEND_MODULES or BACKEND_FIXTURES & set(item.fixturenames):
+            item.add_marker(pytest.mark.backend)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def redis_database_empty():
+    """This worker's Redis database (tests/settings.py) starts empty: nothing a killed run
+    left there (groups, cached logins) lingers into this one."""
+    url = os.environ.get("REDIS_URL", "").strip()
+    if url:
+        import redis
+
+        client = redis.Redis.from_url(url)
+        client.flushdb()
+        client.close()
 
 
 @pytest.fixture(autouse=True)

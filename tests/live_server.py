@@ -38,7 +38,7 @@ def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
     thread = threading.Thread(target=server.run, daemon=True)
     with django_db_blocker.unblock():
         thread.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 60
         while not server.started:
             if time.monotonic() > deadline or not thread.is_alive():
                 raise RuntimeError("the ASGI test server did not start")

@@ -82,7 +82,7 @@ class HttpEdge:
             start_new_session=True,
             env={**os.environ, "EDGE_TOKEN": "from-env"},
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 90  # a start, on a loaded machine
         while time.monotonic() < deadline:
             try:
                 httpx2.get(self.url, timeout=1)

@@ -84,7 +84,7 @@ def _rsa_key_pem() -> str:
 
 
 def _wait_ready(provider: Provider) -> None:
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 90
     while True:
         if provider.process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError("the OIDC provider did not start:\n" + provider.log_path.read_text())

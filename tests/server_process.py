@@ -20,7 +20,8 @@ import httpx2
 import pytest
 from django.conf import settings as django_settings
 
-START_TIMEOUT = 30
+# Starts only: a loaded machine (four workers on two cores) can take long to import the app.
+START_TIMEOUT = 90
 
 
 def database_url() -> str:

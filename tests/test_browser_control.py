@@ -125,6 +125,7 @@ def a_txt_written(page_for, users, project, fake_provider):
     open_chat(page, project)
     send(page, "Write a.txt")
     expect(page.locator(".bubble.assistant")).to_have_text("Written.")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()  # the turn's DONE came too
     return page, root
 
 

@@ -208,6 +208,7 @@ def test_the_file_tree_marks_what_the_latest_turn_changed(page_for, users, proje
 
     page.reload()
     expect(tree.locator('li[data-path="docs/a.md"]')).to_have_class("changed")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()  # the first turn's DONE
     send(page, "Write b.md")
     expect(page.locator(".bubble.assistant").last).to_have_text("Wrote b.")
     expect(tree.locator('li[data-path="b.md"]')).to_have_class("changed")

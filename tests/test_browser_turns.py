@@ -484,6 +484,7 @@ def test_a_reply_that_cannot_start_keeps_the_message_in_its_conversation(
     expect(page.get_by_label("Message")).to_be_editable()
 
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer())
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
     send(page, "And now?")
 
     expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("Back again.")

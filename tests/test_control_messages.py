@@ -62,14 +62,26 @@ def relay_backlog_add(layer, count: int) -> None:
         client.close()
 
 
+def relay_backlog_left(layers) -> int:
+    """The relayed messages still queued for B's followers on `layers`' keys."""
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    try:
+        return sum(client.zcard(key) for key in {backlog_key(layer) for layer in layers})
+    finally:
+        client.close()
+
+
 def test_a_stop_is_confirmed_behind_a_backlog_of_relayed_chunks(
     server_process, client_for, users, project, fake_provider, settings
 ):
     """Thousands of relayed chunks wait in the queue of B, which runs the turn: the Stop sent
-    through A is acknowledged (not a 503) and the turn ends as stopped."""
+    through A is acknowledged while they still wait (not after them, nor a 503) and the turn
+    ends as stopped."""
     if not os.environ.get("REDIS_URL") or connection.vendor != "postgresql":
         pytest.skip("runs with REDIS_URL and a PostgreSQL DATABASE_URL set")
-    a = server_process(ROJO_RELAY_CONFIRM_SECONDS="3")
+    # Time enough for a confirmation on a loaded machine: whether it waited behind the
+    # backlog is told by the backlog, still there or not when it came.
+    a = server_process(ROJO_RELAY_CONFIRM_SECONDS="60")
     on_b = client_for(users["editor"])
     on_a = client_for(users["editor"], base_url=a.base_url)
     rojo = make_rojo(fake_provider.base_url)
@@ -85,6 +97,7 @@ def test_a_stop_is_confirmed_behind_a_backlog_of_relayed_chunks(
             for layer in layers:
                 relay_backlog_add(layer, BACKLOG)
             stopped = on_a.post(f"/api/conversations/{seen[0].data['conversation']}/stop")
+            waiting = relay_backlog_left(layers)
             rest = list(events)
     finally:  # the next tests' relays use these layers
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
@@ -94,5 +107,6 @@ def test_a_stop_is_confirmed_behind_a_backlog_of_relayed_chunks(
 
     assert stopped.status_code == 200, stopped.text
     assert stopped.json() == {"stopping": True}
+    assert waiting > 0, "the Stop was confirmed only once the relayed chunks were all popped"
     assert [e.type for e in rest][-2:] == ["ERROR", "DONE"]
     assert rest[-2].data["code"] == "stopped"

@@ -5,8 +5,6 @@ Real processes on the test's database (SQLite or PostgreSQL; with REDIS_URL the 
 also gets the reply relayed until the kill).
 """
 
-import time
-
 import pytest
 
 from rojos.models import Conversation, TurnRecord
@@ -40,17 +38,23 @@ def start_slow_turn(client, project, rojo, fake_provider):
 
 
 def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_message_is_taken(
-    server_process, client_for, users, project, rojo, fake_provider
+    server_process, client_for, users, project, rojo, fake_provider, settings
 ):
     """SIGKILL of the process running a reply, while a re-attach follows it through the other
-    process: the follower gets ERROR `interrupted` (what was written is kept) and DONE within
-    seconds, and a new message is accepted within 10 s of the kill."""
+    process: the follower gets ERROR `interrupted` (what was written is kept) and DONE once the
+    process is found gone, not once its claim is stale, and a new message is accepted."""
+    settings.ROJO_TURN_STALE_SECONDS = 3600  # the survivor finds the process gone, not stale
     victim = doomed(server_process)
     on_victim = client_for(users["editor"], base_url=victim.base_url)
     on_survivor = client_for(users["editor"])
     response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider)
     conversation = seen[0].data["conversation"]
-    time.sleep(0.5)  # a draft of the text is saved
+
+    def drafted() -> bool:  # a draft of the text is saved
+        history = stored_history(conversation)
+        return len(history) > 1 and len(history[1].content) >= 16
+
+    wait_until(drafted, timeout=60)
 
     with on_survivor.http.stream(
         "GET",
@@ -60,16 +64,13 @@ def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_messag
     ) as follow:
         followed = parse_sse(follow.iter_lines())
         victim.kill()
-        killed_at = time.monotonic()
         rest = list(followed)
-    told_after = time.monotonic() - killed_at
     response_cm.__exit__(None, None, None)
 
     assert [e.type for e in rest][-2:] == ["ERROR", "DONE"]
     assert rest[-2].data == {"message": INTERRUPTED_MESSAGE, "code": "interrupted"}
     ids = [e.id for e in rest]
     assert ids == list(range(seen[-1].id + 1, seen[-1].id + 1 + len(rest)))
-    assert told_after < 5
     # What it had written is kept as the reply, no longer a draft: search finds it.
     kept = stored_history(conversation)[1]
     assert (kept.role, kept.draft) == ("assistant", False)
@@ -78,7 +79,6 @@ def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_messag
 
     fake_provider.add(stream(*text_chunks("Back.")))
     again = on_survivor.chat(project.pk, rojo=rojo.slug, message="Again", conversation=conversation)
-    assert time.monotonic() - killed_at < 10
     assert [e.type for e in again] == ["START", "CHAT", "DONE"]
     history = stored_history(conversation)
     assert_history_valid(history)
@@ -89,10 +89,11 @@ def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_messag
 
 
 def test_a_restarted_process_ends_the_turns_of_its_earlier_life_at_once(
-    server_process, client_for, users, project, rojo, fake_provider
+    server_process, client_for, users, project, rojo, fake_provider, settings
 ):
     """A process killed mid-reply and a new one started on the same host: the new one ends
     the dead turn at start-up, with no request about it, long before its claim goes stale."""
+    settings.ROJO_TURN_STALE_SECONDS = 3600  # nor does this process end it, as stale
     victim = doomed(server_process)
     on_victim = client_for(users["editor"], base_url=victim.base_url)
     response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider)
@@ -106,17 +107,18 @@ def test_a_restarted_process_ends_the_turns_of_its_earlier_life_at_once(
         record = TurnRecord.objects.get(conversation_id=conversation)
         return record.status == TurnRecord.Status.INTERRUPTED
 
-    wait_until(ended, timeout=5)
+    wait_until(ended, timeout=60)  # its claim goes stale after 300 s
     claim = Conversation.objects.get(pk=conversation)
     assert (claim.turn_id, claim.turn_owner) == (None, "")
     assert TurnRecord.objects.get(conversation_id=conversation).error == INTERRUPTED_MESSAGE
 
 
 def test_stop_on_a_turn_whose_process_is_gone_ends_it_at_once(
-    server_process, client_for, users, project, rojo, fake_provider
+    server_process, client_for, users, project, rojo, fake_provider, settings
 ):
     """Stop through the surviving process, right after the kill: the turn is ended there and
     then, and the conversation reads as not running, its turn interrupted."""
+    settings.ROJO_TURN_STALE_SECONDS = 3600  # ended as gone, not once stale
     victim = doomed(server_process)
     on_victim = client_for(users["editor"], base_url=victim.base_url)
     on_survivor = client_for(users["editor"])
@@ -125,11 +127,9 @@ def test_stop_on_a_turn_whose_process_is_gone_ends_it_at_once(
     victim.kill()
     response_cm.__exit__(None, None, None)
 
-    started = time.monotonic()
     stopped = on_survivor.post(f"/api/conversations/{conversation}/stop")
 
     assert stopped.json() == {"stopping": True}
-    assert time.monotonic() - started < 2
     detail = on_survivor.get(f"/api/conversations/{conversation}").json()
     assert detail["running"] is False
     assert detail["turns"][0]["status"] == "interrupted"

@@ -1,6 +1,5 @@
 """The fake provider over real HTTP: the SDK and a raw client get exactly what a test scripted."""
 
-import itertools
 import json
 import threading
 import time
@@ -96,14 +95,40 @@ def test_raw_lines_pass_verbatim_and_stream_ends_with_done(fake_provider):
     assert len(sse_lines(fake_provider, text_chunks("x"), done=False)) == 2
 
 
-def test_delay_paces_chunks_and_first_byte_delay_holds_headers(fake_provider):
+def test_delay_paces_chunks_and_first_byte_delay_holds_headers(fake_provider, monkeypatch):
+    """The provider pauses first_byte_delay before its headers and `delay` before each chunk
+    (what it did, in order, on its side of the connection)."""
+    import tests.fake_provider as module
+
+    done: list[tuple] = []
+
+    class Time:
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            if seconds:
+                done.append(("pause", seconds))
+            time.sleep(seconds)
+
+    handler = module._Handler
+    send_response, write_chunk = handler.send_response, handler._write_chunk
+    monkeypatch.setattr(module, "time", Time)
+    monkeypatch.setattr(
+        handler,
+        "send_response",
+        lambda self, *a: (done.append(("headers",)), send_response(self, *a)),
+    )
+    monkeypatch.setattr(
+        handler,
+        "_write_chunk",
+        lambda self, text: (done.append(("chunk",)), write_chunk(self, text)),
+    )
     fake_provider.add(stream(text_chunks("abc", pieces=3), delay=0.05, first_byte_delay=0.15))
-    start = time.monotonic()
     with httpx2.stream("POST", f"{fake_provider.base_url}/chat/completions", json=BODY) as response:
-        assert time.monotonic() - start >= 0.15
-        arrivals = [time.monotonic() for line in response.iter_lines() if line.startswith("data")]
-    gaps = [later - earlier for earlier, later in itertools.pairwise(arrivals[:4])]
-    assert len(arrivals) == 5 and min(gaps) >= 0.03
+        data = [line for line in response.iter_lines() if line.startswith("data")]
+
+    assert len(data) == 5  # three pieces, the finish, [DONE]
+    paced = [("pause", 0.05), ("chunk",)] * 4
+    assert done == [("pause", 0.15), ("headers",), *paced, ("chunk",)]
 
 
 def test_replies_sharing_a_barrier_start_once_all_were_requested(fake_provider):

@@ -6,7 +6,9 @@ checks, limits and undo records; viewers and read-only tokens never write; bad t
 401 and projects the user cannot see 404.
 """
 
+import importlib
 import json
+import sys
 
 import httpx2
 import mcp_types as types
@@ -53,12 +55,28 @@ def text_of(result: types.CallToolResult) -> str:
     return "".join(part.text for part in result.content)
 
 
-def test_tools_are_listed_with_our_descriptions_schemas_and_hints(server, users, project):
+@pytest.fixture
+def registry_with_example_tools():
+    """The server process's user tools, registered in this process too for one test: the
+    registry is the process's, and the next tests must not find them there."""
+    from rojos.tools import registry
+
+    before = {tool.name for tool in registry}
+    sys.modules.pop("tests.example_tools", None)
+    importlib.import_module("tests.example_tools")
+    yield registry
+    for name in {tool.name for tool in registry} - before:
+        registry.unregister(name)
+    sys.modules.pop("tests.example_tools", None)
+
+
+def test_tools_are_listed_with_our_descriptions_schemas_and_hints(
+    server, users, project, registry_with_example_tools
+):
     """An editor's token lists every built-in and registered user tool, as the rojos see
     them, with readOnlyHint on the tools that read and destructiveHint on those that
     replace or remove."""
-    from rojos.tools import registry
-    from tests import example_tools  # noqa: F401  (the same tools, registered here too)
+    registry = registry_with_example_tools
 
     listed = with_mcp(
         mcp_url(server.base_url, project.slug),

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from rojos.turns import memory_trim
+from tests.live_server import wait_until
 
 
 @pytest.fixture
@@ -29,15 +30,19 @@ def test_glibc_malloc_trim_is_found():
     assert trim(0) in (0, 1)
 
 
+def idle() -> bool:
+    """The trimmer waits for a turn: the trim after the last one's end is done."""
+    return memory_trim._running == 0
+
+
 def test_trims_while_a_turn_runs_once_after_and_none_while_idle(trims):
     with memory_trim.memory_trimmed():
-        time.sleep(0.5)
+        wait_until(lambda: len(trims) >= 4, timeout=60)  # one every 0.05 s, over and over
     during = len(trims)
-    time.sleep(0.3)
+    wait_until(idle, timeout=60)
     after = len(trims)
-    time.sleep(0.3)
+    time.sleep(0.3)  # six intervals
 
-    assert during >= 4  # about every 0.05 s for 0.5 s
     assert 1 <= after - during <= 2  # the one after the end (and one already under way)
     assert len(trims) == after  # idle: no more
 
@@ -47,12 +52,11 @@ def test_overlapping_turns_keep_it_trimming_until_the_last_ends(trims):
     first.__enter__()
     second.__enter__()
     first.__exit__(None, None, None)
-    time.sleep(0.1)
     before = len(trims)
-    time.sleep(0.3)
-    assert len(trims) >= before + 3  # the second turn still runs
+    wait_until(lambda: len(trims) >= before + 3, timeout=60)  # the second turn still runs
+    assert not idle()
     second.__exit__(None, None, None)
-    time.sleep(0.2)
+    wait_until(idle, timeout=60)
     ended = len(trims)
     time.sleep(0.3)
     assert len(trims) == ended

@@ -5,7 +5,6 @@ import asyncio
 import itertools
 import json
 import socket
-import time
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -321,20 +320,19 @@ async def test_a_provider_that_never_sends_headers_fails_within_the_total_across
 ):
     """Each try waits for headers up to ROJO_PROVIDER_HEADERS_TIMEOUT, but all tries together
     stop at ROJO_PROVIDER_TOTAL_TIMEOUT, not the tries times that timeout."""
-    settings.ROJO_PROVIDER_RETRIES = 2
+    settings.ROJO_PROVIDER_RETRIES = 10  # eleven tries of 0.4 s: far past the total
     settings.ROJO_PROVIDER_HEADERS_TIMEOUT = 0.4
     settings.ROJO_PROVIDER_TOTAL_TIMEOUT = 1.2
-    for _ in range(3):
+    for _ in range(11):
         fake_provider.add(stream(text_chunks("Never."), first_byte_delay=4))
     fake_provider.allow_leftovers()  # how many tries fit in the total depends on the backoff
     rojo = await rojo_for(fake_provider)
 
-    started = time.monotonic()
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
-    assert 1.2 <= time.monotonic() - started < 2.2
     assert_failed(run, "did not start answering within 1.2 seconds", "ROJO_PROVIDER_TOTAL_TIMEOUT")
-    assert len(fake_provider.requests) >= 2  # the first try timed out on its own limit
+    # The first try timed out on its own limit; the total ended the tries, not their number.
+    assert 2 <= len(fake_provider.requests) < 11
     history = await valid_history(run.conversation)
     assert [m.role for m in history] == ["user"]
 
@@ -376,14 +374,13 @@ async def test_provider_silent_mid_stream_times_out_and_keeps_the_text(
     """The stream stops sending after some text for longer than ROJO_PROVIDER_TIMEOUT."""
     settings.ROJO_PROVIDER_TIMEOUT = 0.4
     chunks = text_chunks("Started, then nothing", finish=None)
-    fake_provider.add(stream(chunks, Pause(3.0), text_chunks(" more.")))
+    # Were the silence not timed out, the rest would come and the reply end whole.
+    fake_provider.add(stream(chunks, Pause(30.0), text_chunks(" more.")))
     rojo = await rojo_for(fake_provider)
 
-    started = time.monotonic()
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
     assert_failed(run, "stopped sending", "ROJO_PROVIDER_TIMEOUT", fake_provider.base_url)
-    assert 0.4 <= time.monotonic() - started < 1.5
     history = await valid_history(run.conversation)
     assert [(m.role, m.content) for m in history] == [
         ("user", "Please help."),

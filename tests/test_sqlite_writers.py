@@ -26,6 +26,21 @@ def short_busy_timeout():
     options["timeout"] = before
 
 
+@pytest.fixture
+def no_race_allowed(monkeypatch):
+    """SQLite's busy timeout 0: a writer that raced another for the file lock fails at once
+    ("database is locked"); the process's writer lock waits as long as a loaded machine needs
+    (it waits SQLite's busy timeout otherwise)."""
+    from roject.server.sqlite_backend.base import DatabaseWrapper
+
+    options = connections.settings["default"]["OPTIONS"]
+    before = options.get("timeout")
+    options["timeout"] = 0
+    monkeypatch.setattr(DatabaseWrapper, "_timeout", property(lambda self: 60.0))
+    yield
+    options["timeout"] = before
+
+
 def _writer(index: int, failures: list[str]) -> None:
     try:
         for n in range(WRITES):
@@ -39,7 +54,7 @@ def _writer(index: int, failures: list[str]) -> None:
         connections.close_all()
 
 
-def test_many_writing_threads_all_get_their_turn(short_busy_timeout):
+def test_many_writing_threads_all_get_their_turn(no_race_allowed):
     failures: list[str] = []
     threads = [threading.Thread(target=_writer, args=(i, failures)) for i in range(THREADS)]
     for thread in threads:

@@ -65,8 +65,7 @@ def test_a_follower_who_loses_access_reads_nothing_more_of_the_turn(
             read_until(events, "CHAT")  # following the turn, as its page does
             take_access()
             time.sleep(0.3)
-            began, rest = time.monotonic(), list(events)
-        assert time.monotonic() - began < 10
+            rest = list(events)
         mine_rest = list(own)
     assert SECRET not in "".join(str(e.data) for e in rest), "the stream went on"
     assert "DONE" not in [e.type for e in rest]

@@ -2,6 +2,7 @@
 through the real agent loop against the fake provider over HTTP."""
 
 import json
+import time
 
 import pytest
 
@@ -86,10 +87,20 @@ async def test_a_megabyte_argument_makes_a_few_events_not_one_per_chunk(
 
 
 async def test_what_arrived_before_a_pause_is_shown_during_it(
-    fake_provider, project, users, deltas_on
+    fake_provider, project, users, deltas_on, monkeypatch
 ):
-    """The provider sends the name and path, then nothing for 1.5 s: the delta comes
+    """The provider sends the name and path, then nothing for 3 s: the delta comes
     during the pause, not when the stream resumes."""
+    from tests.fake_provider import _Handler
+
+    written: list[float] = []  # when the provider wrote each chunk (time.monotonic())
+    write_chunk = _Handler._write_chunk
+
+    def timed(handler, text):
+        written.append(time.monotonic())
+        write_chunk(handler, text)
+
+    monkeypatch.setattr(_Handler, "_write_chunk", timed)
     args = json.dumps({"path": "notes.txt", "text": "hello"})
     start = {"index": 0, "id": "call_p", "type": "function"}
     fake_provider.add(
@@ -104,7 +115,7 @@ async def test_what_arrived_before_a_pause_is_shown_during_it(
                     ]
                 }
             ),
-            Pause(1.5),
+            Pause(3),
             chunk({"tool_calls": [{"index": 0, "function": {"arguments": args[25:]}}]}),
             chunk({}, "tool_calls"),
         ),
@@ -114,8 +125,8 @@ async def test_what_arrived_before_a_pause_is_shown_during_it(
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
     deltas = deltas_of(run)
     assert deltas[0].path == "notes.txt" and deltas[0].name == "write_text_content"
-    assert run.times[run.events.index(deltas[0])] < 1.0
-    assert run.times[run.events.index(run.calls[0])] > 1.4
+    resumed = written[1]  # the first chunk, the pause, then the rest of the arguments
+    assert run.started + run.times[run.events.index(deltas[0])] < resumed
 
 
 async def test_parallel_calls_interleaved_by_index_are_shown_apart(
