@@ -48,9 +48,7 @@ class PathRouter:
 # upload's body is read (roject/upload_gate.py).
 django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), django_asgi_app))
 # An orchestrator's probes (/healthz, /readyz) are answered first: no Host check, no session.
-application = ProtocolTypeRouter(
-    {"http": Probes(WriteTimeout(PathRouter(django_app, mcp_app)))}
-)
+application = ProtocolTypeRouter({"http": Probes(WriteTimeout(PathRouter(django_app, mcp_app)))})
 
 # What a server process does once at start-up, named by dotted string (roject imports
 # nothing from the apps on it): rojos ends the turns its earlier life left running.

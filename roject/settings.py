@@ -34,6 +34,10 @@ def env_int(name: str, default: int) -> int:
 DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY and os.environ.get("SECRET_KEY_FILE"):
+    # The key kept in a file (a container secret, or the one the image keeps in its volume):
+    # every process of the install reads the same, `manage.py` in `podman exec` included.
+    SECRET_KEY = Path(os.environ["SECRET_KEY_FILE"]).read_text().strip()
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
