@@ -95,6 +95,10 @@ class Command(BaseCommand):
     def handle(self, *args, no_server, **options):
         with migration_lock():
             call_command("migrate", interactive=False, verbosity=1)
+            if os.environ.get("ROJO_COLLECT_STATIC", "").strip() in ("1", "true", "yes"):
+                # For the proxy (deploy/Caddyfile); under the lock, so that containers
+                # starting together never write one file at once.
+                call_command("collectstatic", interactive=False, verbosity=0)
             username = os.environ.get("ROJO_ADMIN_USERNAME", "").strip() or "admin"
             made_up = admin_ensure(
                 username=username, password=os.environ.get("ROJO_ADMIN_PASSWORD", "")
