@@ -4,8 +4,9 @@ HTTPS, logged in, or counted against anyone's limits.
 
 - /healthz: the process answers. Nothing else is touched, so a slow database never gets a
   healthy process restarted.
-- /readyz: the database answers and has every migration applied, Redis answers when it is
-  configured, and the storage directory takes a file and a lock. 503 with the first failed
+- /readyz: the configuration doctor finds no error in the settings (roject/doctor), the
+  database answers and has every migration applied, Redis answers when it is configured,
+  and the storage directory takes a file and a lock. 503 with the first failed
   check's name and reason otherwise. Neither reveals anything else (no versions, no paths).
 """
 
@@ -20,6 +21,8 @@ import orjson
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
+
+from roject.doctor import Context, doctor_run
 
 logger = logging.getLogger(__name__)
 
@@ -88,9 +91,25 @@ async def _run(name: str, check: Callable[[], Awaitable[str | None]]) -> str | N
     return f"{name}: {problem}" if problem else None
 
 
+_configuration_errors: list[str] | None = None
+
+
+async def _configuration() -> str | None:
+    """The configuration doctor's errors among its checks of settings alone (roject/doctor),
+    found once: settings do not change in a process's life."""
+    global _configuration_errors
+    if _configuration_errors is None:
+        found = doctor_run(context=Context(), kinds=("settings",))
+        _configuration_errors = [f.code for f in found if f.level == "error"]
+    if _configuration_errors:
+        return ", ".join(_configuration_errors) + " (run manage.py doctor)"
+    return None
+
+
 async def readiness() -> list[str]:
     """The failed checks, each `name: reason`; empty when the process can take requests."""
     checks = {
+        "configuration": _configuration,
         "database": sync_to_async(_database, thread_sensitive=False),
         "redis": _redis,
         "storage": sync_to_async(_storage, thread_sensitive=False),

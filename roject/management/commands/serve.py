@@ -19,6 +19,8 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, transaction
 
+from roject.doctor import Context, doctor_run
+
 # Any fixed number: the key of the PostgreSQL advisory lock all containers take.
 MIGRATION_LOCK_KEY = 0x526F6A6F  # "Rojo"
 
@@ -81,6 +83,10 @@ def server_command(*, processes: int, port: int, grace: float) -> list[str]:
     return command
 
 
+def processes_configured() -> int:
+    return int(os.environ.get("ROJO_PROCESSES") or 1)
+
+
 class Command(BaseCommand):
     help = (
         "Migrate (once, under a lock), create the first admin from ROJO_ADMIN_USERNAME and "
@@ -108,10 +114,11 @@ class Command(BaseCommand):
                 f"Created the admin {username!r} with the one-time password {made_up}\n"
                 "(shown this once: log in and change it at /admin/password_change/)."
             )
+        self._doctor()
         if no_server:
             return
         try:
-            processes = int(os.environ.get("ROJO_PROCESSES") or 1)
+            processes = processes_configured()
             port = int(os.environ.get("PORT") or 8000)
             grace = float(os.environ.get("ROJO_SHUTDOWN_GRACE_SECONDS") or 30)
         except ValueError as exc:
@@ -121,3 +128,14 @@ class Command(BaseCommand):
         command = server_command(processes=processes, port=port, grace=grace)
         sys.stdout.flush()
         os.execv(command[0], command)
+
+    def _doctor(self) -> None:
+        """The configuration doctor's findings, in the log at every start (its errors also
+        keep /readyz at 503)."""
+        try:
+            processes = processes_configured()
+        except ValueError:
+            processes = 1
+        context = Context(url=os.environ.get("ROJO_PUBLIC_URL", "").strip(), processes=processes)
+        for finding in doctor_run(context=context, kinds=("settings", "runtime", "network")):
+            self.stderr.write(f"doctor: {finding.line()}")
