@@ -14,6 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
 from roject.db_threads import PooledThreadsASGIHandler  # noqa: E402
+from roject.metrics_endpoint import Metrics  # noqa: E402
 from roject.probes import Probes  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
 from roject.upload_gate import UploadGate  # noqa: E402
@@ -47,8 +48,11 @@ class PathRouter:
 # (roject/upload_guard.py), and who may upload is decided from the headers before any of an
 # upload's body is read (roject/upload_gate.py).
 django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), django_asgi_app))
-# An orchestrator's probes (/healthz, /readyz) are answered first: no Host check, no session.
-application = ProtocolTypeRouter({"http": Probes(WriteTimeout(PathRouter(django_app, mcp_app)))})
+# An orchestrator's probes (/healthz, /readyz) and Prometheus' /metrics are answered first:
+# no Host check, no session.
+application = ProtocolTypeRouter(
+    {"http": Probes(Metrics(WriteTimeout(PathRouter(django_app, mcp_app))))}
+)
 
 # What a server process does once at start-up, named by dotted string (roject imports
 # nothing from the apps on it): rojos ends the turns its earlier life left running.

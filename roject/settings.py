@@ -207,6 +207,10 @@ ROJO_LOGIN_LOCKOUT_SECONDS = env_int("ROJO_LOGIN_LOCKOUT_SECONDS", 900)
 # counts REMOTE_ADDR, right when clients connect directly, or when the server itself takes
 # the address from the proxy (uvicorn or daphne with --proxy-headers).
 ROJO_PROXY_COUNT = env_int("ROJO_PROXY_COUNT", 0)
+# Who may read /metrics (roject/metrics_endpoint.py): addresses or networks of the scraper's
+# connection, and/or a bearer token. Neither set: nobody.
+ROJO_METRICS_ALLOWED = env_list("ROJO_METRICS_ALLOWED", "")
+ROJO_METRICS_TOKEN = os.environ.get("ROJO_METRICS_TOKEN", "").strip()
 # An invitation link to a project works once, for this many days.
 ROJO_INVITATION_DAYS = env_int("ROJO_INVITATION_DAYS", 7)
 # Days an audit entry is kept; `manage.py audit_prune` removes older ones (0 keeps all).
