@@ -14,6 +14,7 @@ from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
 from roject.db_threads import PooledThreadsASGIHandler  # noqa: E402
+from roject.log_format import RequestIds  # noqa: E402
 from roject.metrics_endpoint import Metrics  # noqa: E402
 from roject.probes import Probes  # noqa: E402
 from roject.static_files import StaticFilesHandler  # noqa: E402
@@ -51,7 +52,7 @@ django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), dja
 # An orchestrator's probes (/healthz, /readyz) and Prometheus' /metrics are answered first:
 # no Host check, no session.
 application = ProtocolTypeRouter(
-    {"http": Probes(Metrics(WriteTimeout(PathRouter(django_app, mcp_app))))}
+    {"http": Probes(Metrics(RequestIds(WriteTimeout(PathRouter(django_app, mcp_app)))))}
 )
 
 # What a server process does once at start-up, named by dotted string (roject imports

@@ -400,12 +400,27 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", _https)
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# ROJO_LOG_FORMAT=json: one JSON object a line with the request's, user's, project's and
+# conversation's ids (roject/log_format.py), uvicorn's own lines included.
+_LOG_LEVEL = os.environ.get("ROJO_LOG_LEVEL", "INFO")
+_LOG_JSON = os.environ.get("ROJO_LOG_FORMAT", "").strip().lower() == "json"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "roject.log_format.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "roject": {"handlers": ["console"], "level": os.environ.get("ROJO_LOG_LEVEL", "INFO")},
-        "rojos": {"handlers": ["console"], "level": os.environ.get("ROJO_LOG_LEVEL", "INFO")},
+        "roject": {"handlers": ["console"], "level": _LOG_LEVEL},
+        "rojos": {"handlers": ["console"], "level": _LOG_LEVEL},
+        **(
+            {
+                name: {"handlers": ["console"], "level": "INFO", "propagate": False}
+                for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "django")
+            }
+            if _LOG_JSON
+            else {}
+        ),
     },
 }
+if _LOG_JSON:
+    LOGGING["handlers"]["console"]["formatter"] = "json"
