@@ -23,7 +23,7 @@ setup: $(VENV)/.installed
 run: setup
 	DEBUG=1 $(BIN)/python manage.py migrate --no-input
 	DEBUG=1 $(BIN)/python manage.py demo --host $(HOST) --port $(PORT)
-	# --nostatic: the app serves its static files itself (roject/static_files.py, which answers
+	# --nostatic: the app serves its static files itself (roject/server/static_files.py, which answers
 	# a traversal with 404); runserver's own handler would answer some with a 500.
 	DEBUG=1 $(BIN)/python manage.py runserver --nostatic $(HOST):$(PORT)
 
@@ -33,6 +33,7 @@ test: setup
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 .PHONY: bench
 # Benchmarks against the fake provider (under six minutes; `bench.run --long` adds the long

@@ -67,7 +67,7 @@ def tool_cost(ctx, name: str, args: dict) -> ToolCost:
     asyncio.run(_call(ctx, name, args))
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    from rojos.history import tool_content
+    from rojos.agent.history import tool_content
 
     return ToolCost(
         name=name,

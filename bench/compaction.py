@@ -18,7 +18,7 @@ from asgiref.sync import async_to_sync
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.test.utils import CaptureQueriesContext
 
-from rojos.context_window import tokens_of
+from rojos.context.window import tokens_of
 
 from .env import project_new, rojo_new
 
@@ -97,10 +97,10 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
     one, the compaction that finds a summary is due (sizes, stubs, cuts, the choice of the
     turns to summarise) and the request built meanwhile, the model call left out.
     """
-    from rojos.history import History
-    from rojos.provider_request import build_request
+    from rojos.agent.history import History
+    from rojos.agent.requests import TurnRequests
+    from rojos.provider.request import build_request
     from rojos.tools import RojoToolContext, registry
-    from rojos.turn_requests import TurnRequests
 
     project = project_new(f"window {messages} {summary} {time.monotonic_ns()}")
     conversation = _conversation(rojo, user, project, messages, summary=summary)
@@ -114,7 +114,7 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
             return
         compaction = requests._compact(requests._budget_chars(), summaries=True)
         requests.request = build_request(
-            rojo, requests.history, tools, messages=compaction.messages
+            rojo, requests.history.messages, tools, messages=compaction.messages
         )
         requests.sent_chars = compaction.chars
 
@@ -175,10 +175,10 @@ def session_cost(user, turns: int = 25) -> SessionCost:
 async def _turn(rojo, user, project, conversation, message):
     from roject.models import Role
     from roject.storage import project_root
-    from rojos.agent import agent_loop
-    from rojos.clients import rojo_client
-    from rojos.history import History
+    from rojos.agent.history import History
+    from rojos.agent.loop import agent_loop
     from rojos.models import Conversation
+    from rojos.provider.clients import rojo_client
     from rojos.tools import RojoToolContext
 
     if conversation is None:
@@ -199,6 +199,6 @@ async def _turn(rojo, user, project, conversation, message):
 
 
 def _summary_prompt() -> str:
-    from rojos.summaries import SUMMARY_INSTRUCTION
+    from rojos.context.summaries import SUMMARY_INSTRUCTION
 
     return SUMMARY_INSTRUCTION

@@ -1,9 +1,9 @@
 """7. Conversations: search and the list with 5,000 conversations in one project.
 
-50,000 messages (ten per conversation, words drawn from a vocabulary of 2,000 so that some
-words are common and some rare), stored once; then the full-text search (rojos.search) for a
-common word, a rare one, a prefix and two words, the list's first and 100th page (keyset),
-and the badges' status query, each timed over repeated runs in this process's database.
+50,000 messages (ten per conversation, words drawn from a vocabulary of 2,000 so that some words are
+common and some rare), stored once; then the full-text search (rojos.conversations.search) for a
+common word, a rare one, a prefix and two words, the list's first and 100th page (keyset), and the
+badges' status query, each timed over repeated runs in this process's database.
 """
 
 import random
@@ -73,8 +73,8 @@ def _timed(name: str, run, repeat: int = 15) -> Timing:
 
 def conversations_bench(user) -> list[Timing]:
     """Fill a project, then time the searches, the pages and the status query."""
-    from rojos.conversation_list import conversation_page, conversation_statuses, cursor_of
-    from rojos.search import conversation_search
+    from rojos.conversations.listing import conversation_page, conversation_statuses, cursor_of
+    from rojos.conversations.search import conversation_search
 
     project = project_new("conversations")
     started = time.perf_counter()

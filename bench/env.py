@@ -91,7 +91,7 @@ def project_new(name: str):
     from django.contrib.auth import get_user_model
 
     from roject import storage
-    from roject.services import project_create
+    from roject.members.projects import project_create
 
     project = project_create(name=name, owner=get_user_model().objects.get(username=USERNAME))
     os.close(storage.change_lock_open(project.pk))

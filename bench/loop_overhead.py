@@ -105,11 +105,11 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
     """
     from roject.models import Role
     from roject.storage import project_root_create
-    from rojos.agent import agent_loop
-    from rojos.clients import rojo_client
-    from rojos.events import ChatEvent
-    from rojos.history import History
+    from rojos.agent.events import ChatEvent
+    from rojos.agent.history import History
+    from rojos.agent.loop import agent_loop
     from rojos.models import Conversation
+    from rojos.provider.clients import rojo_client
     from rojos.tools import RojoToolContext
 
     mark = mark or (lambda name: None)
@@ -140,9 +140,9 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
 
 async def reader_only(rojo) -> str:
     """The story's three responses through rojo_client and the stream reader, nothing else."""
-    from rojos.clients import rojo_client
-    from rojos.provider import provider_chunks
-    from rojos.stream_accumulator import StreamAccumulator
+    from rojos.provider.accumulator import StreamAccumulator
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
     from rojos.tools import registry
 
     tools = [registry.get(name).definition for name in rojo.tools]
@@ -172,7 +172,7 @@ async def http_conversation(target: http.Target, rojo_slug: str, project_id: int
 async def client_construction(rojo, times: int = 9) -> dict[str, float]:
     """Median CPU of a turn's SDK client: the SDK's default one (made and closed), and
     rojo_client's, made on the loop's shared connection pool (and not closed)."""
-    from rojos.clients import rojo_client
+    from rojos.provider.clients import rojo_client
 
     async def sdk_default() -> None:
         await openai.AsyncOpenAI(base_url=rojo.base_url, api_key="bench-key").close()

@@ -50,7 +50,7 @@ def _conversation_with(prior: int, rojo, user, project):
 
 def queries_per_step(rojo, user, *, prior: int) -> QueryCount:
     """Count the queries of loading the history and of each step of the story."""
-    from rojos import turn_requests
+    from rojos.agent import requests as turn_requests
 
     project = project_new(f"queries {prior} {time.monotonic_ns()}")
     conversation = _conversation_with(prior, rojo, user, project)

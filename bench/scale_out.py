@@ -433,7 +433,7 @@ NOTES = (
     "218 answered 503 'cannot reach its message relay', and with fewer requests than the "
     "provider's barrier waited for, the other 282 ended in ERROR provider (no stream "
     "ever ended without an ERROR or DONE: every client had its answer). The layer's pool "
-    "now queues commands past its size (roject/channel_layer.py): 500/500 and "
+    "now queues commands past its size (roject/server/channel_layer.py): 500/500 and "
     "1,000/1,000 complete. Streams counted by CHAT events looked cut short when a "
     "follower fell 32 chunks behind (the log then sends the rest of the run as one "
     "event): the bench counts the chunks' stamps, and asks for DONE.",

@@ -150,10 +150,10 @@ def floor_section(floor, app: dict) -> Section:
         "(sync receivers), the session's user, the chat's checks, the turn's claim, the "
         "reply's message and its usage record, and the turn's end; each is a thread handoff "
         "under the GIL. Django's middlewares run their "
-        "hooks on the loop (roject/loop_middleware.py) and the API's auth crosses only to "
-        "read (roject/token_auth.py): 20 crossings before. Then the SDK request, the "
+        "hooks on the loop (roject/server/loop_middleware.py) and the API's auth crosses only to "
+        "read (roject/identity/token_auth.py): 20 crossings before. Then the SDK request, the "
         "history and the turn's events.",
-        "Starts admitted a few at a time, in order (rojos/turn_admission.py, "
+        "Starts admitted a few at a time, in order (rojos/turns/admission.py, "
         "ROJO_START_CONCURRENCY 8; a start's place given back once its provider request "
         "leaves). Measured by hand on an idle machine (4 December 2026, `python -m "
         "bench.starts`, one burst a line; the before tree and this one interleaved): "

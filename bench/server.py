@@ -10,7 +10,7 @@ garbage-collector passes stopped it (generation, ms). With BENCH_TRACEMALLOC=<fr
 (tracemalloc). GET /__bench__/heap answers, cheaply enough to poll, what SQLite's allocator
 holds now and at most (all connections: page caches, statements, full-text buffers) and
 Python's allocated blocks. With BENCH_COUNT_CROSSINGS=1, GET /__bench__/crossings answers
-the calls handed to the database threads since the last such call (roject/db_threads.py
+the calls handed to the database threads since the last such call (roject/server/db_threads.py
 lanes), by function. With BENCH_PROFILE, GET /__bench__/profile-reset drops what the
 sampler (bench/sampler.py) took so far.
 """
@@ -104,7 +104,7 @@ _crossings: dict[str, int] = {}
 def _crossings_count() -> None:
     """Count every call a lane hands to the database threads, by the function it runs
     (asgiref's thread handler carries it as the `child` partial)."""
-    from roject.db_threads import _Lane
+    from roject.server.db_threads import _Lane
 
     submit = _Lane.submit
 

@@ -258,7 +258,7 @@ def _behind_note(r: StreamMemoryResult) -> str:
 NOTES = (
     "Where the bytes are (the scale22 helper's runs, 1 December 2026, on the shared 2-core "
     "machine under a load of 2 to 26): with the database calls on the bounded pool of "
-    "threads (roject/db_threads.py) the process has 11 threads at most and the peak is "
+    "threads (roject/server/db_threads.py) the process has 11 threads at most and the peak is "
     "reached while the replies stream, not while they start: the RSS halfway through "
     "the replies is within 2 to 4 MiB of the peak, and malloc_trim then frees almost "
     "nothing (0 to 1 MiB). So what is counted is what the streams hold, not the start "
@@ -269,7 +269,7 @@ NOTES = (
     "anonymous mappings (pymalloc's arenas) grow 141 KiB per stream and the heap 19 KiB.",
     "Under tracemalloc (`--trace`) the server is too slow to keep up with 200 paced "
     "streams (chunk latency p99 4.6 s), so a stream's parsed but unsent chunks pile up "
-    "(rojos/provider.py's orjson parse, 51 KiB per stream, a backlog, not a cost of an "
+    "(rojos/provider/stream.py's orjson parse, 51 KiB per stream, a backlog, not a cost of an "
     "ordinary stream); the next places were each 1 to 3 KiB per stream (asyncio's locks "
     "and handles, aiohttp's connection, the lane of db_threads, the turn's kept events "
     "and accumulator). Up to this run the tool summed only the 25 places that grew most "

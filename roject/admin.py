@@ -7,25 +7,26 @@ from django.forms.models import BaseInlineFormSet
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.urls import path
 
-from .audit import AuditAction, audit_actor, audit_record
-from .audit_export import EXPORT_FORMATS, audit_export_response
-from .login_limits import client_ip
-from .members import (
+from roject.audit.export import EXPORT_FORMATS, audit_export_response
+from roject.audit.log import AuditAction, audit_actor, audit_record
+from roject.identity.login_limits import client_ip
+from roject.identity.tokens import api_tokens_revoke
+from roject.members.project_settings import project_changes_audit
+from roject.members.projects import project_delete, project_storage_create, projects_delete
+from roject.members.services import (
     LAST_OWNER,
     invitations_revoke_made_by,
     membership_removal_forget,
     membership_removal_mark,
 )
+
 from .models import ApiToken, AuditEntry, Invitation, Membership, Project, Role
-from .project_settings import project_changes_audit
-from .services import project_delete, project_storage_create, projects_delete
-from .tokens import api_tokens_revoke
 
 
 class MembershipFormSet(BaseInlineFormSet):
     """The Members page's last-owner rule: a project that has an owner keeps one.
 
-    Checked on the submitted forms, not under the owner lock of roject/members.py: two
+    Checked on the submitted forms, not under the owner lock of roject/members/services.py: two
     admins saving the same project at the same moment could still both drop an owner.
     A project made in the admin may start with no members at all.
     """
@@ -65,7 +66,7 @@ class ProjectAdmin(admin.ModelAdmin):
     inlines = [MembershipInline]
 
     def save_model(self, request, obj, form, change):
-        """A change to the project's settings is audited (roject/project_settings.py)."""
+        """A change to the project's settings is audited (roject/members/project_settings.py)."""
         before = form.initial if change else {}
         with transaction.atomic():
             super().save_model(request, obj, form, change)
@@ -263,4 +264,4 @@ def _only(query: QueryDict, names: set[str]) -> QueryDict:
     return kept
 
 
-from . import identity_admin  # noqa: E402, F401  (registers the single sign-on pages)
+from roject.identity import admin as identity_admin  # noqa: E402, F401  (registers the single sign-on pages)

@@ -8,8 +8,8 @@ class RojectConfig(AppConfig):
     verbose_name = "Projects"
 
     def ready(self) -> None:
-        from .audit_guard import audit_guard_after_migrate
-        from .auth_audit import audit_login, audit_login_failed, audit_logout
+        from roject.audit.guard import audit_guard_after_migrate
+        from roject.audit.logins import audit_login, audit_login_failed, audit_logout
 
         post_migrate.connect(
             audit_guard_after_migrate, sender=self, dispatch_uid="roject_audit_guard"

@@ -13,14 +13,14 @@ from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set
 from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
-from roject.db_threads import PooledThreadsASGIHandler  # noqa: E402
-from roject.log_format import RequestIds  # noqa: E402
-from roject.metrics_endpoint import Metrics  # noqa: E402
-from roject.probes import Probes  # noqa: E402
-from roject.static_files import StaticFilesHandler  # noqa: E402
-from roject.upload_gate import UploadGate  # noqa: E402
-from roject.upload_guard import UploadSizeGuard  # noqa: E402
-from roject.write_timeout import WriteTimeout  # noqa: E402
+from roject.server.db_threads import PooledThreadsASGIHandler  # noqa: E402
+from roject.server.log_format import RequestIds  # noqa: E402
+from roject.server.metrics import Metrics  # noqa: E402
+from roject.server.probes import Probes  # noqa: E402
+from roject.server.static_files import StaticFilesHandler  # noqa: E402
+from roject.server.upload_gate import UploadGate  # noqa: E402
+from roject.server.upload_guard import UploadSizeGuard  # noqa: E402
+from roject.server.write_timeout import WriteTimeout  # noqa: E402
 
 django_asgi_app = PooledThreadsASGIHandler()
 # By dotted string, as the root URLs include rojos': roject imports nothing from rojos.
@@ -41,13 +41,13 @@ class PathRouter:
         return await self.django_app(scope, receive, send)
 
 
-# The app serves its own few static files, so one process is all a newcomer needs; a
-# deployment behind a reverse proxy can serve STATIC_ROOT there instead (roject/static_files.py
-# answers 404 to any path that is not plainly inside the static directories).
-# Each response's writes wait at most ROJO_CLIENT_WRITE_TIMEOUT for a client that reads;
+# The app serves its own few static files, so one process is all a newcomer needs; a deployment
+# behind a reverse proxy can serve STATIC_ROOT there instead (roject/server/static_files.py answers
+# 404 to any path that is not plainly inside the static directories). Each response's writes wait at
+# most ROJO_CLIENT_WRITE_TIMEOUT for a client that reads;
 # bodies over their limit, or that stall, are cut before Django has read them whole
-# (roject/upload_guard.py), and who may upload is decided from the headers before any of an
-# upload's body is read (roject/upload_gate.py).
+# (roject/server/upload_guard.py), and who may upload is decided from the headers before any of an
+# upload's body is read (roject/server/upload_gate.py).
 django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), django_asgi_app))
 # An orchestrator's probes (/healthz, /readyz) and Prometheus' /metrics are answered first:
 # no Host check, no session.

@@ -6,5 +6,5 @@ class AppError(Exception):
 
     It carries no HTTP status: the same errors reach the chat command, replay and the tools
     (where a StorageError is a result the model reads). The web layer picks each status in
-    one table (rojos/api_errors.py), and answers any other AppError as a bad request.
+    one table (rojos/web/errors.py), and answers any other AppError as a bad request.
     """

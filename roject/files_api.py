@@ -7,11 +7,12 @@ from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 
+from roject.identity.live_auth import checked_stream, live_access_check
+from roject.members.access import aproject_access
+from roject.members.live import KEEPALIVE_SECONDS, project_subscribed, sse_event
+
 from . import storage
-from .access import aproject_access
 from .api_answers import answers
-from .live_auth import checked_stream, live_access_check
-from .project_live import KEEPALIVE_SECONDS, project_subscribed, sse_event
 
 router = Router(tags=["files"])
 
@@ -63,7 +64,7 @@ async def project_live(request: HttpRequest, project_id: int):
     Comment lines keep it alive. It ends, within ROJO_LIVE_CHECK_SECONDS, once the user
     is no longer a member or active, its session is logged out, or the API token it was
     opened with is revoked or expired: checked again that often whatever the traffic
-    (roject/live_auth.py)."""
+    (roject/identity/live_auth.py)."""
     access = await aproject_access(user=request.auth, project_id=project_id)
     pk = access.project.pk
     allowed = live_access_check(request, user=request.auth, project_id=pk)

@@ -57,7 +57,7 @@ class Membership(models.Model):
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.VIEWER)
     # Who gave it: an owner or the admin (""), or the sign-in provider's groups ("oidc"),
-    # which then also change and remove it (roject/oidc_roles.py), never one given by hand.
+    # which then also change and remove it (roject/identity/oidc/roles.py), never one given by hand.
     source = models.CharField(
         max_length=10, choices=MembershipSource.choices, blank=True, default=""
     )
@@ -73,7 +73,7 @@ class Membership(models.Model):
 
 class MembershipRemoval(models.Model):
     """An owner took this user out of this project: the sign-in's group mapping
-    (roject/oidc_roles.py) must not add them back. Gone when an owner adds them again."""
+    (roject/identity/oidc/roles.py) must not add them back. Gone when an owner adds them again."""
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="+")
@@ -90,7 +90,7 @@ class MembershipRemoval(models.Model):
 
 class OidcIdentity(models.Model):
     """The provider's account (issuer, subject) an app user signs in as: found by these at
-    every sign-in after the first, never by email (see roject/oidc_identity.py)."""
+    every sign-in after the first, never by email (see roject/identity/oidc/accounts.py)."""
 
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="oidc_identities"
@@ -214,7 +214,7 @@ class AuditEntryQuerySet(models.QuerySet):
         raise TypeError("Audit entries are never changed.")
 
     def delete(self):
-        raise TypeError("Audit entries are removed only by pruning (roject.audit.audit_prune).")
+        raise TypeError("Audit entries are removed only by pruning (roject.audit.log.audit_prune).")
 
     def prune_before(self, cutoff) -> int:
         """Delete the entries older than `cutoff`: retention, the one removal there is."""
@@ -222,7 +222,7 @@ class AuditEntryQuerySet(models.QuerySet):
 
 
 class AuditEntry(models.Model):
-    """One audited action; append-only (see roject/audit.py).
+    """One audited action; append-only (see roject/audit/log.py).
 
     Ids with copies of names, no foreign keys: what the log says stays as it was written
     when its user, token or project is deleted.
@@ -264,4 +264,4 @@ class AuditEntry(models.Model):
         super().save(*args, **kwargs)
 
     def delete(self, *args, **kwargs):
-        raise TypeError("Audit entries are removed only by pruning (roject.audit.audit_prune).")
+        raise TypeError("Audit entries are removed only by pruning (roject.audit.log.audit_prune).")

@@ -4,7 +4,7 @@ the provider's (issuer, sub), named after preferred_username, given project role
 Account takeover: an email address proves nothing here (owners type them into
 invitations, an admin sets them), so a sign-in is bound to its account by (iss, sub) at
 its first login, and only then may a verified email join an existing account, under the
-conditions in roject/oidc_identity.py — see docs/teams.md, "Single sign-on".
+conditions in roject/identity/oidc/accounts.py — see docs/teams.md, "Single sign-on".
 """
 
 import logging
@@ -16,17 +16,17 @@ from django.core.exceptions import SuspiciousOperation
 from django.db import IntegrityError, transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
-from .login_limits import client_ip
-from .oidc import OidcUnavailable, oidc_discovery, oidc_enabled, oidc_setting
-from .oidc_claims import token_check
-from .oidc_identity import (
+from roject.identity.login_limits import client_ip
+from roject.identity.oidc.accounts import (
     email_verified,
     free_username,
     oidc_email_user,
     oidc_identity_bind,
     oidc_identity_user,
 )
-from .oidc_roles import membership_sync_from_groups
+from roject.identity.oidc.claims import token_check
+from roject.identity.oidc.config import OidcUnavailable, oidc_discovery, oidc_enabled, oidc_setting
+from roject.identity.oidc.roles import membership_sync_from_groups
 
 logger = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def get_or_create_user(self, access_token, id_token, payload):
         """The account bound to the token's (iss, sub); at a first sign-in, the one account
-        its verified email may join (roject/oidc_identity.py) or a new one, bound then."""
+        its verified email may join (roject/identity/oidc/accounts.py) or a new one, bound then."""
         try:
             claims = self.get_userinfo(access_token, id_token, payload)
             issuer, subject = payload["iss"], payload.get("sub")
@@ -98,7 +98,7 @@ class OidcBackend(OIDCAuthenticationBackend):
 
     def verify_token(self, token, **kwargs):
         """The parent checks the signature and nonce; the issuer, audience, authorized party
-        and times are checked here (roject/oidc_claims.py), so a token made for another
+        and times are checked here (roject/identity/oidc/claims.py), so a token made for another
         client or issuer, or an expired one, is refused."""
         payload = super().verify_token(token, **kwargs)
         token_check(

@@ -74,7 +74,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "roject.middleware.ContentSecurityPolicyMiddleware",
+    "roject.server.middleware.ContentSecurityPolicyMiddleware",
 ]
 
 ROOT_URLCONF = "roject.urls"
@@ -89,7 +89,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "roject.context_processors.header",
+                "roject.members.context_processors.header",
             ],
         },
     },
@@ -108,8 +108,8 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and immediate transactions let the streaming turn and page requests share the file;
     # the writers of a process take turns in order (see roject/sqlite_backend). Each database
-    # thread keeps its connection for the life of the process (roject/db_threads.py).
-    DATABASES["default"]["ENGINE"] = "roject.sqlite_backend"
+    # thread keeps its connection for the life of the process (roject/server/db_threads.py).
+    DATABASES["default"]["ENGINE"] = "roject.server.sqlite_backend"
     DATABASES["default"]["CONN_MAX_AGE"] = None
     # A page cache of 512 KiB a connection, not 2 MiB: each long reply written fills it,
     # and the connections live as long as the process (docs/performance.md, section 8).
@@ -122,7 +122,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 
 if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
     # A pool of connections per process, each lent for one trip to the database and given
-    # back after it (roject/db_threads.py): a streaming reply holds none, so the connections
+    # back after it (roject/server/db_threads.py): a streaming reply holds none, so the connections
     # PostgreSQL allows bound the database trips at once, not the replies. A trip waits up to
     # ROJO_DB_POOL_TIMEOUT seconds for a connection; while the database is out of reach, each
     # try of a turn's retried writes (ROJO_DB_RETRY_SECONDS) waits that long.
@@ -132,12 +132,12 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
         "timeout": float(os.environ.get("ROJO_DB_POOL_TIMEOUT") or 20),
     }
 
-# The threads every request's and turn's database calls run on (roject/db_threads.py): as
+# The threads every request's and turn's database calls run on (roject/server/db_threads.py): as
 # many calls can wait at once (SQLite busy, a row lock, a database out of reach) before the
 # others queue behind them.
 ROJO_DB_THREADS = int(os.environ.get("ROJO_DB_THREADS") or 8)
 # Turn starts under way at once per process, the rest waiting in order of arrival
-# (rojos/turn_admission.py); a start holds its place at most this many seconds.
+# (rojos/turns/admission.py); a start holds its place at most this many seconds.
 ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 8))
 ROJO_START_HOLD_SECONDS = float(os.environ.get("ROJO_START_HOLD_SECONDS") or 1)
 
@@ -145,7 +145,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {
-            "BACKEND": "roject.channel_layer.BlockingPoolRedisChannelLayer",
+            "BACKEND": "roject.server.channel_layer.BlockingPoolRedisChannelLayer",
             # redis-py 8 reads with a 5 s socket timeout by default, as long as the layer's
             # blocking pop waits (5 s) for a message: an idle receive then failed (a page's
             # live stream broke). A longer read timeout still notices a Redis gone silent
@@ -165,7 +165,7 @@ if REDIS_URL:
         }
     }
     # A turn's Stop, approvals and follow requests, apart from the relayed chunks: a layer
-    # object of its own has a queue of its own in Redis (rojos/control_layer.py).
+    # object of its own has a queue of its own in Redis (rojos/turns/control_layer.py).
     CHANNEL_LAYERS["control"] = {
         **CHANNEL_LAYERS["default"],
         "CONFIG": {**CHANNEL_LAYERS["default"]["CONFIG"], "prefix": "asgi-control"},
@@ -173,7 +173,7 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
-# The cache holds the counts of failed logins (roject/login_limits.py), which must hold
+# The cache holds the counts of failed logins (roject/identity/login_limits.py), which must hold
 # across server processes: in Redis with REDIS_URL, in the process's memory without it (one
 # process; several need REDIS_URL anyway, for the channel layer).
 if REDIS_URL:
@@ -207,7 +207,7 @@ ROJO_LOGIN_LOCKOUT_SECONDS = env_int("ROJO_LOGIN_LOCKOUT_SECONDS", 900)
 # counts REMOTE_ADDR, right when clients connect directly, or when the server itself takes
 # the address from the proxy (uvicorn or daphne with --proxy-headers).
 ROJO_PROXY_COUNT = env_int("ROJO_PROXY_COUNT", 0)
-# Who may read /metrics (roject/metrics_endpoint.py): addresses or networks of the scraper's
+# Who may read /metrics (roject/server/metrics.py): addresses or networks of the scraper's
 # connection, and/or a bearer token. Neither set: nobody.
 ROJO_METRICS_ALLOWED = env_list("ROJO_METRICS_ALLOWED", "")
 ROJO_METRICS_TOKEN = os.environ.get("ROJO_METRICS_TOKEN", "").strip()
@@ -237,8 +237,8 @@ def oidc_group_roles(value: str) -> list[tuple[str, str, str]]:
     return triples
 
 
-# Single sign-on (roject/oidc.py): on when a discovery URL (or an issuer, whose discovery
-# document is <issuer>/.well-known/openid-configuration) and a client id are set.
+# Single sign-on (roject/identity/oidc/config.py): on when a discovery URL (or an issuer,
+# whose discovery document is <issuer>/.well-known/openid-configuration) and a client id are set.
 ROJO_OIDC_DISCOVERY_URL = os.environ.get("ROJO_OIDC_DISCOVERY_URL", "").strip()
 ROJO_OIDC_ISSUER = os.environ.get("ROJO_OIDC_ISSUER", "").strip()
 ROJO_OIDC_CLIENT_ID = os.environ.get("ROJO_OIDC_CLIENT_ID", "").strip()
@@ -284,7 +284,7 @@ ROJO_UPLOAD_MAX_FILE_BYTES = env_int("ROJO_UPLOAD_MAX_FILE_BYTES", 100 * 1024 * 
 ROJO_UPLOAD_MAX_BYTES = env_int("ROJO_UPLOAD_MAX_BYTES", 1024 * 1024 * 1024)
 ROJO_UPLOAD_ZIP_MAX_RATIO = env_int("ROJO_UPLOAD_ZIP_MAX_RATIO", 100)
 ROJO_UPLOAD_ZIP_MAX_ENTRIES = env_int("ROJO_UPLOAD_ZIP_MAX_ENTRIES", 10_000)
-# Who may upload is decided from the headers before the body is read (roject/upload_gate.py);
+# Who may upload is decided from the headers before the body is read (roject/server/upload_gate.py);
 # a request body that sends nothing for STALL seconds is cut (0: never); uploads under way at
 # once in one process, per user and per client address (decisions included; 0: no bound).
 ROJO_UPLOAD_STALL_SECONDS = float(os.environ.get("ROJO_UPLOAD_STALL_SECONDS") or 30)
@@ -293,7 +293,7 @@ ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT_PER_A
 # The longest a search_text call may run, in seconds (its pattern comes from the model).
 ROJO_SEARCH_SECONDS = float(os.environ.get("ROJO_SEARCH_SECONDS") or 5)
 # Environment variables a rojo may read its API key from, beyond ROJO_API_KEY and ROJO_KEY_*
-# (comma-separated; rojos/key_sources.py). Any other variable of the process is refused.
+# (comma-separated; rojos/models/key_sources.py). Any other variable of the process is refused.
 ROJO_API_KEY_ENV_ALLOWED = env_list("ROJO_API_KEY_ENV_ALLOWED", "")
 # Modules imported at startup that register tools of their own (comma-separated).
 ROJO_TOOL_MODULES = env_list("ROJO_TOOL_MODULES", "")
@@ -317,9 +317,9 @@ ROJO_PROJECT_MONTHLY_TOKENS = env_int("ROJO_PROJECT_MONTHLY_TOKENS", 0)
 ROJO_PROJECT_DAILY_COST = float(os.environ.get("ROJO_PROJECT_DAILY_COST") or 0)
 ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or 0)
 # A client that reads nothing of a response for this long is disconnected (it can re-attach):
-# what a connection holds unsent stays bounded (roject/write_timeout.py). 0: no limit.
+# what a connection holds unsent stays bounded (roject/server/write_timeout.py). 0: no limit.
 ROJO_CLIENT_WRITE_TIMEOUT = float(os.environ.get("ROJO_CLIENT_WRITE_TIMEOUT") or 30)
-# While turns run, freed memory is handed back to the system this often (rojos/memory_trim.py;
+# While turns run, freed memory is handed back to the system this often (rojos/turns/memory_trim.py;
 # 0: never).
 ROJO_MALLOC_TRIM_SECONDS = float(os.environ.get("ROJO_MALLOC_TRIM_SECONDS") or 1)
 # Blocks of this many KiB or more get a mapping of their own, freed at once (glibc; 0: glibc's
@@ -371,16 +371,18 @@ ROJO_RELAY_CONFIRM_SECONDS = float(os.environ.get("ROJO_RELAY_CONFIRM_SECONDS") 
 ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = [
-    "rojos.turn_owner.turns_of_past_lives_end_soon",
+    "rojos.turns.owner.turns_of_past_lives_end_soon",
     "roject.storage.leftovers.storage_sweep_soon",  # what crashes left on the storage
-    "rojos.key_checks.rojo_key_check_soon",  # rojos whose key variable the rule refuses
+    "rojos.models.key_checks.rojo_key_check_soon",  # rojos whose key variable the rule refuses
 ]
 
 # A session is read from the cache (the process's memory, or Redis with REDIS_URL: shared by
 # the processes) and from the database only on a miss; it is written to both. Its user is
 # still read on each request: a deactivated user or a changed password ends it at once. While
 # the cache cannot be reached, sessions come from the database.
-SESSION_ENGINE = "roject.sessions"  # cached_db, a cache outage a miss (roject/sessions.py)
+SESSION_ENGINE = (
+    "roject.identity.sessions"  # cached_db, a cache outage a miss (roject/identity/sessions.py)
+)
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
 SESSION_COOKIE_SAMESITE = "Lax"
@@ -401,13 +403,13 @@ if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 # ROJO_LOG_FORMAT=json: one JSON object a line with the request's, user's, project's and
-# conversation's ids (roject/log_format.py), uvicorn's own lines included.
+# conversation's ids (roject/server/log_format.py), uvicorn's own lines included.
 _LOG_LEVEL = os.environ.get("ROJO_LOG_LEVEL", "INFO")
 _LOG_JSON = os.environ.get("ROJO_LOG_FORMAT", "").strip().lower() == "json"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "roject.log_format.JsonFormatter"}},
+    "formatters": {"json": {"()": "roject.server.log_format.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {
         "roject": {"handlers": ["console"], "level": _LOG_LEVEL},

@@ -3,11 +3,14 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from . import audit_views, member_views, oidc_views, views
-from .forms import AdminLoginForm
-from .project_settings import project_settings
+from roject.audit import views as audit_views
+from roject.identity import views
+from roject.identity.forms import AdminLoginForm
+from roject.identity.oidc import views as oidc_views
+from roject.members import views as member_views
+from roject.members.project_settings import project_settings
 
-# The admin's login counts failures with the site's (roject/login_limits.py).
+# The admin's login counts failures with the site's (roject/identity/login_limits.py).
 admin.site.login_form = AdminLoginForm
 
 urlpatterns = [
@@ -46,8 +49,8 @@ urlpatterns = [
     path("invitations/<str:token>/", member_views.invitation, name="invitation"),
     path("login/", views.login, name="login"),
     path("logout/", oidc_views.logout, name="logout"),
-    # Single sign-on (roject/oidc.py): 404 unless configured; the provider's redirect URI
-    # is <site>/oidc/callback/.
+    # Single sign-on (roject/identity/oidc/config.py): 404 unless configured; the provider's
+    # redirect URI is <site>/oidc/callback/.
     path(
         "oidc/authenticate/", oidc_views.OidcLoginStart.as_view(), name="oidc_authentication_init"
     ),

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.db import connections
 from django.db.models.signals import post_migrate
 
-from .memory_trim import malloc_tune
+from rojos.turns.memory_trim import malloc_tune
 
 
 class RojosConfig(AppConfig):
@@ -17,13 +17,13 @@ class RojosConfig(AppConfig):
         for module in getattr(settings, "ROJO_TOOL_MODULES", ()):
             import_module(module)
         post_migrate.connect(_search_triggers_restore, sender=self)
-        import_module("rojos.key_checks")  # registers the key rule's system check
+        import_module("rojos.models.key_checks")  # registers the key rule's system check
         import_module("rojos.metrics")  # /metrics lists every figure from the start, at 0
         malloc_tune()
 
 
 def _search_triggers_restore(sender, using, **kwargs) -> None:
     """A migration that remade a table on SQLite dropped its search triggers: make them again."""
-    from .search_triggers import search_triggers_restore
+    from rojos.conversations.search_triggers import search_triggers_restore
 
     search_triggers_restore(connections[using])

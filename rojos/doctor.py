@@ -8,8 +8,8 @@ import requests
 from django.db import DatabaseError
 
 from roject.doctor import Context, Finding, check
+from rojos.models.key_sources import key_env_refusal
 
-from .key_sources import key_env_refusal
 from .models import Rojo
 
 PROVIDER_SECONDS = 2.0

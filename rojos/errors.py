@@ -67,5 +67,5 @@ class DatabaseUnreachable(TurnError):
 
 
 class RojoKeyRefused(ProviderError):
-    """The rojo names a key variable the key rule refuses (rojos.key_sources): the turn ends
+    """The rojo names a key variable the key rule refuses (rojos.models.key_sources): the turn ends
     before any request, so the variable's value is never sent anywhere."""

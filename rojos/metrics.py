@@ -1,4 +1,4 @@
-"""The rojos' figures for /metrics (roject/metrics_endpoint.py): turns, provider answers, tool
+"""The rojos' figures for /metrics (roject/server/metrics.py): turns, provider answers, tool
 calls, approvals, tokens and cost, retries.
 
 Counted once per turn, request, call or retry, never per streamed chunk: the hot path

@@ -1,14 +1,14 @@
 """The services the server cannot work without, and what a person is told when one is down.
 
-One table for the API's 503 (rojos.api_errors) and for the record of a turn that could not
-start for that reason (rojos.turn_start): the chat's answer and what its conversation shows
+One table for the API's 503 (rojos.web.errors) and for the record of a turn that could not
+start for that reason (rojos.turns.start): the chat's answer and what its conversation shows
 afterwards say the same thing.
 """
 
 from django.db import OperationalError
 from redis.exceptions import RedisError
 
-from roject.sessions import SessionNotEnded
+from roject.identity.sessions import SessionNotEnded
 
 # What a channel layer's client raises when the layer (Redis) is out of reach.
 LAYER_ERRORS = (OSError, RedisError)

@@ -2,8 +2,9 @@
 
 from django.urls import path
 
-from . import shared_views, views
-from .api import api
+from rojos.web import pages as views
+from rojos.web import shared_pages
+from rojos.web.api import api
 
 urlpatterns = [
     path("projects/<int:project_id>/", views.project_page, name="project"),
@@ -14,7 +15,7 @@ urlpatterns = [
     ),
     path(
         "projects/<int:project_id>/c/<int:conversation_id>/read/",
-        shared_views.conversation_read_page,
+        shared_pages.conversation_read_page,
         name="conversation_read",
     ),
     path("approvals/", views.approvals_page, name="approvals"),

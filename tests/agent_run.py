@@ -9,10 +9,7 @@ from asgiref.sync import sync_to_async
 
 from roject import storage
 from roject.models import Role
-from rojos.agent import agent_loop
-from rojos.clients import rojo_client
-from rojos.errors import TurnError
-from rojos.events import (
+from rojos.agent.events import (
     AgentEvent,
     ApprovalRequiredEvent,
     ChatEvent,
@@ -20,8 +17,11 @@ from rojos.events import (
     ToolCallEvent,
     ToolResultEvent,
 )
-from rojos.history import History
+from rojos.agent.history import History
+from rojos.agent.loop import agent_loop
+from rojos.errors import TurnError
 from rojos.models import Conversation, Message, Rojo
+from rojos.provider.clients import rojo_client
 from rojos.tools import RojoToolContext
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 

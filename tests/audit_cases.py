@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
+from roject.identity.tokens import api_token_create
 from roject.models import ApiToken, Project
 from roject.storage import project_root_create
-from roject.tokens import api_token_create
 from rojos.models import FileChange, McpServer, Rojo
 from tests.helpers import audited, make_rojo
 from tests.test_admin import rojo_form

@@ -3,7 +3,7 @@ restore, deletions (by a person, with a token, by a rojo's tool, over MCP), down
 
 import httpx2
 
-from roject.tokens import api_token_create
+from roject.identity.tokens import api_token_create
 from rojos.models import Conversation, default_tools
 from tests.audit_cases import Expected, case
 from tests.fake_provider import stream, text_chunks, tool_call_chunks

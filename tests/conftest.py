@@ -7,8 +7,8 @@ import contextlib
 import pytest
 from django.contrib.auth import get_user_model
 
+from roject.members.projects import project_create
 from roject.models import Role
-from roject.services import project_create
 from tests.layer_per_loop import layer_per_loop_install
 
 layer_per_loop_install()
@@ -86,7 +86,7 @@ def empty_cache():
 def turns_of_the_test_ended():
     """Finished turns are kept for re-attach, and ids restart after a flush: drop them per test;
     stop the turns a test left running, and wait until they have ended."""
-    from rojos import turn_log
+    from rojos.turns import log as turn_log
 
     yield
     ending = []
@@ -112,7 +112,7 @@ def turns_of_the_test_ended():
 @pytest.fixture(autouse=True)
 def forget_learned_windows():
     """The fake provider keeps its URL for the session: what one test learned is not the next's."""
-    from rojos.window_discovery import window_discovery_forget
+    from rojos.context.discovery import window_discovery_forget
 
     window_discovery_forget()
     yield
@@ -122,7 +122,7 @@ def forget_learned_windows():
 @pytest.fixture
 def crossings(monkeypatch) -> list[str]:
     """The names of the functions handed to the database threads, as they are."""
-    from roject.db_threads import _Lane
+    from roject.server.db_threads import _Lane
 
     names: list[str] = []
     submit = _Lane.submit

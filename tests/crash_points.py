@@ -39,6 +39,6 @@ class _NeverStarts:
 
 
 if os.environ.get("ROJO_TEST_HANG_BEFORE_START") == "1":
-    from rojos import turn_start
+    from rojos.turns import start as turn_start
 
     turn_start.control_layer = _NeverStarts

@@ -15,7 +15,7 @@ from django.db import connections
 from django.middleware.csrf import _get_new_csrf_string
 from django.test import Client
 
-from roject.db_threads import db_pool_close
+from roject.server.db_threads import db_pool_close
 
 
 class _ThreadedServer(uvicorn.Server):
@@ -29,7 +29,7 @@ def asgi_server(django_db_setup, django_db_blocker) -> Iterator[str]:
     from roject.asgi import application
 
     # The production command's parser (docs/operations.md, "Running at scale"), whose send the write
-    # timeout (roject/write_timeout.py) reads.
+    # timeout (roject/server/write_timeout.py) reads.
     config = uvicorn.Config(
         application, host="127.0.0.1", port=0, log_level="warning", lifespan="off",
         loop="asyncio", http="httptools",

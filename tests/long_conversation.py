@@ -5,7 +5,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from rojos.summaries import SUMMARY_INSTRUCTION
+from rojos.context.summaries import SUMMARY_INSTRUCTION
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 
 NOTES = 30

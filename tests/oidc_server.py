@@ -138,7 +138,7 @@ def oidc_provider(asgi_server, tmp_path_factory) -> Iterator[Provider]:
 @pytest.fixture
 def oidc(oidc_provider, settings) -> Provider:
     """The app signs in with the test provider (group roles mapped on project `docs`)."""
-    from roject.oidc import oidc_discovery_forget
+    from roject.identity.oidc.config import oidc_discovery_forget
 
     oidc_provider.users_reset()
     oidc_discovery_forget()

@@ -26,7 +26,7 @@ START_TIMEOUT = 30
 def database_url() -> str:
     """The test database as a DATABASE_URL, for a process that reads its settings from env."""
     db = django_settings.DATABASES["default"]
-    if db["ENGINE"] == "roject.sqlite_backend":
+    if db["ENGINE"] == "roject.server.sqlite_backend":
         return f"sqlite:///{db['NAME']}"
     credentials = quote(db["USER"] or "", safe="")
     if db.get("PASSWORD"):

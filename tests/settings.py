@@ -22,10 +22,10 @@ ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 30)
 _SWEEP = "roject.storage.leftovers.storage_sweep_soon"
 # Nor does it check the rojos' key variables on a thread of its own (outside the test's
 # database access); the system check is tested as `manage.py check` runs it.
-_KEY_CHECK = "rojos.key_checks.rojo_key_check_soon"
+_KEY_CHECK = "rojos.models.key_checks.rojo_key_check_soon"
 ROJO_STARTUP_HOOKS = [h for h in ROJO_STARTUP_HOOKS if h not in (_SWEEP, _KEY_CHECK)]  # noqa: F405
 
-if DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "roject.server.sqlite_backend":  # noqa: F405
     # A file, not shared-cache memory, so the live ASGI server's threads can write concurrently.
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": str(Path(tempfile.gettempdir()) / f"rojo-test-{os.getpid()}.sqlite3")  # noqa: F405

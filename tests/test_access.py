@@ -5,7 +5,7 @@ from django.contrib.auth.models import AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from roject.access import LoginRequired, aproject_access, project_access
+from roject.members.access import LoginRequired, aproject_access, project_access
 from roject.models import Role
 from roject.storage import project_root
 

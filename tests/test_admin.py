@@ -408,7 +408,7 @@ def test_the_admin_inline_revokes_a_demoted_owners_links_and_marks_a_removal(
 ):
     """As on the Members page: a demoted owner's pending links are revoked, and a member
     deleted here is one the sign-in's group mapping must not add back."""
-    from roject.invitations import invitation_create
+    from roject.members.invitations import invitation_create
     from roject.models import Invitation, MembershipRemoval
 
     Membership.objects.filter(project=project, user=users["editor"]).update(role=Role.OWNER)

@@ -8,7 +8,7 @@ import pytest
 from roject.models import Role
 from rojos.errors import StepLimitReached, TurnError
 from rojos.models import Message, Rojo
-from rojos.provider_request import wire_call_id
+from rojos.provider.request import wire_call_id
 from tests.agent_run import rojo_for, run_turn, valid_history
 from tests.fake_provider import chunk, json_reply, stream, text_chunks, tool_call_chunks
 from tests.helpers import DEFAULT_TOOLS

@@ -2,8 +2,8 @@
 
 import pytest
 
+from roject.members.projects import project_create
 from roject.models import Role
-from roject.services import project_create
 from roject.storage import project_root_create
 from rojos.models import Conversation, Message
 from tests.fake_provider import stream, text_chunks, tool_call_chunks

@@ -15,8 +15,8 @@ from django.core.management.base import CommandError
 from django.test import Client
 from django.utils import timezone
 
+from roject.identity.tokens import api_token_check, api_token_create, api_token_revoke
 from roject.models import ApiToken
-from roject.tokens import api_token_check, api_token_create, api_token_revoke
 
 pytestmark = pytest.mark.django_db
 

@@ -15,7 +15,7 @@ from django.core.management import call_command
 
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord, default_tools
-from rojos.provider_request import wire_call_id
+from rojos.provider.request import wire_call_id
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 from tests.live_server import ApiClient, Event, parse_sse

@@ -14,7 +14,7 @@ from django.forms.models import model_to_dict
 from django.test import RequestFactory
 from django.urls import reverse
 
-from roject.audit import audit_actor, audit_record
+from roject.audit.log import audit_actor, audit_record
 from roject.models import AuditAction, AuditEntry
 from rojos.models import Conversation, Message, default_tools
 from tests import audit_file_cases  # noqa: F401  (registers its cases)

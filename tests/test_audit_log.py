@@ -6,9 +6,9 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.utils import timezone
 
-from roject.audit import AuditAction, audit_prune, audit_record
+from roject.audit.log import AuditAction, audit_prune, audit_record
+from roject.identity.tokens import api_token_create
 from roject.models import AuditEntry
-from roject.tokens import api_token_create
 
 
 def test_a_record_names_actor_project_and_object_and_survives_their_deletion(users, project):

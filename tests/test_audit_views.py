@@ -14,9 +14,9 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from roject.audit import AuditAction, audit_record
+from roject.audit.log import AuditAction, audit_record
+from roject.members.projects import project_create
 from roject.models import AuditEntry
-from roject.services import project_create
 from tests.helpers import audited
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -5,9 +5,9 @@ shows as a box without one), while each icon's button keeps its name."""
 import pytest
 from playwright.sync_api import expect
 
-from roject.invitations import invitation_create
+from roject.identity.tokens import api_token_create
+from roject.members.invitations import invitation_create
 from roject.models import Role
-from roject.tokens import api_token_create
 from rojos.models import Conversation
 from tests.accessibility import axe_violations
 from tests.browser import screenshot

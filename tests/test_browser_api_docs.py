@@ -20,7 +20,7 @@ document.addEventListener("securitypolicyviolation", (e) => {
 
 def operations() -> int:
     """How many operations the API has, by its own schema."""
-    from rojos.api import api
+    from rojos.web.api import api
 
     return sum(len(methods) for methods in api.get_openapi_schema()["paths"].values())
 

@@ -9,9 +9,9 @@ composer.
 import pytest
 from playwright.sync_api import expect
 
+from roject.identity.tokens import api_token_check, api_token_create
 from roject.models import ApiToken
 from roject.storage import project_root_create
-from roject.tokens import api_token_check, api_token_create
 from rojos.models import FileChange
 from tests.browser import screenshot
 from tests.mcp_clients import mcp_url, with_mcp

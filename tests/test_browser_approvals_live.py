@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from rojos.approvals_live import live_unavailable
+from rojos.approvals.live import live_unavailable
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

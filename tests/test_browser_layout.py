@@ -5,7 +5,7 @@ page on a phone (no sideways scrolling, Log out on screen)."""
 import pytest
 from playwright.sync_api import expect
 
-from roject.tokens import api_token_create
+from roject.identity.tokens import api_token_create
 from tests.browser import screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

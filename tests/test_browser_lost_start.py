@@ -10,8 +10,8 @@ import pytest
 from playwright.sync_api import Error as PlaywrightError
 from playwright.sync_api import expect
 
-from rojos import turn_start
 from rojos.models import Conversation, Message
+from rojos.turns import start as turn_start
 from tests.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -33,7 +33,7 @@ class HeldLayer:
 
 @pytest.fixture
 def held_start(monkeypatch, settings):
-    # A claim of a process still alive here goes stale after ten times this (turn_claims).
+    # A claim of a process still alive here goes stale after ten times this (rojos.models.claims).
     settings.ROJO_TURN_STALE_SECONDS = 0.3
     layer = HeldLayer()
     monkeypatch.setattr(turn_start, "control_layer", lambda: layer)

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
+from roject.members.projects import project_create
 from roject.models import AuditAction, AuditEntry, Membership, Role
-from roject.services import project_create
 from tests.browser import screenshot
 from tests.conftest import make_user
 from tests.oidc_server import USERS

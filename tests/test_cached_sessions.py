@@ -28,7 +28,7 @@ def test_a_session_is_read_from_the_cache_with_no_database_row_read(client_for, 
     # The row is gone from the database, the cache still holds the session.
     Session.objects.all().delete()
     assert _projects(client) == 200
-    assert settings.SESSION_ENGINE == "roject.sessions"
+    assert settings.SESSION_ENGINE == "roject.identity.sessions"
 
 
 def _deactivate(users, user):

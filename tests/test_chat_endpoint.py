@@ -57,7 +57,7 @@ def test_anonymous_gets_401(client_for, project, rojo, fake_provider):
 
 
 def test_a_conversation_of_another_project_is_404(client_for, users, project, rojo, fake_provider):
-    from roject.services import project_create
+    from roject.members.projects import project_create
 
     other = project_create(name="Other", owner=users["outsider"])
     foreign = Conversation.objects.create(project=other, rojo=rojo, title="secret")

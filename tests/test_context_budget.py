@@ -8,9 +8,9 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.urls import reverse
 
-from rojos.context_window import DEFAULT_WINDOW, prompt_budget, window_of
+from rojos.context.discovery import window_learn
+from rojos.context.window import DEFAULT_WINDOW, prompt_budget, window_of
 from rojos.models import Rojo
-from rojos.window_discovery import window_learn
 from tests.agent_run import rojo_for, run_turn
 from tests.fake_provider import Window, stream, text_chunks
 from tests.helpers import command_error, make_rojo, run

@@ -5,7 +5,7 @@ channels_redis queues the messages of all of a process's channels in one Redis k
 one at a time. The test fills the key of the default layer of the process running the turn
 (B, in process) with relayed messages for its followers, as a process with many followers
 has; a Stop sent through A must still be acknowledged, since control messages have a layer
-of their own (rojos.control_layer). Before, it waited behind the backlog and A answered 503.
+of their own (rojos.turns.control_layer). Before, it waited behind the backlog and A answered 503.
 """
 
 import os

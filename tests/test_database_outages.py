@@ -21,7 +21,7 @@ SETUP = """
 import json
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.db import SessionStore
-from roject.services import project_create
+from roject.members.projects import project_create
 from tests.helpers import make_rojo
 
 user = get_user_model().objects.create_user("dana", password="not-used-here")

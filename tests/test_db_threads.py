@@ -9,7 +9,7 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
 from django.db import DatabaseError, connections
 
-from roject.db_threads import DbThreadPool, db_context
+from roject.server.db_threads import DbThreadPool, db_context
 
 
 async def _thread() -> threading.Thread:
@@ -128,7 +128,7 @@ def scratch_database(tmp_path):
     closes), to see a broken connection replaced."""
     settings_dict = dict(connections["default"].settings_dict)
     settings_dict.update(
-        ENGINE="roject.sqlite_backend",
+        ENGINE="roject.server.sqlite_backend",
         NAME=str(tmp_path / "scratch.sqlite3"),
         OPTIONS={"timeout": 5},
         CONN_MAX_AGE=None,

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rojos.models import Conversation, TurnRecord
-from rojos.turn_repair import INTERRUPTED_MESSAGE
+from rojos.turns.repair import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 from tests.live_server import parse_sse, read_until, wait_until

@@ -3,8 +3,8 @@ the tree any more. Against the live server, with real CSRF tokens."""
 
 import pytest
 
+from roject.members.projects import project_create
 from roject.models import Role
-from roject.services import project_create
 from roject.storage import project_root_create
 from rojos.models import FileChange
 from tests.helpers import files_in

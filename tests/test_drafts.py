@@ -1,6 +1,6 @@
 """A draft's appends against the database: a retried one does not repeat its text."""
 
-from rojos.drafts import draft_append_blocking
+from rojos.agent.drafts import draft_append_blocking
 from rojos.models import Conversation, Message
 from tests.helpers import make_rojo
 

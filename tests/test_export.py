@@ -5,8 +5,8 @@ import json
 import pytest
 from django.utils import timezone
 
-from roject.services import project_create
-from rojos.export import conversation_export_markdown
+from roject.members.projects import project_create
+from rojos.conversations.export import conversation_export_markdown
 from rojos.models import Conversation, FileChange, Message
 from tests.helpers import PAGE, make_rojo
 from tests.replay_story import (

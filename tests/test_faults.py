@@ -14,11 +14,11 @@ import httpx2
 import pytest
 
 from roject.storage import project_root_create, undo_dir, write_project_file
-from rojos.history import INTERRUPTED
+from rojos.agent.history import INTERRUPTED
 from rojos.models import Conversation, FileChange, default_tools
-from rojos.provider_request import wire_call_id
+from rojos.provider.request import wire_call_id
 from rojos.tools import RojoTool, RojoToolContext, registry
-from rojos.turns import INTERRUPTED_MESSAGE
+from rojos.turns.runner import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, big_text, files_in, make_rojo, stored_history
 from tests.live_server import ApiClient, Event, parse_sse, read_until, wait_until
@@ -67,7 +67,7 @@ def doomed_server(server_process) -> ServerProcess:
 
 def send_once_free(client: ApiClient, project, rojo, conversation: int) -> list[Event]:
     """Send "Again" to a conversation whose turn died: accepted at once, since the claim's
-    owner was a process of this host that is gone (rojos.turn_owner).
+    owner was a process of this host that is gone (rojos.models.claims).
 
     Returns the events of the accepted turn.
     """

@@ -8,8 +8,8 @@ events were published.
 
 import asyncio
 
-from rojos.events import ChatEvent, DoneEvent, StartEvent, ToolCallEvent
-from rojos.turn_log import Turn
+from rojos.agent.events import ChatEvent, DoneEvent, StartEvent, ToolCallEvent
+from rojos.turns.log import Turn
 
 
 async def _next(batches):

@@ -12,9 +12,9 @@ from django.core import signing
 from django.test import Client
 from django.utils import timezone
 
-from roject.invitations import InvitationRefused, invitation_accept, invitation_create
+from roject.identity.tokens import token_digest
+from roject.members.invitations import InvitationRefused, invitation_accept, invitation_create
 from roject.models import Invitation, Membership, Role
-from roject.tokens import token_digest
 from tests.conftest import make_user
 from tests.helpers import audited, run_at_once
 
@@ -237,7 +237,7 @@ def test_logging_in_first_comes_back_to_the_link(made, project):
 
 
 def test_another_projects_owner_cannot_revoke(made, users):
-    from roject.services import project_create
+    from roject.members.projects import project_create
 
     project_create(name="Other", owner=users["outsider"])
     response = _client(users["outsider"]).post(

@@ -1,4 +1,4 @@
-"""Django's middlewares with their hooks on the event loop (roject/loop_middleware.py),
+"""Django's middlewares with their hooks on the event loop (roject/server/loop_middleware.py),
 through the real ASGI server: no trip to a database thread for a hook that does no I/O,
 and every semantic of the stack as before (CSRF, sessions, login, messages, headers)."""
 
@@ -10,8 +10,8 @@ import httpx2
 import pytest
 from django.conf import settings
 
+from roject.identity.tokens import api_token_create
 from roject.models import Role
-from roject.tokens import api_token_create
 from tests.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)

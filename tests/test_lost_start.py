@@ -11,7 +11,7 @@ import httpx2
 import pytest
 
 from rojos.models import Message
-from rojos.turns import INTERRUPTED_MESSAGE
+from rojos.turns.runner import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 from tests.live_server import wait_until

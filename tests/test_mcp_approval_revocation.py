@@ -9,8 +9,8 @@ import pytest
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
+from rojos.agent.tool_calls import REVOKED
 from rojos.models import RojoMcpServer
-from rojos.tool_calls import REVOKED
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse, read_until

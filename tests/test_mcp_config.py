@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from rojos.mcp.spec import rojo_mcp_links
 from rojos.models import McpServer, Rojo, RojoMcpServer
-from rojos.selectors import rojo_get
+from rojos.web.selectors import rojo_get
 from tests.helpers import command_error, make_rojo, run
 from tests.mcp_helpers import time_server
 from tests.test_admin import rojo_form

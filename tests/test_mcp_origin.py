@@ -5,7 +5,7 @@ one without an Origin (the SDK, curl) is served. Against a real server process."
 import httpx2
 import pytest
 
-from roject.tokens import api_token_create
+from roject.identity.tokens import api_token_create
 from tests.mcp_clients import mcp_url
 from tests.test_mcp_server import INITIALIZE, MCP_HEADERS
 

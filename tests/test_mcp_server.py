@@ -13,9 +13,9 @@ import mcp_types as types
 import pytest
 from mcp.shared.exceptions import MCPError
 
+from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.models import ApiToken
 from roject.storage import project_root_create
-from roject.tokens import api_token_create, api_token_revoke
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from rojos.tools import BUILTIN_TOOLS
 from tests.helpers import assert_history_valid, make_rojo, stored_history

@@ -7,8 +7,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.test import Client
 
-from roject.invitations import invitation_create
-from roject.members import MemberError, member_add, member_remove, member_role_set
+from roject.members.invitations import invitation_create
+from roject.members.services import MemberError, member_add, member_remove, member_role_set
 from roject.models import Invitation, Membership, Role
 from rojos.models import Conversation
 from tests.conftest import make_user

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from rojos import memory_trim
+from rojos.turns import memory_trim
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import uuid
 
 import pytest
 
-from roject.services import project_create
+from roject.members.projects import project_create
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message
 from tests.fake_provider import stream, text_chunks, tool_call_chunks

@@ -6,11 +6,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from roject.invitations import invitation_create
-from roject.members import member_add, member_remove, user_find
+from roject.identity.oidc.accounts import free_username
+from roject.members.invitations import invitation_create
+from roject.members.projects import project_create
+from roject.members.services import member_add, member_remove, user_find
 from roject.models import AuditAction, AuditEntry, Membership, OidcIdentity, Role
-from roject.oidc_identity import free_username
-from roject.services import project_create
 from tests.conftest import make_user
 from tests.oidc_server import provider_sign_in
 

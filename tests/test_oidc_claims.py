@@ -1,12 +1,12 @@
-"""The ID token checks mozilla-django-oidc leaves out (roject/oidc_claims.py), each with a
+"""The ID token checks mozilla-django-oidc leaves out (roject/identity/oidc/claims.py), each with a
 token that must be refused, and the backend's refusal of HMAC without a client secret."""
 
 import pytest
 from django.core.exceptions import SuspiciousOperation
 from django.test import RequestFactory
 
+from roject.identity.oidc.claims import SKEW_SECONDS, token_check
 from roject.oidc_backend import OidcBackend
-from roject.oidc_claims import SKEW_SECONDS, token_check
 
 NOW = 1_800_000_000
 ISSUER = "https://id.example.com"

@@ -8,8 +8,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from roject.members.projects import project_create
 from roject.models import AuditAction, AuditEntry, Membership, Role
-from roject.services import project_create
 from tests.conftest import make_user
 from tests.oidc_server import CLIENT_ID, provider_sign_in
 
@@ -114,7 +114,7 @@ def test_the_issuer_alone_finds_the_discovery_document(oidc, docs, settings):
 
 def test_an_id_token_signature_is_always_checked(db):
     """Whatever algorithms a discovery document lists, `none` is never taken."""
-    from roject.oidc import OidcUnavailable, _sign_algorithm
+    from roject.identity.oidc.config import OidcUnavailable, _sign_algorithm
 
     assert _sign_algorithm({"id_token_signing_alg_values_supported": ["HS256", "RS256"]}) == "RS256"
     assert _sign_algorithm({"id_token_signing_alg_values_supported": ["none", "ES256"]}) == "ES256"
@@ -195,7 +195,7 @@ def test_a_token_request_the_provider_refuses_is_a_failed_login_not_an_error(oid
 
 
 def test_an_unreachable_provider_fails_cleanly_and_password_logins_go_on(db, settings):
-    from roject.oidc import oidc_discovery_forget
+    from roject.identity.oidc.config import oidc_discovery_forget
     from tests.server_process import _free_port
 
     oidc_discovery_forget()

@@ -9,9 +9,9 @@ import time
 import pytest
 from django.db import connection, connections
 
+from roject.identity.oidc.roles import membership_sync_from_groups
+from roject.members.projects import project_create
 from roject.models import AuditEntry, Membership, MembershipSource, Role
-from roject.oidc_roles import membership_sync_from_groups
-from roject.services import project_create
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,11 +10,11 @@ from pathlib import Path
 import httpx2
 import pytest
 
+from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.models import AuditAction, AuditEntry
 from roject.storage import project_root_create
-from roject.tokens import api_token_create, api_token_revoke
-from rojos.approval_decisions import OWNERS_ONLY
 from rojos.models import Conversation, PendingApproval, default_tools
+from rojos.turns.decisions import OWNERS_ONLY
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event, parse_sse

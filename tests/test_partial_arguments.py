@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from rojos.partial_arguments import ArgumentScanner
-from rojos.stream_accumulator import StreamAccumulator
-from rojos.tool_call_deltas import ToolCallDeltas
+from rojos.agent.tool_call_deltas import ToolCallDeltas
+from rojos.provider.accumulator import StreamAccumulator
+from rojos.provider.partial_arguments import ArgumentScanner
 from tests.fake_provider import tool_call_chunks
 
 WRITE = {"path": 'docs/ä "quoted"\\x.md', "text": "line 1\n\ttab é 😀 \u202e end\\"}

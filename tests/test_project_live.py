@@ -8,9 +8,9 @@ import time
 import pytest
 from django.db import connection
 
+from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.models import Membership
 from roject.storage import project_root_create
-from roject.tokens import api_token_create, api_token_revoke
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse
@@ -149,7 +149,7 @@ async def test_a_subscription_waits_longer_than_the_layers_blocking_pop_without_
     """Seven quiet seconds on the Redis layer (its blocking pop waits 5 s; redis-py 8 reads
     with a 5 s socket timeout unless told otherwise): the wait ends in a keep-alive (None),
     not Redis's read timeout, and the next event still arrives."""
-    from roject.project_live import project_event_publish, project_subscribed
+    from roject.members.live import project_event_publish, project_subscribed
 
     async with project_subscribed(project_id=987_654, keepalive=7.0) as events:
         assert await anext(events) is None
@@ -169,7 +169,7 @@ async def test_an_open_subscription_does_not_hold_up_the_processs_other_channels
 
     from channels.layers import get_channel_layer
 
-    from roject.project_live import project_subscribed
+    from roject.members.live import project_subscribed
 
     layer = get_channel_layer()
     turn_channel = await layer.new_channel()

@@ -407,9 +407,9 @@ async def test_provider_slower_than_the_timeout_between_chunks_but_sending_is_no
 
 async def test_a_reader_slower_than_the_timeout_is_not_a_stalled_provider(fake_provider, settings):
     """Bytes received but not read yet are the reader's delay, not the provider's silence."""
-    from rojos.clients import rojo_client
-    from rojos.provider import provider_chunks
-    from rojos.stream_accumulator import StreamAccumulator
+    from rojos.provider.accumulator import StreamAccumulator
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
     from tests.helpers import make_rojo
 
     settings.ROJO_PROVIDER_TIMEOUT = 0.3

@@ -5,7 +5,7 @@ import time
 
 import pytest
 
-from rojos.provider_request import wire_call_id
+from rojos.provider.request import wire_call_id
 from tests.agent_run import rojo_for, run_turn, valid_history
 from tests.fake_provider import chunk, stream, text_chunks, tool_call_chunks, usage_chunk
 

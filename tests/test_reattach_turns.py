@@ -13,7 +13,7 @@ import os
 import pytest
 from django.db import connection
 
-from rojos.turn_repair import INTERRUPTED_MESSAGE
+from rojos.turns.repair import INTERRUPTED_MESSAGE
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 from tests.live_server import Event, parse_sse

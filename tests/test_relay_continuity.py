@@ -5,7 +5,7 @@ ended with DONE).
 Two causes, each with its test: a message lost between the relay and the follower (the
 follower sees that a message does not go on from its last event, and asks again from
 there), and channels_redis itself dropping what it had buffered for a channel whose
-receive() a timed wait cancelled (rojos.channel_reader never cancels one), on real Redis.
+receive() a timed wait cancelled (rojos.turns.channel_reader never cancels one), on real Redis.
 """
 
 import asyncio
@@ -16,11 +16,11 @@ from asgiref.sync import sync_to_async
 from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from django.conf import settings
 
-from roject.access import aproject_access
-from rojos import turn_relay
-from rojos.channel_reader import ChannelReader
+from roject.members.access import aproject_access
 from rojos.models import Conversation
-from rojos.turn_start import turn_start
+from rojos.turns import relay as turn_relay
+from rojos.turns.channel_reader import ChannelReader
+from rojos.turns.start import turn_start
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 

@@ -14,10 +14,10 @@ from django.core.management.base import CommandError
 
 from roject.models import Project
 from roject.storage import project_root, scratch_copy
+from rojos.agent.events import WireEvent
+from rojos.conversations.replay import ReplayTurn, ScratchHistory, tool_call_differences
 from rojos.models import Conversation, FileChange, Message, Rojo, TurnRecord
-from rojos.provider_request import request_messages
-from rojos.replay import ReplayTurn, ScratchHistory, tool_call_differences
-from rojos.wire import WireEvent
+from rojos.provider.request import request_messages
 from tests.fake_provider import http_error, stream, text_chunks, tool_call_chunks
 from tests.helpers import PAGE, make_rojo
 from tests.live_server import parse_sse

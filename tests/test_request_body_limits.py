@@ -9,7 +9,7 @@ as it arrives; uploads keep their own, larger, limit (tests/test_file_uploads_ap
 
 import pytest
 
-from roject.upload_guard import FRAMING_BYTES
+from roject.server.upload_guard import FRAMING_BYTES
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,8 +10,8 @@ from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.urls import reverse
 
-from rojos.key_sources import endpoint_moved
 from rojos.models import Rojo, TurnRecord
+from rojos.models.key_sources import endpoint_moved
 from tests.conftest import make_user
 from tests.helpers import audited, command_error, make_rojo, run
 

@@ -4,10 +4,10 @@ PostgreSQL tsvector: run this module with DATABASE_URL set for the latter)."""
 import pytest
 from django.db import connection
 
-from roject.services import project_create
+from roject.members.projects import project_create
+from rojos.conversations.search import conversation_search
+from rojos.conversations.search_triggers import search_triggers_restore
 from rojos.models import Conversation, Message
-from rojos.search import conversation_search
-from rojos.search_triggers import search_triggers_restore
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

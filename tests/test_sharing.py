@@ -4,8 +4,8 @@ whatever their role; anyone else gets the 404 of a conversation that does not ex
 import pytest
 from django.test import Client
 
+from roject.members.projects import project_create
 from roject.models import Membership, Role
-from roject.services import project_create
 from rojos.models import Conversation, Message
 from tests.conftest import make_user
 

@@ -12,8 +12,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from rojos.models import Conversation
-from rojos.turn_events import CATCH_UP_BYTES, JOIN_AFTER
-from rojos.turn_log import turn_get
+from rojos.turns.events import CATCH_UP_BYTES, JOIN_AFTER
+from rojos.turns.log import turn_get
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse, wait_until

@@ -73,7 +73,7 @@ def test_a_failed_transaction_lets_the_next_writer_in():
 def test_a_database_locked_past_its_timeout_answers_503_and_stores_nothing(
     client_for, users, project, fake_provider, short_busy_timeout
 ):
-    from roject.sqlite_backend.base import _writer_lock
+    from roject.server.sqlite_backend.base import _writer_lock
     from rojos.models import Conversation, Message
     from tests.helpers import make_rojo
 

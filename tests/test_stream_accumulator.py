@@ -1,6 +1,6 @@
 """The accumulator's text: right across its folds, and held once once joined."""
 
-from rojos.stream_accumulator import StreamAccumulator
+from rojos.provider.accumulator import StreamAccumulator
 
 
 def text_chunk(text: str) -> dict:

@@ -7,7 +7,7 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from rojos.stream_body import READ_MAX, _pieces
+from rojos.provider.body import READ_MAX, _pieces
 from tests.fake_provider import stream, text_chunks
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -16,8 +16,8 @@ WORDS = " ".join(f"word{n}" for n in range(4000))
 
 
 async def test_a_reply_buffered_past_64_kib_is_parsed_in_pieces_chunk_for_chunk(fake_provider):
-    from rojos.clients import rojo_client
-    from rojos.provider import provider_chunks
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
     from tests.helpers import make_rojo
 
     chunks = text_chunks(WORDS, pieces=4000)

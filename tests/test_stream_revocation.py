@@ -7,9 +7,9 @@ import time
 
 import pytest
 
+from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.models import Membership
 from roject.storage import project_root_create
-from roject.tokens import api_token_create, api_token_revoke
 from tests.fake_provider import Pause, stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse, read_until

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from rojos.events import ToolCallDeltaEvent, ToolCallEvent
+from rojos.agent.events import ToolCallDeltaEvent, ToolCallEvent
 from tests.agent_run import rojo_for, run_turn
 from tests.fake_provider import Pause, chunk, stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo, run

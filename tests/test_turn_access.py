@@ -6,8 +6,8 @@ import pytest
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
+from rojos.agent.tool_calls import REMOVED_MESSAGE, REMOVED_OUTCOME, REVOKED
 from rojos.models import TurnRecord
-from rojos.tool_calls import REMOVED_MESSAGE, REMOVED_OUTCOME, REVOKED
 from rojos.tools import RojoTool, RojoToolContext, registry
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import DEFAULT_TOOLS, assert_history_valid, make_rojo, stored_history

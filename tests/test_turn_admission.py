@@ -9,7 +9,7 @@ import time
 import pytest
 
 from rojos.models import McpServer, RojoMcpServer
-from rojos.turn_admission import start_admit
+from rojos.turns.admission import start_admit
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 from tests.live_server import parse_sse, read_until

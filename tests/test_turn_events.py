@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from rojos.turn_events import CATCH_UP_BYTES, JOIN_AFTER, TurnEvents
+from rojos.turns.events import CATCH_UP_BYTES, JOIN_AFTER, TurnEvents
 
 
 def _published(lengths: list[int]) -> tuple[TurnEvents, list[tuple[str, object]]]:

@@ -11,9 +11,9 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
-from rojos import turn_start
+from rojos.agent.tool_calls import REMOVED_MESSAGE, REVOKED
 from rojos.models import Conversation, TurnRecord
-from rojos.tool_calls import REMOVED_MESSAGE, REVOKED
+from rojos.turns import start as turn_start
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import assert_history_valid, make_rojo, stored_history
 from tests.live_server import parse_sse, read_until, wait_until

@@ -12,13 +12,14 @@ from channels.exceptions import ChannelFull
 from channels.layers import DEFAULT_CHANNEL_LAYER, InMemoryChannelLayer, channel_layers
 from django.utils import timezone
 
-from roject.access import aproject_access
-from rojos import turn_relay, turns
+from roject.members.access import aproject_access
 from rojos.models import Conversation, Message, TurnRecord
-from rojos.turn_claims import turn_claim_blocking
-from rojos.turn_owner import process_owner
-from rojos.turn_repair import INTERRUPTED_MESSAGE
-from rojos.turn_start import turn_start
+from rojos.models.claims import process_owner
+from rojos.turns import relay as turn_relay
+from rojos.turns import runner as turns
+from rojos.turns.claims import turn_claim_blocking
+from rojos.turns.repair import INTERRUPTED_MESSAGE
+from rojos.turns.start import turn_start
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import make_rojo
 

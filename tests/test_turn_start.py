@@ -11,13 +11,13 @@ from django.db import OperationalError, connection
 from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from roject.access import aproject_access
-from rojos import turn_start as starting
-from rojos import turns
-from rojos.budgets import budget_check
+from roject.members.access import aproject_access
+from rojos.context.budgets import budget_check
 from rojos.errors import TurnNotStarted
 from rojos.models import Conversation, Message, TurnRecord
-from rojos.selectors import rojo_get
+from rojos.turns import runner as turns
+from rojos.turns import start as starting
+from rojos.web.selectors import rojo_get
 from tests.fake_provider import stream, text_chunks
 from tests.helpers import BrokenLayer, command_error, make_rojo
 
@@ -47,7 +47,7 @@ def statements():
 
 async def _start(project, user, rojo, conversation, message, access=None, budgets=None):
     access = access or await aproject_access(user=user, project_id=project.pk)
-    # Read before the start, as the chat endpoint reads them (rojos.selectors).
+    # Read before the start, as the chat endpoint reads them (rojos.web.selectors).
     if budgets is None:
         budgets = await sync_to_async(budget_check)(user=user, project_id=project.pk)
     return await starting.turn_start(
@@ -267,7 +267,7 @@ async def test_a_stop_before_the_turns_task_first_ran_ends_it_stopped_and_frees_
     cancelled then would never run, not even its cleanup): the turn stops as it begins,
     asks the provider nothing, ends `stopped` with DONE, frees the conversation and gives
     its start's place back."""
-    from rojos.turn_admission import start_admit
+    from rojos.turns.admission import start_admit
 
     settings.ROJO_START_CONCURRENCY = 1
     settings.ROJO_START_HOLD_SECONDS = 60

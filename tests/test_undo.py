@@ -13,10 +13,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from roject.services import project_create
+from roject.members.projects import project_create
 from roject.storage import Snapshot, changes_locked, digests, project_root_create, snapshot_take
+from rojos.changes.undo import UndoRefused, change_undo, changes_undo
 from rojos.models import Conversation, FileChange, default_tools
-from rojos.undo import UndoRefused, change_undo, changes_undo
 from tests.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.helpers import make_rojo
 from tests.live_server import ApiClient, Event
@@ -386,7 +386,7 @@ def test_conversation_detail_lists_changes_with_their_undo_time(run_turn, editor
     assert FileChange.objects.get(pk=create).undone_by == users["editor"]
 
 
-# rojos.undo without the API
+# rojos.changes.undo without the API
 
 
 async def record(project, root: Path, snapshot: Snapshot) -> FileChange:

@@ -21,8 +21,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from roject.identity.tokens import TOKEN_PREFIX
 from roject.storage import project_root_create
-from roject.tokens import TOKEN_PREFIX
 from tests.helpers import files_in
 from tests.live_server import wait_until
 

@@ -7,7 +7,7 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from roject import storage
-from rojos.context_window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
+from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
 from rojos.models import Rojo, UsageRecord
 from tests.agent_run import rojo_for, run_turn, valid_history
 from tests.fake_provider import prompt_tokens, stream, text_chunks, tool_call_chunks, usage_chunk

@@ -2,7 +2,7 @@
 
 Checks register here by kind:
 - `settings`: read only settings and the environment; cheap and fixed for a process's life,
-  so /readyz (roject/probes.py) counts their errors too;
+  so /readyz (roject/server/probes.py) counts their errors too;
 - `runtime`: touch the storage, the database, Redis;
 - `network`: reach other hosts (providers, the OIDC provider), each within 2 seconds.
 

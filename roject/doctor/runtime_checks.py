@@ -208,7 +208,7 @@ def redis(context: Context) -> list[Finding]:
 
 @check("network")
 def oidc(context: Context) -> list[Finding]:
-    from roject.oidc import oidc_discovery_url, oidc_enabled
+    from roject.identity.oidc.config import oidc_discovery_url, oidc_enabled
 
     if not oidc_enabled():
         return []

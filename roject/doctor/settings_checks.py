@@ -161,7 +161,7 @@ def processes(context: Context) -> list[Finding]:
                 fix="set REDIS_URL (redis://host:6379/0) for every process.",
             )
         )
-    if settings.DATABASES["default"]["ENGINE"] == "roject.sqlite_backend":
+    if settings.DATABASES["default"]["ENGINE"] == "roject.server.sqlite_backend":
         found.append(
             Finding(
                 level="error",

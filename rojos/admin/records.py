@@ -6,7 +6,8 @@ import json
 from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 
-from ..branches import branch_count
+from rojos.agent.branches import branch_count
+
 from ..models import Conversation, FileChange, Message, TurnRecord
 from ..tools import display_args
 

@@ -5,14 +5,14 @@ from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
 
-from roject.audit import AuditAction, audit_actor
+from roject.audit.log import AuditAction, audit_actor
+from rojos.admin.mcp import RojoMcpServerInline
+from rojos.changes.config_audit import config_audit, field_changes
+from rojos.context.prices import rojo_prices_prefill
+from rojos.context.window import window_of
+from rojos.models.key_sources import KEY_ENV_RULE, endpoint_moved
 
-from ..config_audit import config_audit, field_changes
-from ..context_window import window_of
-from ..key_sources import KEY_ENV_RULE, endpoint_moved
-from ..mcp_admin import RojoMcpServerInline
 from ..models import Rojo, default_approval_tools, default_tools
-from ..prices import rojo_prices_prefill
 from ..tools import registry
 
 # Fields whose values may be secrets: an audit entry names them, never gives their values.
@@ -26,7 +26,7 @@ def _tool_label(tool) -> str:
 
 class RojoForm(forms.ModelForm):
     """The API key is write-only: never rendered back; leaving it empty keeps the stored one,
-    unless the base URL moves to another scheme, host or port (rojos.key_sources)."""
+    unless the base URL moves to another scheme, host or port (rojos.models.key_sources)."""
 
     api_key = forms.CharField(
         required=False,

@@ -9,8 +9,9 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils import timezone
 
+from rojos.conversations.usage_report import usage_report_csv, usage_report_rows
+
 from ..models import UsageBudget, UsageRecord
-from ..usage_report import usage_report_csv, usage_report_rows
 from .records import ReadOnly
 
 

@@ -36,9 +36,9 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
-from roject.db_threads import db_context
+from roject.identity.tokens import TokenRefused, api_token_check
 from roject.models import Membership
-from roject.tokens import TokenRefused, api_token_check
+from roject.server.db_threads import db_context
 
 from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
@@ -49,7 +49,7 @@ PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})/?$")
 
 
 class _TokenVerifier:
-    """The SDK's TokenVerifier over our personal API tokens (roject.tokens)."""
+    """The SDK's TokenVerifier over our personal API tokens (roject.identity.tokens)."""
 
     async def verify_token(self, token: str) -> AccessToken | None:
         try:

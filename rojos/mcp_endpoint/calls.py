@@ -3,9 +3,9 @@
 Each (token, project) has one conversation, titled "via MCP (<token name>)", whose turns
 are the calls: a user message naming the call, an assistant message holding it, and the
 tool message with its result, as the chat stores a rojo's calls. So the call goes through
-the chat's own path (rojos.tool_calls.ToolCallRunner: the role read again, the turn's caps,
+the chat's own path (rojos.agent.tool_calls.ToolCallRunner: the role read again, the turn's caps,
 the change lock, the undo record stored with the result), its turn record counts in the
-user's limits (rojos.turn_limits), and the page shows its activity line and Undo.
+user's limits (rojos.turns.limits), and the page shows its activity line and Undo.
 
 The token and the user's membership are checked again as each call starts. Calls of one
 conversation take turns, as a conversation's turns do: a call waits for the one before it.
@@ -28,21 +28,21 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from roject import storage
-from roject.access import project_role
-from roject.db_threads import db_context
+from roject.identity.tokens import api_token_live
+from roject.members.access import project_role
 from roject.models import ApiToken, Role
-from roject.tokens import api_token_live
+from roject.server.db_threads import db_context
+from rojos.agent.events import ToolResultEvent
+from rojos.agent.history import History, tool_content
+from rojos.agent.tool_calls import ToolCallRunner
+from rojos.turns.claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
+from rojos.turns.limits import turn_limits_check
+from rojos.turns.repair import Repair, conversation_repair
 
 from ..errors import AccessRevoked, TurnLimited
-from ..events import ToolResultEvent
-from ..history import History, tool_content
 from ..models import Conversation, Message, TurnRecord
-from ..tool_calls import ToolCallRunner
 from ..tools import RojoToolContext, ToolCall, ToolError, registry
 from ..tools.schema import validate
-from ..turn_claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
-from ..turn_limits import turn_limits_check
-from ..turn_repair import Repair, conversation_repair
 from .caller import McpCaller
 from .listing import served, served_names
 from .owner_approval import owner_approval_refusal

@@ -1,7 +1,7 @@
 """Calls through the endpoint that would wait for an owner, refused instead.
 
 With a project's "changes need approval by an owner" on, a rojo's call in a non-owner's
-turn that changes what is there waits for an owner (rojos/approval_gate.py). An MCP call
+turn that changes what is there waits for an owner (rojos/agent/approval_gate.py). An MCP call
 has nobody to wait for: the outside agent's client holds the connection and no owner sees
 it. So such a call by a non-owner's token is a tool error saying where the change can be
 made and approved; a call that only adds (a new file, a new folder) runs as before, as it

@@ -10,10 +10,10 @@ from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
-from roject.access import project_role
-from roject.db_threads import db_context
+from roject.identity.tokens import api_token_live
+from roject.members.access import project_role
+from roject.server.db_threads import db_context
 from roject.storage import StorageError
-from roject.tokens import api_token_live
 
 from ..tools import registry
 from .caller import McpCaller, caller_of

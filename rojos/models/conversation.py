@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from roject.models import ApiToken, Project
 
+from .claims import dead_claim
 from .rojo import Rojo
 
 
@@ -59,11 +60,11 @@ class Conversation(models.Model):
     # conversation list's badge on every server process.
     approval_waiting = models.DateTimeField(null=True, blank=True, editable=False)
     # The active branch (0: the first) and the forks made by editing or regenerating, one
-    # entry each: {"id", "parent", "at", "after", "first", "replaced"} (rojos/branches.py).
+    # entry each: {"id", "parent", "at", "after", "first", "replaced"} (rojos/agent/branches.py).
     # Kept on the row, so loading the active branch stays one query of messages.
     branch = models.PositiveIntegerField(default=0, editable=False)
     branches = models.JSONField(default=list, blank=True, editable=False)
-    # The process running it (host, pid, boot token: rojos/turn_owner.py), so that a process
+    # The process running it (host, pid, boot token: rojos/models/claims.py), so that a process
     # on the same host can tell at once that a claim's owner is gone.
     turn_owner = models.CharField(max_length=200, blank=True, editable=False)
     # The key the page made for the latest message sent to it (ChatIn.key): a page that
@@ -94,9 +95,7 @@ class Conversation(models.Model):
     @property
     def running(self) -> bool:
         """Whether a turn is alive here: claimed, and the claim not a dead one (its owner a
-        gone process of this host, or its heartbeat stale; rojos.turn_claims.dead_claim)."""
-        from ..turn_claims import dead_claim  # the claims module reads the models
-
+        gone process of this host, or its heartbeat stale; rojos.models.claims.dead_claim)."""
         return self.turn_id is not None and dead_claim(self) is None
 
     @property
@@ -126,7 +125,7 @@ class Message(models.Model):
     conversation = models.ForeignKey(
         Conversation, on_delete=models.CASCADE, related_name="messages"
     )
-    # Which branch of the conversation holds it (rojos/branches.py) and its place along that
+    # Which branch of the conversation holds it (rojos/agent/branches.py) and its place along that
     # branch's path from the first message: positions on one path run 0, 1, 2, ... .
     branch = models.PositiveIntegerField(default=0)
     position = models.PositiveIntegerField()

@@ -6,7 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from ..key_sources import key_env_refusal, key_env_value
+from rojos.models.key_sources import key_env_refusal, key_env_value
 
 
 def validate_base_url(value: str) -> None:
@@ -177,7 +177,7 @@ class Rojo(models.Model):
     def resolved_api_key(self) -> str:
         """The key to send: the stored one, else the named environment variable's value.
 
-        A key variable the rule refuses (rojos.key_sources) raises RojoKeyRefused even when a
+        A key variable the rule refuses (rojos.models.key_sources) raises RojoKeyRefused even when a
         key is stored: the rojo is misconfigured, and clearing its stored key must not start
         sending that variable.
         """

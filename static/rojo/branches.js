@@ -1,6 +1,6 @@
 // Edit, regenerate and retry, and the `< 2/3 >` switch between branches, on the chat's user
 // messages. An edit or a regenerate sends a message in place of one (the server forks the
-// conversation there, rojos/branches.py); a switch asks the server for the branch through a
+// conversation there, rojos/agent/branches.py); a switch asks the server for the branch through a
 // message and shows the conversation again. Nothing here runs while a reply streams.
 
 import { ApiError, getJson, request } from "./api.js";

@@ -29,7 +29,7 @@ function showTools(rojo) {
 // What Python's str.split() splits at (JavaScript's \s differs: it has U+FEFF, not U+001C-1F).
 const PYTHON_SPACE = /[\t-\r\x1C-\x20\x85\xA0\u1680\u2000-\u200A\u2028\u2029\u202F\u205F\u3000]+/u;
 
-/** The title the server gives a new conversation (rojos.turns._title_from), so a reload matches. */
+/** The title the server gives a new conversation (Conversation.title_from), so a reload matches. */
 function conversationTitle(message) {
   const line = [...message.split(PYTHON_SPACE).filter(Boolean).join(" ")]; // code points, as Python counts
   return line.length <= 80 ? line.join("") : `${line.slice(0, 79).join("")}…`;

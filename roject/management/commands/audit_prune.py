@@ -4,7 +4,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from roject.audit import audit_prune
+from roject.audit.log import audit_prune
 from roject.models import AuditEntry
 
 

@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from roject.audit import audit_command
-from roject.tokens import TokenError, api_token_create
+from roject.audit.log import audit_command
+from roject.identity.tokens import TokenError, api_token_create
 
 
 class Command(BaseCommand):

@@ -6,13 +6,13 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 from django.http import Http404
 
-from roject.access import aproject_access
+from roject.members.access import aproject_access
 from roject.models import Project
-from rojos.budgets import BudgetExceeded
+from rojos.context.budgets import BudgetExceeded
 from rojos.errors import TurnBusy, TurnNotStarted
 from rojos.models import Conversation, Rojo
-from rojos.transcript import EventPrinter
-from rojos.turn_start import turn_start
+from rojos.turns.start import turn_start
+from rojos.web.transcript import EventPrinter
 
 
 class Command(BaseCommand):

@@ -5,9 +5,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils.text import slugify
 
-from roject.audit import AuditAction, audit_command
-from roject.services import validation_text
-from rojos.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
+from roject.audit.log import AuditAction, audit_command
+from roject.members.projects import validation_text
+from rojos.changes.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
 from rojos.models import McpServer
 
 

@@ -1,8 +1,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from roject.members.projects import ProjectError, project_create
 from roject.models import Role
-from roject.services import ProjectError, project_create
 
 
 def _user(username: str):

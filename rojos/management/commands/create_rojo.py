@@ -3,12 +3,12 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.utils.text import slugify
 
-from roject.audit import AuditAction, audit_command
-from roject.services import validation_text
-from rojos.config_audit import config_audit, field_changes
-from rojos.key_sources import KEY_ENV_RULE, key_env_refusal
+from roject.audit.log import AuditAction, audit_command
+from roject.members.projects import validation_text
+from rojos.changes.config_audit import config_audit, field_changes
+from rojos.context.prices import rojo_prices_prefill
 from rojos.models import McpServer, Rojo, RojoMcpServer, default_tools, validate_base_url
-from rojos.prices import rojo_prices_prefill
+from rojos.models.key_sources import KEY_ENV_RULE, key_env_refusal
 from rojos.tools import registry
 
 

@@ -6,13 +6,13 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from roject.audit import AuditAction, audit_command
+from roject.audit.log import AuditAction, audit_command
+from roject.members.projects import project_create
 from roject.models import Membership, Project, Role
-from roject.services import project_create
-from rojos.config_audit import config_audit, field_changes
-from rojos.key_sources import endpoint_moved
+from rojos.changes.config_audit import config_audit, field_changes
+from rojos.context.prices import rojo_prices_prefill
 from rojos.models import Rojo, validate_base_url
-from rojos.prices import rojo_prices_prefill
+from rojos.models.key_sources import endpoint_moved
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
 DEFAULT_MODEL = "llama3.1"
@@ -48,7 +48,8 @@ class Command(BaseCommand):
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
         with transaction.atomic():  # the rojo and its audit entry together
             before = Rojo.objects.filter(slug="demo").values_list("base_url", flat=True).first()
-            # A key stored for another endpoint is never sent to this one (rojos.key_sources).
+            # A key stored for another endpoint is never sent to this one
+            # (rojos.models.key_sources).
             moved = {"api_key": ""} if before and endpoint_moved(before, base_url) else {}
             rojo, created = Rojo.objects.update_or_create(
                 slug="demo",

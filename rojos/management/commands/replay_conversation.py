@@ -8,11 +8,15 @@ from django.db.models import Count
 from roject import storage
 from roject.models import Project
 from roject.storage import scratch_copy
-from rojos.branches import branch_count
-from rojos.key_sources import key_env_refusal
+from rojos.agent.branches import branch_count
+from rojos.conversations.replay import (
+    conversation_replay,
+    conversation_rerun,
+    tool_call_differences,
+)
 from rojos.models import Conversation, Rojo
-from rojos.replay import conversation_replay, conversation_rerun, tool_call_differences
-from rojos.transcript import EventPrinter
+from rojos.models.key_sources import key_env_refusal
+from rojos.web.transcript import EventPrinter
 
 ERROR_EXIT = 2
 

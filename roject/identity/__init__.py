@@ -1,0 +1,1 @@
+"""Who someone is: logins and their limits, sessions, API tokens, single sign-on."""

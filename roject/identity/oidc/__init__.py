@@ -1,0 +1,1 @@
+"""Single sign-on with an OpenID Connect provider (its backend: oidc_backend)."""

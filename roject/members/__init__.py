@@ -1,0 +1,1 @@
+"""A project's people: access, members, invitations, owners' settings, live news."""

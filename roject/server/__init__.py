@@ -1,0 +1,1 @@
+"""The server under Django: middlewares, static files, body and write limits, threads."""

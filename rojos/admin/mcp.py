@@ -1,0 +1,202 @@
+"""The admin of MCP servers: secrets write-only, and a look at the tools a server offers."""
+
+import logging
+
+from django import forms
+from django.contrib import admin, messages
+from django.db import transaction
+from django.utils.html import format_html, format_html_join
+
+from roject.audit.log import AuditAction, audit_actor
+from rojos.changes.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
+from rojos.models import McpServer, RojoMcpServer
+
+logger = logging.getLogger("rojos.mcp")
+
+
+def _parse_pairs(text: str, what: str) -> dict[str, str]:
+    pairs = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        name, sep, value = line.partition("=")
+        if not sep or not name.strip():
+            raise forms.ValidationError(f"each line is {what}=VALUE; got {line.strip()[:40]!r}")
+        pairs[name.strip()] = value
+    return pairs
+
+
+class McpServerForm(forms.ModelForm):
+    """Stored values of variables and headers are write-only: the form shows their names,
+    takes new ones (NAME=VALUE, one a line; `NAME=` removes one) and never renders values."""
+
+    url = forms.URLField(
+        required=False,
+        assume_scheme="https",
+        help_text="streamable HTTP: the endpoint, e.g. https://mcp.example.com/mcp.",
+    )
+    set_env = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Set variables",
+        help_text="stdio: NAME=VALUE, one a line; stored, never shown again. NAME= removes it.",
+    )
+    set_headers = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Set headers",
+        help_text="HTTP: Header=VALUE, one a line; stored, never shown again. Header= removes it.",
+    )
+
+    class Meta:
+        model = McpServer
+        fields = [
+            "name",
+            "slug",
+            "transport",
+            "command",
+            "args",
+            "env_from",
+            "set_env",
+            "url",
+            "headers_from",
+            "set_headers",
+            "trusted",
+        ]
+
+    def _merged(self, field: str, stored: dict, what: str) -> dict:
+        changes = _parse_pairs(self.cleaned_data.get(field) or "", what)
+        merged = {**stored, **changes}
+        return {k: v for k, v in merged.items() if v != "" or k not in changes}
+
+    def audit_details(self, *, change: bool) -> dict:
+        """The changed fields, with values except for variables and headers (their names)."""
+        fields = [f for f in self.changed_data if f not in ("set_env", "set_headers")]
+        before = (
+            {n: self.get_initial_for_field(self.fields[n], n) for n in fields} if change else {}
+        )
+        details = field_changes(
+            fields=fields, before=before, after=self.cleaned_data, names_only=MCP_NAMES_ONLY
+        )
+        for field, what, key in (("set_env", "NAME", "env"), ("set_headers", "Header", "headers")):
+            names = sorted(_parse_pairs(self.cleaned_data.get(field) or "", what))
+            if names:
+                details[key] = names  # the names set or removed; their values are secrets
+                details["fields"].append(key)
+        return details
+
+    def clean(self):
+        cleaned = super().clean()
+        try:
+            self.instance.env = self._merged("set_env", self.instance.env or {}, "NAME")
+            self.instance.headers = self._merged(
+                "set_headers", self.instance.headers or {}, "Header"
+            )
+        except forms.ValidationError as exc:
+            self.add_error(None, exc)
+        return cleaned
+
+
+class RojoMcpServerInline(admin.TabularInline):
+    model = RojoMcpServer
+    extra = 0
+    fields = ["server", "tools", "ask_before"]
+
+
+@admin.register(McpServer)
+class McpServerAdmin(admin.ModelAdmin):
+    form = McpServerForm
+    list_display = ["name", "slug", "transport", "trusted", "where", "tool_count", "listed_at"]
+    prepopulated_fields = {"slug": ["name"]}
+    readonly_fields = ["stored_secrets", "offered_tools", "listed_at"]
+    actions = ["refresh_tools"]
+
+    # A server's command runs as the app, and its headers and environment may name any of
+    # the app's secrets: only superusers may add, change or remove one, whatever the
+    # permissions a staff user was given.
+    def has_add_permission(self, request) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
+    def save_model(self, request, obj, form, change):
+        """Save, and audit the change in the admin's transaction (nothing when none was)."""
+        super().save_model(request, obj, form, change)
+        details = form.audit_details(change=change)
+        if change and not details["fields"]:
+            return
+        action = AuditAction.MCP_SERVER_CHANGED if change else AuditAction.MCP_SERVER_CREATED
+        config_audit(action=action, obj=obj, actor=audit_actor(request), details=details)
+
+    def delete_model(self, request, obj):
+        with transaction.atomic():
+            _server_deleted(obj, request)
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request, queryset):
+        with transaction.atomic():
+            for server in queryset:
+                _server_deleted(server, request)
+            super().delete_queryset(request, queryset)
+
+    @admin.display(description="command or URL")
+    def where(self, server: McpServer) -> str:
+        return server.url or " ".join([server.command, *server.args])
+
+    @admin.display(description="tools")
+    def tool_count(self, server: McpServer) -> int:
+        return len(server.listed_tools or ())
+
+    @admin.display(description="stored secrets (names only)")
+    def stored_secrets(self, server: McpServer) -> str:
+        names = sorted([*(server.env or {}), *(server.headers or {})])
+        return ", ".join(names) or "none"
+
+    @admin.display(description="tools it offers (as last listed)")
+    def offered_tools(self, server: McpServer) -> str:
+        rows = []
+        for tool in server.listed_tools or ():
+            hints = tool.get("annotations") or {}
+            # A server's own hints count only once an admin trusts it (McpServer.trusted).
+            if not server.trusted:
+                kind = "counts as writing: the server is not trusted"
+            elif hints.get("readOnlyHint"):
+                kind = "read-only"
+            else:
+                kind = "writes"
+            rows.append((tool.get("name", "?"), kind, (tool.get("description") or "")[:200]))
+        if not rows:
+            return "not listed yet: use the action “List the servers' tools now”"
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join("", "<li><code>{}</code> ({}): {}</li>", rows),
+        )
+
+    @admin.action(description="List the servers' tools now")
+    def refresh_tools(self, request, queryset):
+        from rojos.mcp.listing import mcp_server_tools_refresh
+
+        for server in queryset:
+            try:
+                tools = mcp_server_tools_refresh(server=server)
+            except Exception as exc:  # shown to the admin; any failure of a foreign server
+                logger.warning(
+                    "listing the tools of MCP server %s failed", server.slug, exc_info=exc
+                )
+                self.message_user(request, f"{server}: {exc}", messages.ERROR)
+                continue
+            names = ", ".join(t["name"] for t in tools) or "no tools"
+            self.message_user(request, f"{server} offers {len(tools)}: {names}", messages.SUCCESS)
+
+
+def _server_deleted(server: McpServer, request) -> None:
+    config_audit(
+        action=AuditAction.MCP_SERVER_DELETED,
+        obj=server,
+        actor=audit_actor(request),
+        details={"slug": server.slug, "transport": server.transport},
+    )

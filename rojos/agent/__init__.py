@@ -1,0 +1,1 @@
+"""The agent loop: one user message in, model steps and tool runs out, as events."""

@@ -1,0 +1,182 @@
+"""The events of a turn: one vocabulary from the agent loop to the browser.
+
+Each event is a frozen dataclass whose `type` is its wire name; `TurnEvent` is the union of
+them all, and `AgentEvent` the part the agent loop yields (the turn runner adds START, ERROR
+and DONE around it). At the end of this module, the events on the wire: `numbered` gives an
+event its seq and its data (`WireEvent`), which the turn's log keeps and `rojos.web.wire`
+encodes; `rojos.agent.stored_events` rebuilds them from stored messages, so a replayed or
+reopened turn shows what the live one did.
+"""
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartEvent:
+    """A turn began: the conversation it is in and the user message it answers."""
+
+    conversation: int
+    message: int | None  # None in a re-run, whose messages are not stored
+    type: Literal["START"] = "START"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatEvent:
+    """Text of the reply, as it streams."""
+
+    text: str
+    type: Literal["CHAT"] = "CHAT"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallEvent:
+    id: str
+    name: str
+    args: Any  # the parsed JSON object, or the raw string when it was not valid JSON
+    index: int = 0  # its place among the calls of its response
+    of: int = 1  # how many calls its response made: more than one are shown as a group
+    type: Literal["TOOL_CALL"] = "TOOL_CALL"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallDeltaEvent:
+    """A tool call still being written by the model: what is known of it so far.
+
+    Sent while its arguments stream (at most one per call every ROJO_TOOL_DELTA_SECONDS),
+    never stored: the call's TOOL_CALL, with the same `id`, supersedes them. `index` is its
+    place among the calls of its response; `id` may change once (a provider's missing or
+    repeated id is replaced when the response ends, and one more delta says so).
+    """
+
+    index: int
+    id: str
+    name: str
+    chars: int  # how much of the arguments' text has arrived
+    path: str | None = None  # the file it works on, once that part has arrived
+    text: str = ""  # more of the text a write or an edit puts in (appended to the last)
+    type: Literal["TOOL_CALL_DELTA"] = "TOOL_CALL_DELTA"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequiredEvent:
+    id: str
+    name: str
+    args: Any
+    preview: dict  # what the call would change: a diff, a move, the paths it would delete
+    routed: bool = False  # it waits for an owner of the project, not the turn's user
+    type: Literal["APPROVAL_REQUIRED"] = "APPROVAL_REQUIRED"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolResultEvent:
+    id: str
+    name: str
+    result: Any
+    ok: bool
+    change: int | None = None  # the undo record of what the call changed, if anything
+    # The MCP server whose tool ran: what it changed is not in the undo ledger.
+    mcp_server: str | None = None
+    type: Literal["TOOL_RESULT"] = "TOOL_RESULT"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SummaryEvent:
+    """The oldest turns were summarised to fit the model's window (the stored ones stay)."""
+
+    text: str
+    messages: int  # how many stored messages the summary stands for in requests
+    type: Literal["SUMMARY"] = "SUMMARY"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorEvent:
+    """The turn ended early; `code` says why (provider, stopped, timeout, internal, ...)."""
+
+    message: str
+    code: str
+    type: Literal["ERROR"] = "ERROR"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DoneEvent:
+    """The last event of every turn, however it ended."""
+
+    type: Literal["DONE"] = "DONE"
+
+
+AgentEvent = (
+    ChatEvent
+    | ToolCallDeltaEvent
+    | ToolCallEvent
+    | ApprovalRequiredEvent
+    | ToolResultEvent
+    | SummaryEvent
+)
+TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent
+
+
+# The events on the wire: what the turn's log keeps, numbered, and every encoder sends.
+WireType = Literal[
+    "START",
+    "CHAT",
+    "TOOL_CALL_DELTA",
+    "TOOL_CALL",
+    "APPROVAL_REQUIRED",
+    "TOOL_RESULT",
+    "SUMMARY",
+    "ERROR",
+    "DONE",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class WireEvent:
+    """A numbered event of a turn, as the browser sees it: its wire name and its data."""
+
+    seq: int
+    type: WireType
+    data: dict
+
+
+def event_data(event: TurnEvent) -> dict:
+    """An event's data on the wire: its fields but the tag (a result's change only if any)."""
+    match event:
+        case ChatEvent(text=text):
+            return {"text": text}
+        case ToolCallDeltaEvent(index=index, id=id_, name=name, chars=chars, path=path, text=text):
+            data = {"index": index, "id": id_, "name": name, "chars": chars}
+            if path is not None:
+                data["path"] = path
+            return {**data, "text": text} if text else data
+        case ToolCallEvent(id=id_, name=name, args=args, index=index, of=of):
+            data = {"id": id_, "name": name, "args": args}
+            return data if of == 1 else {**data, "index": index, "of": of}
+        case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview, routed=routed):
+            data = {"id": id_, "name": name, "args": args, "preview": preview}
+            return {**data, "routed": True} if routed else data
+        case ToolResultEvent(
+            id=id_, name=name, result=result, ok=ok, change=change, mcp_server=server
+        ):
+            data = {"id": id_, "name": name, "result": result, "ok": ok}
+            if change is not None:
+                data["change"] = change
+            if server is not None:  # not in the undo ledger: the page says so
+                data["mcp"] = {"server": server, "undoable": False}
+            return data
+        case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
+            return {"id": id_, "name": name, "args": args, "preview": preview}
+        case SummaryEvent(text=text, messages=messages):
+            return {"text": text, "messages": messages}
+        case StartEvent(conversation=conversation, message=message):
+            return {"conversation": conversation, "message": message}
+        case ErrorEvent(message=message, code=code):
+            return {"message": message, "code": code}
+        case DoneEvent():
+            return {}
+    raise TypeError(f"not a turn event: {event!r}")
+
+
+def numbered(seq: int, event: TurnEvent) -> WireEvent:
+    """The event as the wire carries it, numbered `seq` (0: unnumbered)."""
+    return WireEvent(seq, event.type, event_data(event))

@@ -1,0 +1,128 @@
+"""The agent loop: one user message in, model steps and tool runs out, as a stream of events."""
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
+
+import openai
+from django.conf import settings
+
+from rojos.agent.drafts import Draft
+from rojos.agent.events import AgentEvent, ChatEvent, ToolCallEvent
+from rojos.agent.history import History
+from rojos.agent.requests import TurnRequests
+from rojos.agent.tool_call_deltas import ToolCallDeltas
+from rojos.agent.tool_calls import Approver, ToolCallRunner
+from rojos.context.budgets import Left
+from rojos.errors import StepLimitReached
+from rojos.models import Message, Rojo
+from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.request import sent_back_extra
+from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
+
+
+async def _store_completion(
+    draft: Draft, completion: Completion, model: str
+) -> tuple[Completion, Message]:
+    """Store the step's response; the completion with the whole text (what the drafts took
+    of it and the rest), and its message."""
+    message = await draft.save(
+        completion.text,
+        tool_calls=completion.tool_calls or None,
+        reasoning=completion.reasoning,
+        extra=sent_back_extra(completion.extra, completion.tool_calls, model),
+        usage=completion.usage,
+    )
+    return dataclasses.replace(completion, text=message.content or ""), message
+
+
+async def agent_loop(
+    *,
+    history: History,
+    rojo: Rojo,
+    ctx: RojoToolContext,
+    client: openai.AsyncOpenAI,
+    tools: RojoToolRegistry = registry,
+    approver: Approver | None = None,
+    record_changes: bool = False,
+    budgets: list[Left] | None = None,
+    role_read: bool = False,
+) -> AsyncIterator[AgentEvent]:
+    """Run the rojo on a history that ends with the user's message.
+
+    Text is yielded as each delta arrives; tool calls run in order after their response
+    finished. Raises a TurnError subclass when the turn cannot go on; whatever completed
+    before is stored, and calls that never ran are answered as interrupted. Calls of the
+    rojo's approval tools wait for `approver` (none: they run); with `record_changes`,
+    each change to the files is kept for undo. Each step offers the tools the user's role
+    allows at that moment (the runner reads it again: a removed user ends the turn).
+
+    A caller that has just read `ctx.role` (`role_read`) and the budgets (`budgets`), as a
+    chat request does before its turn starts, spares the first step reading them again: a
+    start then makes two trips to the database fewer before its first request. A call is
+    still checked against the role read at the moment it runs.
+    """
+    runner = ToolCallRunner(
+        ctx=ctx,
+        tools=tools,
+        history=history,
+        approval_tools=frozenset(rojo.approval_tools or ()),
+        approver=approver,
+        record_changes=record_changes,
+        role_read=role_read,
+    )
+    requests = TurnRequests(
+        rojo=rojo, history=history, tools=[], client=client, ctx=ctx, budgets=budgets
+    )
+    for _step in range(rojo.max_steps):
+        step_ctx = await runner.step_check()
+        await tools.prepare(step_ctx)
+        requests.offer([tool.definition for tool in tools.available(step_ctx)])
+        accumulator = StreamAccumulator()
+        deltas = ToolCallDeltas(accumulator)
+        draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
+        try:
+            chunks = requests.stream(tick=deltas.quiet_spell)
+            async with contextlib.aclosing(chunks):
+                async for batch in chunks:
+                    if type(batch) is not list:  # a summary made to fit the window
+                        yield batch
+                        continue
+                    for chunk in batch:
+                        text = accumulator.feed(chunk)
+                        if text:
+                            yield ChatEvent(text=text)
+                            if draft.due():  # the text since the last draft, given up
+                                draft.save_soon(accumulator.take_text())
+                    if accumulator.calls:
+                        for delta in deltas.due():
+                            yield delta
+            completion = accumulator.result(taken=history.call_ids())
+            for delta in deltas.final_ids(completion.tool_calls):
+                yield delta
+        except BaseException:
+            # Keep the text the user already saw; an unfinished tool call is dropped.
+            if accumulator.text or draft.started():
+                await asyncio.shield(draft.save(accumulator.text))
+            raise
+        completion, message = await _store_completion(draft, completion, rojo.model)
+        await requests.account(completion, message)
+        if not completion.tool_calls:
+            return
+        try:
+            count = len(completion.tool_calls)
+            for index, call in enumerate(completion.tool_calls):
+                parsed = ToolCall.of(call)  # the one parse of its arguments
+                args = parsed.shown_args
+                yield ToolCallEvent(
+                    id=parsed.id, name=parsed.name, args=args, index=index, of=count
+                )
+                async for event in runner.run(call, parsed, message.pk, index=index):
+                    yield event
+        finally:
+            await asyncio.shield(history.close_open_calls())
+    raise StepLimitReached(
+        f"The rojo used its limit of {rojo.max_steps} steps without finishing. "
+        "Reply to let it continue."
+    )

@@ -1,0 +1,296 @@
+"""The requests of one turn: fitted into the model's window, sent, and accounted for.
+
+Before the first, the rojo's window is learned from its provider if nobody declared it.
+Each request is compacted to fit (rojos.context.compaction), with the oldest turns summarised by
+the rojo's model when that is needed (rojos.context.summaries). A provider that refuses the
+request as too long teaches the window it states (kept on the rojo) and gets it again,
+compacted harder, once per step; then the turn ends with `context_overflow`, the history
+intact. A provider that refuses `stream_options` gets the request again without it, and
+the rojo remembers that (a quirk like the others, learned rather than configured). Each
+response's usage is recorded (`UsageRecord`) and calibrates the estimate of the next size.
+"""
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator
+
+import openai
+from asgiref.sync import sync_to_async
+
+from rojos.agent.events import SummaryEvent
+from rojos.agent.history import History
+from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_left
+from rojos.context.compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
+from rojos.context.discovery import window_learn
+from rojos.context.summaries import (
+    SUMMARY_INSTRUCTION,
+    summary_extra,
+    summary_messages,
+    transcript_parts,
+)
+from rojos.context.usage import UsageCounts, usage_cost, usage_counts
+from rojos.context.window import (
+    DEFAULT_CHARS_PER_TOKEN,
+    calibrated,
+    item_chars,
+    prompt_budget,
+    tokens_of,
+    tools_chars,
+    window_of,
+)
+from rojos.models import Message, Rojo, UsageRecord
+from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.body import Tick
+from rojos.provider.refusals import ContextOverflow, OptionRefused
+from rojos.provider.request import build_request
+from rojos.provider.stream import provider_chunks
+from rojos.tools import RojoToolContext
+
+logger = logging.getLogger(__name__)
+
+# A calibration that moved less than this is not worth a write.
+_RECALIBRATE = 0.05
+# Summaries one step may make (a later one covers the earlier summary and more turns).
+_SUMMARIES_PER_STEP = 2
+# A refusal that states no window: the window is taken to be this share of what was sent,
+# and never less than the smallest window a rojo may declare.
+_UNDER_REFUSED = 0.85
+_SMALLEST_WINDOW = 1024
+
+
+class TurnRequests:
+    """Builds, sends and accounts for each model request of one turn."""
+
+    def __init__(
+        self,
+        *,
+        rojo: Rojo,
+        history: History,
+        tools: list[dict],
+        client: openai.AsyncOpenAI,
+        ctx: RojoToolContext,
+        budgets: list[Left] | None = None,
+    ) -> None:
+        self.rojo = rojo
+        self.history = history
+        self.client = client
+        self.ctx = ctx
+        self.offer(tools)
+        self.sent_chars = 0  # the size of the last request sent, for calibration
+        self.stored_ratio = rojo.chars_per_token
+        self.opened = False
+        self.request: dict = {}
+        self.budgets = budgets  # None: read before the first request
+        self.steps = 0
+
+    def offer(self, tools: list[dict]) -> None:
+        """The tools the next requests offer (a step's: the user's role may have changed)."""
+        self.tools = tools
+        self.tools_chars = tools_chars(tools)
+
+    @property
+    def chars_per_token(self) -> float:
+        return self.rojo.chars_per_token or DEFAULT_CHARS_PER_TOKEN
+
+    def _budget_chars(self) -> int:
+        return int(prompt_budget(self.rojo) * self.chars_per_token)
+
+    async def _prepare(self) -> AsyncIterator[SummaryEvent]:
+        """Build the step's request to fit the window, summarising old turns when needed."""
+        budget = self._budget_chars()
+        for _ in range(_SUMMARIES_PER_STEP):
+            compaction = self._compact(budget, summaries=True)
+            if not compaction.summarise:
+                break
+            yield await self._summarise(compaction.summarise, budget)
+        else:
+            compaction = self._compact(budget, summaries=False)
+        if compaction.chars > budget:
+            fixed = self.tools_chars + len(self.rojo.system_prompt)
+            if fixed > budget:
+                raise ContextOverflow(
+                    f"The rojo's system prompt and tool definitions alone take more than its "
+                    f"context window of {window_of(self.rojo):,} tokens allows; an "
+                    "administrator can shorten the prompt, turn tools off, or set a larger "
+                    "window in the admin."
+                )
+            raise self._overflow_error()
+        self.request = build_request(
+            self.rojo, self.history.messages, self.tools, messages=compaction.messages
+        )
+        self.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
+
+    def _compact(self, budget: int, *, summaries: bool) -> Compaction:
+        return compact(
+            self.history.messages,
+            system_prompt=self.rojo.system_prompt,
+            model=self.rojo.model,
+            budget_chars=budget,
+            fixed_chars=self.tools_chars,
+            summaries=summaries,
+        )
+
+    async def stream(self, *, tick: Tick | None = None) -> AsyncIterator[list[dict] | SummaryEvent]:
+        """The chunks of the step's response, a list per network read (an empty one after
+        each quiet spell of tick()'s seconds, stream_body.Tick); before them, the SUMMARY
+        of any turns that had to be summarised to fit the window."""
+        if not self.opened:
+            self.opened = True
+            await window_learn(self.rojo)
+            if self.budgets is None:
+                self.budgets = await sync_to_async(budgets_left)(
+                    user=self.ctx.user, project_id=self.ctx.project_id
+                )
+        used_up = next((left for left in self.budgets if left.used_up()), None)
+        if used_up is not None:  # before any model call; or a step crossed it: stop here
+            crossed = self.steps > 0
+            raise BudgetExceeded(await sync_to_async(budget_message)(used_up, crossed=crossed))
+        self.steps += 1
+        async for event in self._prepare():
+            yield event
+        request = self.request
+        refused = recovered = False
+        while True:
+            started = False
+            try:
+                chunks = provider_chunks(self.client, request, tick=tick)
+                async with contextlib.aclosing(chunks):
+                    async for batch in chunks:
+                        started = started or bool(batch)  # an empty one: a quiet spell
+                        yield batch
+                return
+            except OptionRefused:
+                if started or refused or "stream_options" not in request:
+                    raise
+                refused = True
+                await self._stream_options_refused()
+                request.pop("stream_options")
+            except ContextOverflow as exc:
+                if started or recovered:
+                    raise self._overflow_error() from exc
+                recovered = True  # once per step: smaller, then give up
+                refused_chars = self.sent_chars
+                await self._overflowed(exc)
+                async for event in self._prepare():
+                    yield event
+                if self.sent_chars >= refused_chars:  # never the same request again
+                    raise self._overflow_error() from exc
+                request = self.request
+
+    async def _overflowed(self, exc: ContextOverflow) -> None:
+        """Learn from a refusal: the prompt's size as the provider counted it (it calibrates
+        the estimate), and the window, kept on the rojo: the one the provider states, else
+        an upper bound, a little under what was refused."""
+        logger.info("rojo %s: over its context window (%s)", self.rojo, exc)
+        if exc.prompt:
+            self.rojo.chars_per_token = calibrated(
+                self.rojo.chars_per_token, self.sent_chars, exc.prompt
+            )
+        sent = exc.prompt or tokens_of(self.sent_chars, self.chars_per_token)
+        window = max(exc.limit or int(sent * _UNDER_REFUSED), _SMALLEST_WINDOW)
+        if window < window_of(self.rojo):
+            self.rojo.refused_window = window
+            await Rojo.objects.filter(pk=self.rojo.pk).aupdate(refused_window=window)
+
+    def _overflow_error(self) -> ContextOverflow:
+        return ContextOverflow(
+            "The conversation is too long for the model's context window "
+            f"({window_of(self.rojo):,} tokens), even with old tool results left out and "
+            "earlier turns summarised. Send your message again (it is kept), in a new "
+            "conversation if this happens again; an administrator can set the rojo's real "
+            "context window in the admin."
+        )
+
+    async def _summarise(self, messages: list[Message], budget: int) -> SummaryEvent:
+        """Summarise `messages` (the oldest turns) and store the summary; its event."""
+        previous = latest_summary(self.history.messages)
+        text = previous.content if previous is not None else None
+        part_chars = max(budget - len(SUMMARY_INSTRUCTION) - SUMMARY_MAX_CHARS, 2_000)
+        completions = []
+        for part in transcript_parts(messages, part_chars):
+            completion = await self._complete(summary_messages(part, text))
+            text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
+            completions.append((completion, self.sent_chars))
+        index = self.history.messages.index(messages[-1]) + 1
+        until = next(
+            (m.position for m in self.history.messages[index:] if m.role == Message.Role.USER),
+            messages[-1].position + 1,
+        )
+        message = await self.history.add(
+            role=Message.Role.SUMMARY,
+            content=text or "",
+            extra=summary_extra(until, messages),
+        )
+        for completion, chars in completions:  # what the summary cost, counted in its turn
+            self.sent_chars = chars
+            await self.account(completion, message, UsageRecord.Kind.SUMMARY)
+        return SummaryEvent(text=message.content or "", messages=len(messages))
+
+    async def _complete(self, messages: list[dict]) -> Completion:
+        """One request without tools, read to its end."""
+        request = {**(self.rojo.request_options or {}), "model": self.rojo.model}
+        request.update(messages=messages, stream=True)
+        if not self.rojo.stream_usage_refused:
+            request["stream_options"] = {"include_usage": True}
+        self.sent_chars = sum(map(item_chars, messages))
+        accumulator = StreamAccumulator()
+        async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
+            async for batch in chunks:
+                for chunk in batch:
+                    accumulator.feed(chunk)
+        return accumulator.result()
+
+    async def _stream_options_refused(self) -> None:
+        logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)
+        self.rojo.stream_usage_refused = True
+        await Rojo.objects.filter(pk=self.rojo.pk).aupdate(stream_usage_refused=True)
+
+    def _estimated(self, completion: Completion) -> UsageCounts:
+        out = len(completion.text) + sum(
+            len(call["function"]["arguments"]) for call in completion.tool_calls
+        )
+        return UsageCounts(
+            prompt=tokens_of(self.sent_chars, self.chars_per_token),
+            completion=tokens_of(out, self.chars_per_token),
+            reported=False,
+        )
+
+    async def account(
+        self,
+        completion: Completion,
+        message: Message | None,
+        kind: UsageRecord.Kind = UsageRecord.Kind.REPLY,
+    ) -> UsageRecord:
+        """Record what the response used (the provider's count, else an estimate)."""
+        counts = usage_counts(completion.usage) or self._estimated(completion)
+        if counts.reported:
+            self.rojo.chars_per_token = calibrated(
+                self.rojo.chars_per_token, self.sent_chars, counts.prompt
+            )
+        if not completion.tool_calls:  # the turn's last response
+            await self._calibration_save()
+        cost = usage_cost(self.rojo, counts)
+        for left in self.budgets or ():
+            left.spend(counts.total, cost)
+        return await UsageRecord.objects.acreate(
+            user=self.ctx.user if getattr(self.ctx.user, "pk", None) else None,
+            project_id=self.ctx.project_id,
+            rojo=self.rojo,
+            conversation=self.history.conversation,
+            message=message if message is not None and message.pk else None,
+            kind=kind,
+            prompt_tokens=counts.prompt,
+            completion_tokens=counts.completion,
+            cached_tokens=counts.cached,
+            reasoning_tokens=counts.reasoning,
+            reported=counts.reported,
+            cost=cost,
+        )
+
+    async def _calibration_save(self) -> None:
+        """Store the ratio when it moved since it was loaded: once a turn at most."""
+        before, after = self.stored_ratio, self.rojo.chars_per_token
+        if after is None or (before and abs(after - before) / before <= _RECALIBRATE):
+            return
+        self.stored_ratio = after
+        await Rojo.objects.filter(pk=self.rojo.pk).aupdate(chars_per_token=after)

@@ -1,0 +1,360 @@
+"""Running one tool call: the user's access and the turn's caps first, then approval where
+needed (rojos/agent/approval_gate.py), and recording what it changed."""
+
+import asyncio
+import contextlib
+import functools
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
+
+from roject import storage
+from roject.members.access import aproject_role, project_role
+from roject.models import Role
+from roject.storage import DiskFull, StorageError
+from rojos.agent.approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
+from rojos.agent.caps import TurnCaps
+from rojos.agent.events import AgentEvent, ToolResultEvent
+from rojos.agent.history import History
+from rojos.agent.read_versions import ReadVersions, read_paths
+from rojos.changes.file_audit import tool_change_audit
+from rojos.changes.ledger import change_published
+from rojos.changes.undo import change_finish, cut_off_changes_finish
+from rojos.errors import AccessRevoked
+from rojos.models import Conversation, FileChange
+from rojos.tools import (
+    RojoTool,
+    RojoToolContext,
+    RojoToolRegistry,
+    ToolCall,
+    ToolError,
+    ToolOutcome,
+)
+from rojos.tools.schema import validate
+
+REVOKED_OUTCOME = ToolOutcome.failure(
+    "your role in this project no longer lets you change its files (you were removed "
+    "from it or made a viewer while this reply ran)"
+)
+REVOKED = REVOKED_OUTCOME.result
+REMOVED_OUTCOME = ToolOutcome.failure(
+    "you are no longer a member of this project (you were removed from it while this reply "
+    "ran): nothing of it can be read or changed"
+)
+# The turn's ERROR once its user is found removed from the project.
+REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was stopped."
+
+
+class _Revoked(Exception):
+    """The person the turn runs for may no longer change the project's files."""
+
+
+class _Stale(Exception):
+    """A file the turn read changed since; the message says so to the model."""
+
+
+def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
+    """The tool and valid arguments of a call that may change files, else None."""
+    tool = tools.get(call.name)
+    if tool is None or not tool.writes or not tool.undoable or call.args is None:
+        return None
+    try:
+        validate(call.args, tool.parameters)
+        tool.changed_paths(call.args)
+    except (ToolError, KeyError, TypeError):
+        return None  # the registry reports the bad arguments
+    return tool, call.args
+
+
+def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry) -> None:
+    """(Blocking) Remove what writes cut off by a crash left next to their targets.
+
+    Hold the project's change lock: every write to a project runs under it.
+    """
+    directories = set()
+    for call in calls:
+        changing = changing_call(tools, ToolCall.of(call))
+        if changing is None:
+            continue
+        tool, args = changing
+        for path in tool.changed_paths(args):
+            directories.add(str(PurePosixPath(path).parent))
+            if tool.follows_links:  # a write through a link writes next to its target
+                with contextlib.suppress(StorageError, OSError):
+                    directories.add(str(storage.resolved_relative(root, path).parent))
+    storage.temp_files_remove(root, directories)
+
+
+@dataclass(kw_only=True)
+class ToolCallRunner:
+    """Runs the calls of a turn with its rules: who approves, and whether changes are kept.
+
+    `approver` None runs every call without asking (scripts, re-runs on scratch copies);
+    `record_changes` False keeps no undo records (a scratch copy has nothing to undo).
+
+    The user's role is read again before each model step and each call (one query each):
+    a user removed from the project ends the turn (AccessRevoked); one who may no longer
+    write gets only read tools from then on, as a viewer's turn would. A role that grows
+    while the turn runs does not widen it. Scripts and re-runs (no user) keep their role.
+    """
+
+    ctx: RojoToolContext
+    tools: RojoToolRegistry
+    history: History
+    approval_tools: frozenset[str] = frozenset()
+    approver: Approver | None = None
+    record_changes: bool = True
+    caps: TurnCaps = field(default_factory=TurnCaps)
+    role_read: bool = False  # ctx.role was read just now: the first step_check keeps it
+
+    def __post_init__(self) -> None:
+        self.gate = ApprovalGate(
+            tools=self.tools,
+            history=self.history,
+            approval_tools=self.approval_tools,
+            approver=self.approver,
+        )
+        self._granted = Role(self.ctx.role)  # the role the turn started with
+        self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
+
+    async def _role_now(self) -> Role | None:
+        """The user's role now, narrowing the context to it when it may no longer write."""
+        if self.ctx.user is None:
+            return self._granted
+        role = await aproject_role(user=self.ctx.user, project_id=self.ctx.project_id)
+        if role is not None and self.ctx.can_write and not role.can_write:
+            self.ctx = replace(self.ctx, role=role)
+        return role
+
+    async def step_check(self) -> RojoToolContext:
+        """Before a model step: the context to offer tools for; AccessRevoked for a user
+        no longer a member."""
+        if self.role_read:
+            self.role_read = False
+            return self.ctx
+        if await self._role_now() is None:
+            raise AccessRevoked(REMOVED_MESSAGE)
+        return self.ctx
+
+    async def _refusal(self, name: str, index: int) -> tuple[ToolOutcome | None, bool]:
+        """Why a call must not run, if it must not (past a cap, or no longer allowed), and
+        whether its user was removed from the project."""
+        capped = self.caps.call_refusal(index)
+        if capped is not None:
+            return capped, False
+        return await self._role_refusal(name)
+
+    async def _role_refusal(self, name: str) -> tuple[ToolOutcome | None, bool]:
+        """Why the user may not make this call now, if not, and whether they were removed."""
+        role = await self._role_now()
+        tool = self.tools.get(name)
+        writes = tool is not None and tool.writes and self._granted.can_write
+        if writes and (role is None or not role.can_write):
+            return REVOKED_OUTCOME, role is None  # the refusal of a write, as before
+        if role is None:
+            return REMOVED_OUTCOME, True
+        return None, False
+
+    def _changing_tool(self, call: ToolCall) -> tuple[RojoTool, dict] | None:
+        """The tool and valid arguments of a call that may change files, else None."""
+        changing = changing_call(self.tools, call)
+        if changing is None or changing[0] not in self.tools.available(self.ctx):
+            return None
+        return changing
+
+    async def run(
+        self, call: dict, parsed: ToolCall, message_id: int | None, *, index: int = 0
+    ) -> AsyncIterator[AgentEvent]:
+        """Run one call of the stored reply `call` (`parsed`: the same, arguments parsed),
+        the `index`-th of its response.
+
+        A call past the turn's caps, or that its user may no longer make, is answered with
+        an error and not run; after a user's removal the turn ends (AccessRevoked).
+        """
+        call_id, name = parsed.id, parsed.name
+        refusal, removed = await self._refusal(name, index)
+        if refusal is not None:
+            async for event in self._refused(call, parsed, refusal, removed=removed):
+                yield event
+            return
+        changing = self._changing_tool(parsed)
+        denied = asked = False
+        asking = self.gate.ask(parsed, changing, self.ctx)
+        async with contextlib.aclosing(asking):
+            async for event in asking:
+                asked = True
+                if denied := isinstance(event, ToolResultEvent):
+                    await self._store(call, DENIED_OUTCOME)
+                yield event
+        if denied:
+            return
+        if asked:  # the wait may have been long: the user's role, read again
+            refusal, removed = await self._role_refusal(name)
+            if refusal is not None:
+                async for event in self._refused(call, parsed, refusal, removed=removed):
+                    yield event
+                return
+        tool = self.tools.get(name)
+        if tool is not None and not tool.undoable:
+            # An MCP call is a request to another server: a stop cancels it (the SDK tells
+            # the server), and the call is answered as interrupted.
+            outcome, change = await self._execute(call, parsed, None, message_id)
+        else:
+            # A call that started finishes, even when the turn is stopped meanwhile: its
+            # thread would change the files anyway, so its real result and undo record
+            # are kept.
+            running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
+            try:
+                outcome, change = await asyncio.shield(running)
+            except asyncio.CancelledError:
+                await running
+                raise
+        yield ToolResultEvent(
+            id=call_id,
+            name=name,
+            result=outcome.result,
+            ok=outcome.ok,
+            change=change,
+            mcp_server=tool.mcp_server if tool is not None else None,
+        )
+
+    async def _refused(
+        self, call: dict, parsed: ToolCall, refusal: ToolOutcome, *, removed: bool
+    ) -> AsyncIterator[AgentEvent]:
+        """Store and announce a call that is not run; after a user's removal the turn ends."""
+        await self._store(call, refusal)
+        yield ToolResultEvent(id=parsed.id, name=parsed.name, result=refusal.result, ok=False)
+        if removed:
+            raise AccessRevoked(REMOVED_MESSAGE)
+
+    async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
+        tool = self.tools.get(call["function"]["name"])
+        await self.history.add_tool_result(
+            call,
+            outcome.result,
+            ok=outcome.ok,
+            with_row=with_row,
+            on_saved=self._audited if with_row else None,
+            mcp_server=tool.mcp_server if tool is not None else None,
+        )
+
+    def _audited(self, change: FileChange) -> None:
+        """(Blocking, in the result's transaction) The audit entry of a deleting call."""
+        conversation = self.history.conversation
+        if conversation.pk:
+            tool_change_audit(change=change, conversation=conversation, user=self.ctx.user)
+
+    async def _execute(
+        self, call: dict, parsed: ToolCall, changing, message_id
+    ) -> tuple[ToolOutcome, int | None]:
+        """Run the call and store its result, with its change record when it changed files.
+
+        The record of a call that may replace something is stored before the call runs and
+        finished after it, in the result's transaction: a call cut off by a crash in between
+        still leaves a record, which the conversation's next turn finishes
+        (undo.cut_off_changes_finish).
+        """
+        if not (changing and self.record_changes):
+            # An unrecorded change (a re-run) is a change all the same: under the lock, which
+            # the start-up sweep of crash leftovers respects (roject.storage.leftovers).
+            project = self.ctx.project_id
+            locked = storage.changes_locked(project) if changing else contextlib.nullcontext()
+            async with locked:
+                outcome = await self.tools.run(parsed, self.ctx)
+            outcome = self.caps.charged(outcome, changed=changing is not None)
+            if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
+                await asyncio.to_thread(self.reads.remember, read)
+            await self._store(call, outcome)
+            return outcome, None
+        tool, args = changing
+        start = functools.partial(self._change_start, tool, args, parsed.id, message_id)
+        try:
+            async with storage.changes_locked(self.ctx.project_id, then=start) as change:
+                return await self._execute_recorded(call, parsed, change)
+        except _Revoked:  # raised by start, before the call ran
+            await self._store(call, REVOKED_OUTCOME)
+            return REVOKED_OUTCOME, None
+        # Likewise: the file changed since the turn read it, or the snapshot would not fit.
+        except (_Stale, DiskFull) as refusal:
+            refused = ToolOutcome.failure(str(refusal))
+            await self._store(call, refused)
+            return refused, None
+
+    async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
+        """Run a changing call (the change lock held) and store its result with its record."""
+        outcome = self.caps.charged(await self.tools.run(parsed, self.ctx), changed=True)
+        if self.reads.seen:
+            tool = self.tools.get(parsed.name)
+            await asyncio.to_thread(self.reads.refresh, tool.changed_paths(parsed.args))
+        kept: list[FileChange] = []
+
+        def change_finished() -> FileChange | None:
+            finished = change_finish(self.ctx.project_root, change)
+            kept.extend([finished] if finished else [])
+            return finished
+
+        await self._store(call, outcome, with_row=change_finished if change else None)
+        if kept:
+            await change_published(kept[0])
+        return outcome, kept[0].pk if kept else None
+
+    def _take_snapshot(self, tool: RojoTool, args: dict) -> storage.Snapshot:
+        root = self.ctx.project_root
+        paths = tool.changed_paths(args)
+        if tool.follows_links:
+            paths = [str(storage.resolved_relative(root, p)) for p in paths]
+        return storage.snapshot_take(self.ctx.project_id, root, paths)
+
+    def _change_start(
+        self, tool: RojoTool, args: dict, call_id: str, message_id
+    ) -> FileChange | None:
+        """(Blocking) Copy the paths' state aside and make the change's record, unfinished.
+
+        First, the person the turn runs for must still be allowed to write: a turn keeps
+        running after its user was removed from the project or made a viewer (_Revoked).
+
+        When the call may replace or remove something, the record is stored now, so that a
+        crash during the call cannot lose the copy of what was there. A call that only
+        creates paths is recorded with its result: cut off, it leaves a new path and nothing
+        lost. None when a path cannot be read: the call then fails on it, so there is
+        nothing to undo. DiskFull when the copy would not fit: the call is refused.
+        """
+        user = self.ctx.user
+        if user is not None:
+            role = project_role(user=user, project_id=self.ctx.project_id)
+            if role is None or not role.can_write:
+                raise _Revoked
+        # What a crash cut off is recorded as it left the files, before this call changes them.
+        cut_off_changes_finish(project_id=self.ctx.project_id, root=self.ctx.project_root)
+        if self.reads.seen and (stale := self.reads.stale(tool.changed_paths(args))):
+            raise _Stale(stale)
+        try:
+            snapshot = self._take_snapshot(tool, args)
+        except DiskFull:
+            raise  # a change that could not be undone is not made
+        except (StorageError, OSError):
+            return None
+        change = FileChange(
+            project_id=self.ctx.project_id,
+            conversation=self.history.conversation if self.history.conversation.pk else None,
+            message_id=message_id,
+            tool_call_id=call_id,
+            author_id=getattr(user, "pk", user),
+            origin=_origin(self.history.conversation),
+            tool=tool.name,
+            paths=snapshot.paths,
+            before=snapshot.existed,
+            after=None,
+            created_parents=snapshot.missing_parents,
+            key=snapshot.key,
+        )
+        if hasattr(user, "get_username"):
+            change.author = user  # held, so that publishing the change asks no query
+        if any(snapshot.existed):
+            change.save()
+        return change
+
+
+def _origin(conversation: Conversation) -> str:
+    """Whose call this is in the ledger: an outside agent's through MCP, or a rojo's."""
+    return FileChange.Origin.MCP if conversation.via_mcp else FileChange.Origin.ROJO

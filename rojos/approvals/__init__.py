@@ -1,0 +1,1 @@
+"""Approvals routed to a project's owners: the stored waits, the inbox's live news."""

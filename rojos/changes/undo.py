@@ -1,0 +1,202 @@
+"""Undo for any recorded change (a rojo's, a person's): the records, and when an undo may happen.
+
+Before a change, the storage gate copies the previous state of each path aside (a snapshot);
+after it, a digest of each path is recorded. An undo restores the snapshot only while every
+path still has that digest, so newer work made since (by a person or a later call) is never
+overwritten. Every file operation is the gate's (roject.storage); this module keeps the
+records, compares the digests and says why an undo is refused.
+"""
+
+import asyncio
+import contextlib
+import functools
+import logging
+from pathlib import Path
+
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from roject.audit.log import AuditAction, AuditActor, audit_record
+from roject.storage import (
+    Snapshot,
+    StorageError,
+    changes_locked,
+    digests,
+    entry_exists,
+    project_root_create,
+    read_project_file,
+    reported,
+    snapshot_digests,
+    snapshot_discard,
+    snapshot_of,
+    snapshot_restore,
+    snapshot_text,
+)
+from rojos.models import Conversation, FileChange
+from rojos.tools.diff import unified_diff
+
+logger = logging.getLogger(__name__)
+
+
+class UndoRefused(StorageError):
+    """The change cannot be undone (the files changed since, or it was undone already)."""
+
+
+class UndoneAlready(UndoRefused):
+    """Another request undid the change first (a double click, two tabs)."""
+
+
+def _text_now(root: Path, path: str) -> str | None:
+    """A path's text now: "" when absent, None when it is no small text file."""
+    try:
+        return read_project_file(root, path)
+    except StorageError:
+        with contextlib.suppress(StorageError):
+            if not entry_exists(root, path):
+                return ""
+        return None
+
+
+def _diffs(root: Path, snapshot: Snapshot) -> list[str]:
+    """Per path, the diff of its text from the snapshot to now ("" when either is no text)."""
+    limit = settings.ROJO_MAX_READ_BYTES
+    found = []
+    for number, path in enumerate(snapshot.paths):
+        before = snapshot_text(snapshot, number, limit)
+        after = None if before is None else _text_now(root, path)
+        found.append("" if after is None else unified_diff(path, before, after))
+    return found
+
+
+def snapshot_for(change: FileChange) -> Snapshot:
+    """The snapshot a change record stands for."""
+    return snapshot_of(
+        project_id=change.project_id,
+        key=change.key,
+        paths=change.paths,
+        existed=change.before,
+        missing_parents=change.created_parents,
+    )
+
+
+def change_finish(root: Path, change: FileChange) -> FileChange | None:
+    """(Blocking) Set the record's digests of the paths as its call left them, unsaved.
+
+    A call that changed nothing keeps no record: it is deleted (if stored), with its copies,
+    and None returned. What the paths were before is read off the copies (absent: they did
+    not exist).
+    """
+    snapshot = snapshot_for(change)
+    with reported(", ".join(change.paths)):
+        before = snapshot_digests(snapshot)
+        after = digests(root, change.paths)
+    if after == before:
+        if change.pk is not None:
+            change.delete()
+        snapshot_discard(snapshot)
+        return None
+    change.after = after
+    change.diffs = _diffs(root, snapshot)
+    return change
+
+
+def cut_off_changes_finish(*, project_id: int, root: Path) -> None:
+    """(Blocking, holding the project's change lock) Finish the records of the changes a
+    crash cut off while they ran: every record of the project still unfinished.
+
+    A change's record is stored and finished while its process holds the lock, so one
+    unfinished while the lock is held here is one whose process died. A write is atomic,
+    so each path is as it was before the change or as the change left it: as long as no
+    later change has run, the record can say which. Hence this is the first thing every
+    change and undo does under the lock: a record finished after someone saved over the
+    file would credit their work to the cut-off change, and its undo would throw it away.
+    A change whose rename never happened changed nothing: its record is dropped.
+    """
+    unfinished = FileChange.objects.filter(project_id=project_id, after__isnull=True)
+    for change in unfinished.order_by("created", "pk"):
+        try:
+            finished = change_finish(root, change)
+        except StorageError:  # left unfinished; an undo of it tries again and says why
+            logger.warning("could not finish the change record %s", change.pk, exc_info=True)
+            continue
+        if finished is not None:
+            finished.save(update_fields=["after", "diffs"])
+
+
+def _cut_off_finish(project_id: int) -> None:
+    """(Blocking) cut_off_changes_finish on the project's root."""
+    cut_off_changes_finish(project_id=project_id, root=project_root_create(project_id))
+
+
+def _cut_off_record(change: FileChange) -> None:
+    """(Blocking, under the lock) Read the cut-off change's record as cut_off_changes_finish
+    left it; UndoRefused when it changed nothing, the StorageError that says why when its
+    files cannot be read."""
+    found = FileChange.objects.filter(pk=change.pk).values_list("after", "diffs").first()
+    if found is None:
+        raise UndoRefused("the call was cut off before it changed anything")
+    change.after, change.diffs = found
+    if change.after is None:
+        if change_finish(project_root_create(change.project_id), change) is None:
+            raise UndoRefused("the call was cut off before it changed anything")
+        change.save(update_fields=["after", "diffs"])
+
+
+def _restore(change: FileChange) -> None:
+    """Put every path back as the snapshot has it, if none changed since (blocking)."""
+    root = project_root_create(change.project_id)
+    if digests(root, change.paths) != change.after:
+        by = "the rojo's" if change.origin == FileChange.Origin.ROJO else "the"
+        raise UndoRefused(
+            f"{', '.join(change.paths)} changed since {by} {change.tool}; "
+            "undo refused so that newer work is not lost"
+        )
+    snapshot_restore(root, snapshot_for(change))
+
+
+async def change_undo(*, change: FileChange, user, actor: AuditActor | None = None) -> FileChange:
+    """Undo one recorded change, or raise UndoRefused; audited, by `actor` (default: `user`)."""
+    if change.undone is not None:
+        raise UndoneAlready("this change was undone already")
+    if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
+        raise UndoRefused("a reply is still running in this conversation; undo when it is done")
+    finish = functools.partial(_cut_off_finish, change.project_id)
+    async with changes_locked(change.project_id, then=finish):
+        if await FileChange.objects.filter(pk=change.pk, undone__isnull=False).aexists():
+            raise UndoneAlready("this change was undone already")
+        if change.after is None:  # its call was cut off: its record was finished just now
+            await sync_to_async(_cut_off_record)(change)
+        await asyncio.to_thread(_restore, change)
+    change.undone = timezone.now()
+    change.undone_by = user
+    await sync_to_async(_undone_save)(change, actor or AuditActor(user=user))
+    return change
+
+
+def _undone_save(change: FileChange, actor: AuditActor) -> None:
+    """(Blocking) Mark the change undone, and audit it, in one transaction."""
+    with transaction.atomic():
+        change.save(update_fields=["undone", "undone_by"])
+        paths = ", ".join(change.paths)
+        audit_record(
+            action=AuditAction.UNDO,
+            actor=actor,
+            project=change.project_id,
+            obj=change,
+            object_repr=f"{change.tool}: {paths}",
+            details={"tool": change.tool, "origin": change.origin, "paths": paths[:200]},
+        )
+
+
+async def changes_undo(
+    *, changes: list[FileChange], user, actor: AuditActor | None = None
+) -> list[FileChange]:
+    """Undo several changes, newest first, stopping at the first that cannot be undone;
+    each change undone is one audit entry."""
+    done = []
+    for change in sorted(changes, key=lambda c: (c.created, c.pk), reverse=True):
+        with contextlib.suppress(UndoneAlready):
+            done.append(await change_undo(change=change, user=user, actor=actor))
+    return done

@@ -1,0 +1,1 @@
+"""What fits a model's window: its size, compaction, summaries, usage, prices, budgets."""

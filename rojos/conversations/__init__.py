@@ -1,0 +1,1 @@
+"""Conversations as people manage and read them: list, search, export, replay."""

@@ -1,0 +1,173 @@
+"""A conversation as a downloadable file: JSON (the stored messages) or a Markdown transcript."""
+
+import json
+import re
+
+from rojos.agent.branches import branch_count, branch_messages
+from rojos.conversations.replay import conversation_replay
+from rojos.models import Conversation, FileChange, Message, TurnRecord
+
+
+def _message_json(message: Message) -> dict:
+    data = {
+        "id": message.pk,
+        "branch": message.branch,
+        "position": message.position,
+        "role": message.role,
+        "content": message.content,
+        "created": message.created.isoformat(),
+    }
+    if message.tool_calls:
+        data["tool_calls"] = message.tool_calls
+    if message.role == Message.Role.TOOL:
+        data.update(tool_call_id=message.tool_call_id, name=message.name, is_error=message.is_error)
+    if message.reasoning:
+        data["reasoning"] = message.reasoning
+    if message.usage:
+        data["usage"] = message.usage
+    if message.extra:
+        data["extra"] = message.extra
+    return data
+
+
+def conversation_export_json(conversation: Conversation) -> dict:
+    """The stored OpenAI-format messages of every branch (each with its `branch`; the active
+    one's path is `branch_path`) with the conversation's metadata, its forks, turn outcomes
+    and the file changes its calls made (and whether each was undone)."""
+    rojo = conversation.rojo
+    messages = Message.objects.filter(conversation=conversation).order_by("branch", "position")
+    turns = TurnRecord.objects.filter(conversation=conversation)
+    changes = FileChange.objects.filter(conversation=conversation).order_by("created", "pk")
+    return {
+        "conversation": {
+            "id": conversation.pk,
+            "title": conversation.title,
+            "project": {"id": conversation.project_id, "slug": conversation.project.slug},
+            "rojo": {"slug": rojo.slug, "name": rojo.name, "model": rojo.model} if rojo else None,
+            "user": conversation.user.get_username() if conversation.user else None,
+            "created": conversation.created.isoformat(),
+            "updated": conversation.updated.isoformat(),
+            "branch": conversation.branch,
+            "branches": conversation.branches,
+        },
+        "branch_path": list(branch_messages(conversation).values_list("pk", flat=True)),
+        "messages": [_message_json(m) for m in messages],
+        "turns": [
+            {
+                "user_message": t.user_message_id,
+                "status": t.status,
+                "error": t.error or None,
+                "error_code": t.error_code or None,
+                "started": t.started.isoformat(),
+                "finished": t.finished.isoformat() if t.finished else None,
+            }
+            for t in turns
+        ],
+        "changes": [
+            {
+                "id": c.pk,
+                "tool_call_id": c.tool_call_id,
+                "tool": c.tool,
+                "paths": c.paths,
+                "created": c.created.isoformat(),
+                "undone": c.undone.isoformat() if c.undone else None,
+            }
+            for c in changes
+        ],
+    }
+
+
+def conversation_export_markdown(conversation: Conversation) -> str:
+    """A readable transcript: the people's and the rojo's words, and the tool activity."""
+    rojo = conversation.rojo
+    lines = [
+        f"# {conversation.title or f'Conversation {conversation.pk}'}",
+        "",
+        f"Project **{conversation.project.name}** · rojo **{rojo.name if rojo else 'deleted'}**"
+        f"{f' ({rojo.model})' if rojo else ''} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
+    ]
+    undone = set(
+        FileChange.objects.filter(conversation=conversation, undone__isnull=False).values_list(
+            "pk", flat=True
+        )
+    )
+    if conversation.branches:
+        lines += [
+            "",
+            f"_Branch {conversation.branch + 1} of {branch_count(conversation)}, the one shown "
+            "in the chat; the others follow._",
+        ]
+    lines += _turns_markdown(conversation_replay(conversation), undone)
+    others = [f for f in conversation.branches or () if f["id"] != conversation.branch]
+    if conversation.branch:
+        others.insert(0, {"id": 0, "at": 0})
+    for fork in others:
+        turns = conversation_replay(conversation, branch=fork["id"])
+        lines += ["", "---", "", f"# Branch {fork['id'] + 1} of {branch_count(conversation)}"]
+        if fork["at"]:
+            lines += ["", f"_The conversation up to its message {fork['at'] + 1}, then:_"]
+        lines += _turns_markdown([t for t in turns if t.user.position >= fork["at"]], undone)
+    return "\n".join(lines) + "\n"
+
+
+def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
+    """The transcript lines of some turns."""
+    lines: list[str] = []
+    for turn in turns:
+        text = turn.user.content or ""
+        lines += ["", "## You", "", _fences_closed(text)]
+        speaking = False
+        for event in turn.events:
+            data = event.data
+            if event.type == "CHAT":
+                if not speaking:
+                    lines += ["", "## Rojo", ""]
+                    speaking = True
+                lines.append(_fences_closed(data["text"]))
+            elif event.type == "TOOL_CALL":
+                args = json.dumps(data["args"], ensure_ascii=False)
+                lines += ["", f"- ⚙ `{data['name']}` {_inline_code(args)}"]
+                speaking = False
+            elif event.type == "TOOL_RESULT":
+                result = data["result"]
+                error = result.get("error") if isinstance(result, dict) else result
+                lines[-1] += " → ok" if data["ok"] else f" → error: {error}"
+                if data.get("change") in undone:
+                    lines[-1] += " (undone)"
+            elif event.type == "SUMMARY":
+                lines += ["", "<details><summary>Earlier conversation summarised</summary>", ""]
+                lines += [_fences_closed(data["text"]), "", "</details>"]
+                speaking = False
+            elif event.type == "ERROR":
+                lines += ["", f"> **Error:** {data['message']}"]
+                speaking = False
+    return lines
+
+
+def _inline_code(text: str, limit: int = 200) -> str:
+    """A code span that holds any text: its backticks outnumber every run inside it."""
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    if "`" not in text:
+        return f"`{text}`"
+    ticks = "`" * (max(len(run) for run in re.findall(r"`+", text)) + 1)
+    return f"{ticks} {text} {ticks}"
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+
+
+def _fences_closed(text: str) -> str:
+    """The text, with a code block it leaves open (a reply stopped mid-block) closed, so
+    that the headings after it are not read as code."""
+    open_fence = None
+    for line in text.split("\n"):
+        match = _FENCE.match(line)
+        if not match:
+            continue
+        fence = match.group(1)
+        if open_fence is None:
+            open_fence = fence
+        elif fence[0] == open_fence[0] and len(fence) >= len(open_fence) and not line.strip("`~ "):
+            open_fence = None
+    return text if open_fence is None else f"{text}\n{open_fence}"

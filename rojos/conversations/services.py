@@ -1,0 +1,96 @@
+"""Changing conversations: rename, delete, switch the active branch.
+
+Who may: renaming, pinning and deleting change what every member sees, so they take a role that
+writes (editors and owners, any conversation of the project); a viewer may do neither.
+Switching branches is part of chatting (any member who may send to the conversation may
+switch it), and is refused while a turn runs: a turn only appends to the active branch.
+"""
+
+import asyncio
+import time
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.http import Http404
+
+from roject.audit.log import AuditAction, AuditActor, audit_record
+from rojos.agent.branches import branch_leaf
+from rojos.errors import TurnBusy
+from rojos.models import Conversation, Message
+from rojos.turns.control import turn_stop
+
+# How long a delete waits for the running turn it stopped to end.
+_STOP_WAIT_SECONDS = 10.0
+
+
+class ConversationBusy(TurnBusy):
+    """A turn runs in the conversation, and what was asked needs it to have ended (409)."""
+
+
+def conversation_change(
+    *, conversation: Conversation, title: str | None = None, pinned: bool | None = None
+) -> Conversation:
+    """(Blocking) Rename the conversation (a title of one line: the list shows it whole)
+    and pin it to the head of the list or unpin it."""
+    fields = []
+    if title is not None and title.strip():
+        conversation.title = " ".join(title.split())[:200]
+        fields.append("title")
+    if pinned is not None:
+        conversation.pinned = pinned
+        fields.append("pinned")
+    if fields:
+        conversation.save(update_fields=fields)  # not `updated`: no new activity
+    return conversation
+
+
+async def conversation_delete(
+    *, conversation: Conversation, actor: AuditActor | None = None
+) -> None:
+    """Delete the conversation, its messages and turn records, audited as `actor`'s (None:
+    the system's). A running turn is stopped first, and the delete waits for it to end
+    (ConversationBusy after a while). The files it changed stay as they are; their change
+    records stay too, without the conversation, so they can still be undone from the
+    project's side."""
+    if await _running(conversation.pk):
+        await turn_stop(conversation=conversation)
+        deadline = time.monotonic() + _STOP_WAIT_SECONDS
+        while await _running(conversation.pk):
+            if time.monotonic() > deadline:
+                raise ConversationBusy("The reply did not stop in time; try again in a moment.")
+            await asyncio.sleep(0.1)
+    await sync_to_async(_delete)(conversation, actor or AuditActor())
+
+
+async def _running(conversation_id: int) -> bool:
+    return await Conversation.objects.running().filter(pk=conversation_id).aexists()
+
+
+def _delete(conversation: Conversation, actor: AuditActor) -> None:
+    with transaction.atomic():
+        deleted, _ = Conversation.objects.filter(pk=conversation.pk).delete()
+        if deleted:  # not when another request deleted it first
+            audit_record(
+                action=AuditAction.CONVERSATION_DELETED,
+                actor=actor,
+                project=conversation.project_id,
+                obj=conversation,
+                details={"title": conversation.title[:80]},
+            )
+
+
+def conversation_branch_switch(*, conversation: Conversation, message_id) -> int:
+    """(Blocking) Show the branch through one message (a `< 2/3 >` choice, a search hit):
+    the newest branch whose path has it. Returns the branch; 404 for a message of another
+    conversation, ConversationBusy while a turn runs."""
+    message = Message.objects.filter(conversation=conversation, pk=message_id).first()
+    if message is None:
+        raise Http404("No such message.")
+    branch = branch_leaf(conversation, message=message)
+    switched = Conversation.objects.filter(pk=conversation.pk, turn_id__isnull=True).update(
+        branch=branch
+    )
+    if not switched:
+        raise ConversationBusy("A reply is running here; switch branches when it is done.")
+    conversation.branch = branch
+    return branch

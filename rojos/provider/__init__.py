@@ -1,0 +1,1 @@
+"""An OpenAI-compatible provider: the request, the stream, failures, refusals, clients."""

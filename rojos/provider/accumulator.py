@@ -1,0 +1,256 @@
+"""Folding a chat-completions stream's chunks into text deltas and one finished response.
+
+Providers disagree on how they stream tool calls (PROVIDERS.md, "Tool-call deltas" and
+"Ending a response"): indexes that cannot be trusted, names and ids repeated or empty,
+arguments in fragments or whole, a finish reason that says nothing about the calls. The
+accumulator survives all of them with one set of rules and no branching on the provider's
+name. It runs once per chunk, so it stays plain: no per-chunk objects or helper layers.
+"""
+
+import json
+import secrets
+import string
+from dataclasses import dataclass, field
+
+from rojos.errors import ProviderError
+from rojos.provider.failures import mid_stream_message
+
+# Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
+_KNOWN_DELTA_KEYS = frozenset(
+    {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"}
+)
+_KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+_ID_ALPHABET = string.ascii_letters + string.digits
+
+
+def new_call_id() -> str:
+    """An id for a tool call that arrived without one."""
+    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
+
+
+@dataclass(slots=True)
+class _Call:
+    id: str | None = None
+    index: int | None = None
+    name: str = ""
+    arguments: list[str] = field(default_factory=list)
+    extra: dict = field(default_factory=dict)
+
+    def arguments_text(self) -> str:
+        return "".join(self.arguments)
+
+    def looks_complete(self) -> bool:
+        text = self.arguments_text().strip()
+        if not text:
+            return False
+        try:
+            json.loads(text)
+        except ValueError:
+            return False
+        return True
+
+
+@dataclass(slots=True)
+class Completion:
+    """One finished model response: its text and the tool calls to run, in stored form."""
+
+    text: str
+    reasoning: str
+    tool_calls: list[dict]
+    extra: dict
+    usage: dict | None
+    finish_reason: str | None
+
+
+_FOLD = 256  # text parts joined into one block
+
+
+class StreamAccumulator:
+    """Folds chat-completion chunks into text deltas and, at the end, whole tool calls.
+
+    Rules (see PROVIDERS.md): a call with a new non-empty id starts a new call; otherwise
+    match by index; otherwise continue the last open call. Names and ids are never
+    concatenated; arguments are joined and parsed only later, by the tool registry.
+    """
+
+    def __init__(self) -> None:
+        # The text so far: parts as they came, and blocks of _FOLD parts joined. A reply of
+        # 100,000 chunks otherwise holds 100,000 string objects (6 MB) until it ends.
+        self.text_parts: list[str] = []
+        self._text_blocks: list[str] = []
+        self.reasoning_parts: list[str] = []
+        self.calls: list[_Call] = []
+        self._by_id: dict[str, _Call] = {}
+        self._by_index: dict[int, _Call] = {}
+        self.extra: dict = {}
+        self.usage: dict | None = None
+        self.finish_reason: str | None = None
+
+    def take_text(self) -> str:
+        """The text since the last take, joined, and given up: a draft (drafts.Draft)
+        stores it after what it stored before, so a long reply is not held here as well
+        as by the turn's kept events. `text` and `result()` then hold what came since."""
+        text = self.text
+        self._text_blocks.clear()
+        return text
+
+    @property
+    def text(self) -> str:
+        """The text so far (since the last `take_text`), joined. The joined text then stands
+        for the blocks, not a second copy beside them."""
+        if self.text_parts:
+            self._text_blocks.append("".join(self.text_parts))
+            self.text_parts.clear()
+        if len(self._text_blocks) > 1:
+            self._text_blocks[:] = ["".join(self._text_blocks)]
+        return self._text_blocks[0] if self._text_blocks else ""
+
+    def feed(self, chunk: dict) -> str:
+        """Take one parsed chunk; return the text it adds (possibly "")."""
+        if not isinstance(chunk, dict):
+            raise ProviderError("The provider sent a malformed stream chunk.")
+        error = chunk.get("error")
+        if error:
+            raise ProviderError(mid_stream_message(error))
+        if chunk.get("usage"):
+            self.usage = chunk["usage"]
+        choices = chunk.get("choices") or ()
+        try:
+            if len(choices) == 1:  # nearly every chunk: no generator and join for it
+                return self._take_choice(choices[0])
+            return "".join(self._take_choice(choice) for choice in choices)
+        except (AttributeError, TypeError, KeyError):
+            raise ProviderError("The provider sent a malformed stream chunk.") from None
+
+    def _take_choice(self, choice: dict) -> str:
+        if choice.get("finish_reason"):
+            self.finish_reason = choice["finish_reason"]
+        return self._take_delta(choice.get("delta") or choice.get("message") or {})
+
+    def _take_delta(self, delta: dict) -> str:
+        text = ""
+        content = delta.get("content")
+        if isinstance(content, str):
+            text = content
+        elif isinstance(content, list):  # typed parts (Mistral reasoning models)
+            for part in content:
+                if not isinstance(part, dict):
+                    continue
+                if part.get("type") == "text":
+                    text += part.get("text") or ""
+                elif part.get("type") == "thinking":
+                    self.reasoning_parts.append(_thinking_text(part))
+        if text:
+            self.text_parts.append(text)
+            if len(self.text_parts) == _FOLD:
+                self._text_blocks.append("".join(self.text_parts))
+                self.text_parts.clear()
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str):
+            self.reasoning_parts.append(reasoning)
+        for raw in delta.get("tool_calls") or ():
+            self._take_call_delta(raw)
+        for key, value in delta.items():
+            if key not in _KNOWN_DELTA_KEYS and value is not None:
+                self.extra[key] = value
+        return text
+
+    def _take_call_delta(self, raw: dict) -> None:
+        """Add one tool-call delta to the call it continues, or start the next call.
+
+        OpenAI sends the id and name once, then the index alone. Others repeat them on
+        every delta; Ollama puts every call at index 0 with its own id; Gemini sends whole
+        calls with neither id nor index; Poolside changes the id after the first delta;
+        DeepSeek, GLM and Kimi may give parallel calls one id at different indexes. A new
+        call always brings its name, so a nameless delta continues a call.
+        """
+        call_id = raw.get("id") or None
+        index = raw.get("index") if isinstance(raw.get("index"), int) else None
+        function = raw.get("function") or {}
+        name = function.get("name") or ""
+        at_index = self._by_index.get(index) if index is not None else None
+        call = None
+        if call_id and call_id in self._by_id:
+            known = self._by_id[call_id]
+            if index is None or known.index is None or known.index == index:
+                call = known
+            else:  # the same id at another index is another call
+                call = at_index
+        elif call_id and not name and (at_index is not None or (index is None and self.calls)):
+            call = at_index if at_index is not None else self.calls[-1]
+        elif not call_id and at_index is not None:
+            call = at_index
+        elif not call_id and index is None and self.calls:
+            last = self.calls[-1]
+            # Whole calls without id or index (seen from Gemini): a named delta after a
+            # complete call, or naming another tool, is the next call, not more of the same.
+            starts_new = (
+                bool(name) and bool(last.name) and (name != last.name or last.looks_complete())
+            )
+            call = None if starts_new else last
+        if call is None:
+            call = _Call(index=index)
+            self.calls.append(call)
+        if call_id and call.id is None:
+            call.id = call_id
+        if call_id and call_id not in self._by_id:
+            self._by_id[call_id] = call
+        if index is not None:
+            self._by_index[index] = call
+        if name and not call.name:
+            call.name = name
+        arguments = function.get("arguments")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments)
+        if isinstance(arguments, str) and arguments:
+            call.arguments.append(arguments)
+        for key, value in raw.items():
+            if key not in _KNOWN_CALL_KEYS and value is not None:
+                call.extra[key] = value
+
+    def result(self, taken: frozenset[str] = frozenset()) -> Completion:
+        """The finished response; raises ProviderError when the stream did not finish.
+
+        A call without an id, or with one of `taken` (the conversation's earlier calls) or
+        of another call here, gets a new one: some servers number calls per response
+        ("create_directory:0" from vLLM's Kimi parser), and results and undo records are
+        matched to calls by id.
+        """
+        if self.finish_reason is None:
+            raise ProviderError(
+                "The provider's response ended before it finished (no finish reason); "
+                "nothing from the unfinished part was run."
+            )
+        tool_calls = []
+        seen: set[str | None] = {None, *taken}
+        for call in self.calls:
+            if not call.name:
+                raise ProviderError("The provider sent a tool call without a name.")
+            if call.id in seen:
+                call.id = new_call_id()
+            seen.add(call.id)
+            tool_calls.append(
+                {
+                    **call.extra,
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text()},
+                }
+            )
+        return Completion(
+            text=self.text,
+            reasoning="".join(self.reasoning_parts),
+            tool_calls=tool_calls,
+            extra=self.extra,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+        )
+
+
+def _thinking_text(part: dict) -> str:
+    thinking = part.get("thinking")
+    if isinstance(thinking, str):
+        return thinking
+    if isinstance(thinking, list):
+        return "".join(p.get("text", "") for p in thinking if isinstance(p, dict))
+    return ""

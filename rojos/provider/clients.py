@@ -1,0 +1,102 @@
+"""SDK clients for the rojos' endpoints, on one HTTP connection pool per event loop.
+
+Connections to a provider stay open between turns (no TCP or TLS handshake per turn), and an
+SDK client is made once per endpoint, key and settings rather than once per turn.
+"""
+
+import asyncio
+import functools
+import ssl
+import weakref
+from dataclasses import dataclass, field
+
+import httpx2
+import openai
+from django.conf import settings
+
+from rojos.models import Rojo
+from rojos.provider.refusals import overflow_not_retried
+
+# Distinct endpoint-and-key clients kept per loop; past this the oldest is dropped.
+_MAX_CLIENTS = 64
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The SDK's default verifying TLS context, built once per process.
+
+    Loading the CA bundle costs about 20 ms of CPU, which each new pool would otherwise pay.
+    """
+    return httpx2.create_ssl_context()
+
+
+@dataclass
+class _LoopClients:
+    pool: httpx2.AsyncClient
+    lifetime: object = None
+    sdk: dict[tuple, openai.AsyncOpenAI] = field(default_factory=dict)
+
+
+_loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients]" = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _lifetime(loop: asyncio.AbstractEventLoop, clients: _LoopClients):
+    """Waits at its yield for as long as the loop runs.
+
+    Event loops close the async generators still suspended when they shut down
+    (asyncio.run, uvicorn, pytest-asyncio all do), which closes the pool on its own loop.
+    """
+    try:
+        yield
+    finally:
+        if _loops.get(loop) is clients:
+            del _loops[loop]
+        await clients.pool.aclose()
+
+
+async def _loop_clients() -> _LoopClients:
+    loop = asyncio.get_running_loop()
+    clients = _loops.get(loop)
+    if clients is None or clients.pool.is_closed:
+        # The SDK's aiohttp transport (`openai[aiohttp]`) with its defaults: it reads a stream
+        # for less than half the CPU of the default httpx one (docs/performance.md).
+        clients = _LoopClients(
+            pool=openai.DefaultAioHttpClient(
+                verify=tls_context(), event_hooks={"response": [overflow_not_retried]}
+            )
+        )
+        clients.lifetime = _lifetime(loop, clients)
+        await anext(clients.lifetime)
+        _loops[loop] = clients
+    return clients
+
+
+async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
+    """The SDK client for the rojo's endpoint and key, on the loop's pool; never close it.
+
+    Closing it would close the pool of every turn on this loop; the loop closes the pool
+    when it shuts down. A missing key is sent as a placeholder.
+    """
+    clients = await _loop_clients()
+    key = (
+        rojo.base_url,
+        rojo.resolved_api_key() or "no-key",
+        settings.ROJO_PROVIDER_HEADERS_TIMEOUT,
+        settings.ROJO_PROVIDER_RETRIES,
+    )
+    client = clients.sdk.get(key)
+    if client is None:
+        if len(clients.sdk) >= _MAX_CLIENTS:
+            del clients.sdk[next(iter(clients.sdk))]
+        client = clients.sdk[key] = openai.AsyncOpenAI(
+            base_url=key[0],
+            api_key=key[1],
+            # Until the response's headers: the stream's own silence limit is the body
+            # reader's (ROJO_PROVIDER_TIMEOUT, rojos.provider.stream).
+            timeout=openai.Timeout(key[2], connect=min(10.0, key[2])),
+            max_retries=key[3],
+            http_client=clients.pool,
+        )
+    return client

@@ -1,0 +1,166 @@
+"""How a conversation's stored history becomes a chat-completions request.
+
+Stored messages keep what the model sent; what providers accept back differs (PROVIDERS.md,
+"Sending history back" and "Requests"), so every request-side quirk is handled here, in one
+form that all of them take, with no branching on the provider's name:
+- only `model`, `messages`, `tools`, `stream` and `stream_options` (usage in the stream),
+  plus the rojo's own options; `stream_options` is dropped for a provider that refused it;
+- tool-call ids of 9 letters and digits (Mistral);
+- each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
+- Gemini's thought signatures back to the model that made them, and to no other;
+- no stored reasoning (Mistral answers 422 to `reasoning_content` in history);
+- no null or empty content beside tool calls (llama-cpp-python, some gateways);
+- alternating roles with no empty assistant message (vLLM's and llama.cpp's templates).
+The stream reader, the other half of speaking to a provider, is `provider.py`.
+"""
+
+import hashlib
+import json
+
+from rojos.errors import TurnError
+from rojos.models import Message, Rojo
+from rojos.provider.attachments import attachments_wire
+
+# Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
+_SENT_BACK_EXTRA = ("extra_content",)
+_BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def wire_call_id(stored_id: str) -> str:
+    """The id sent to providers for a stored tool-call id: 9 letters and digits, stable.
+
+    Mistral rejects any other shape; hashing maps every stored id the same way each time,
+    so an assistant's call and its tool message always agree.
+    """
+    number = int.from_bytes(hashlib.sha256(stored_id.encode()).digest()[:8], "big")
+    chars = []
+    for _ in range(9):
+        number, digit = divmod(number, 62)
+        chars.append(_BASE62[digit])
+    return "".join(chars)
+
+
+def _wire_arguments(arguments: str | None) -> str:
+    """Arguments as a JSON object string: "{}" for none, and for ones that were not valid.
+
+    The stored call keeps what the model sent (its tool result explains what was wrong);
+    providers that parse history (Gemini) would reject the whole request otherwise.
+    """
+    text = (arguments or "").strip()
+    try:
+        return text if isinstance(json.loads(text), dict) else "{}"
+    except ValueError:
+        return "{}"
+
+
+def _call_to_wire(call: dict, sent_back: tuple[str, ...]) -> dict:
+    function = call.get("function") or {}
+    wire = {
+        "id": wire_call_id(call["id"]),
+        "type": "function",
+        "function": {
+            "name": function.get("name", ""),
+            "arguments": _wire_arguments(function.get("arguments")),
+        },
+    }
+    for key in sent_back:
+        if key in call:
+            wire[key] = call[key]
+    return wire
+
+
+def sent_back_extra(completion_extra: dict, tool_calls: list[dict], model: str) -> dict:
+    """A reply's extra fields to store: with the model's name when it must get some back.
+
+    Only the model that signed them reads Gemini's thought signatures; a conversation
+    continued with another rojo (Mistral refuses unknown fields) does not get them.
+    """
+    if any(key in item for item in (completion_extra, *tool_calls) for key in _SENT_BACK_EXTRA):
+        return {**completion_extra, "model": model}
+    return completion_extra
+
+
+def message_to_wire(message: Message, model: str | None = None) -> dict:
+    """One stored message as a provider expects it back, for `model` (None: any)."""
+    if message.role == Message.Role.TOOL:
+        return {
+            "role": "tool",
+            "tool_call_id": wire_call_id(message.tool_call_id),
+            "content": message.content or "",
+        }
+    wire: dict = {"role": message.role}
+    extra = message.extra or {}
+    signed_by = extra.get("model")
+    sent_back = _SENT_BACK_EXTRA if None in (signed_by, model) or signed_by == model else ()
+    if message.tool_calls:
+        # Content is left out rather than null or "": some local servers fail on null,
+        # and some gateways reject an empty text block.
+        if message.content:
+            wire["content"] = message.content
+        wire["tool_calls"] = [_call_to_wire(call, sent_back) for call in message.tool_calls]
+    elif message.role == Message.Role.USER and extra.get("attachments"):
+        wire["content"] = attachments_wire(message.content or "", extra["attachments"])
+    else:
+        wire["content"] = message.content or ""
+    for key in sent_back:
+        if key in extra:
+            wire[key] = extra[key]
+    return wire
+
+
+def request_messages(
+    messages: list[Message], *, system_prompt: str = "", model: str | None = None
+) -> list[dict]:
+    """The request's messages: the rojo's system prompt, then the history as stored."""
+    items = [message_to_wire(m, model) for m in messages if m.role != Message.Role.SUMMARY]
+    return assembled(items, system_prompt=system_prompt)
+
+
+def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
+    """The system prompt, then the messages as providers' templates take them.
+
+    Roles must alternate for the chat templates of vLLM and llama.cpp (Mistral's, Gemma's),
+    and Mistral refuses an assistant message with neither text nor calls: such a message
+    (a reply that said nothing) is left out, and user messages in a row (the turn between
+    them failed) go as one.
+    """
+    wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
+    for item in items:
+        if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
+            continue
+        if item["role"] == "user" and wire and wire[-1]["role"] == "user":
+            wire[-1] = {**wire[-1], "content": f"{wire[-1]['content']}\n\n{item['content']}"}
+            continue
+        wire.append(item)
+    return wire
+
+
+def build_request(
+    rojo: Rojo, stored: list[Message], tools: list[dict], *, messages: list[dict] | None = None
+) -> dict:
+    """Only model, messages, tools and stream, plus what the rojo itself configures.
+
+    `messages` are the request's when the history was compacted to fit
+    (rojos.context.compaction); else the whole stored history, `stored`, is sent.
+
+    The rojo's request options are merged at the top of the body and win over everything
+    but the model, the messages, the tools and streaming, which the loop depends on. Usage
+    is asked for in the stream (its last chunk) unless the provider refused that before.
+    """
+    options = rojo.request_options or {}
+    if not isinstance(options, dict):  # stored before they were validated
+        raise TurnError(
+            f"The rojo {rojo.name!r} has request options that are not a JSON object; "
+            "an administrator can fix them in the admin."
+        )
+    request: dict = dict(options)
+    if rojo.temperature is not None:
+        request["temperature"] = rojo.temperature
+    if messages is None:
+        messages = request_messages(stored, system_prompt=rojo.system_prompt, model=rojo.model)
+    request.update(model=rojo.model, messages=messages, stream=True)
+    if not rojo.stream_usage_refused:
+        request.setdefault("stream_options", {"include_usage": True})
+    if tools:
+        request["tools"] = tools
+    return request

@@ -1,0 +1,153 @@
+"""Reading one streamed chat completion from any OpenAI-compatible provider, chunk by chunk.
+
+The request goes through the SDK (auth, retries, timeouts and base URL stay the SDK's); the
+stream is read as raw server-sent-event lines and each chunk parsed once, with orjson:
+building a typed SDK object per chunk costs more CPU than the rest of a turn. What the
+chunks mean is `stream_accumulator`'s job, what a failure says is `provider_failures`', and
+how the request is built is `provider_request`'s.
+"""
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import httpx2
+import openai
+import orjson
+from django.conf import settings
+
+from rojos.errors import ProviderError
+from rojos.provider.admission import admitted
+from rojos.provider.body import Read, Tick, body_reader
+from rojos.provider.failures import failure_message, mid_stream_message, scrub
+from rojos.provider.refusals import refusal_of
+
+
+async def provider_chunks(
+    client: openai.AsyncOpenAI, request: dict, *, tick: Tick | None = None
+) -> AsyncIterator[list[dict]]:
+    """Yield the parsed chunks of one streaming chat completion, a list per network read.
+
+    A fast stream brings several chunks per read; handing them over together crosses this
+    generator once per read instead of once per chunk. With `tick`, an empty list comes
+    after each quiet spell of tick()'s seconds, asked before each read (the loop then shows
+    forming tool calls; tick() is None while there is none, and the read needs no timer).
+
+    The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
+    and error types) as the plain JSON body it already is: the typed `create` would first
+    walk every message and tool definition against its parameter types, about 0.6 ms a
+    request. The body is read as raw bytes, split into lines here, each chunk parsed once.
+    Transport and HTTP failures become ProviderError (ContextOverflow or OptionRefused when
+    the loop can recover, provider_refusals); a stream that ends early simply stops,
+    and the accumulator then reports it as unfinished.
+    """
+    try:
+        response = await _response(client, request)
+        try:
+            if response.headers.get("content-type", "").startswith("application/json"):
+                # A server that ignored stream=true and answered with one JSON completion.
+                yield [_checked(json.loads(await response.aread()), client.api_key)]
+                return
+            rest = b""
+            with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick) as read:
+                while (data := await read()) != b"":
+                    if data is None:
+                        yield []
+                        continue
+                    lines, rest = _lines(rest + data)
+                    chunks: list[dict] = []
+                    try:
+                        done = _parse_lines(lines, chunks, client.api_key)
+                    except ProviderError:
+                        if chunks:
+                            yield chunks  # what came before the error in the same read counts
+                        raise
+                    if chunks:
+                        yield chunks
+                    if done:
+                        await _drain(read)
+                        return
+        finally:
+            await response.aclose()
+    except openai.APIStatusError as exc:
+        message = failure_message(exc, client)
+        raise refusal_of(exc.body, exc.status_code, message) or ProviderError(message) from None
+    except (
+        openai.APIConnectionError,
+        httpx2.HTTPError,
+        aiohttp.ClientError,
+        ValueError,
+    ) as exc:
+        raise ProviderError(failure_message(exc, client)) from None
+
+
+def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> bool:
+    """Parse SSE lines into `chunks`; True once [DONE] is read (what follows is ignored)."""
+    for line in lines:
+        if line.startswith(b"data:"):
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                return True
+            if payload:
+                chunks.append(_checked(_parse_chunk(payload), secret))
+        elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
+            text = line[6:].strip().decode(errors="replace")
+            raise ProviderError(scrub(f"The provider reported an error: {text}", secret))
+    return False
+
+
+async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Response:
+    """The streaming response, once its headers came: each try waits for them at most
+    ROJO_PROVIDER_HEADERS_TIMEOUT (the client's), all tries together ROJO_PROVIDER_TOTAL_TIMEOUT.
+    """
+    total = settings.ROJO_PROVIDER_TOTAL_TIMEOUT
+    deadline = asyncio.timeout(total)
+    admitted()  # the start's work on this process is done (rojos.turns.admission)
+    try:
+        async with deadline:
+            return await client.post(
+                "/chat/completions", body=request, cast_to=httpx2.Response, stream=True
+            )
+    except TimeoutError:
+        if not deadline.expired():
+            raise
+        raise ProviderError(
+            f"The provider at {client.base_url} did not start answering within {total:g} "
+            "seconds, retries included (ROJO_PROVIDER_TOTAL_TIMEOUT). Check that it is "
+            "running and not overloaded."
+        ) from None
+
+
+async def _drain(read: Read) -> None:
+    """Read the end of the body after [DONE], so that the connection goes back to the pool
+    (one closed unread would be dropped); a server that keeps it open gets a second."""
+    with contextlib.suppress(TimeoutError, httpx2.HTTPError, aiohttp.ClientError):
+        async with asyncio.timeout(1):
+            while await read() != b"":  # a quiet spell's None is not the end
+                pass
+
+
+def _checked(chunk: Any, secret: str | None) -> Any:
+    """The chunk, unless it is an error object: that ends the turn, without the key in sight."""
+    if isinstance(chunk, dict) and chunk.get("error"):
+        message = scrub(mid_stream_message(chunk["error"]), secret)
+        raise refusal_of(chunk["error"], None, message) or ProviderError(message)
+    return chunk
+
+
+def _lines(buffer: bytes) -> tuple[list[bytes], bytes]:
+    """The complete lines in `buffer` (ended by \\n, \\r\\n or \\r), and the unfinished rest."""
+    lines = buffer.splitlines()
+    if lines and not buffer.endswith((b"\n", b"\r")):
+        return lines, lines.pop()
+    return lines, b""
+
+
+def _parse_chunk(data: bytes) -> dict:
+    try:
+        return orjson.loads(data)  # a few times faster than json.loads, once per chunk
+    except ValueError:
+        raise ProviderError("The provider sent a stream chunk that is not valid JSON.") from None

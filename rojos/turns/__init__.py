@@ -1,0 +1,1 @@
+"""A turn's life: start, admission, claim, runner, kept events, relay, control, repair."""

@@ -1,0 +1,206 @@
+"""A turn's event log: its numbered events, kept in memory while it runs and a while after.
+
+A client that loses its connection re-attaches and gets what it missed from here (in this
+process; another process relays them, see rojos.turns.relay). The log also holds what the
+running turn waits for: people's decisions on its calls.
+"""
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Iterator
+
+from django.conf import settings
+
+from rojos.agent.events import (
+    ChatEvent,
+    ErrorEvent,
+    ToolCallEvent,
+    TurnEvent,
+    WireEvent,
+    event_data,
+)
+from rojos.agent.stored_events import message_events
+from rojos.models import Message, TurnRecord
+from rojos.turns.events import TurnEvents
+
+# How long a finished turn's events stay available to re-attaching clients.
+KEEP_FINISHED_SECONDS = 120
+
+
+class Turn:
+    """The numbered events of one turn, and a way to follow them as they come."""
+
+    def __init__(self, conversation_id: int) -> None:
+        self.conversation_id = conversation_id
+        # The events, numbered; a run of CHAT chunks is kept as one buffer (turn_events).
+        # Neither it nor the wire data of the others adds per-chunk objects for the garbage
+        # collector to track. events.at(seq) gives one event back, events.after(seq) what a
+        # follower gets next.
+        self.events = TurnEvents()
+        self.finished = False
+        self.task: asyncio.Task | None = None
+        self.record_id: int | None = None
+        # The turn's name on the wire: its user message's id, as its START says (`message`).
+        self.message_id: int | None = None
+        self.error: dict = {}
+        self.approvals: dict[str, asyncio.Future] = {}
+        self.relays: set[asyncio.Task] = set()
+        self.auto_approve: bool | None = None
+        # The turn's time limit, once it runs: routed approvals stop it while they wait.
+        self.deadline: asyncio.Timeout | None = None
+        self.status = TurnRecord.Status.DONE
+        self.claim_lost = False
+        self.begun = False  # its task has started running (turns.turn_run)
+        self.stop_asked = False  # a Stop came before it had
+        self._changed = asyncio.Event()
+
+    def stop(self) -> None:
+        """Stop the turn: cancel its task, or, before the task first ran (a task cancelled
+        then never runs, not even its cleanup), have it stop as it begins."""
+        if self.begun:
+            self.task.cancel()
+        else:
+            self.stop_asked = True
+
+    def publish(self, event: TurnEvent) -> None:
+        if type(event) is ChatEvent:
+            self.events.append("CHAT", event.text)
+        else:
+            self.events.append(event.type, event_data(event))
+        self._changed.set()
+        self._changed = asyncio.Event()
+
+    @property
+    def seq(self) -> int:
+        """The number of the last event published (and how many there are)."""
+        return self.events.seq
+
+    def event(self, position: int) -> WireEvent:
+        """The event at a position (0-based) of the log, a CHAT chunk on its own."""
+        return self.events.at(position + 1)
+
+    def fail(self, message: str, code: str, status=TurnRecord.Status.ERROR) -> None:
+        """Publish the ERROR event that ends the turn, and remember it for the record."""
+        self.status = status
+        self.error = {"message": message, "code": code}
+        self.publish(ErrorEvent(message=message, code=code))
+
+    async def approval(self, call_id: str, *, routed: bool = False) -> bool | None:
+        """Wait for a person's decision on a call; None when none came in time (a denial).
+
+        A call `routed` to the project's owners waits ROJO_OWNER_APPROVAL_TIMEOUT, and the
+        turn's own time limit stands still meanwhile: an owner may take an hour.
+        """
+        if self.auto_approve is not None:
+            return self.auto_approve
+        waiting = asyncio.get_running_loop().create_future()
+        self.approvals[call_id] = waiting
+        timeout = settings.ROJO_OWNER_APPROVAL_TIMEOUT if routed else settings.ROJO_APPROVAL_TIMEOUT
+        try:
+            with self._deadline_paused() if routed else contextlib.nullcontext():
+                return await asyncio.wait_for(waiting, timeout)
+        except TimeoutError:
+            return None
+        finally:
+            self.approvals.pop(call_id, None)
+
+    @contextlib.contextmanager
+    def _deadline_paused(self) -> Iterator[None]:
+        """Stop the turn's time limit (ROJO_TURN_MAX_SECONDS) for the block, then move it
+        on by as long as the block took."""
+        deadline = self.deadline
+        when = deadline.when() if deadline is not None else None
+        if when is None:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        deadline.reschedule(None)
+        try:
+            yield
+        finally:
+            if not deadline.expired():
+                deadline.reschedule(when + loop.time() - started)
+
+    def publish_unsent(self, messages: list[Message]) -> None:
+        """Publish the calls and results of this turn that are stored but were never sent.
+
+        A stop or failure can land between a call's result being stored and its event being
+        sent, or before a call ran at all (it was then answered as interrupted): the stored
+        history decides what the browser is told.
+        """
+        sent = list(self.events.others())
+        results = {data["id"] for kind, data in sent if kind == "TOOL_RESULT"}
+        announced = {data["id"] for kind, data in sent if kind == "TOOL_CALL"}
+        started = sent[0][1]["message"]
+        since = [m for m in messages if m.pk is None or m.pk > started]
+        for message, event in message_events(since):
+            if message.role != Message.Role.TOOL or message.tool_call_id in results:
+                continue  # text was streamed as it came; results sent are not sent again
+            if isinstance(event, ToolCallEvent) and message.tool_call_id in announced:
+                continue
+            self.publish(event)
+
+    def finish(self) -> None:
+        self.finished = True
+        self._changed.set()
+
+    async def changed(self) -> None:
+        """Wait for the next event (or the end)."""
+        await self._changed.wait()
+
+    async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
+        """Events numbered above `after`, then each new one until the turn is done."""
+        async for batch in self.follow_batches(after):
+            for event in batch:
+                yield event
+
+    async def follow_batches(self, after: int = 0) -> AsyncIterator[list[WireEvent]]:
+        """Events numbered above `after`, then the new ones until the turn is done: each
+        time, all those published by then, in order (the chat stream writes them at once).
+
+        What the follower missed of a run of CHAT chunks comes in events of about 64 KiB
+        (each numbered as its last chunk: TurnEvents.after). An `after` this turn never gave
+        (an id from an earlier turn, kept by a tab that lost its connection) starts from the
+        beginning: else the stream would end with nothing, not even DONE, and the client
+        would ask again at once.
+        """
+        position = max(after, 0)
+        if position > self.events.seq:
+            position = 0
+        events = self.events
+        while True:
+            event = events.after(position)
+            if event is None:  # all sent; more may have come while the last batch was
+                if self.finished:
+                    return
+                await self._changed.wait()
+                continue
+            batch = [event]
+            while (event := events.after(event.seq)) is not None:
+                batch.append(event)
+            position = batch[-1].seq
+            yield batch
+
+
+_turns: dict[int, Turn] = {}  # this process's running and recently finished turns
+
+
+def turn_get(conversation_id: int) -> Turn | None:
+    """The running or recently finished turn of a conversation in this process."""
+    return _turns.get(conversation_id)
+
+
+def turn_register(turn: Turn) -> None:
+    """Make the turn the one re-attaching clients of its conversation follow."""
+    _turns[turn.conversation_id] = turn
+
+
+def turn_forget_later(turn: Turn) -> None:
+    """Drop a finished turn's log once re-attaching clients no longer need it."""
+    asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)
+
+
+def _forget(turn: Turn) -> None:
+    if _turns.get(turn.conversation_id) is turn:
+        del _turns[turn.conversation_id]

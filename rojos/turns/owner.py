@@ -1,0 +1,51 @@
+"""Turns an earlier life of this process left running, ended at start-up.
+
+Which process owns a claim, and whether it is gone, is read in rojos.models.claims.
+"""
+
+import asyncio
+import logging
+import threading
+
+from roject.server.db_threads import db_context
+from rojos.models import Conversation
+from rojos.models.claims import owner_gone, owner_host
+
+logger = logging.getLogger(__name__)
+
+
+async def turns_of_past_lives_end() -> int:
+    """End, as interrupted, every turn whose claim names a gone process of this host.
+
+    Run once at start-up: a restarted process ends the turns it ran before at once, rather
+    than leaving their conversations locked until the claims go stale. Returns how many.
+    """
+    from rojos.turns.repair import dead_turn_end
+
+    prefix = owner_host() + ":"
+    claims = Conversation.objects.filter(turn_id__isnull=False, turn_owner__startswith=prefix)
+    ended = 0
+    async for conversation in claims:
+        if owner_gone(conversation.turn_owner) and await dead_turn_end(conversation):
+            ended += 1
+    return ended
+
+
+def turns_of_past_lives_end_soon() -> None:
+    """Start `turns_of_past_lives_end` on a thread of its own (the server starts meanwhile);
+    a database out of reach now leaves the claims to go stale instead."""
+
+    async def in_db_context() -> int:
+        async with db_context():
+            return await turns_of_past_lives_end()
+
+    def run() -> None:
+        try:
+            ended = asyncio.run(in_db_context())
+        except Exception:  # best effort, off the request path: the claims go stale anyway
+            logger.warning("could not end the turns of an earlier life", exc_info=True)
+            return
+        if ended:
+            logger.warning("ended %s turn(s) an earlier process left running", ended)
+
+    threading.Thread(target=run, name="turns-of-past-lives", daemon=True).start()

@@ -1,0 +1,122 @@
+"""Repairing a conversation whose last turn a crash cut off: as soon as any process finds
+its claim dead (dead_turn_end: a re-attach, a Stop, a read, a restart), or when its next
+turn starts.
+
+The stored history is made whole where the turn died: calls left open are answered as
+interrupted (History.load_blocking), the turn's record says it was interrupted, the text it
+kept is no longer a draft (so search finds it), change records the crash left unfinished are
+finished, and what cut-off writes left next to their targets is removed. Nothing else ever
+needs repair: every turn that ends, however it ends, records that and answers its calls
+itself.
+"""
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from roject import storage
+from rojos.agent.history import History
+from rojos.agent.tool_calls import cut_off_writes_clean
+from rojos.changes import undo
+from rojos.models import Conversation, FileChange, Message, TurnRecord
+from rojos.models.claims import dead_claim
+from rojos.tools import registry
+
+# What followers of a dead turn are told, and what its record says.
+INTERRUPTED_MESSAGE = "The server running this reply stopped; what it had written is kept."
+
+
+@dataclass
+class Repair:
+    """What a crash left of a conversation's last turn, found while its history loaded."""
+
+    project_id: int
+    root: Path
+    # Calls the crash cut off (answered as interrupted now), and their unfinished records.
+    cut_off: list[dict] = field(default_factory=list)
+    unfinished: list[FileChange] = field(default_factory=list)
+
+    @property
+    def needed(self) -> bool:
+        return bool(self.cut_off or self.unfinished)
+
+    async def files_repair(self) -> None:
+        """Finish the change records and clean up after cut-off writes, under the project's
+        change lock (every write to a project runs under it). The records are read again
+        there: a change made since may have finished them first, as they really were."""
+
+        def repair() -> None:
+            undo.cut_off_changes_finish(project_id=self.project_id, root=self.root)
+            cut_off_writes_clean(self.root, self.cut_off, registry)
+
+        await storage.under_changes_lock(self.project_id, repair)
+
+
+def conversation_repair(
+    *, conversation: Conversation, history: History, root: Path, taken_over: bool
+) -> Repair:
+    """(Blocking, in the transaction that starts the next turn) Record the cut-off turn as
+    interrupted and find what its files need; `taken_over`: the claim was a dead turn's.
+
+    Its error is what the chat, replay and export show where the turn ended.
+    """
+    repair = Repair(project_id=conversation.project_id, root=root, cut_off=history.cut_off)
+    if not (taken_over or history.cut_off):
+        return repair
+    TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING).update(
+        status=TurnRecord.Status.INTERRUPTED,
+        error=INTERRUPTED_MESSAGE,
+        error_code="interrupted",
+        finished=timezone.now(),
+    )
+    # Its last draft is what it wrote: kept, so indexed from now on.
+    Message.objects.filter(conversation=conversation, draft=True).update(draft=False)
+    # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
+    repair.unfinished = list(
+        FileChange.objects.filter(conversation=conversation, after__isnull=True)
+    )
+    return repair
+
+
+def _dead_turn_end_blocking(conversation: Conversation, claim: Q) -> Repair | None:
+    """(Blocking) Give a dead claim up and record its turn as interrupted, answering its open
+    calls: one transaction. None when the claim was not (or no longer) that dead one."""
+    with transaction.atomic():
+        rows = Conversation.objects.filter(claim, pk=conversation.pk)
+        if not rows.update(turn_id=None, turn_heartbeat=None, turn_owner=""):
+            return None
+        history = History.load_blocking(conversation)
+        return conversation_repair(
+            conversation=conversation,
+            history=history,
+            root=storage.project_root(conversation.project_id),
+            taken_over=True,
+        )
+
+
+async def dead_turn_end(conversation: Conversation, *, silent: Q | None = None) -> bool:
+    """End the conversation's turn as interrupted if its claim is dead; whether it did.
+    `silent`: a filter that tells the claim is dead when it still matches (a heartbeat that
+    did not move through a wait spanning two beats).
+
+    What the turn had written is kept: its text was saved as it streamed (drafts.Draft),
+    its finished calls are stored; the calls it left open are answered as interrupted, and
+    the files its cut-off calls touched are repaired, as at the next message.
+    """
+    claim = dead_claim(conversation)
+    if claim is None and silent is not None and conversation.turn_id is not None:
+        claim = Q(turn_id=conversation.turn_id) & silent
+    if claim is None:
+        return False
+    repair = await sync_to_async(_dead_turn_end_blocking)(conversation, claim)
+    if repair is None:
+        return False
+    if repair.needed:
+        await repair.files_repair()
+    conversation.turn_id = conversation.turn_heartbeat = None
+    conversation.turn_owner = ""
+    return True

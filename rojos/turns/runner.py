@@ -1,0 +1,169 @@
+"""The turn runner: a turn runs as a server-side task that outlives the request that started it.
+
+rojos.turns.start claims the conversation and stores the user's message; the task then runs
+the agent loop and publishes every event to the turn's log (rojos.turns.log), from which
+clients follow it, in this process or through the relay (rojos.turns.relay). How it ended is
+recorded, and the conversation given up, in one more transaction.
+"""
+
+import asyncio
+import contextlib
+import contextvars
+import logging
+import uuid
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from roject.server.db_threads import db_context
+from rojos.agent.events import DoneEvent
+from rojos.agent.history import History
+from rojos.agent.loop import agent_loop
+from rojos.db import DB_DOWN, unreachable
+from rojos.errors import TurnError
+from rojos.models import Rojo, TurnRecord
+from rojos.provider.admission import start_slot_use
+from rojos.provider.clients import rojo_client
+from rojos.turns.admission import StartSlot
+from rojos.turns.claims import turn_heartbeat, turn_release_blocking
+from rojos.turns.log import Turn, turn_forget_later, turn_get
+from rojos.turns.memory_trim import memory_trimmed
+from rojos.turns.relay import LAYER_ERRORS, turn_group, turn_listen
+from rojos.turns.repair import INTERRUPTED_MESSAGE
+from rojos.turns.writeback import turn_end
+
+__all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_end_record", "turn_get", "turn_run"]
+
+logger = logging.getLogger(__name__)
+
+_CLAIM_LOST = (
+    "This reply was stopped: its server could not confirm it was still running for too long, "
+    "and the conversation was given to a new message."
+)
+
+
+async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) -> None:
+    """Run the turn with its ORM calls in a lane of their own on the database threads.
+
+    Its own: a turn whose database call waits (SQLite busy, a lock) holds up no other turn.
+    `admission`, the start's place among the starts under way, is given back when its
+    first provider request leaves (rojos.turns.admission), or at the latest when the task
+    is done (turn_start's done callback).
+    """
+    turn.begun = True
+    start_slot_use(admission)
+    with memory_trimmed():  # what its start freed goes back to the system while it runs
+        async with db_context():
+            await _run(turn, **kwargs)
+
+
+async def _run(
+    turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, tools, layer, channel, budgets
+) -> None:
+    conversation_id = turn.conversation_id
+    task = asyncio.current_task()
+    helpers = [
+        asyncio.create_task(turn_listen(layer, channel, turn, task)),
+        # A lane of its own: a beat waiting on a database out of reach (the pool's whole
+        # timeout) must not hold up the turn's own writes, queued in the turn's lane.
+        asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
+    ]
+    deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
+    try:
+        if turn.stop_asked:  # stopped before its task first ran
+            raise asyncio.CancelledError
+        async with (
+            deadline,
+            contextlib.aclosing(
+                agent_loop(
+                    history=history,
+                    rojo=rojo,
+                    ctx=ctx,
+                    client=await rojo_client(rojo),
+                    tools=tools,
+                    approver=turn.approval,
+                    record_changes=True,
+                    budgets=budgets,
+                    role_read=True,  # turn_start's `access`, read as the turn started
+                )
+            ) as events,
+        ):
+            async for event in events:
+                turn.publish(event)
+    except TimeoutError:
+        await _publish_interrupted(turn, history)
+        if not deadline.expired():  # not the turn's limit: a failure like any other
+            logger.exception("turn in conversation %s failed", conversation_id)
+            turn.fail("The turn failed on the server; see its log.", "internal")
+        else:
+            minutes = settings.ROJO_TURN_MAX_SECONDS / 60
+            turn.fail(
+                f"The reply ran past its limit of {minutes:g} minutes (ROJO_TURN_MAX_SECONDS) "
+                "and was stopped; reply to let it go on.",
+                "timeout",
+            )
+    except TurnError as exc:
+        await _publish_interrupted(turn, history)
+        turn.fail(str(exc), exc.code)
+    except asyncio.CancelledError:
+        await _publish_interrupted(turn, history)
+        if turn.claim_lost:
+            turn.fail(_CLAIM_LOST, "internal")
+        else:
+            turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
+    except DB_DOWN:  # a read the turn does not retry (its writes are: rojos.turns.writeback)
+        logger.warning("turn in conversation %s: the database failed", conversation_id)
+        await _publish_interrupted(turn, history)
+        error = unreachable(retried=False)
+        turn.fail(str(error), error.code)
+    except Exception:
+        logger.exception("turn in conversation %s failed", conversation_id)
+        await _publish_interrupted(turn, history)
+        turn.fail("The turn failed on the server; see its log.", "internal")
+    finally:
+        for helper in helpers:
+            helper.cancel()
+        await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
+
+
+async def _beating(turn: Turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
+    async with db_context():
+        await turn_heartbeat(turn, turn_id, task)
+
+
+async def _publish_interrupted(turn: Turn, history: History) -> None:
+    """Answer the calls the end of the turn cut short, and tell the browser how they were.
+
+    A stop or failure can land between a call's result being stored and its event being
+    sent, before a call ran at all, or while the reply asking for the calls was being
+    stored (answered as interrupted here): the stored history decides.
+    """
+    if not turn.claim_lost:  # else the conversation is another turn's, which answered them
+        with contextlib.suppress(Exception):  # the database may be what failed
+            await asyncio.shield(history.close_open_calls())
+    turn.publish_unsent(history.messages)
+
+
+async def _cleanup(turn: Turn, *, turn_id, history: History, layer, channel) -> None:
+    conversation_id = turn.conversation_id
+    try:
+        await turn_end(turn, turn_id, history)
+    finally:
+        with contextlib.suppress(*LAYER_ERRORS):  # the relay may be down; the end is recorded
+            await layer.group_discard(turn_group(conversation_id), channel)
+        turn.publish(DoneEvent())
+        turn.finish()
+        turn_forget_later(turn)
+
+
+def turn_end_record(turn: Turn, turn_id: uuid.UUID) -> None:
+    """(Blocking) Record how the turn ended and give the conversation up: one transaction."""
+    with transaction.atomic():
+        TurnRecord.objects.filter(pk=turn.record_id).update(
+            status=turn.status,
+            error=turn.error.get("message", ""),
+            error_code=turn.error.get("code", ""),
+            finished=timezone.now(),
+        )
+        turn_release_blocking(turn.conversation_id, turn_id)

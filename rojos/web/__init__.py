@@ -1,0 +1,1 @@
+"""The HTTP side of rojos: the API's routers, schemas and errors, the pages, the wire."""

@@ -1,0 +1,249 @@
+"""What the JSON API reads and answers, apart from errors (roject/api_answers.py has those).
+
+The classes' names are the schema names in the OpenAPI document, so renaming one changes it.
+"""
+
+from datetime import datetime
+
+from ninja import Field, Schema
+
+from rojos.context.window import window_of
+from rojos.conversations.listing import cursor_of
+
+
+class ProjectOut(Schema):
+    id: int
+    name: str
+    slug: str
+    role: str
+
+
+class RojoMcpServerOut(Schema):
+    slug: str = Field(description="The server; its tools are named <slug>__<tool>.")
+    name: str
+    transport: str
+    tools: list[str] | None = Field(description="The tools the rojo uses; null: all of them.")
+    ask_before: bool = Field(description="Tools not marked read-only wait for approval.")
+
+    @staticmethod
+    def resolve_slug(link) -> str:
+        return link.server.slug
+
+    @staticmethod
+    def resolve_name(link) -> str:
+        return link.server.name
+
+    @staticmethod
+    def resolve_transport(link) -> str:
+        return link.server.transport
+
+
+class RojoOut(Schema):
+    id: int
+    name: str
+    slug: str
+    model: str
+    base_url: str
+    tools: list[str]
+    context_window: int | None = Field(description="Declared in the admin; null: learned.")
+    max_output_tokens: int | None
+    window: int = Field(description="The window in use, in tokens (declared, listed, stated).")
+    mcp_servers: list[RojoMcpServerOut] = Field(description="MCP servers it takes tools from.")
+
+    @staticmethod
+    def resolve_mcp_servers(rojo) -> list:
+        return list(rojo.mcp_links.all())
+
+    @staticmethod
+    def resolve_window(rojo) -> int:
+        return window_of(rojo)
+
+
+class ConversationOut(Schema):
+    id: int
+    title: str
+    rojo_id: int | None
+    user_id: int | None
+    created: datetime
+    updated: datetime
+    running: bool
+    waiting_approval: bool = Field(
+        description="A running reply waits for someone to approve or deny a call."
+    )
+    allowed_tools: list[str] = Field(
+        description="Tools allowed for the rest of this conversation: they no longer ask."
+    )
+    pinned: bool
+
+
+class ConversationItem(ConversationOut):
+    author: str = Field(description="Who started it; empty for a deleted user.")
+    status: str = Field(description="running, waiting (for approval), failed, or empty.")
+    cursor: str = Field(description="Pass as `before` for the page after this one.")
+
+    @staticmethod
+    def resolve_author(conversation) -> str:
+        return conversation.user.get_username() if conversation.user else ""
+
+    @staticmethod
+    def resolve_cursor(conversation) -> str:
+        return cursor_of(conversation)
+
+
+class ConversationStatusOut(Schema):
+    statuses: dict[str, str] = Field(description="By conversation id: its badge, or empty.")
+
+
+class ConversationChangeIn(Schema):
+    title: str | None = Field(None, min_length=1, max_length=200)
+    pinned: bool | None = Field(None, description="Pinned ones head the project's list.")
+
+
+class DeletedOut(Schema):
+    deleted: int
+
+
+class BranchIn(Schema):
+    message: int = Field(description="A message of the branch to show: its newest is shown.")
+
+
+class BranchOut(Schema):
+    branch: int
+
+
+class SearchHitOut(Schema):
+    conversation: int
+    title: str
+    project: int
+    project_name: str
+    message: int | None = Field(description="The matching message; null when the title did.")
+    snippet: str
+
+
+class MessageOut(Schema):
+    id: int
+    position: int
+    role: str
+    content: str | None
+    tool_calls: list[dict] | None
+    tool_call_id: str
+    name: str
+    is_error: bool
+    reasoning: str
+    created: datetime
+    attachments: list[dict] = Field(
+        default_factory=list, description="A user message's attached files: {path, size}."
+    )
+
+    @staticmethod
+    def resolve_attachments(message) -> list[dict]:
+        return [
+            {"path": a["path"], "size": a["size"]}
+            for a in (message.extra or {}).get("attachments", [])
+        ]
+
+
+class ChangeOut(Schema):
+    id: int
+    tool_call_id: str
+    message_id: int | None
+    tool: str
+    paths: list[str]
+    created: datetime
+    undone: datetime | None
+
+
+class TurnOut(Schema):
+    user_message_id: int
+    status: str
+    error: str
+    error_code: str
+
+
+class TokensOut(Schema):
+    prompt: int
+    completion: int
+    cached: int
+    reasoning: int
+    cost: str | None = Field(description="US dollars; null when the rojo has no prices.")
+    estimated: bool = Field(description="Some counts are the app's estimate, not reported.")
+    calls: int = Field(description="Model calls, summaries included.")
+
+
+class ContextOut(Schema):
+    window: int = Field(description="The rojo's context window, in tokens.")
+    used: int = Field(description="Estimated tokens of the next request, compacted.")
+
+
+class ConversationUsageOut(Schema):
+    turns: dict[str, TokensOut] = Field(description="By the id of the turn's user message.")
+    total: TokensOut
+    context: ContextOut
+
+
+class ConversationDetail(ConversationOut):
+    project_id: int
+    messages: list[MessageOut]
+    changes: list[ChangeOut]
+    turns: list[TurnOut]
+    events: list[dict] = Field(description="Each stored turn's events, as the chat streams them.")
+    usage: ConversationUsageOut
+    branch: int = Field(description="The active branch, which the messages and events follow.")
+    choices: dict[str, list[int]] = Field(
+        description="By message id: the ids of its alternatives (edits, regenerations), "
+        "oldest first, itself included; only messages that have some."
+    )
+
+
+class ApprovalIn(Schema):
+    call: str = Field(description="The id of the tool call waiting for approval.")
+    approve: bool
+    allow_for_conversation: bool = Field(
+        default=False,
+        description="With approve: calls of the same tool run without asking for the rest "
+        "of this conversation.",
+    )
+
+
+class UndoTurnIn(Schema):
+    message: int = Field(description="The id of the user message that started the turn.")
+
+
+class ApprovalOut(Schema):
+    delivered: bool
+
+
+class ChangeDiffOut(Schema):
+    diff: str = Field(description="What the change did to the file, as a unified diff.")
+
+
+class UndoneOut(Schema):
+    undone: list[int] = Field(description="The ids of the changes undone, newest first.")
+
+
+class StopOut(Schema):
+    stopping: bool = Field(description="False when no reply was running.")
+
+
+class ChatIn(Schema):
+    rojo: int | str = Field(description="The rojo's id or slug.")
+    message: str = Field(min_length=1, max_length=100_000)
+    conversation: int | None = None
+    replace: int | None = Field(
+        None,
+        description="The id of a user message of the conversation's active branch: the "
+        "message replaces it on a new branch (an edit; the same text regenerates the reply).",
+    )
+    attachments: list[str] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Project files whose text goes to the model with the message (`@path`).",
+    )
+    key: str = Field(
+        "",
+        max_length=64,
+        pattern=r"^[A-Za-z0-9_-]*$",
+        description="A key the client makes for this message, so that if no answer comes "
+        "(the server died before the reply started) it can find the conversation the "
+        "message is in: `GET /api/projects/{id}/conversations?key=`.",
+    )
