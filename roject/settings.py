@@ -369,6 +369,11 @@ ROJO_TURN_STALE_SECONDS = float(os.environ.get("ROJO_TURN_STALE_SECONDS") or 8)
 ROJO_RELAY_CONFIRM_SECONDS = float(os.environ.get("ROJO_RELAY_CONFIRM_SECONDS") or 5)
 # Seconds a running turn retries a database write that fails before it gives up.
 ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
+# A stopped server process (SIGTERM; roject/server/graceful.py, under `manage.py serve`)
+# lets running replies finish for this long, then ends the rest as interrupted.
+ROJO_SHUTDOWN_GRACE_SECONDS = float(os.environ.get("ROJO_SHUTDOWN_GRACE_SECONDS") or 30)
+# What a process does as it stops, by dotted string (roject imports nothing of the apps).
+ROJO_SHUTDOWN_HOOKS = ["rojos.turns.shutdown.turns_drain"]
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = [
     "rojos.turns.owner.turns_of_past_lives_end_soon",

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 
 from roject.doctor import Context, doctor_run
+from roject.server.draining import draining
 
 logger = logging.getLogger(__name__)
 
@@ -108,6 +109,8 @@ async def _configuration() -> str | None:
 
 async def readiness() -> list[str]:
     """The failed checks, each `name: reason`; empty when the process can take requests."""
+    if draining():
+        return ["draining: this process is shutting down"]
     checks = {
         "configuration": _configuration,
         "database": sync_to_async(_database, thread_sensitive=False),

@@ -52,6 +52,7 @@ class Turn:
         self.claim_lost = False
         self.begun = False  # its task has started running (turns.turn_run)
         self.stop_asked = False  # a Stop came before it had
+        self.interrupted = False  # its process shuts down (rojos.turns.shutdown)
         self._changed = asyncio.Event()
 
     def stop(self) -> None:
@@ -61,6 +62,11 @@ class Turn:
             self.task.cancel()
         else:
             self.stop_asked = True
+
+    def interrupt(self) -> None:
+        """End the turn as its process shuts down: as a Stop does, recorded as interrupted."""
+        self.interrupted = True
+        self.stop()
 
     def publish(self, event: TurnEvent) -> None:
         if type(event) is ChatEvent:
@@ -189,6 +195,11 @@ _turns: dict[int, Turn] = {}  # this process's running and recently finished tur
 def turn_get(conversation_id: int) -> Turn | None:
     """The running or recently finished turn of a conversation in this process."""
     return _turns.get(conversation_id)
+
+
+def turns_running() -> list[Turn]:
+    """This process's turns whose task runs."""
+    return [turn for turn in _turns.values() if turn.task is not None and not turn.finished]
 
 
 def turn_register(turn: Turn) -> None:

@@ -110,6 +110,8 @@ async def _run(
         await _publish_interrupted(turn, history)
         if turn.claim_lost:
             turn.fail(_CLAIM_LOST, "internal")
+        elif turn.interrupted:  # its process shuts down (rojos.turns.shutdown)
+            turn.fail(INTERRUPTED_MESSAGE, "interrupted", TurnRecord.Status.INTERRUPTED)
         else:
             turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
     except DB_DOWN:  # a read the turn does not retry (its writes are: rojos.turns.writeback)

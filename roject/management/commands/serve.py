@@ -1,5 +1,10 @@
 """`manage.py serve`: what a container runs. Migrations exactly once however many start
-together, the first admin, then the server processes.
+together, the first admin, the configuration doctor's findings in the log, then one server
+process that stops gracefully (roject/server/graceful.py).
+
+One process a container, not a supervisor of several: an orchestrator then sees each
+process's health, restarts it alone, and drains it alone in a rolling restart; a supervisor
+inside would hide a dead process behind a live container. Scale with containers.
 
 Containers of one release start at once against one database; each would otherwise migrate,
 and two `migrate`s racing on PostgreSQL fail half-way. Here the first to take the lock migrates
@@ -10,16 +15,16 @@ import contextlib
 import fcntl
 import os
 import secrets
-import sys
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
 from roject.doctor import Context, doctor_run
+from roject.server.graceful import graceful_serve
 
 # Any fixed number: the key of the PostgreSQL advisory lock all containers take.
 MIGRATION_LOCK_KEY = 0x526F6A6F  # "Rojo"
@@ -64,25 +69,6 @@ def admin_ensure(*, username: str, password: str) -> str | None:
         return made_up
 
 
-def server_command(*, processes: int, port: int, grace: float) -> list[str]:
-    """uvicorn with httptools' parser, as docs/operations.md recommends; `--workers` makes
-    uvicorn the supervisor of `processes` server processes (one is right when an orchestrator
-    runs one container per process)."""
-    command = [
-        sys.executable, "-m", "uvicorn", "roject.asgi:application",
-        "--http", "httptools", "--lifespan", "off",
-        "--host", "0.0.0.0", "--port", str(port),
-        "--timeout-graceful-shutdown", str(int(grace)),
-        "--no-server-header",
-    ]  # fmt: skip
-    if processes > 1:
-        command += ["--workers", str(processes)]
-    forwarded = os.environ.get("ROJO_FORWARDED_ALLOW_IPS", "").strip()
-    if forwarded:
-        command += ["--proxy-headers", "--forwarded-allow-ips", forwarded]
-    return command
-
-
 def processes_configured() -> int:
     return int(os.environ.get("ROJO_PROCESSES") or 1)
 
@@ -90,7 +76,8 @@ def processes_configured() -> int:
 class Command(BaseCommand):
     help = (
         "Migrate (once, under a lock), create the first admin from ROJO_ADMIN_USERNAME and "
-        "ROJO_ADMIN_PASSWORD (or print a one-time password), then serve with uvicorn."
+        "ROJO_ADMIN_PASSWORD (or print a one-time password), then serve with uvicorn until "
+        "SIGTERM, which lets running replies finish (ROJO_SHUTDOWN_GRACE_SECONDS)."
     )
 
     def add_arguments(self, parser):
@@ -118,16 +105,15 @@ class Command(BaseCommand):
         if no_server:
             return
         try:
-            processes = processes_configured()
             port = int(os.environ.get("PORT") or 8000)
-            grace = float(os.environ.get("ROJO_SHUTDOWN_GRACE_SECONDS") or 30)
         except ValueError as exc:
-            raise CommandError(
-                f"ROJO_PROCESSES, PORT and ROJO_SHUTDOWN_GRACE_SECONDS: {exc}"
-            ) from None
-        command = server_command(processes=processes, port=port, grace=grace)
-        sys.stdout.flush()
-        os.execv(command[0], command)
+            raise CommandError(f"PORT: {exc}") from None
+        connections.close_all()  # the server's threads open their own
+        graceful_serve(
+            host="0.0.0.0",
+            port=port,
+            forwarded_allow_ips=os.environ.get("ROJO_FORWARDED_ALLOW_IPS", "").strip(),
+        )
 
     def _doctor(self) -> None:
         """The configuration doctor's findings, in the log at every start (its errors also
