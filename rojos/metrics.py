@@ -12,9 +12,7 @@ from prometheus_client import Counter, Gauge, Histogram
 LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120)
 
 turns_started = Counter("rojo_turns_started", "Turns started.")
-turns_running = Gauge(
-    "rojo_turns_running", "Turns running in this process.", multiprocess_mode="livesum"
-)
+turns_running = Gauge("rojo_turns_running", "Turns running in this process.")
 turns_ended = Counter("rojo_turns_ended", "Turns ended, by outcome.", ["outcome"])
 first_chunk_seconds = Histogram(
     "rojo_provider_first_chunk_seconds",
@@ -28,9 +26,7 @@ first_event_seconds = Histogram(
 )
 provider_errors = Counter("rojo_provider_errors", "Provider failures, by kind.", ["kind"])
 tool_calls = Counter("rojo_tool_calls", "Tool calls, by tool and outcome.", ["tool", "outcome"])
-approvals_waiting = Gauge(
-    "rojo_approvals_waiting", "Tool calls waiting for a person.", multiprocess_mode="livesum"
-)
+approvals_waiting = Gauge("rojo_approvals_waiting", "Tool calls waiting for a person.")
 tokens = Counter("rojo_tokens", "Tokens the providers counted, by direction.", ["direction"])
 cost = Counter("rojo_cost_dollars", "What the providers' answers cost, as priced.")
 retries = Counter(

@@ -5,20 +5,20 @@ comma-separated; the address of the connection itself, as Prometheus scrapes eac
 directly, never one a proxy forwards), or a request with `Authorization: Bearer
 <ROJO_METRICS_TOKEN>`. Everyone else gets 404, as if there were nothing here.
 
-The figures are the default registry's: each app defines its own (rojos/metrics.py). With
-several server processes under one supervisor (ROJO_PROCESSES), PROMETHEUS_MULTIPROC_DIR
-makes every answer the sum of all of them (the image sets it).
+The figures are the default registry's, this process's (one a container: `manage.py serve`);
+each app defines its own (rojos/metrics.py), roject its upload bytes here.
 """
 
 import hmac
 import ipaddress
-import os
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, Counter, generate_latest
 
 PATH = "/metrics"
+
+upload_bytes = Counter("rojo_upload_bytes", "Bytes of file uploads received.")
 
 
 def _allowed_networks() -> list:
@@ -50,18 +50,6 @@ def metrics_allowed(scope) -> bool:
     return any(address in network for network in _allowed_networks())
 
 
-def metrics_text() -> bytes:
-    """The figures of this process, or of every process of the container in multi-process
-    mode."""
-    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        from prometheus_client import multiprocess
-
-        registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
-        return generate_latest(registry)
-    return generate_latest(REGISTRY)
-
-
 class Metrics:
     """ASGI middleware: GET /metrics for those allowed; 404 for anyone else."""
 
@@ -76,7 +64,7 @@ class Metrics:
             status, body, kind = 404, b"Not Found", b"text/plain"
         else:
             status, kind = 200, CONTENT_TYPE_LATEST.encode()
-            body = await sync_to_async(metrics_text, thread_sensitive=False)()
+            body = await sync_to_async(generate_latest, thread_sensitive=False)(REGISTRY)
         await send(
             {
                 "type": "http.response.start",

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from django.conf import settings
 
+from rojos import metrics
 from rojos.agent.events import (
     ChatEvent,
     ErrorEvent,
@@ -101,6 +102,7 @@ class Turn:
             return self.auto_approve
         waiting = asyncio.get_running_loop().create_future()
         self.approvals[call_id] = waiting
+        metrics.approvals_waiting.inc()
         timeout = settings.ROJO_OWNER_APPROVAL_TIMEOUT if routed else settings.ROJO_APPROVAL_TIMEOUT
         try:
             with self._deadline_paused() if routed else contextlib.nullcontext():
@@ -109,6 +111,7 @@ class Turn:
             return None
         finally:
             self.approvals.pop(call_id, None)
+            metrics.approvals_waiting.dec()
 
     @contextlib.contextmanager
     def _deadline_paused(self) -> Iterator[None]:
