@@ -20,8 +20,10 @@ from pathlib import Path
 
 import httpx2
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+DEPLOY = ROOT / "deploy"
 BASE = "localhost/rojo-test-base:bookworm"
 IMAGE = "localhost/rojo:test"
 MIRROR = "http://deb.debian.org/debian"
@@ -101,6 +103,31 @@ def image() -> str:
         pytest.fail(str(exc))
 
 
+def compose_config(env_file: Path) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "podman_compose", "--env-file", str(env_file)]
+    command += ["-f", str(DEPLOY / "compose.yaml"), "config"]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=DEPLOY)
+
+
+def env_file(tmp_path: Path, **values: str) -> Path:
+    """The example env file with `values` set, as a team fills it in."""
+    lines = []
+    for line in (DEPLOY / "rojo.env.example").read_text().splitlines():
+        name = line.split("=", 1)[0]
+        lines.append(f"{name}={values[name]}" if name in values else line)
+    path = tmp_path / "rojo.env"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def compose_app(tmp_path: Path) -> dict:
+    """deploy/compose.yaml's first app service, as compose resolves it with a filled env file."""
+    filled = env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret")
+    done = compose_config(filled)
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)["services"]["app1"]
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -140,8 +167,15 @@ class Container:
             time.sleep(0.5)
         raise AssertionError(f"container {self.name} did not get ready:\n{self.logs()[-4000:]}")
 
-    def stop(self) -> None:
-        podman("stop", "-t", "20", self.name, check=False)
+    def stop(self, timeout: int = 20) -> None:
+        """SIGTERM, as an orchestrator stops a container; SIGKILL after `timeout` seconds."""
+        podman("stop", "-t", str(timeout), self.name, check=False, timeout=timeout + 60)
+
+    def restart(self, timeout: int = 40) -> None:
+        """Stop it (gracefully), start it again, wait until it is ready."""
+        self.stop(timeout)
+        podman("start", self.name)
+        self.wait_ready()
 
 
 @pytest.fixture
@@ -150,16 +184,21 @@ def containers(image) -> Iterator:
     names: list[str] = []
     volumes: set[str] = set()
 
-    def start(volume: str, *, wait: bool = True, **env: str) -> Container:
+    def start(
+        volume: str, *, wait: bool = True, mounts: dict[str, str] | None = None, **env: str
+    ) -> Container:
+        """A container with `volume` at /data (and `mounts`: volume → path) and `env`."""
         name = f"rojo-test-{os.getpid()}-{len(names)}-{time.monotonic_ns()}"
         port = free_port()
         environment = [f"--env={key}={value}" for key, value in {"PORT": port, **env}.items()]
+        mounted = {volume: "/data", **(mounts or {})}
+        options = [f"--volume={name}:{path}" for name, path in mounted.items()]
         podman(
-            "run", "-d", "--name", name, *LIMITS, "--network", "host",
-            "-v", f"{volume}:/data", *environment, image,
+            "run", "-d", "--name", name, *LIMITS, "--network", "host", *options,
+            *environment, image,
         )  # fmt: skip
         names.append(name)
-        volumes.add(volume)
+        volumes.update(mounted)
         container = Container(name, port)
         if wait:
             container.wait_ready()

@@ -3,30 +3,11 @@ stack a team starts, with its settings from one env file and no secret left to a
 
 import shutil
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 import yaml
 
-DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
-
-
-def compose_config(env_file: Path) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "podman_compose", "--env-file", str(env_file)]
-    command += ["-f", str(DEPLOY / "compose.yaml"), "config"]
-    return subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=DEPLOY)
-
-
-def env_file(tmp_path: Path, **values: str) -> Path:
-    """The example env file with `values` set, as a team fills it in."""
-    lines = []
-    for line in (DEPLOY / "rojo.env.example").read_text().splitlines():
-        name = line.split("=", 1)[0]
-        lines.append(f"{name}={values[name]}" if name in values else line)
-    path = tmp_path / "rojo.env"
-    path.write_text("\n".join(lines) + "\n")
-    return path
+from tests.image_build import DEPLOY, compose_config, env_file
 
 
 @pytest.fixture

@@ -1,18 +1,22 @@
 """The image as a team runs it: one container on a volume is a whole install that keeps its
 data across restarts; containers starting together migrate once; it runs as no root."""
 
+import concurrent.futures
 import json
 import os
 
 import httpx2
 import pytest
+from django.db import connection
 
-from tests.fake_provider import stream, text_chunks, tool_call_chunks
-from tests.helpers import PAGE
-from tests.image_build import LIMITS, podman
-from tests.live_server import parse_sse
+from rojos.models import Conversation, Message, TurnRecord
+from tests.fake_provider import Stream, stream, text_chunks, tool_call_chunks
+from tests.helpers import PAGE, assert_history_valid, make_rojo, stored_history
+from tests.image_build import LIMITS, compose_app, podman
+from tests.live_server import ApiClient, parse_sse, read_until, wait_until
+from tests.server_process import database_url
 
-pytestmark = pytest.mark.image
+pytestmark = [pytest.mark.image, pytest.mark.django_db(transaction=True)]
 
 
 def volume_name(label: str) -> str:
@@ -95,3 +99,102 @@ def test_the_image_runs_as_no_root_and_says_what_it_is(image, containers):
     assert len(labels["org.opencontainers.image.revision"]) == 40
     assert "/healthz" in " ".join(config["Healthcheck"]["Test"])
     assert config["Config"]["Volumes"] == {"/data": {}}
+
+
+@pytest.fixture
+def two_apps(containers, tmp_path, settings):
+    """deploy/compose.yaml's app service twice, on the host's PostgreSQL and Redis (the
+    test's database and Redis database) with one storage volume and one static volume."""
+    if connection.vendor != "postgresql" or not settings.REDIS_URL:
+        pytest.skip("the stack's app containers run on PostgreSQL and Redis")
+    app = compose_app(tmp_path)
+    env = {
+        **app["environment"],
+        "DATABASE_URL": database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "SECRET_KEY": settings.SECRET_KEY,
+        "SECURE_PROXY_SSL_HEADER": "0",  # no proxy in front here
+        "ROJO_SHUTDOWN_GRACE_SECONDS": "3",
+        "ROJO_PROCESSES": "2",
+        # 20 replies of one person at once (the default limits are 3 running, 20 a minute).
+        "ROJO_USER_CONCURRENT_TURNS": "0",
+        "ROJO_USER_MESSAGES_PER_MINUTE": "0",
+    }
+    mounts = dict(volume.split(":") for volume in app["volumes"])
+    storage = volume_name("storage")
+    static = volume_name("static")
+    assert mounts == {"storage": "/data", "static": "/static"}
+    return [containers(storage, mounts={static: "/static"}, **env) for _ in range(2)]
+
+
+def reply_chunks(text: str, seconds: float) -> Stream:
+    words = text.split(" ")
+    return stream(*text_chunks(text, pieces=len(words)), delay=seconds / len(words))
+
+
+@pytest.mark.backend
+def test_a_reply_on_one_app_container_is_followed_and_stopped_through_the_other(
+    two_apps, users, project, fake_provider
+):
+    one, two = two_apps
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(reply_chunks(" ".join(["word"] * 200), seconds=20))
+    on_one = ApiClient(one.base_url, users["editor"])
+    on_two = ApiClient(two.base_url, users["editor"])
+    with on_one.chat_stream(project.pk, rojo=rojo.pk, message="Talk") as started:
+        events = parse_sse(started.iter_lines())
+        read_until(events, "CHAT")
+        conversation = Conversation.objects.get().pk
+        with on_two.http.stream("GET", f"/api/conversations/{conversation}/stream") as followed:
+            follow = parse_sse(followed.iter_lines())
+            read_until(follow, "CHAT")
+            stopped = on_two.post(f"/api/conversations/{conversation}/stop")
+            followed_rest = list(follow)
+        rest = list(events)
+
+    assert stopped.json() == {"stopping": True}
+    for seen in (rest, followed_rest):
+        assert [event.type for event in seen][-2:] == ["ERROR", "DONE"]
+        assert seen[-2].data["code"] == "stopped"
+    assert TurnRecord.objects.get().status == TurnRecord.Status.STOPPED
+    assert_history_valid(stored_history(conversation))
+    on_one.close()
+    on_two.close()
+
+
+@pytest.mark.backend
+def test_a_rolling_restart_under_20_replies_loses_nothing(two_apps, users, project, fake_provider):
+    one, two = two_apps
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.allow_leftovers()
+    fake_provider.add(*(reply_chunks(f"Reply {n} " + "word " * 30, seconds=8) for n in range(20)))
+
+    # Logged in here: the threads only talk HTTP (each would hold a database connection).
+    clients = [ApiClient((one, two)[n % 2].base_url, users["editor"]) for n in range(20)]
+
+    def chat(n: int) -> list:
+        return clients[n].chat(project.pk, rojo=rojo.pk, message=f"Message {n}")
+
+    with concurrent.futures.ThreadPoolExecutor(20) as pool:
+        replies = [pool.submit(chat, n) for n in range(20)]
+        wait_until(lambda: TurnRecord.objects.count() == 20, timeout=60)
+        one.restart()  # replies on it finish within 3 s or end as interrupted, told
+        two.restart()
+        ended = [reply.result(timeout=120) for reply in replies]
+    for client in clients:
+        client.close()
+
+    for events in ended:
+        assert [event.type for event in events][-1] == "DONE"
+        if "ERROR" in [event.type for event in events]:
+            assert events[-2].data["code"] == "interrupted"
+    assert Message.objects.filter(role="user").count() == 20
+    assert not Conversation.objects.running().exists()
+    records = TurnRecord.objects.values_list("status", flat=True)
+    assert set(records) <= {TurnRecord.Status.DONE, TurnRecord.Status.INTERRUPTED}
+    assert TurnRecord.Status.INTERRUPTED in set(records)  # the grace was shorter than a reply
+    for conversation in Conversation.objects.all():
+        history = stored_history(conversation.pk)
+        assert_history_valid(history)
+        assert history[-1].role == "assistant" and history[-1].content.startswith("Reply ")
+        assert not history[-1].draft

@@ -17,6 +17,8 @@ from . import Context, Finding, check
 
 MARKER = ".rojo-storage-marker"
 MARKER_KEY = "rojo:doctor:storage-marker"
+# How long Redis keeps the marker past the last process that agreed with it.
+MARKER_SECONDS = 3600
 # Key prefixes of Rojo's own in its Redis database: the channel layers' and the cache's.
 OWN_PREFIXES = (b"asgi", b"rojo")
 CLOCK_SKEW_SECONDS = 5
@@ -88,18 +90,20 @@ def storage_shared(context: Context) -> list[Finding]:
         mine = handle.read().strip()
     try:
         client = _redis_client()
-        client.set(MARKER_KEY, mine, nx=True)
+        client.set(MARKER_KEY, mine, nx=True, ex=MARKER_SECONDS)
         shared = client.get(MARKER_KEY)
+        if shared is None or shared.decode() == mine:
+            client.expire(MARKER_KEY, MARKER_SECONDS)  # kept while processes agree
+            return []
     except (RedisError, OSError):
         return []  # the Redis check says so
-    if shared is None or shared.decode() == mine:
-        return []
     return [
         Finding(
-            level="error",
+            level="warning",
             code="storage-not-shared",
-            message="this process's storage directory is not the one the other processes "
-            "use: files written through one are missing in the others.",
+            message="this process's storage directory is not the one other processes used "
+            "within the hour: files written through one are missing in the others (or the "
+            "storage was replaced, which this warning then outlives by up to an hour).",
             fix="mount one shared volume at ROJO_STORAGE_DIR in every container.",
         )
     ]
