@@ -198,3 +198,18 @@ def test_a_rolling_restart_under_20_replies_loses_nothing(two_apps, users, proje
         assert_history_valid(history)
         assert history[-1].role == "assistant" and history[-1].content.startswith("Reply ")
         assert not history[-1].draft
+
+
+def test_readiness_follows_the_storage_turning_read_only_and_back(containers):
+    app = containers(volume_name("readonly"))
+
+    def ready() -> int:
+        return httpx2.get(app.base_url + "/readyz", timeout=10).status_code
+
+    podman("exec", "--user", "root", app.name, "chmod", "0555", "/data/storage")
+    wait_until(lambda: ready() == 503, timeout=15)
+    reasons = httpx2.get(app.base_url + "/readyz").json()["reasons"]
+    podman("exec", "--user", "root", app.name, "chmod", "0750", "/data/storage")
+    wait_until(lambda: ready() == 200, timeout=15)
+
+    assert [reason.split(":")[0] for reason in reasons] == ["storage"]

@@ -1,10 +1,16 @@
 """/healthz and /readyz: what an orchestrator asks a process, answered without a login, a Host
 check or the database (for /healthz), and 503 with the failed check's name when not ready."""
 
+import os
 import sqlite3
+import subprocess
+import sys
 
 import httpx2
 import pytest
+from django.conf import settings
+
+from tests.live_server import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -64,3 +70,32 @@ def test_a_redis_that_does_not_answer_makes_the_process_unready(server_process):
 
     assert answer.status_code == 503
     assert [reason.split(":")[0] for reason in answer.json()["reasons"]] == ["redis"]
+
+
+def ready(server) -> tuple[int, list[str]]:
+    answer = httpx2.get(server.base_url + "/readyz", timeout=10)
+    return answer.status_code, [r.split(":")[0] for r in answer.json().get("reasons", [])]
+
+
+def test_readiness_follows_the_database_and_redis_going_down_and_coming_back(
+    server_process, own_postgres, own_redis
+):
+    """A server on a PostgreSQL and a Redis of the test's own, each stopped and started."""
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--no-input"],
+        cwd=settings.BASE_DIR, check=True, capture_output=True, timeout=300,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "roject.settings",
+             "DATABASE_URL": own_postgres.url, "SECRET_KEY": settings.SECRET_KEY},
+    )  # fmt: skip
+    server = server_process(DATABASE_URL=own_postgres.url, REDIS_URL=own_redis.url)
+    assert ready(server) == (200, [])
+
+    own_postgres.stop()
+    wait_until(lambda: ready(server) == (503, ["database"]), timeout=15)
+    own_postgres.start()
+    wait_until(lambda: ready(server) == (200, []), timeout=30)
+
+    own_redis.kill()
+    wait_until(lambda: ready(server) == (503, ["redis"]), timeout=15)
+    own_redis.start()
+    wait_until(lambda: ready(server) == (200, []), timeout=30)
