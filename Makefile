@@ -5,14 +5,17 @@ BIN := $(VENV)/bin
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint setup
+.PHONY: run test lint setup lock
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test]'
+# The versions are the lock file's (requirements-test.lock: the image's requirements.lock plus
+# what the tests need), checked against its hashes; `make lock` renews both from pyproject.toml.
+$(VENV)/.installed: pyproject.toml requirements.lock requirements-test.lock | $(BIN)/python
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r requirements-test.lock
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $@
 
 setup: $(VENV)/.installed
@@ -46,3 +49,14 @@ BENCH_POSTGRES_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 BENCH_REDIS_URL ?= redis://127.0.0.1:6379/11
 bench: setup
 	BENCH_POSTGRES_URL='$(BENCH_POSTGRES_URL)' BENCH_REDIS_URL='$(BENCH_REDIS_URL)' $(BIN)/python -m bench.run
+
+# Renew the lock files from pyproject.toml's ranges: universal (every Python 3.11.x, every
+# platform's wheels hashed), so the image, CI and a laptop install the same versions.
+LOCK_INDEX ?= https://pypi.org/simple
+lock: $(BIN)/python
+	$(BIN)/python -m pip install --quiet uv
+	$(BIN)/uv pip compile --universal --python-version 3.11 --generate-hashes --quiet \
+	  --index-url $(LOCK_INDEX) --output-file requirements.lock pyproject.toml
+	$(BIN)/uv pip compile --universal --python-version 3.11 --generate-hashes --quiet \
+	  --index-url $(LOCK_INDEX) --extra test --constraint requirements.lock \
+	  --output-file requirements-test.lock pyproject.toml

@@ -14,6 +14,9 @@ from django.conf import settings  # noqa: E402
 from django.utils.module_loading import import_string  # noqa: E402
 
 from roject.server.db_threads import PooledThreadsASGIHandler  # noqa: E402
+from roject.server.log_format import RequestIds  # noqa: E402
+from roject.server.metrics import Metrics  # noqa: E402
+from roject.server.probes import Probes  # noqa: E402
 from roject.server.static_files import StaticFilesHandler  # noqa: E402
 from roject.server.upload_gate import UploadGate  # noqa: E402
 from roject.server.upload_guard import UploadSizeGuard  # noqa: E402
@@ -46,7 +49,11 @@ class PathRouter:
 # (roject/server/upload_guard.py), and who may upload is decided from the headers before any of an
 # upload's body is read (roject/server/upload_gate.py).
 django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), django_asgi_app))
-application = ProtocolTypeRouter({"http": WriteTimeout(PathRouter(django_app, mcp_app))})
+# An orchestrator's probes (/healthz, /readyz) and Prometheus' /metrics are answered first:
+# no Host check, no session.
+application = ProtocolTypeRouter(
+    {"http": Probes(Metrics(RequestIds(WriteTimeout(PathRouter(django_app, mcp_app)))))}
+)
 
 # What a server process does once at start-up, named by dotted string (roject imports
 # nothing from the apps on it): rojos ends the turns its earlier life left running.

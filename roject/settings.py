@@ -34,6 +34,10 @@ def env_int(name: str, default: int) -> int:
 DEBUG = env_bool("DEBUG", False)
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
+if not SECRET_KEY and os.environ.get("SECRET_KEY_FILE"):
+    # The key kept in a file (a container secret, or the one the image keeps in its volume):
+    # every process of the install reads the same, `manage.py` in `podman exec` included.
+    SECRET_KEY = Path(os.environ["SECRET_KEY_FILE"]).read_text().strip()
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(
@@ -203,6 +207,10 @@ ROJO_LOGIN_LOCKOUT_SECONDS = env_int("ROJO_LOGIN_LOCKOUT_SECONDS", 900)
 # counts REMOTE_ADDR, right when clients connect directly, or when the server itself takes
 # the address from the proxy (uvicorn or daphne with --proxy-headers).
 ROJO_PROXY_COUNT = env_int("ROJO_PROXY_COUNT", 0)
+# Who may read /metrics (roject/server/metrics.py): addresses or networks of the scraper's
+# connection, and/or a bearer token. Neither set: nobody.
+ROJO_METRICS_ALLOWED = env_list("ROJO_METRICS_ALLOWED", "")
+ROJO_METRICS_TOKEN = os.environ.get("ROJO_METRICS_TOKEN", "").strip()
 # An invitation link to a project works once, for this many days.
 ROJO_INVITATION_DAYS = env_int("ROJO_INVITATION_DAYS", 7)
 # Days an audit entry is kept; `manage.py audit_prune` removes older ones (0 keeps all).
@@ -260,7 +268,8 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Where `collectstatic` puts them for a proxy to serve (the compose stack: a volume of Caddy's).
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT") or BASE_DIR / "staticfiles")
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
@@ -360,6 +369,11 @@ ROJO_TURN_STALE_SECONDS = float(os.environ.get("ROJO_TURN_STALE_SECONDS") or 8)
 ROJO_RELAY_CONFIRM_SECONDS = float(os.environ.get("ROJO_RELAY_CONFIRM_SECONDS") or 5)
 # Seconds a running turn retries a database write that fails before it gives up.
 ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
+# A stopped server process (SIGTERM; roject/server/graceful.py, under `manage.py serve`)
+# lets running replies finish for this long, then ends the rest as interrupted.
+ROJO_SHUTDOWN_GRACE_SECONDS = float(os.environ.get("ROJO_SHUTDOWN_GRACE_SECONDS") or 30)
+# What a process does as it stops, by dotted string (roject imports nothing of the apps).
+ROJO_SHUTDOWN_HOOKS = ["rojos.turns.shutdown.turns_drain"]
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = [
     "rojos.turns.owner.turns_of_past_lives_end_soon",
@@ -393,12 +407,27 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", _https)
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
+# ROJO_LOG_FORMAT=json: one JSON object a line with the request's, user's, project's and
+# conversation's ids (roject/server/log_format.py), uvicorn's own lines included.
+_LOG_LEVEL = os.environ.get("ROJO_LOG_LEVEL", "INFO")
+_LOG_JSON = os.environ.get("ROJO_LOG_FORMAT", "").strip().lower() == "json"
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "formatters": {"json": {"()": "roject.server.log_format.JsonFormatter"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "loggers": {
-        "roject": {"handlers": ["console"], "level": os.environ.get("ROJO_LOG_LEVEL", "INFO")},
-        "rojos": {"handlers": ["console"], "level": os.environ.get("ROJO_LOG_LEVEL", "INFO")},
+        "roject": {"handlers": ["console"], "level": _LOG_LEVEL},
+        "rojos": {"handlers": ["console"], "level": _LOG_LEVEL},
+        **(
+            {
+                name: {"handlers": ["console"], "level": "INFO", "propagate": False}
+                for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "django")
+            }
+            if _LOG_JSON
+            else {}
+        ),
     },
 }
+if _LOG_JSON:
+    LOGGING["handlers"]["console"]["formatter"] = "json"

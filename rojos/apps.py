@@ -18,6 +18,7 @@ class RojosConfig(AppConfig):
             import_module(module)
         post_migrate.connect(_search_triggers_restore, sender=self)
         import_module("rojos.models.key_checks")  # registers the key rule's system check
+        import_module("rojos.metrics")  # /metrics lists every figure from the start, at 0
         malloc_tune()
 
 

@@ -16,6 +16,7 @@ from typing import TypeVar
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from rojos import metrics
 from rojos.errors import DatabaseUnreachable
 
 logger = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ async def db_retrying(call: Callable[[], Awaitable[T]]) -> T:
             if now - _down_since >= settings.ROJO_DB_RETRY_SECONDS:
                 raise unreachable() from exc
             logger.warning("the database could not be reached; trying again (%s)", exc)
+            metrics.retries.labels(service="database").inc()
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2)
             continue

@@ -33,6 +33,13 @@ class TurnBusy(TurnError):
     code = "busy"
 
 
+class ServerDraining(TurnError):
+    """This server process is shutting down (roject/server/graceful.py): the message goes to
+    another process, or is sent again in a moment."""
+
+    code = "unavailable"
+
+
 class TurnLimited(TurnError):
     """The user is over a per-user limit (messages per minute, or replies running at once)."""
 

@@ -22,6 +22,7 @@ pytest_plugins = [
     "tests.browser",
     "tests.replay_story",
     "tests.oidc_server",
+    "tests.image_build",
 ]
 
 

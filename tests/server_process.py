@@ -73,7 +73,8 @@ def server_start(
 ) -> ServerProcess:
     """Start the app on a free port with `env` added; return once it answers requests.
 
-    `server` is uvicorn with httptools (the production command), or daphne."""
+    `server` is uvicorn with httptools (the production command), `serve` (the image's
+    command: the same under a graceful stop), or daphne."""
     port = _free_port()
     full_env = {
         **os.environ,
@@ -90,7 +91,10 @@ def server_start(
         "ROJO_TOOL_DELTA_SECONDS": str(django_settings.ROJO_TOOL_DELTA_SECONDS),
         **env,
     }
-    if server == "daphne":
+    if server == "serve":  # the image's command: migrations, the doctor, a graceful stop
+        command = [sys.executable, "manage.py", "serve"]
+        full_env |= {"PORT": str(port), "ROJO_ADMIN_PASSWORD": "not-a-fixed-password-42"}
+    elif server == "daphne":
         command = [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port)]
         command += ["roject.asgi:application"]
     else:

@@ -3,7 +3,10 @@
 import os
 import tempfile
 
-os.environ.setdefault("SECRET_KEY", "tests-only-not-a-secret")
+# Long enough for the configuration doctor, which /readyz consults.
+os.environ.setdefault(
+    "SECRET_KEY", "tests-only-not-a-secret-tests-only-not-a-secret-tests-only-not-a-secret"
+)
 
 
 def _worker_redis_url(url: str, worker: str) -> str:

@@ -12,6 +12,7 @@ from django.http import Http404
 
 from roject.errors import AppError
 from roject.models import Membership, Project, Role
+from roject.server.log_format import log_context
 
 
 class LoginRequired(AppError):
@@ -83,6 +84,7 @@ def _logged_in(user) -> None:
 def project_access(*, user, project_id, write: bool = False) -> ProjectAccess:
     """The user's access to the project; raises LoginRequired, Http404 or PermissionDenied."""
     _logged_in(user)
+    log_context(user_id=user.pk, project_id=project_id)
     membership = _memberships(user, project_id).select_related("project").first()
     return _access(membership, write=write)
 
@@ -90,5 +92,6 @@ def project_access(*, user, project_id, write: bool = False) -> ProjectAccess:
 async def aproject_access(*, user, project_id, write: bool = False) -> ProjectAccess:
     """Async twin of project_access, for async views."""
     _logged_in(user)
+    log_context(user_id=user.pk, project_id=project_id)
     membership = await _memberships(user, project_id).select_related("project").afirst()
     return _access(membership, write=write)

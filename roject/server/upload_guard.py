@@ -25,6 +25,8 @@ from urllib.parse import parse_qsl
 
 from django.conf import settings
 
+from roject.server.metrics import upload_bytes
+
 UPLOAD_PATH = re.compile(r"^/api/projects/\d+/files/upload$")
 # Room for a multipart form's boundaries and part headers, which Django does not count.
 FRAMING_BYTES = 1 << 20
@@ -117,5 +119,7 @@ class UploadSizeGuard:
             await send(message)
 
         await self.app(scope, counted, watched)
+        if what != "request":
+            upload_bytes.inc(received)
         if refusal and not started:
             await refuse(send, *refusal)

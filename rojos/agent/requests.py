@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 import openai
 from asgiref.sync import sync_to_async
 
+from rojos import metrics
 from rojos.agent.events import SummaryEvent
 from rojos.agent.history import History
 from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_left
@@ -270,6 +271,10 @@ class TurnRequests:
         if not completion.tool_calls:  # the turn's last response
             await self._calibration_save()
         cost = usage_cost(self.rojo, counts)
+        metrics.tokens.labels(direction="in").inc(counts.prompt)
+        metrics.tokens.labels(direction="out").inc(counts.completion)
+        if cost:
+            metrics.cost.inc(float(cost))
         for left in self.budgets or ():
             left.spend(counts.total, cost)
         return await UsageRecord.objects.acreate(

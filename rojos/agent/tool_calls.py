@@ -12,6 +12,7 @@ from roject import storage
 from roject.members.access import aproject_role, project_role
 from roject.models import Role
 from roject.storage import DiskFull, StorageError
+from rojos import metrics
 from rojos.agent.approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
 from rojos.agent.caps import TurnCaps
 from rojos.agent.events import AgentEvent, ToolResultEvent
@@ -229,6 +230,11 @@ class ToolCallRunner:
 
     async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
         tool = self.tools.get(call["function"]["name"])
+        # A name the model made up is counted as "unknown": the labels stay a bounded set.
+        metrics.tool_calls.labels(
+            tool=call["function"]["name"] if tool is not None else "unknown",
+            outcome="ok" if outcome.ok else "error",
+        ).inc()
         await self.history.add_tool_result(
             call,
             outcome.result,

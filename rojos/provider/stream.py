@@ -10,6 +10,7 @@ how the request is built is `provider_request`'s.
 import asyncio
 import contextlib
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,7 @@ import openai
 import orjson
 from django.conf import settings
 
+from rojos import metrics
 from rojos.errors import ProviderError
 from rojos.provider.admission import admitted
 from rojos.provider.body import Read, Tick, body_reader
@@ -44,6 +46,7 @@ async def provider_chunks(
     the loop can recover, provider_refusals); a stream that ends early simply stops,
     and the accumulator then reports it as unfinished.
     """
+    sent = time.monotonic()
     try:
         response = await _response(client, request)
         try:
@@ -53,7 +56,11 @@ async def provider_chunks(
                 return
             rest = b""
             with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick) as read:
+                first = True
                 while (data := await read()) != b"":
+                    if first and data:  # the time to the first chunk: a test a read
+                        first = False
+                        metrics.first_chunk_seconds.observe(time.monotonic() - sent)
                     if data is None:
                         yield []
                         continue
@@ -73,6 +80,7 @@ async def provider_chunks(
         finally:
             await response.aclose()
     except openai.APIStatusError as exc:
+        metrics.provider_errors.labels(kind=f"http_{exc.status_code // 100}xx").inc()
         message = failure_message(exc, client)
         raise refusal_of(exc.body, exc.status_code, message) or ProviderError(message) from None
     except (
@@ -81,6 +89,7 @@ async def provider_chunks(
         aiohttp.ClientError,
         ValueError,
     ) as exc:
+        metrics.provider_errors.labels(kind="connection").inc()
         raise ProviderError(failure_message(exc, client)) from None
 
 
@@ -95,6 +104,7 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
                 chunks.append(_checked(_parse_chunk(payload), secret))
         elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
             text = line[6:].strip().decode(errors="replace")
+            metrics.provider_errors.labels(kind="stream").inc()
             raise ProviderError(scrub(f"The provider reported an error: {text}", secret))
     return False
 
@@ -114,6 +124,7 @@ async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Respons
     except TimeoutError:
         if not deadline.expired():
             raise
+        metrics.provider_errors.labels(kind="timeout").inc()
         raise ProviderError(
             f"The provider at {client.base_url} did not start answering within {total:g} "
             "seconds, retries included (ROJO_PROVIDER_TOTAL_TIMEOUT). Check that it is "
@@ -134,6 +145,7 @@ def _checked(chunk: Any, secret: str | None) -> Any:
     """The chunk, unless it is an error object: that ends the turn, without the key in sight."""
     if isinstance(chunk, dict) and chunk.get("error"):
         message = scrub(mid_stream_message(chunk["error"]), secret)
+        metrics.provider_errors.labels(kind="stream").inc()
         raise refusal_of(chunk["error"], None, message) or ProviderError(message)
     return chunk
 

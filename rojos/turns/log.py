@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 
 from django.conf import settings
 
+from rojos import metrics
 from rojos.agent.events import (
     ChatEvent,
     ErrorEvent,
@@ -52,6 +53,7 @@ class Turn:
         self.claim_lost = False
         self.begun = False  # its task has started running (turns.turn_run)
         self.stop_asked = False  # a Stop came before it had
+        self.interrupted = False  # its process shuts down (rojos.turns.shutdown)
         self._changed = asyncio.Event()
 
     def stop(self) -> None:
@@ -61,6 +63,11 @@ class Turn:
             self.task.cancel()
         else:
             self.stop_asked = True
+
+    def interrupt(self) -> None:
+        """End the turn as its process shuts down: as a Stop does, recorded as interrupted."""
+        self.interrupted = True
+        self.stop()
 
     def publish(self, event: TurnEvent) -> None:
         if type(event) is ChatEvent:
@@ -95,6 +102,7 @@ class Turn:
             return self.auto_approve
         waiting = asyncio.get_running_loop().create_future()
         self.approvals[call_id] = waiting
+        metrics.approvals_waiting.inc()
         timeout = settings.ROJO_OWNER_APPROVAL_TIMEOUT if routed else settings.ROJO_APPROVAL_TIMEOUT
         try:
             with self._deadline_paused() if routed else contextlib.nullcontext():
@@ -103,6 +111,7 @@ class Turn:
             return None
         finally:
             self.approvals.pop(call_id, None)
+            metrics.approvals_waiting.dec()
 
     @contextlib.contextmanager
     def _deadline_paused(self) -> Iterator[None]:
@@ -189,6 +198,11 @@ _turns: dict[int, Turn] = {}  # this process's running and recently finished tur
 def turn_get(conversation_id: int) -> Turn | None:
     """The running or recently finished turn of a conversation in this process."""
     return _turns.get(conversation_id)
+
+
+def turns_running() -> list[Turn]:
+    """This process's turns whose task runs."""
+    return [turn for turn in _turns.values() if turn.task is not None and not turn.finished]
 
 
 def turn_register(turn: Turn) -> None:

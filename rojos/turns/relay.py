@@ -25,6 +25,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from redis.exceptions import RedisError
 
+from rojos import metrics
 from rojos.agent.events import DoneEvent, ErrorEvent, WireEvent, numbered
 from rojos.agent.stored_events import conversation_turns
 from rojos.models import Conversation, Message, TurnRecord
@@ -212,6 +213,7 @@ async def turn_follow_remote(
                 heard = time.monotonic()
                 if message.get("after", seq) > seq:
                     logger.warning("a relayed message of conversation %s was lost", conversation_id)
+                    metrics.retries.labels(service="relay").inc()
                     reader.close()  # ask again from the last event received
                     replaced, reader = reader.channel, None
                     continue
@@ -230,6 +232,7 @@ async def turn_follow_remote(
                 return
             if time.monotonic() - heard > FOLLOW_SILENCE_SECONDS:
                 reader.close()  # the relay was lost (Redis restarted, or it gave up): ask again
+                metrics.retries.labels(service="relay").inc()
                 replaced, reader = None, None
     finally:
         if reader is not None:

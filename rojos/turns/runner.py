@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 import contextvars
 import logging
+import time
 import uuid
 
 from django.conf import settings
@@ -17,6 +18,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from roject.server.db_threads import db_context
+from roject.server.log_format import log_context
+from rojos import metrics
 from rojos.agent.events import DoneEvent
 from rojos.agent.history import History
 from rojos.agent.loop import agent_loop
@@ -52,10 +55,17 @@ async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) 
     is done (turn_start's done callback).
     """
     turn.begun = True
+    log_context(conversation_id=turn.conversation_id)  # its lines in the log say whose
     start_slot_use(admission)
-    with memory_trimmed():  # what its start freed goes back to the system while it runs
-        async with db_context():
-            await _run(turn, **kwargs)
+    metrics.turns_started.inc()
+    metrics.turns_running.inc()
+    try:
+        with memory_trimmed():  # what its start freed goes back to the system while it runs
+            async with db_context():
+                await _run(turn, **kwargs)
+    finally:
+        metrics.turns_running.dec()
+        metrics.turns_ended.labels(outcome=str(turn.status)).inc()
 
 
 async def _run(
@@ -89,7 +99,12 @@ async def _run(
                 )
             ) as events,
         ):
+            started = time.monotonic()
+            first = True
             async for event in events:
+                if first:  # the time to the first event: a test an event
+                    first = False
+                    metrics.first_event_seconds.observe(time.monotonic() - started)
                 turn.publish(event)
     except TimeoutError:
         await _publish_interrupted(turn, history)
@@ -110,6 +125,8 @@ async def _run(
         await _publish_interrupted(turn, history)
         if turn.claim_lost:
             turn.fail(_CLAIM_LOST, "internal")
+        elif turn.interrupted:  # its process shuts down (rojos.turns.shutdown)
+            turn.fail(INTERRUPTED_MESSAGE, "interrupted", TurnRecord.Status.INTERRUPTED)
         else:
             turn.fail("Stopped.", "stopped", TurnRecord.Status.STOPPED)
     except DB_DOWN:  # a read the turn does not retry (its writes are: rojos.turns.writeback)

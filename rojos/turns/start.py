@@ -18,11 +18,12 @@ from django.utils import timezone
 
 from roject import storage
 from roject.members.access import ProjectAccess
+from roject.server.draining import draining
 from rojos.agent.branches import branch_fork, branch_started
 from rojos.agent.events import StartEvent
 from rojos.agent.history import History
 from rojos.context.budgets import Budget, Left
-from rojos.errors import TurnBusy, TurnNotStarted
+from rojos.errors import ServerDraining, TurnBusy, TurnNotStarted
 from rojos.mcp.spec import McpLink, rojo_mcp_links
 from rojos.models import Conversation, Message, Rojo, TurnRecord
 from rojos.models.claims import process_owner
@@ -67,10 +68,10 @@ async def turn_start(
     budget is used up or reserved by its running replies (rojos.turns.budget_starts), and TurnBusy
     when a turn is already running; TurnNotStarted, after storing the message and recording
     the turn as failed, when the turn cannot start (the channel layer or the database is
-    down). Calls that need approval wait for a person unless `auto_approve` decides them all
-    (scripts). With `replace`, the id of a user message of the active branch, the message
-    forks the conversation there (an edit, or a regenerate with the same text:
-    rojos/agent/branches.py).
+    down); ServerDraining when this process shuts down. Calls that need approval wait for a
+    person unless `auto_approve` decides them all (scripts). With `replace`, the id of a user
+    message of the active branch, the message forks the conversation there (an edit, or a
+    regenerate with the same text: rojos/agent/branches.py).
 
     A client that hangs up meanwhile does not stop the start half-way (a stored message
     and a claim with no turn behind it): a turn outlives its request, so it starts, and the
@@ -82,6 +83,8 @@ async def turn_start(
     turn's first step reading them again (else it does). `client_key` is kept on the
     conversation, for its client to find it by if the answer never reaches it.
     """
+    if draining():  # roject/server/graceful.py: this process takes no new turns
+        raise ServerDraining("This server is restarting; send the message again in a moment.")
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
     starting = asyncio.ensure_future(
         _turn_start(*asked, attachments, admission, budgets, client_key)

@@ -28,7 +28,13 @@ from roject.storage import StorageError, TooLarge
 from rojos.changes.ledger import EntryExists, VersionConflict
 from rojos.changes.undo import UndoRefused
 from rojos.context.budgets import BudgetExceeded
-from rojos.errors import TurnBusy, TurnLimited, TurnNotStarted, TurnUnreachable
+from rojos.errors import (
+    ServerDraining,
+    TurnBusy,
+    TurnLimited,
+    TurnNotStarted,
+    TurnUnreachable,
+)
 from rojos.outages import UNAVAILABLE, outage_message
 
 # The API's log lines keep the logger name they had before this module was split out.
@@ -54,6 +60,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     Http404: Answer(404, "Not found."),
     TurnBusy: Answer(409),
     TurnUnreachable: Answer(503, retry_after="5"),
+    ServerDraining: Answer(503, retry_after="2"),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
     EntryExists: Answer(409),
     TooLarge: Answer(413),

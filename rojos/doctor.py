@@ -1,0 +1,78 @@
+"""The doctor's checks of the rojos (roject/doctor): each one's key variable set and allowed,
+and its provider answering within 2 seconds. A key is never printed, nor sent anywhere: the
+reachability check asks for the model list without it."""
+
+import os
+
+import requests
+from django.db import DatabaseError
+
+from roject.doctor import Context, Finding, check
+from rojos.models.key_sources import key_env_refusal
+
+from .models import Rojo
+
+PROVIDER_SECONDS = 2.0
+
+
+def _rojos() -> list[Rojo]:
+    try:
+        return list(Rojo.objects.only("pk", "slug", "base_url", "api_key_env", "api_key"))
+    except DatabaseError:
+        return []  # the database check says so
+
+
+@check("runtime")
+def rojo_keys(context: Context) -> list[Finding]:
+    found = []
+    for rojo in _rojos():
+        name = rojo.api_key_env
+        if not name:
+            continue
+        refusal = key_env_refusal(name)
+        if refusal:
+            found.append(
+                Finding(
+                    level="error",
+                    code="rojo-key-rule",
+                    message=f"rojo {rojo.slug!r}: its API key env {refusal}; its chats refuse.",
+                    fix="rename the variable to ROJO_KEY_<NAME> and set it on the rojo "
+                    "(admin), or list it in ROJO_API_KEY_ENV_ALLOWED.",
+                )
+            )
+        elif not os.environ.get(name) and not rojo.api_key:
+            found.append(
+                Finding(
+                    level="error",
+                    code="rojo-key-missing",
+                    message=f"rojo {rojo.slug!r} reads its key from {name}, which is not set "
+                    "in this process's environment.",
+                    fix=f"set {name} for every server process (the env file).",
+                )
+            )
+    return found
+
+
+@check("network")
+def providers(context: Context) -> list[Finding]:
+    found = []
+    seen: set[str] = set()
+    for rojo in _rojos():
+        base = rojo.base_url.rstrip("/")
+        if base in seen:
+            continue
+        seen.add(base)
+        try:
+            requests.get(base + "/models", timeout=PROVIDER_SECONDS)
+        except requests.RequestException as exc:
+            found.append(
+                Finding(
+                    level="warning",
+                    code="provider-unreachable",
+                    message=f"rojo {rojo.slug!r}: its provider at {base} does not answer "
+                    f"within {PROVIDER_SECONDS:g} s ({type(exc).__name__}).",
+                    fix="check the rojo's base URL, and that this host reaches it (proxy, "
+                    "firewall, DNS).",
+                )
+            )
+    return found
