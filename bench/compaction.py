@@ -49,7 +49,7 @@ class SessionCost:
 def _conversation(rojo, user, project, messages: int, *, summary: bool):
     """`messages` stored messages: turns of a question, a call, a 4 KB result, an answer."""
     from rojos.models import Conversation, Message
-    from tests.long_conversation import answer, note_text, question
+    from tests.support.long_conversation import answer, note_text, question
 
     conversation = Conversation.objects.create(project=project, rojo=rojo, user=user)
     rows = []
@@ -141,8 +141,8 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
 def session_cost(user, turns: int = 25) -> SessionCost:
     """The long conversation for `turns` turns (4 messages each) through the agent loop."""
     from roject import storage
-    from tests.fake_provider import FakeProvider, Window, prompt_tokens
-    from tests.long_conversation import model, notes_write, question
+    from tests.support.fake_provider import FakeProvider, Window, prompt_tokens
+    from tests.support.long_conversation import model, notes_write, question
 
     provider = FakeProvider()
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from tests.fake_provider import (
+from tests.support.fake_provider import (
     FakeProvider,
     Reply,
     Stream,

@@ -10,19 +10,19 @@ from django.contrib.auth import get_user_model
 
 from roject.members.projects import project_create
 from roject.models import Role
-from tests.layer_per_loop import layer_per_loop_install
+from tests.support.layer_per_loop import layer_per_loop_install
 
 layer_per_loop_install()
 
 pytest_plugins = [
-    "tests.fake_provider",
-    "tests.live_server",
-    "tests.server_process",
-    "tests.own_services",
-    "tests.browser",
-    "tests.replay_story",
-    "tests.oidc_server",
-    "tests.image_build",
+    "tests.support.fake_provider",
+    "tests.support.live_server",
+    "tests.support.server_process",
+    "tests.support.own_services",
+    "tests.support.browser",
+    "tests.support.replay_story",
+    "tests.support.oidc_server",
+    "tests.support.image_build",
 ]
 
 
@@ -95,7 +95,7 @@ def root(tmp_path):
 @pytest.fixture
 def ctx(root):
     """An editor's tool context on `root`, every tool enabled."""
-    from tests.helpers import context
+    from tests.support.helpers import context
 
     return context(root)
 

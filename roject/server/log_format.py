@@ -4,7 +4,7 @@ Each line carries what is known of where it came from: the request's id (the pro
 X-Request-ID, else one made here), the user's id, the project's and the conversation's; code
 that knows them sets them with `log_context` (the access check, the turn's start). A line holds the
 log message and these ids, never a header, a key or a message's text (the app's log messages
-name no secrets: tests/test_key_scrubbing.py).
+name no secrets: tests/provider/test_key_scrubbing.py).
 """
 
 import contextvars

@@ -5,7 +5,7 @@ Search: SQLite gets FTS5 tables kept in sync by triggers; PostgreSQL a stored ge
 models do not declare: only rojos/search.py reads them. Only user and assistant
 texts are indexed (tool results are file contents). On SQLite, a later migration that remakes
 rojos_message or rojos_conversation (an altered column) drops the triggers with the old table:
-rojos/search_triggers.py makes them again after each migrate (tests/test_search.py notices).
+rojos/search_triggers.py makes them again after each migrate (tests/conversations/test_search.py notices).
 """
 
 from django.conf import settings

@@ -43,7 +43,7 @@ vendor dompurify dompurify 3.5.0 \
 vendor highlight.js @highlightjs/cdn-assets 11.12.0 \
   sha512-KvOKXODaiFmId9xaq3xc5xCL66wVLUuOngDbO9B/kewbFTqdGbn2nJxNhN3H5R1cgDTVj6R8vH0zgiNDEGjpDw== \
   es/highlight.min.js LICENSE
-# Accessibility checks in the browser tests only (tests/accessibility.py injects it into the page);
+# Accessibility checks in the browser tests only (tests/support/accessibility.py injects it into the page);
 # no template loads it.
 vendor axe-core axe-core 4.14.1 \
   sha512-FHfa+lmNjQZfJz1q8wKqIDwC6DExcHt/pkjNQb09a3NPjCKg2rhu5qb2S4r76ASyFNNtuFooJpZe37OgudVGtQ== \

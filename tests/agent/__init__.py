@@ -1,0 +1,1 @@
+"""The agent loop: steps, tool calls as they form, approvals, drafts, branches."""

@@ -1,0 +1,1 @@
+"""Approvals, and those routed to a project's owners."""

@@ -1,0 +1,1 @@
+"""The pages in a real Chromium."""

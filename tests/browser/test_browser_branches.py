@@ -1,0 +1,128 @@
+"""Edit, regenerate, retry and the `< 2/3 >` branch switch in Chromium, as a person uses them."""
+
+import pytest
+from playwright.sync_api import expect
+
+from rojos.models import Message
+from tests.support.browser import screenshot
+from tests.support.fake_provider import http_error, stream, text_chunks
+from tests.support.helpers import make_rojo
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def rojo(fake_provider, settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    return make_rojo(fake_provider.base_url)
+
+
+def reply(text: str):
+    return stream(*text_chunks(text, pieces=3), delay=0.01)
+
+
+def send(page, text: str) -> None:
+    page.get_by_label("Message").fill(text)
+    page.keyboard.press("Enter")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+
+
+def user_texts(request: dict) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+def test_editing_a_message_forks_and_the_switch_shows_either_branch(
+    page_for, users, project, rojo, fake_provider
+):
+    """Edit the first question: the later turn goes, the new reply comes, `2/2` shows; Previous
+    brings back the old question with both its replies, and a reload keeps the choice."""
+    fake_provider.add(reply("Paris."), reply("About 2 million."), reply("Rome."))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Capital of France?")
+    send(page, "Its population?")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Paris.", "About 2 million."])
+
+    panel.locator(".message-tools").first.get_by_role("button", name="Edit and send again").click()
+    box = panel.get_by_label("Edited text")
+    expect(box).to_have_value("Capital of France?")
+    box.fill("Capital of Italy?")
+    box.press("Enter")
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.locator(".bubble.user")).to_have_text(["Capital of Italy?"])
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Rome."])
+    assert user_texts(fake_provider.requests[-1]) == ["Capital of Italy?"]
+    switch = panel.locator(".branch-switch")
+    expect(switch.locator(".branch-position")).to_have_text("2/2")
+    screenshot(page, "branches-edited")
+
+    switch.get_by_role("button", name="Previous version").click()
+    expect(panel.locator(".bubble.user")).to_have_text(["Capital of France?", "Its population?"])
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Paris.", "About 2 million."])
+    expect(panel.locator(".branch-position")).to_have_text("1/2")
+    expect(switch.get_by_role("button", name="Previous version")).to_be_disabled()
+    screenshot(page, "branches-switched")
+
+    page.reload()
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text(
+        ["Paris.", "About 2 million."]
+    )
+    page.locator(".branch-switch").get_by_role("button", name="Next version").click()
+    expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text(["Rome."])
+    assert page.console_errors == []
+
+
+def test_retry_after_a_provider_error_then_regenerate(
+    page_for, users, project, rojo, fake_provider
+):
+    """A reply that failed offers Retry, one click; the retry's reply shows with `2/2`;
+    Regenerate then asks once more (`3/3`), sending the question once each time."""
+    fake_provider.add(http_error(500), reply("First try."), reply("Second try."))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Summarise the docs")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".chat-error")).to_be_visible()
+    screenshot(page, "branches-retry-offered")
+
+    panel.get_by_role("button", name="Send this question again").click()
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.locator(".bubble.assistant")).to_have_text(["First try."])
+    expect(panel.locator(".chat-error")).to_have_count(0)
+    expect(panel.locator(".branch-position")).to_have_text("2/2")
+    assert user_texts(fake_provider.requests[-1]) == ["Summarise the docs"]
+
+    panel.get_by_role("button", name="Ask for another reply to this question").click()
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Second try."])
+    expect(panel.locator(".branch-position")).to_have_text("3/3")
+    assert user_texts(fake_provider.requests[-1]) == ["Summarise the docs"]
+    assert Message.objects.filter(role="user").count() == 3
+    screenshot(page, "branches-regenerated")
+
+    panel.get_by_role("button", name="Previous version").click()
+    expect(panel.locator(".bubble.assistant")).to_have_text(["First try."])
+    panel.get_by_role("button", name="Previous version").click()
+    expect(panel.locator(".chat-error")).to_be_visible()  # the failed attempt, kept
+    expect(panel.get_by_role("button", name="Send this question again")).to_be_visible()
+    assert page.console_errors == []
+
+
+def test_stop_then_retry_in_one_click(page_for, users, project, rojo, fake_provider):
+    """A reply stopped half-way offers Retry; it sends the question again."""
+    fake_provider.add(
+        stream(*text_chunks("w " * 200, pieces=200), delay=0.05), reply("Done this time.")
+    )
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Write a long story")
+    page.keyboard.press("Enter")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_contain_text("w w")
+    panel.get_by_role("button", name="Stop").click()
+    expect(panel.locator(".busy")).to_be_hidden()
+    panel.get_by_role("button", name="Send this question again").click()
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Done this time."])
+    assert page.console_errors == []

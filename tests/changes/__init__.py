@@ -1,0 +1,1 @@
+"""The file-change ledger: people's edits, history, undo, uploads."""

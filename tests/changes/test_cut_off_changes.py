@@ -1,0 +1,183 @@
+"""A change a crash cut off never takes the credit for, nor the undo of, work saved since.
+
+A server process is killed (SIGKILL) while a person's save or a rojo's write has its
+temporary file (tests/support/crash_points.py), before or after its rename. Someone then saves Y
+through the surviving server. The cut-off change's record says what that change did (the
+file as the crash left it, or nothing: no record), never Y; its undo is refused and Y kept.
+"""
+
+import contextlib
+import threading
+
+import httpx2
+import pytest
+
+from roject.storage import project_root_create
+from rojos.models import FileChange
+from tests.support.fake_provider import stream, tool_call_chunks
+from tests.support.helpers import make_rojo
+from tests.support.live_server import parse_sse, read_until, wait_until
+from tests.turns.test_faults import doomed
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+Y = "Y, saved after the crash\n"
+
+
+@pytest.fixture
+def root(project):
+    root = project_root_create(project.pk)
+    (root / "notes.txt").write_text("mine\n")
+    return root
+
+
+def hanging_server(server_process, *, renamed: bool):
+    """A server whose writes hang before their rename, or (`renamed`) just after it."""
+    env = {"ROJO_TOOL_MODULES": "tests.support.crash_points"}
+    if renamed:
+        env["ROJO_TEST_HANG_AFTER_RENAME"] = "1"
+    return doomed(server_process, **env)
+
+
+def save(client, project, text: str, base) -> httpx2.Response:
+    body = {"path": "notes.txt", "text": text, "base": base}
+    return client.post(f"/api/projects/{project.pk}/files/save", json=body)
+
+
+def version(client, project) -> dict:
+    params = {"path": "notes.txt"}
+    response = client.get(f"/api/projects/{project.pk}/files/content", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()["version"]
+
+
+def save_cut_off(client_for, users, project, root, server, *, renamed: bool) -> None:
+    """A person's save of "theirs" through `server`, killed at its rename."""
+    client = client_for(users["editor"], base_url=server.base_url)
+    base = version(client, project)
+
+    def send() -> None:
+        with contextlib.suppress(httpx2.HTTPError):  # the server was killed under it
+            save(client, project, "theirs\n", base)
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    if renamed:
+        wait_until(lambda: (root / "notes.txt").read_text() == "theirs\n")
+    else:
+        wait_until(lambda: any(root.glob(".rojo-*.tmp")))
+    server.kill()
+    sender.join(timeout=10)
+
+
+def history(client, project) -> list[dict]:
+    params = {"path": "notes.txt"}
+    response = client.get(f"/api/projects/{project.pk}/files/history", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_a_persons_save_killed_after_its_rename_keeps_y_from_its_undo(
+    client_for, users, project, root, server_process
+):
+    """The cut-off save is recorded as mine -> theirs; Y is the next save's; undo is refused."""
+    server = hanging_server(server_process, renamed=True)
+    save_cut_off(client_for, users, project, root, server, renamed=True)
+    cut_off = FileChange.objects.get()
+    assert cut_off.after is None
+
+    survivor = client_for(users["owner"])
+    saved = save(survivor, project, Y, version(survivor, project))
+    assert saved.status_code == 200, saved.text
+    undone = survivor.post(f"/api/changes/{cut_off.pk}/undo")
+
+    assert undone.status_code == 409, undone.text
+    assert "changed since" in undone.json()["detail"]
+    assert (root / "notes.txt").read_text() == Y
+    newest, older = history(survivor, project)
+    assert (older["change"], older["author"]) == (cut_off.pk, users["editor"].username)
+    assert "-mine" in older["diff"] and "+theirs" in older["diff"] and "Y" not in older["diff"]
+    assert newest["author"] == users["owner"].username
+    assert "-theirs" in newest["diff"] and "+Y" in newest["diff"]
+
+
+def test_a_persons_save_killed_before_its_rename_is_no_change_and_y_is_kept(
+    client_for, users, project, root, server_process
+):
+    """The rename never happened: the save changed nothing and leaves no record to undo."""
+    server = hanging_server(server_process, renamed=False)
+    save_cut_off(client_for, users, project, root, server, renamed=False)
+    cut_off = FileChange.objects.get()
+
+    survivor = client_for(users["owner"])
+    saved = save(survivor, project, Y, version(survivor, project))
+    assert saved.status_code == 200, saved.text
+    undone = survivor.post(f"/api/changes/{cut_off.pk}/undo")
+
+    assert undone.status_code == 404, undone.text
+    assert (root / "notes.txt").read_text() == Y
+    (only,) = history(survivor, project)
+    assert (only["author"], only["origin"]) == (users["owner"].username, "person")
+    assert "-mine" in only["diff"] and "+Y" in only["diff"]
+
+
+def test_a_rojos_write_killed_after_its_rename_is_not_credited_with_y(
+    client_for, users, project, root, fake_provider, server_process
+):
+    """Y saved before anyone reads the conversation: the repair on reading records the rojo's
+    write as mine -> theirs, not as Y, and its undo is refused."""
+    server = hanging_server(server_process, renamed=True)
+    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    client = client_for(users["editor"], base_url=server.base_url)
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        seen = read_until(parse_sse(response.iter_lines()), "TOOL_CALL")
+        wait_until(lambda: (root / "notes.txt").read_text() == "theirs\n")
+        server.kill()
+    conversation = seen[0].data["conversation"]
+    cut_off = FileChange.objects.get()
+
+    survivor = client_for(users["owner"])
+    saved = save(survivor, project, Y, version(survivor, project))
+    assert saved.status_code == 200, saved.text
+    read = survivor.get(f"/api/conversations/{conversation}")  # repairs the dead turn
+    assert read.status_code == 200 and read.json()["running"] is False
+    undone = survivor.post(f"/api/changes/{cut_off.pk}/undo")
+
+    assert undone.status_code == 409, undone.text
+    assert "changed since the rojo's write_text_content" in undone.json()["detail"]
+    assert (root / "notes.txt").read_text() == Y
+    newest, older = history(survivor, project)
+    assert (older["change"], older["origin"]) == (cut_off.pk, "rojo")
+    assert "+theirs" in older["diff"] and "Y" not in older["diff"]
+    assert (newest["origin"], newest["author"]) == ("person", users["owner"].username)
+    assert "-theirs" in newest["diff"] and "+Y" in newest["diff"]
+
+
+def test_a_rojos_write_killed_before_its_rename_leaves_y_to_its_saver(
+    client_for, users, project, root, fake_provider, server_process
+):
+    """The rojo's write changed nothing: after Y and a read, no record of it, Y kept."""
+    server = hanging_server(server_process, renamed=False)
+    rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite], arguments="whole")))
+    client = client_for(users["editor"], base_url=server.base_url)
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        seen = read_until(parse_sse(response.iter_lines()), "TOOL_CALL")
+        wait_until(lambda: any(root.glob(".rojo-*.tmp")))
+        server.kill()
+    conversation = seen[0].data["conversation"]
+    cut_off = FileChange.objects.get()
+
+    survivor = client_for(users["owner"])
+    saved = save(survivor, project, Y, version(survivor, project))
+    assert saved.status_code == 200, saved.text
+    assert survivor.get(f"/api/conversations/{conversation}").status_code == 200
+    undone = survivor.post(f"/api/changes/{cut_off.pk}/undo")
+
+    assert undone.status_code == 404, undone.text
+    assert (root / "notes.txt").read_text() == Y
+    (only,) = history(survivor, project)
+    assert (only["origin"], only["author"]) == ("person", users["owner"].username)

@@ -1,0 +1,1 @@
+"""The window, compaction, usage, prices and budgets."""

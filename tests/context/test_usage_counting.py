@@ -1,0 +1,143 @@
+"""Counting: usage asked for in the stream and stored per response, the refusal of that
+option remembered per rojo, and the estimate of a request's size calibrated from reports."""
+
+import asyncio
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from roject import storage
+from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
+from rojos.models import Rojo, UsageRecord
+from tests.support.agent_run import rojo_for, run_turn, valid_history
+from tests.support.fake_provider import (
+    prompt_tokens,
+    stream,
+    text_chunks,
+    tool_call_chunks,
+    usage_chunk,
+)
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def records(conversation) -> list[UsageRecord]:
+    return [r async for r in UsageRecord.objects.filter(conversation=conversation).order_by("pk")]
+
+
+async def test_each_response_stores_its_prompt_completion_cached_and_reasoning_tokens(
+    fake_provider, project, users
+):
+    """OpenAI's details (cached input, reasoning) are read into one row per response, with
+    the user, project, rojo and message it belongs to; the raw usage stays on the message."""
+    fake_provider.add(
+        stream(tool_call_chunks([("list_files", {"path": ""})]), usage_chunk(900, 20, cached=600)),
+        stream(text_chunks("Nothing there."), usage_chunk(950, 40, cached=900, reasoning=25)),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    history = await valid_history(run.conversation)
+    rows = await records(run.conversation)
+    assert [
+        (r.prompt_tokens, r.completion_tokens, r.cached_tokens, r.reasoning_tokens) for r in rows
+    ] == [(900, 20, 600, 0), (950, 40, 900, 25)]
+    assert all(r.reported and r.kind == "reply" for r in rows)
+    assert [r.message_id for r in rows] == [history[1].pk, history[3].pk]
+    assert {(r.user_id, r.project_id, r.rojo_id) for r in rows} == {
+        (users["editor"].pk, project.pk, rojo.pk)
+    }
+    assert history[3].usage["completion_tokens_details"] == {"reasoning_tokens": 25}
+
+
+async def test_usage_a_provider_adds_when_asked_is_what_gets_stored(fake_provider, project, users):
+    """The provider counts the prompt itself (its own tokenizer) and the stored row says so."""
+    fake_provider.add(stream(text_chunks("Hello.")))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Hi")
+
+    (row,) = await records(run.conversation)
+    assert row.prompt_tokens == prompt_tokens(fake_provider.requests[0]) and row.reported
+
+
+@pytest.mark.parametrize("shape", ["openai", "fastapi"])
+async def test_a_provider_that_refuses_stream_options_is_asked_again_without_and_remembered(
+    fake_provider, project, users, shape
+):
+    """OpenAI-style 400 or FastAPI 422 naming stream_options: the same request goes again
+    without it, the rojo remembers, later turns never send it, and usage is estimated."""
+    fake_provider.refuse_stream_options = shape
+    fake_provider.add(stream(text_chunks("First.")), stream(text_chunks("Second.")))
+    rojo = await rojo_for(fake_provider)
+
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Hi")
+    stored = await Rojo.objects.aget(pk=rojo.pk)
+    second = await run_turn(project=project, rojo=stored, user=users["editor"], message="Again")
+
+    assert (first.error, first.text, second.error, second.text) == (None, "First.", None, "Second.")
+    assert ["stream_options" in r for r in fake_provider.requests] == [True, False, False]
+    assert fake_provider.requests[0]["messages"] == fake_provider.requests[1]["messages"]
+    assert stored.stream_usage_refused is True
+    (row,) = await records(first.conversation)
+    sent_chars = request_chars(fake_provider.requests[1])
+    assert not row.reported
+    assert row.prompt_tokens == tokens_of(sent_chars, DEFAULT_CHARS_PER_TOKEN)
+
+
+async def test_a_refusal_of_something_else_is_not_retried(fake_provider, project, users):
+    """Only a refusal that names stream_options is taken for one: any other 400 ends the turn."""
+    from tests.support.fake_provider import http_error
+
+    fake_provider.add(http_error(400))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is not None and run.error.code == "provider"
+    assert len(fake_provider.requests) == 1
+    assert not (await Rojo.objects.aget(pk=rojo.pk)).stream_usage_refused
+
+
+async def test_the_estimate_is_calibrated_by_the_usage_the_provider_reports(
+    fake_provider, project, users
+):
+    """The rojo's ratio follows what the provider counted, is stored for the next turn, and
+    puts the estimate of a request like the last one (another 16 KB note read back) within
+    10 % of what the provider counts; the uncalibrated estimate is not that close."""
+    note = "".join(
+        f"line {n:04d}: the harbourmaster considered extraordinary circumstances\n"
+        for n in range(260)
+    )
+    fake_provider.add(
+        stream(tool_call_chunks([("get_text_content", {"path": "one.md"})])),
+        stream(text_chunks("Read one.")),
+        stream(tool_call_chunks([("get_text_content", {"path": "two.md"})])),
+        stream(text_chunks("Read two.")),
+    )
+    rojo = await rojo_for(fake_provider)
+    root = await asyncio.to_thread(storage.project_root_create, project.pk)
+    (root / "one.md").write_text(note)
+    (root / "two.md").write_text(note.replace("harbourmaster", "stationmaster"))
+    conversation = None
+    for name in ("one.md", "two.md"):
+        run = await run_turn(
+            project=project,
+            rojo=await Rojo.objects.aget(pk=rojo.pk),
+            user=users["editor"],
+            message=f"Read {name}",
+            conversation=conversation,
+        )
+        conversation = run.conversation
+        if name == "one.md":
+            ratio_after_one = (await Rojo.objects.aget(pk=rojo.pk)).chars_per_token
+
+    assert run.error is None
+    with_two = fake_provider.requests[3]
+    counted = prompt_tokens(with_two)
+    assert tokens_of(request_chars(with_two), ratio_after_one) == pytest.approx(counted, rel=0.10)
+    uncalibrated = tokens_of(request_chars(with_two), DEFAULT_CHARS_PER_TOKEN)
+    assert abs(uncalibrated - counted) > 0.25 * counted  # cautious: an over-estimate
+    assert await sync_to_async(UsageRecord.objects.filter(rojo=rojo).count)() == 4

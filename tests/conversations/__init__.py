@@ -1,0 +1,1 @@
+"""Conversations as people use them: search, export, replay, sharing."""

@@ -1,0 +1,1 @@
+"""The image, the compose stack, the doctor, graceful restarts."""

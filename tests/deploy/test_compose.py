@@ -1,0 +1,53 @@
+"""deploy/compose.yaml, read by a real compose implementation (podman-compose's `config`): the
+stack a team starts, with its settings from one env file and no secret left to a default."""
+
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from tests.support.image_build import DEPLOY, compose_config, env_file
+
+
+@pytest.fixture
+def stack(tmp_path) -> dict:
+    filled = env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret")
+    done = compose_config(filled)
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)
+
+
+def test_the_stack_is_two_app_containers_behind_a_proxy_with_postgres_and_redis(stack):
+    services = stack["services"]
+
+    assert sorted(services) == ["app1", "app2", "postgres", "proxy", "redis"]
+    for name in ("app1", "app2"):
+        app = services[name]
+        assert app["environment"]["DATABASE_URL"] == (
+            "postgres://rojo:pg-secret@postgres:5432/rojo"
+        )
+        assert app["environment"]["REDIS_URL"] == "redis://redis:6379/0"
+        assert "storage:/data" in app["volumes"]  # one storage for every process
+        assert app["build"]["dockerfile"] == "Containerfile"
+    assert services["proxy"]["environment"]["ROJO_DOMAIN"] == "chat.example.com"
+    for name in ("proxy", "postgres", "redis"):
+        assert "@sha256:" in services[name]["image"]  # pinned bases
+
+
+def test_a_stack_without_its_secrets_refuses_to_start(tmp_path):
+    done = compose_config(env_file(tmp_path, SECRET_KEY="k" * 50))
+
+    assert done.returncode != 0
+    assert "set POSTGRES_PASSWORD in rojo.env" in done.stderr + done.stdout
+
+
+@pytest.mark.skipif(not shutil.which("caddy"), reason="Debian's caddy validates the Caddyfile")
+def test_the_caddyfile_is_valid(tmp_path):
+    done = subprocess.run(
+        ["caddy", "validate", "--adapter", "caddyfile", "--config", str(DEPLOY / "Caddyfile")],
+        capture_output=True, text=True, timeout=60,
+        env={"ROJO_DOMAIN": "chat.example.com", "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr

@@ -1,0 +1,1 @@
+"""The house rules: docs' links, import contracts."""

@@ -1,0 +1,1 @@
+"""Logins, their limits, sessions, API tokens, single sign-on."""

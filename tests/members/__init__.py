@@ -1,0 +1,1 @@
+"""Access, members, invitations, project settings, live news."""

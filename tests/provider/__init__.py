@@ -1,0 +1,1 @@
+"""Providers' streams, quirks, failures and refusals; the fake provider itself."""

@@ -1,0 +1,50 @@
+"""A provider faster than its reader: the buffered reply is parsed at most 64 KiB at a time,
+and what comes out is the reply, chunk for chunk, however the reads cut it."""
+
+import asyncio
+import json
+
+import pytest
+from asgiref.sync import sync_to_async
+
+from rojos.provider.body import READ_MAX, _pieces
+from tests.support.fake_provider import stream, text_chunks
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+WORDS = " ".join(f"word{n}" for n in range(4000))
+
+
+async def test_a_reply_buffered_past_64_kib_is_parsed_in_pieces_chunk_for_chunk(fake_provider):
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    chunks = text_chunks(WORDS, pieces=4000)
+    fake_provider.add(stream(chunks))
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    client = await rojo_client(rojo)
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}], "stream": True}
+
+    batches = []
+    async for batch in provider_chunks(client, request):
+        batches.append(batch)
+        if len(batches) == 1:
+            await asyncio.sleep(0.5)  # the rest of the reply piles up in the transport's buffer
+
+    assert [c for batch in batches for c in batch] == json.loads(json.dumps(chunks))
+    shortest = min(len(f"data: {json.dumps(c)}\n\n") for c in chunks)
+    most = READ_MAX // shortest + 1  # a read's lines, and the line cut at its end
+    assert max(len(batch) for batch in batches[1:]) <= most
+    assert sum(len(f"data: {json.dumps(c)}\n\n") for c in chunks) > 4 * READ_MAX
+
+
+async def test_pieces_cut_big_reads_and_keep_every_byte():
+    async def reads():
+        yield b"a" * (2 * READ_MAX + 5)
+        yield b"tail"
+
+    pieces = [piece async for piece in _pieces(reads())]
+
+    assert [len(p) for p in pieces] == [READ_MAX, READ_MAX, 5, 4]
+    assert b"".join(pieces) == b"a" * (2 * READ_MAX + 5) + b"tail"

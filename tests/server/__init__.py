@@ -1,0 +1,1 @@
+"""The server under Django: middlewares, threads, SQLite, limits, probes, metrics."""

@@ -1,0 +1,116 @@
+"""The production settings refuse to start without a secret key and pass Django's deploy checks."""
+
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# Variables the settings read; removed so the parent's environment cannot leak in.
+SETTINGS_VARIABLES = (
+    "DJANGO_SETTINGS_MODULE",
+    "SECRET_KEY",
+    "DEBUG",
+    "ALLOWED_HOSTS",
+    "CSRF_TRUSTED_ORIGINS",
+    "DATABASE_URL",
+    "REDIS_URL",
+    "SECURE_SSL_REDIRECT",
+    "SESSION_COOKIE_SECURE",
+    "CSRF_COOKIE_SECURE",
+    "SECURE_HSTS_SECONDS",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD",
+    "SECURE_PROXY_SSL_HEADER",
+)
+
+
+def manage(*args: str, tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    """Run manage.py with roject.settings and only the given settings variables."""
+    clean = {k: v for k, v in os.environ.items() if k not in SETTINGS_VARIABLES}
+    clean["ROJO_STORAGE_DIR"] = str(tmp_path / "storage")
+    clean.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=REPO_ROOT,
+        env=clean,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.mark.parametrize("debug", [None, "0", "", "false"])
+def test_refuses_to_start_without_secret_key_when_not_debugging(tmp_path, debug):
+    """With DEBUG off and no SECRET_KEY, startup fails with a message, not a traceback."""
+    env = {} if debug is None else {"DEBUG": debug}
+    result = manage("check", tmp_path=tmp_path, **env)
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_empty_secret_key_counts_as_unset(tmp_path):
+    """An empty SECRET_KEY is no key at all."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="0", SECRET_KEY="")
+    assert result.returncode != 0
+    assert "SECRET_KEY is not set" in result.stderr
+
+
+def test_starts_with_debug_and_no_secret_key(tmp_path):
+    """DEBUG=1 runs a local server with a throw-away key."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="1")
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_production_settings_pass_deploy_checks(tmp_path):
+    """DEBUG off with a real key and host gives no deploy warning at all."""
+    result = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        tmp_path=tmp_path,
+        DEBUG="0",
+        SECRET_KEY=secrets.token_urlsafe(64),
+        ALLOWED_HOSTS="example.com",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+def test_deploy_checks_catch_a_weak_secret_key(tmp_path):
+    """The deploy check is live: a short key makes it fail, so the passing case means something."""
+    result = manage(
+        "check",
+        "--deploy",
+        "--fail-level",
+        "WARNING",
+        tmp_path=tmp_path,
+        DEBUG="0",
+        SECRET_KEY="short",
+        ALLOWED_HOSTS="example.com",
+    )
+    assert result.returncode != 0
+    assert "security.W009" in result.stdout + result.stderr
+
+
+def test_a_malformed_group_role_mapping_stops_the_start_with_a_message(tmp_path):
+    """ROJO_OIDC_GROUP_ROLES is group:project-slug:role; a typo is caught at start."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_OIDC_GROUP_ROLES="eds:docs:edtor")
+    assert result.returncode == 2
+    assert "ROJO_OIDC_GROUP_ROLES: 'eds:docs:edtor' is not group:project-slug:role" in result.stderr
+
+
+def test_group_role_mappings_parse_with_colons_in_group_names():
+    from roject.settings import oidc_group_roles
+
+    assert oidc_group_roles(" /team:docs:docs:owner , docs-editors:docs:editor,") == [
+        ("/team:docs", "docs", "owner"),
+        ("docs-editors", "docs", "editor"),
+    ]

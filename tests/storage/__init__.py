@@ -1,0 +1,1 @@
+"""The storage gate: containment, races, links, modes, snapshots."""

@@ -1,0 +1,320 @@
+"""Storage hygiene: a full disk leaves nothing half made, and what crashes left is cleaned.
+
+The disk-full tests run on a real 2 MiB filesystem (a tmpfs, mounted for the test) holding
+ROJO_STORAGE_DIR: the errors are the kernel's ENOSPC, not a patched function's.
+"""
+
+import io
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from roject.storage import (
+    DiskFull,
+    StorageError,
+    leftovers,
+    project_root_create,
+    room,
+    snapshot_take,
+    write_project_file,
+)
+from roject.storage import entries as storage_entries
+from rojos.models import FileChange, default_tools
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.helpers import make_rojo
+
+MIB = 1024 * 1024
+BIG = "x" * (MIB - 1024)  # under the 1 MiB write limit, about half the small disk
+
+
+@pytest.fixture
+def small_disk(tmp_path, settings):
+    """ROJO_STORAGE_DIR on a 2 MiB tmpfs of its own, unmounted after the test."""
+    mount = tmp_path / "small-disk"
+    mount.mkdir()
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        pytest.skip("mounting a 2 MiB tmpfs needs root and mount(8); the disk-full tests need it")
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mount)],
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"this sandbox does not allow mounting a tmpfs: {done.stderr.strip()}")
+    try:
+        settings.ROJO_STORAGE_DIR = mount / "storage"
+        settings.ROJO_STORAGE_DIR.mkdir()
+        yield settings.ROJO_STORAGE_DIR
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=True)
+
+
+def undo_entries(storage: Path, project_id: int) -> list[str]:
+    undo = storage / str(project_id) / "undo"
+    return sorted(p.name for p in undo.iterdir()) if undo.exists() else []
+
+
+def free_bytes(path: Path) -> int:
+    fs = os.statvfs(path)
+    return fs.f_bavail * fs.f_frsize
+
+
+def test_a_snapshot_that_would_not_fit_is_refused_before_a_byte_is_written(small_disk):
+    """A 1 MB file cannot be copied aside on a disk with about 1 MB free: the snapshot is
+    refused with the disk-full error, writes nothing, and a 2 KB write still fits after."""
+    root = project_root_create(1)
+    write_project_file(root, "big.txt", BIG)
+    (small_disk / "1" / "undo").mkdir(mode=0o700)
+    free_before = free_bytes(small_disk)
+
+    with pytest.raises(DiskFull, match=r"No space left on device: 'big\.txt'.*storage is full"):
+        snapshot_take(1, root, ["big.txt"])
+
+    assert undo_entries(small_disk, 1) == []
+    assert free_bytes(small_disk) == free_before
+    write_project_file(root, "small.txt", "y" * 2048)
+    assert (root / "small.txt").read_text() == "y" * 2048
+
+
+def test_a_snapshot_cut_off_by_a_full_disk_leaves_no_partial_copy(small_disk, monkeypatch):
+    """When the disk fills up during the copy anyway (another writer took the space after
+    the check), the kernel's ENOSPC removes the partial copy: undo/ is left empty."""
+    root = project_root_create(1)
+    write_project_file(root, "big.txt", BIG)
+    write_project_file(root, "filler.txt", "f" * 600 * 1024)
+    monkeypatch.setattr(room, "MARGIN_BYTES", -MIB)  # the check passes, the copy cannot
+
+    with pytest.raises(DiskFull, match=r"No space left on device"):
+        snapshot_take(1, root, ["big.txt"])
+
+    assert undo_entries(small_disk, 1) == []
+    write_project_file(root, "small.txt", "y" * 2048)
+
+
+def test_a_write_that_does_not_fit_leaves_no_temporary_file(small_disk):
+    """A write bigger than the space left fails with the disk-full error; the old file is
+    whole and no temporary file is left beside it."""
+    root = project_root_create(1)
+    write_project_file(root, "big.txt", BIG)
+    write_project_file(root, "notes.txt", "old")
+
+    with pytest.raises(DiskFull, match=r"No space left on device: 'notes\.txt'"):
+        write_project_file(root, "notes.txt", BIG + "more")
+
+    assert sorted(p.name for p in root.iterdir()) == ["big.txt", "notes.txt"]
+    assert (root / "notes.txt").read_text() == "old"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rojo_overwriting_a_file_on_a_full_disk_is_refused_and_changes_nothing(
+    small_disk, fake_provider, client_for, users, project, settings
+):
+    """Through the chat: the overwrite whose undo copy would not fit is not run; the model
+    gets the disk-full error, the file and undo/ are as before, and the next small write of
+    the conversation works (and can be undone)."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    rojo = make_rojo(fake_provider.base_url, tools=default_tools(), approval_tools=[])
+    root = project_root_create(project.pk)
+    write_project_file(root, "big.txt", BIG)
+    editor = client_for(users["editor"])
+    overwrite = ("write_text_content", {"path": "big.txt", "text": "replaced"})
+    small = ("write_text_content", {"path": "small.txt", "text": "z" * 2048})
+    fake_provider.add(stream(*tool_call_chunks([overwrite])), stream(*text_chunks("Tried.")))
+    fake_provider.add(stream(*tool_call_chunks([small])), stream(*text_chunks("Done.")))
+
+    first = editor.chat(project.pk, rojo=rojo.slug, message="Replace it")
+    [refused] = [e.data for e in first if e.type == "TOOL_RESULT"]
+    conversation = next(e.data["conversation"] for e in first if e.type == "START")
+    second = editor.chat(project.pk, rojo=rojo.slug, message="Small", conversation=conversation)
+
+    assert refused["ok"] is False
+    assert "No space left on device: 'big.txt'" in refused["result"]["error"]
+    assert (root / "big.txt").read_text() == BIG
+    [written] = [e.data for e in second if e.type == "TOOL_RESULT"]
+    assert written["ok"] is True
+    assert (root / "small.txt").read_text() == "z" * 2048
+    # Only the small write is recorded; it made a new file, so it needs no copy.
+    assert list(FileChange.objects.values_list("paths", "before")) == [(["small.txt"], [False])]
+    assert undo_entries(small_disk, project.pk) == []
+
+
+def test_a_snapshot_is_made_under_a_temporary_name_and_renamed_once_complete(
+    storage_dir, monkeypatch
+):
+    """While its copies are made, the snapshot's own directory does not exist: a crash then
+    leaves a temporary entry, which no undo reads as a snapshot."""
+    root = project_root_create(1)
+    (root / "a.txt").write_text("a")
+    (root / "b.txt").write_text("b")
+    seen = []
+    copy = storage_entries.entry_copy
+
+    def watching_copy(*args, **kwargs):
+        seen.append(undo_entries(storage_dir, 1))
+        return copy(*args, **kwargs)
+
+    monkeypatch.setattr("roject.storage.snapshots.entry_copy", watching_copy)
+    snapshot = snapshot_take(1, root, ["a.txt", "b.txt"])
+
+    assert len(seen) == 2
+    assert all(len(names) == 1 and names[0].startswith(".rojo-") for names in seen)
+    assert seen[0] == seen[1] and snapshot.key not in seen[0]
+    assert undo_entries(storage_dir, 1) == [snapshot.key]
+    assert sorted(p.name for p in snapshot.directory.iterdir()) == ["0", "1"]
+
+
+def crash_leftovers(storage: Path, project_id: int) -> dict[str, Path]:
+    """What killed processes leave: a partial snapshot, and a write's temporary file."""
+    root = project_root_create(project_id)
+    undo = storage / str(project_id) / "undo"
+    undo.mkdir(mode=0o700, exist_ok=True)
+    partial = undo / ".rojo-0123456789abcdef0123456789abcdef.tmp"
+    partial.mkdir(mode=0o700)
+    (partial / "0").write_bytes(b"")  # the 0-byte copy a full disk left
+    (root / "docs").mkdir()
+    temp = root / "docs" / ".rojo-fedcba9876543210fedcba9876543210.tmp"
+    temp.write_text("half a wr")
+    complete = snapshot_take(project_id, root, ["docs"])
+    return {"partial": partial, "temp": temp, "complete": complete.directory}
+
+
+def test_the_first_use_of_a_project_removes_partial_snapshots_once(storage_dir, monkeypatch):
+    """A process cleans a project's undo/ the first time it uses the project: the partial
+    snapshot goes, complete ones stay; later uses do not look again."""
+    left = crash_leftovers(storage_dir, 1)
+    monkeypatch.setattr(leftovers, "_cleaned", set())
+
+    project_root_create(1)
+    left["partial"].mkdir()  # as if another crash happened later
+    project_root_create(1)
+
+    assert left["partial"].exists() and not any(left["partial"].iterdir())
+    assert left["complete"].is_dir()
+    # A first use lists undo/ only: roots are walked by the start-up sweep and the command.
+    assert left["temp"].exists()
+
+
+def test_a_server_process_sweeps_every_project_as_it_starts(storage_dir, server_process):
+    """A server process starting after a crash removes, without any request, the partial
+    snapshots and the temporary files of cut-off writes of every project; complete
+    snapshots and the projects' files stay."""
+    left = [crash_leftovers(storage_dir, project_id) for project_id in (1, 2)]
+    (project_root_create(2) / "docs" / "kept.txt").write_text("k")
+
+    server_process()
+
+    deadline = time.monotonic() + 10
+    while any(p["partial"].exists() or p["temp"].exists() for p in left):
+        assert time.monotonic() < deadline, "the leftovers were not removed at start-up"
+        time.sleep(0.05)
+    assert all(p["complete"].is_dir() for p in left)
+    assert (storage_dir / "2" / "root" / "docs" / "kept.txt").read_text() == "k"
+
+
+def test_a_project_changing_files_now_is_cleaned_at_a_later_use(storage_dir, monkeypatch):
+    """While another holds the project's change lock, nothing is removed (it may be taking
+    that snapshot now); the next use, once the lock is free, cleans."""
+    import fcntl
+
+    from roject.storage import change_lock_open
+
+    left = crash_leftovers(storage_dir, 1)
+    monkeypatch.setattr(leftovers, "_cleaned", set())
+    held = change_lock_open(1)
+    fcntl.flock(held, fcntl.LOCK_EX)
+    try:
+        project_root_create(1)
+        assert left["partial"].exists()
+    finally:
+        os.close(held)
+    project_root_create(1)
+    assert not left["partial"].exists()
+
+
+@pytest.mark.django_db
+def test_storage_cleanup_prints_and_removes_what_crashes_left(storage_dir, project, tmp_path):
+    """`manage.py storage_cleanup --dry-run` lists the partial snapshot, the temporary file,
+    the old snapshot no record names and a dead re-run's scratch copy, removing nothing;
+    without --dry-run it removes exactly those."""
+    left = crash_leftovers(storage_dir, project.pk)
+    root = project_root_create(project.pk)
+    (root / "kept.txt").write_text("k")
+    recorded = snapshot_take(project.pk, root, ["kept.txt"])
+    FileChange.objects.create(
+        project=project, tool="write_text_content", paths=["kept.txt"], before=[True], after=[],
+        key=recorded.key,
+    )  # fmt: skip
+    hour_ago = time.time() - leftovers.UNRECORDED_SECONDS - 60
+    os.utime(left["complete"], (hour_ago, hour_ago))
+    young = snapshot_take(project.pk, root, ["kept.txt"]).directory  # maybe being recorded
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    scratch = Path(leftovers.tempfile.gettempdir()) / f"rojo-rerun-{dead.pid}-abc"
+    scratch.mkdir()
+    expected = [
+        str(p.relative_to(storage_dir)) for p in (left["partial"], left["complete"], left["temp"])
+    ]
+
+    out = io.StringIO()
+    call_command("storage_cleanup", "--dry-run", stdout=out)
+    assert out.getvalue().splitlines() == [
+        *[f"would remove {path}" for path in expected],
+        f"would remove {scratch}",
+        "4 entries would be removed",
+    ]
+    assert all(p.exists() for p in left.values()) and scratch.exists()
+
+    out = io.StringIO()
+    call_command("storage_cleanup", stdout=out)
+    assert out.getvalue().splitlines()[-1] == "4 entries removed"
+    assert not any(p.exists() for p in [*left.values(), scratch])
+    assert recorded.directory.is_dir() and young.is_dir()
+    assert (root / "kept.txt").read_text() == "k"
+
+
+def test_a_write_over_the_full_disk_error_reads_like_the_snapshot_refusal(root, monkeypatch):
+    """The tools' disk-full error and the snapshot's refusal are the same sentence."""
+
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full)
+    with pytest.raises(StorageError) as raised:
+        write_project_file(root, "a.txt", "text")
+    assert str(raised.value) == (
+        "No space left on device: 'a.txt' (the server's storage is full; nothing was changed)"
+    )
+
+
+@pytest.mark.django_db
+def test_old_incoming_leftovers_are_removed_at_first_use_and_by_the_command(
+    storage_dir, project, monkeypatch
+):
+    """An upload or unpacked directory left in incoming/ over an hour ago is removed at
+    the project's first use in a process and by `manage.py storage_cleanup`; a young one
+    (an upload being received now) is kept."""
+    incoming = storage_dir / str(project.pk) / "incoming"
+    incoming.mkdir(parents=True)
+    hour_ago = time.time() - leftovers.INCOMING_SECONDS - 60
+    old_dir, old_file, young = (incoming / (c * 32) for c in "abc")
+    old_dir.mkdir()
+    (old_dir / "part.txt").write_text("half")
+    old_file.write_bytes(b"zip")
+    young.write_bytes(b"now")
+    for path in (old_dir, old_file):
+        os.utime(path, (hour_ago, hour_ago))
+    monkeypatch.setattr(leftovers, "_cleaned", set())
+    project_root_create(project.pk)
+    assert sorted(p.name for p in incoming.iterdir()) == [young.name]
+
+    old_file.write_bytes(b"zip")
+    os.utime(old_file, (hour_ago, hour_ago))
+    out = io.StringIO()
+    call_command("storage_cleanup", stdout=out)
+    assert f"removed {old_file.relative_to(storage_dir)}" in out.getvalue().splitlines()
+    assert sorted(p.name for p in incoming.iterdir()) == [young.name]

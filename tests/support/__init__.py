@@ -1,0 +1,1 @@
+"""Shared fakes, servers and fixtures of the tests."""

@@ -1,0 +1,1 @@
+"""The built-in tools and tools of one's own."""

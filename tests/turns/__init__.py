@@ -1,0 +1,1 @@
+"""A turn's life: start, limits, relay across processes, control, repair, faults."""

@@ -1,0 +1,196 @@
+"""A running turn through a PostgreSQL outage: a PostgreSQL of the test's own (never the
+shared one) stopped mid-reply, with a server process on it. The turn retries its writes for
+ROJO_DB_RETRY_SECONDS; when the outage is shorter it finishes whole, when longer it ends
+saying the database could not be reached and stores the text it showed once it is back.
+"""
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from django.conf import settings
+
+from tests.support.fake_provider import stream, text_chunks
+from tests.support.live_server import ApiClient, parse_sse, read_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SETUP = """
+import json
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+from roject.members.projects import project_create
+from tests.support.helpers import make_rojo
+
+user = get_user_model().objects.create_user("dana", password="not-used-here")
+project = project_create(name="Outage", owner=user)
+rojo = make_rojo({base_url!r})
+session = SessionStore()
+session.update({{
+    "_auth_user_id": str(user.pk),
+    "_auth_user_backend": "django.contrib.auth.backends.ModelBackend",
+    "_auth_user_hash": user.get_session_auth_hash(),
+}})
+session.create()
+print(json.dumps({{"project": project.pk, "rojo": rojo.slug, "session": session.session_key}}))
+"""
+
+CHECK = """
+import json
+from rojos.models import Message, TurnRecord
+last = TurnRecord.objects.order_by("-pk").first()
+print(json.dumps({{
+    "status": last.status, "code": last.error_code,
+    "messages": [[m.role, m.content] for m in Message.objects.filter(
+        conversation_id={conversation}).order_by("position")],
+    # What search finds: the rows whose stored tsvector is set (drafts have none).
+    "indexed": [m.role for m in Message.objects.raw(
+        "SELECT id, role FROM rojos_message WHERE conversation_id = %s "
+        "AND search_vector IS NOT NULL ORDER BY position", [{conversation}])],
+}}))
+"""
+
+
+def manage(database_url: str, *args: str) -> str:
+    env = {"DJANGO_SETTINGS_MODULE": "roject.settings", "DATABASE_URL": database_url}
+    env |= {"SECRET_KEY": settings.SECRET_KEY, "PATH": "/usr/bin:/bin"}
+    done = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=settings.BASE_DIR,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return done.stdout
+
+
+def last_json(output: str):
+    """The JSON a shell snippet printed last (the shell prints what it imported first)."""
+    return json.loads(output.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def outage_db(own_postgres):
+    manage(own_postgres.url, "migrate", "--no-input")
+    return own_postgres
+
+
+@pytest.fixture
+def on_outage_db(outage_db, server_process, fake_provider):
+    """A server process on the test's own PostgreSQL, with a user logged in there."""
+    made = last_json(
+        manage(outage_db.url, "shell", "-c", SETUP.format(base_url=fake_provider.base_url))
+    )
+    server = server_process(
+        DATABASE_URL=outage_db.url, ROJO_PROVIDER_RETRIES="0", ROJO_DRAFT_SECONDS="0.5"
+    )
+    client = ApiClient(server.base_url)
+    client.http.cookies.set(settings.SESSION_COOKIE_NAME, made["session"])
+    yield client, made
+    client.close()
+    if not outage_db.running():  # a test that failed mid-outage
+        outage_db.start()
+    manage(outage_db.url, "flush", "--no-input")
+
+
+def stored(outage_db, conversation: int) -> dict:
+    return last_json(manage(outage_db.url, "shell", "-c", CHECK.format(conversation=conversation)))
+
+
+REPLY = "w " * 60
+LONG_REPLY = "w " * 100  # 5 s of text
+
+
+def test_a_turn_through_a_25_second_outage_finishes_whole(on_outage_db, outage_db, fake_provider):
+    """PostgreSQL stopped for 25 s mid-reply (ROJO_DB_RETRY_SECONDS is 30): the reply ends with
+    DONE and no ERROR, and is stored whole."""
+    client, made = on_outage_db
+    fake_provider.add(stream(*text_chunks(REPLY, pieces=60), delay=0.05))
+    with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
+        assert response.status_code == 200
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT", count=2)
+        outage_db.stop()
+        time.sleep(25)
+        outage_db.start()
+        seen += list(events)
+
+    assert [e.type for e in seen if e.type != "CHAT"] == ["START", "DONE"]
+    assert "".join(e.data["text"] for e in seen if e.type == "CHAT") == REPLY
+    after = stored(outage_db, seen[0].data["conversation"])
+    assert after["status"] == "done"
+    assert after["messages"] == [["user", "Talk"], ["assistant", REPLY]]
+    assert after["indexed"] == ["user", "assistant"]  # drafts during the outage, then whole
+
+
+def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_database_is_back(
+    on_outage_db, outage_db, fake_provider, server_process
+):
+    """An outage longer than ROJO_DB_RETRY_SECONDS (3 s here): the turn ends with ERROR code
+    `database` saying the database could not be reached, then DONE; once PostgreSQL is back,
+    the text shown is stored and the turn recorded, with the conversation free again."""
+    client, made = on_outage_db
+    # A process of its own with the short retry time, on the same database.
+    server = server_process(
+        DATABASE_URL=outage_db.url,
+        ROJO_PROVIDER_RETRIES="0",
+        ROJO_DB_RETRY_SECONDS="3",
+        ROJO_DB_POOL_TIMEOUT="2",
+    )
+    client.http.base_url = server.base_url
+    fake_provider.add(stream(*text_chunks(REPLY, pieces=60), delay=0.05))
+    with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT", count=2)
+        outage_db.stop()
+        seen += list(events)
+    outage_db.start()
+
+    assert [e.type for e in seen][-2:] == ["ERROR", "DONE"]
+    assert seen[-2].data["code"] == "database"
+    assert "database could not be reached" in seen[-2].data["message"]
+    shown = "".join(e.data["text"] for e in seen if e.type == "CHAT")
+    deadline = time.monotonic() + 15
+    while (after := stored(outage_db, seen[0].data["conversation"]))["status"] == "running":
+        assert time.monotonic() < deadline, "the turn's end was never stored"
+        time.sleep(1)
+    assert (after["status"], after["code"]) == ("error", "database")
+    assert after["messages"] == [["user", "Talk"], ["assistant", shown]]
+
+
+def test_a_draft_stored_before_an_outage_past_the_retry_time_is_finished_once_it_is_back(
+    on_outage_db, outage_db, fake_provider, server_process
+):
+    """A reply whose draft was stored, then PostgreSQL stopped past ROJO_DB_RETRY_SECONDS:
+    the text shown is written over the draft once the database is back, and is no longer a
+    draft, so search finds it."""
+    client, made = on_outage_db
+    server = server_process(
+        DATABASE_URL=outage_db.url,
+        ROJO_PROVIDER_RETRIES="0",
+        ROJO_DB_RETRY_SECONDS="3",
+        ROJO_DB_POOL_TIMEOUT="2",
+        ROJO_DRAFT_SECONDS="0.2",
+    )
+    client.http.base_url = server.base_url
+    fake_provider.add(stream(*text_chunks(LONG_REPLY, pieces=100), delay=0.05))
+    with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT", count=2)
+        time.sleep(1)  # drafts of the text are stored
+        outage_db.stop()
+        seen += list(events)
+    outage_db.start()
+
+    assert [e.type for e in seen][-2:] == ["ERROR", "DONE"]
+    assert seen[-2].data["code"] == "database"
+    deadline = time.monotonic() + 15
+    while (after := stored(outage_db, seen[0].data["conversation"]))["status"] == "running":
+        assert time.monotonic() < deadline, "the turn's end was never stored"
+        time.sleep(1)
+    assert after["messages"] == [["user", "Talk"], ["assistant", LONG_REPLY]]
+    assert after["indexed"] == ["user", "assistant"]

@@ -1,0 +1,143 @@
+"""Revocation stops everything (#15): every model step and every tool call, reads included,
+reads the user's role again. A member removed mid-turn reads nothing more of the project and
+the turn stops with a clear error; one made a viewer goes on with read tools only."""
+
+import pytest
+
+from roject.models import Membership, Role
+from roject.storage import project_root_create
+from rojos.agent.tool_calls import REMOVED_MESSAGE, REMOVED_OUTCOME, REVOKED
+from rojos.models import TurnRecord
+from rojos.tools import RojoTool, RojoToolContext, registry
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.helpers import DEFAULT_TOOLS, assert_history_valid, make_rojo, stored_history
+from tests.support.live_server import parse_sse
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "the project's secret plans\n"
+
+
+class MembershipChange(RojoTool):
+    """Stands in for an owner who changes the caller's membership while the turn runs: the
+    change lands between two calls of one response, or between two steps, every time."""
+
+    name = "membership_change"
+    description = "Remove the caller from the project, or make them a viewer."
+    parameters = {
+        "type": "object",
+        "properties": {"to": {"type": "string", "enum": ["removed", "viewer"]}},
+        "required": ["to"],
+    }
+
+    async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
+        rows = Membership.objects.filter(project_id=ctx.project_id, user=ctx.user)
+        if args["to"] == "removed":
+            await rows.adelete()
+        else:
+            await rows.aupdate(role=Role.VIEWER)
+        return {"ok": True}
+
+
+@pytest.fixture
+def rojo(fake_provider, settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    registry.register(MembershipChange())
+    yield make_rojo(fake_provider.base_url, tools=[*DEFAULT_TOOLS, "membership_change"])
+    registry.unregister("membership_change")
+
+
+@pytest.fixture
+def root(project):
+    root = project_root_create(project.pk)
+    (root / "secret.txt").write_text(SECRET)
+    return root
+
+
+def chat(client, project, rojo, message: str):
+    """The raw SSE text of one turn, and its events."""
+    response = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": message}
+    )
+    assert response.status_code == 200, response.text
+    return response.text, list(parse_sse(response.text.splitlines()))
+
+
+def test_a_member_removed_mid_response_reads_nothing_more_and_the_turn_stops(
+    client_for, users, project, rojo, root, fake_provider
+):
+    """Before, the reads went on streaming the project's files to the removed user."""
+    calls = [
+        ("membership_change", {"to": "removed"}),
+        ("get_text_content", {"path": "secret.txt"}),
+        ("list_files", {"path": ""}),
+    ]
+    fake_provider.add(stream(*tool_call_chunks(calls, arguments="whole")))
+
+    text, events = chat(client_for(users["editor"]), project, rojo, "Read the secret")
+
+    assert SECRET.strip() not in text
+    results = [(e.data["name"], e.data["result"]) for e in events if e.type == "TOOL_RESULT"]
+    assert results == [
+        ("membership_change", {"ok": True}),
+        ("get_text_content", REMOVED_OUTCOME.result),
+        ("list_files", {"error": "interrupted"}),  # never ran: the turn stopped before it
+    ]
+    assert [(e.type, e.data) for e in events[-2:]] == [
+        ("ERROR", {"message": REMOVED_MESSAGE, "code": "revoked"}),
+        ("DONE", {}),
+    ]
+    assert len(fake_provider.requests) == 1  # nothing of the project went to the model after
+    conversation = events[0].data["conversation"]
+    assert_history_valid(stored_history(conversation))
+    record = TurnRecord.objects.get()
+    assert (record.status, record.error_code) == (TurnRecord.Status.ERROR, "revoked")
+
+
+def test_a_member_removed_between_steps_is_stopped_before_the_next_request(
+    client_for, users, project, rojo, root, fake_provider
+):
+    """The step re-checks the role before asking the model again, with no call to refuse."""
+    fake_provider.add(stream(*tool_call_chunks([("membership_change", {"to": "removed"})])))
+
+    _, events = chat(client_for(users["editor"]), project, rojo, "Carry on")
+
+    assert [e.type for e in events] == ["START", "TOOL_CALL", "TOOL_RESULT", "ERROR", "DONE"]
+    assert events[-2].data == {"message": REMOVED_MESSAGE, "code": "revoked"}
+    assert len(fake_provider.requests) == 1
+    assert_history_valid(stored_history(events[0].data["conversation"]))
+
+
+def test_a_member_made_a_viewer_mid_turn_goes_on_reading_with_read_tools_only(
+    client_for, users, project, rojo, root, fake_provider
+):
+    """What a viewer's own turn would do: it may read, so it reads; it may not write."""
+    calls = [
+        ("membership_change", {"to": "viewer"}),
+        ("write_text_content", {"path": "new.txt", "text": "written anyway"}),
+        ("get_text_content", {"path": "secret.txt"}),
+    ]
+    fake_provider.add(
+        stream(*tool_call_chunks(calls, arguments="whole")),
+        stream(*text_chunks("I can only read now.")),
+    )
+
+    _, events = chat(client_for(users["editor"]), project, rojo, "Write, then read")
+
+    results = [(e.data["name"], e.data["result"]) for e in events if e.type == "TOOL_RESULT"]
+    assert results == [
+        ("membership_change", {"ok": True}),
+        ("write_text_content", REVOKED),
+        ("get_text_content", SECRET),
+    ]
+    assert not (root / "new.txt").exists()
+    assert events[-1].type == "DONE" and "ERROR" not in [e.type for e in events]
+    offered = {tool["function"]["name"] for tool in fake_provider.requests[1]["tools"]}
+    assert offered == {
+        "read_path_meta",
+        "get_text_content",
+        "list_files",
+        "search_text",
+        "membership_change",
+    }
+    assert_history_valid(stored_history(events[0].data["conversation"]))

@@ -1,0 +1,173 @@
+"""Turn starts admitted a few at a time, in order: a start gives its place back once its
+provider request leaves, once it is refused, or once it has held it too long."""
+
+import asyncio
+import sys
+import threading
+
+import pytest
+
+from rojos.models import McpServer, RojoMcpServer
+from rojos.turns.admission import StartSlot, start_admit
+from tests.support.fake_provider import stream, text_chunks
+from tests.support.helpers import make_rojo
+from tests.support.live_server import parse_sse, read_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def one_at_a_time(settings):
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 60  # long enough that only the start itself frees it
+    return settings
+
+
+def _chat(client, project_id, rojo_id, message, results, index):
+    events = client.chat(project_id, rojo=rojo_id, message=message)
+    results[index] = events
+
+
+def test_a_start_gives_its_place_back_when_its_request_leaves_not_at_the_first_byte(
+    one_at_a_time, client_for, users, project, fake_provider
+):
+    """Three starts with room for one: the provider answers none until all three asked.
+    A place held until the provider's first byte would leave the second waiting forever."""
+    rojo = make_rojo(fake_provider.base_url)
+    together = threading.Barrier(3)
+    for word in ("one", "two", "three"):
+        fake_provider.add(stream(*text_chunks(f"Reply {word}."), together=together))
+    client = client_for(users["editor"])
+    results: list = [None] * 3
+    threads = [
+        threading.Thread(target=_chat, args=(client, project.pk, rojo.pk, f"m{i}", results, i))
+        for i in range(3)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=30)
+
+    assert not together.broken
+    texts = sorted("".join(e.data.get("text", "") for e in events) for events in results)
+    assert texts == ["Reply one.", "Reply three.", "Reply two."]
+    assert all(events[-1].type == "DONE" for events in results)
+    assert not any(e.type == "ERROR" for events in results for e in events)
+
+
+def test_a_chat_waits_behind_a_start_stuck_before_its_request_until_that_ones_hold_ends(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """Room for one start; the first is stuck before its provider request (its MCP server
+    never answers): the next chat's reply waits for the first's place, given back when its
+    hold ends, not before."""
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 3
+    settings.ROJO_MCP_START_TIMEOUT = 60  # the first stays stuck for the whole test
+    stuck = make_rojo(fake_provider.base_url, slug="stuck", name="Stuck")
+    silent = McpServer.objects.create(
+        name="Silent", slug="silent", transport="stdio", command=sys.executable,
+        args=["-c", "import time; time.sleep(120)"],
+    )  # fmt: skip
+    RojoMcpServer.objects.create(rojo=stuck, server=silent)
+    plain = make_rojo(fake_provider.base_url, slug="plain", name="Plain")
+    happened: list[str] = []
+    release = StartSlot.release
+
+    def recorded_release(slot):
+        if not slot.released:
+            happened.append("place given back")
+        release(slot)
+
+    def quick(body):
+        happened.append("provider asked")
+        return stream(*text_chunks("Quick."))
+
+    monkeypatch.setattr(StartSlot, "release", recorded_release)
+    fake_provider.add(quick)
+    client = client_for(users["editor"])
+
+    with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as first:
+        read_until(parse_sse(first.iter_lines()), "START")  # its place is taken: MCP starts
+        happened.append("next chat sent")
+        events = client.chat(project.pk, rojo=plain.slug, message="Hi")
+        # The first is still stuck (the test's end stops it): its request was never sent.
+        assert len(fake_provider.requests) == 1
+
+    assert "".join(e.data.get("text", "") for e in events) == "Quick."
+    # The first's place came back before the next chat reached its provider: by its hold,
+    # since the first had neither sent its request nor ended.
+    after = happened[happened.index("next chat sent") :]
+    assert after[:2] == ["next chat sent", "place given back"] and "provider asked" in after
+
+
+def test_a_start_refused_before_its_turn_gives_its_place_back(
+    one_at_a_time, client_for, users, project, fake_provider, monkeypatch
+):
+    given_back: list[StartSlot] = []
+    release = StartSlot.release
+
+    def recorded_release(slot):
+        if not slot.released:
+            given_back.append(slot)
+        release(slot)
+
+    monkeypatch.setattr(StartSlot, "release", recorded_release)
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Here.")))
+    client = client_for(users["editor"])
+    refused = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": "no-such-rojo", "message": "Hi"}
+    )
+    assert refused.status_code == 404
+    outsider = client_for(users["outsider"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
+    )
+    assert outsider.status_code == 404
+    # Each gave its place back as it was answered, not after the hold (60 s).
+    assert len(given_back) == 2
+
+    events = client.chat(project.pk, rojo=rojo.pk, message="Hi")
+    assert "".join(e.data.get("text", "") for e in events) == "Here."
+
+
+async def test_a_place_held_too_long_is_given_back(settings):
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 1
+    held = await start_admit()
+    waiting = asyncio.ensure_future(start_admit())
+    await asyncio.sleep(0)
+    assert not waiting.done()  # the place is held
+    nxt = await asyncio.wait_for(waiting, 30)  # nothing but the hold's end gives it back
+    assert held.released
+    nxt.release()
+
+
+async def test_waiting_starts_are_admitted_in_the_order_they_came(settings):
+    settings.ROJO_START_CONCURRENCY = 2
+    settings.ROJO_START_HOLD_SECONDS = 60
+    first, second = await start_admit(), await start_admit()
+    admitted: list[int] = []
+
+    async def wait(n: int):
+        slot = await start_admit()
+        admitted.append(n)
+        return slot
+
+    waiting = []
+    for n in range(5):
+        waiting.append(asyncio.create_task(wait(n)))
+        await asyncio.sleep(0)  # each is queued before the next
+    await asyncio.sleep(0.05)
+    assert admitted == []
+    first.release()
+    first.release()  # a place is given back once, however often it is released
+    slots = [await waiting[0]]
+    await asyncio.sleep(0.05)
+    assert admitted == [0]
+    second.release()
+    for task in waiting[1:]:
+        slots.append(await task)
+        slots[-2].release()
+    assert admitted == [0, 1, 2, 3, 4]
+    slots[-1].release()

@@ -1,0 +1,216 @@
+"""A turn's life at its edges: a heartbeat that fails once, a Stop while the reply is being
+stored, a relay gone as it ends, a re-attach with an id from another turn. Each leaves one
+turn per conversation and a valid history."""
+
+import time
+
+import pytest
+from channels.layers import InMemoryChannelLayer
+from django.db import connection, transaction
+from redis.exceptions import ConnectionError as RedisConnectionError
+
+from roject.models import Membership, Role
+from roject.storage import project_root_create
+from rojos.agent.tool_calls import REMOVED_MESSAGE, REVOKED
+from rojos.models import Conversation, TurnRecord
+from rojos.turns import start as turn_start
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.helpers import assert_history_valid, make_rojo, stored_history
+from tests.support.live_server import parse_sse, read_until, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture(autouse=True)
+def quick(settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_TURN_HEARTBEAT_SECONDS = 0.2
+    settings.ROJO_TURN_STALE_SECONDS = 3
+
+
+@pytest.fixture
+def rojo(fake_provider):
+    return make_rojo(fake_provider.base_url)
+
+
+def reattach(client, conversation: int, last_id: int):
+    response = client.get(
+        f"/api/conversations/{conversation}/stream", headers={"Last-Event-ID": str(last_id)}
+    )
+    return list(parse_sse(response.text.splitlines()))
+
+
+def send(client, project, rojo, message: str, conversation: int):
+    return client.post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.slug, "message": message, "conversation": conversation},
+    )
+
+
+def test_a_reattach_with_an_id_this_turn_never_gave_gets_the_turn_from_its_start(
+    client_for, users, project, rojo, fake_provider
+):
+    """A tab kept the last id of a long turn; the next turn is shorter. Before, the stream
+    ended with nothing, not even DONE, and the page asked again at once, for two minutes."""
+    client = client_for(users["editor"])
+    fake_provider.add(stream(*text_chunks("word " * 20, pieces=20)), stream(*text_chunks("Hi.")))
+    first = client.chat(project.pk, rojo=rojo.slug, message="Long one")
+    conversation, last_id = first[0].data["conversation"], first[-1].id
+    assert last_id == 22  # START, 20 CHAT, DONE
+    client.chat(project.pk, rojo=rojo.slug, message="Short", conversation=conversation)
+
+    events = reattach(client, conversation, last_id)
+
+    assert [e.type for e in events] == ["START", "CHAT", "DONE"]
+    assert events[1].data == {"text": "Hi."}
+
+
+def test_a_heartbeat_that_fails_once_keeps_the_claim(
+    client_for, users, project, fake_provider, settings
+):
+    """The database was locked past the writers' timeout once while a call waited for
+    approval. Before, the heartbeat stopped for good, a message from another tab took the
+    conversation over and ran beside the live turn."""
+    settings.ROJO_APPROVAL_TIMEOUT = 30
+    rojo = make_rojo(fake_provider.base_url)
+    (project_root_create(project.pk) / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite])))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Overwrite") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        read_until(events, "APPROVAL_REQUIRED")
+        options = connection.settings_dict["OPTIONS"]
+        saved = options.get("timeout")
+        options["timeout"] = 0.5
+        try:
+            with transaction.atomic():
+                Conversation.objects.filter(pk=conversation).update(title="held")
+                time.sleep(1.0)
+        finally:
+            options["timeout"] = saved
+        time.sleep(settings.ROJO_TURN_STALE_SECONDS + 1)
+
+        other_tab = send(client_for(users["editor"]), project, rojo, "Other tab", conversation)
+        stop = client.post(f"/api/conversations/{conversation}/stop").json()
+        rest = [e.type for e in events]
+
+    assert other_tab.status_code == 409
+    assert stop == {"stopping": True}
+    assert rest[-2:] == ["ERROR", "DONE"]
+    assert_history_valid(stored_history(conversation))
+
+
+def test_stop_while_the_reply_asking_for_calls_is_stored_answers_every_call(
+    client_for, users, project, rojo, fake_provider
+):
+    """The reply with its calls was being stored (the database slow) when Stop came: the
+    calls it asked for are answered as interrupted, and the page is told."""
+    fake_provider.add(
+        stream(*tool_call_chunks([("list_files", {"path": ""})]), first_byte_delay=0.5)
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="List") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        with transaction.atomic():
+            Conversation.objects.filter(pk=conversation).update(title="held")
+            if connection.vendor == "postgresql":  # SQLite's write lock holds inserts already
+                with connection.cursor() as cursor:
+                    cursor.execute("LOCK TABLE rojos_message IN SHARE ROW EXCLUSIVE MODE")
+            time.sleep(1.0)
+            assert client.post(f"/api/conversations/{conversation}/stop").json() == {
+                "stopping": True
+            }
+            time.sleep(0.3)
+        rest = [(e.type, e.data) for e in events]
+
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert [m.role for m in history] == ["user", "assistant", "tool"]
+    assert [kind for kind, _ in rest] == ["TOOL_CALL", "TOOL_RESULT", "ERROR", "DONE"]
+    assert rest[1][1]["result"] == {"error": "interrupted"}
+
+
+def test_a_relay_gone_as_the_turn_ends_still_frees_the_conversation(
+    client_for, users, project, rojo, fake_provider, monkeypatch
+):
+    class ResettingLayer(InMemoryChannelLayer):
+        """Redis restarting as the turn ends: leaving the group fails."""
+
+        async def group_discard(self, group, channel):
+            raise RedisConnectionError("Connection reset by peer")
+
+    monkeypatch.setattr(turn_start, "control_layer", lambda: ResettingLayer())
+    fake_provider.add(stream(*text_chunks("First.")), stream(*text_chunks("Second.")))
+    client = client_for(users["editor"])
+    first = client.chat(project.pk, rojo=rojo.slug, message="One")
+    assert [e.type for e in first] == ["START", "CHAT", "DONE"]
+    conversation = first[0].data["conversation"]
+    monkeypatch.undo()
+
+    second = send(client, project, rojo, "Two", conversation)
+
+    assert second.status_code == 200
+    statuses = TurnRecord.objects.filter(conversation=conversation).values_list("status", flat=True)
+    assert list(statuses) == ["done", "done"]
+
+
+def test_a_reply_that_runs_past_the_turn_limit_is_stopped_with_a_clear_error(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """A provider that streams (or keeps the connection alive) for ever cannot hold the
+    conversation and its cost without end."""
+    settings.ROJO_TURN_MAX_SECONDS = 0.6
+    fake_provider.add(stream(*text_chunks("word " * 40, pieces=40), delay=0.1))  # 4 s
+    client = client_for(users["editor"])
+
+    events = client.chat(project.pk, rojo=rojo.slug, message="Go on for ever")
+
+    assert [e.type for e in events][-2:] == ["ERROR", "DONE"]
+    assert events[-2].data == {
+        "message": "The reply ran past its limit of 0.01 minutes (ROJO_TURN_MAX_SECONDS) and "
+        "was stopped; reply to let it go on.",
+        "code": "timeout",
+    }
+    conversation = events[0].data["conversation"]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert history[-1].content == "".join(e.data["text"] for e in events if e.type == "CHAT")
+    assert TurnRecord.objects.get().error_code == "timeout"
+
+
+@pytest.mark.parametrize("change", ["removed", "made-viewer"])
+def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
+    client_for, users, project, rojo, fake_provider, change
+):
+    """A viewer's turn goes on with read tools only; a removed member's stops (#15)."""
+    root = project_root_create(project.pk)
+    write = ("write_text_content", {"path": "after.txt", "text": "written anyway"})
+    fake_provider.add(stream(*tool_call_chunks([write], arguments="whole"), first_byte_delay=1.0))
+    if change == "made-viewer":
+        fake_provider.add(stream(*text_chunks("I could not.")))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Write") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        wait_until(lambda: fake_provider.requests)  # the step's role check is behind it
+        membership = Membership.objects.filter(project=project, user=users["editor"])
+        if change == "removed":
+            membership.delete()
+        else:
+            membership.update(role=Role.VIEWER)
+        rest = [(e.type, e.data) for e in events]
+
+    assert not (root / "after.txt").exists()
+    result = next(data for kind, data in rest if kind == "TOOL_RESULT")
+    assert result["result"] == REVOKED and result["ok"] is False
+    assert_history_valid(stored_history(conversation))
+    if change == "removed":
+        assert rest[-2] == ("ERROR", {"message": REMOVED_MESSAGE, "code": "revoked"})
+        assert len(fake_provider.requests) == 1
+    else:
+        assert rest[-2:] == [("CHAT", {"text": "I could not."}), ("DONE", {})]
+        offered = {tool["function"]["name"] for tool in fake_provider.requests[1]["tools"]}
+        assert offered == {"read_path_meta", "get_text_content", "list_files", "search_text"}

@@ -1,0 +1,1 @@
+"""The API, the chat endpoint, the admin, the commands."""

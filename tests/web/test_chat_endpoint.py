@@ -1,0 +1,361 @@
+"""The chat endpoint on a live ASGI server: formats, access, one turn at a time, re-attach, stop."""
+
+import json
+
+import pytest
+
+from rojos.models import Conversation, Message
+from tests.support.fake_provider import http_error, stream, text_chunks, tool_call_chunks
+from tests.support.helpers import assert_history_valid, make_rojo, stored_history
+from tests.support.live_server import parse_sse, wait_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def rojo(fake_provider, settings):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    return make_rojo(fake_provider.base_url)
+
+
+def slow_reply(words: int = 60, delay: float = 0.05):
+    return stream(*text_chunks("w " * words, pieces=words), delay=delay)
+
+
+def test_ndjson_when_asked(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(stream(*text_chunks("Hello there.", pieces=2)))
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.pk, "message": "Hi"},
+        headers={"Accept": "application/x-ndjson"},
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    assert response.headers["cache-control"].startswith("no-cache")
+    lines = [json.loads(line) for line in response.text.splitlines()]
+    assert [line["type"] for line in lines] == ["START", "CHAT", "CHAT", "DONE"]
+    assert "".join(line.get("text", "") for line in lines) == "Hello there."
+
+
+def test_outsider_gets_404_and_nothing_runs_or_is_stored(
+    client_for, users, project, rojo, fake_provider
+):
+    response = client_for(users["outsider"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Hi"}
+    )
+    assert response.status_code == 404
+    assert fake_provider.requests == []
+    assert Conversation.objects.count() == 0 and Message.objects.count() == 0
+
+
+def test_anonymous_gets_401(client_for, project, rojo, fake_provider):
+    response = client_for(None).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Hi"}
+    )
+    assert response.status_code == 401
+    assert Conversation.objects.count() == 0
+
+
+def test_a_conversation_of_another_project_is_404(client_for, users, project, rojo, fake_provider):
+    from roject.members.projects import project_create
+
+    other = project_create(name="Other", owner=users["outsider"])
+    foreign = Conversation.objects.create(project=other, rojo=rojo, title="secret")
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat",
+        json={"rojo": rojo.slug, "message": "Hi", "conversation": foreign.pk},
+    )
+    assert response.status_code == 404
+    assert Message.objects.count() == 0
+
+
+def test_viewer_chats_with_read_only_tools(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(stream(*text_chunks("Read-only here.")))
+    events = client_for(users["viewer"]).chat(project.pk, rojo=rojo.slug, message="Hi")
+    assert events[-1].type == "DONE"
+    offered = {tool["function"]["name"] for tool in fake_provider.requests[0]["tools"]}
+    assert offered == {"read_path_meta", "get_text_content", "list_files", "search_text"}
+
+
+def test_second_message_while_a_turn_runs_gets_409(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(slow_reply(words=20, delay=0.05))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="First") as response:
+        events = parse_sse(response.iter_lines())
+        start = next(events)
+        conversation = start.data["conversation"]
+        busy = client_for(users["owner"]).post(
+            f"/api/projects/{project.pk}/chat",
+            json={"rojo": rojo.slug, "message": "Second", "conversation": conversation},
+        )
+        rest = list(events)
+    assert busy.status_code == 409
+    assert "still running" in busy.json()["detail"]
+    assert rest[-1].type == "DONE"
+    assert [(m.role, m.content) for m in stored_history(conversation)] == [
+        ("user", "First"),
+        ("assistant", "w " * 20),
+    ]
+
+
+def test_reattach_after_disconnect_gets_what_was_missed_then_the_rest(
+    client_for, users, project, rojo, fake_provider
+):
+    fake_provider.add(slow_reply(words=30, delay=0.03))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Tell me") as response:
+        events = parse_sse(response.iter_lines())
+        seen = [next(events) for _ in range(4)]
+    conversation = seen[0].data["conversation"]
+
+    with client.http.stream(
+        "GET",
+        f"/api/conversations/{conversation}/stream",
+        headers={"Last-Event-ID": str(seen[-1].id)},
+    ) as response:
+        assert response.status_code == 200
+        rest = list(parse_sse(response.iter_lines()))
+
+    ids = [e.id for e in seen + rest]
+    assert ids == list(range(1, len(ids) + 1))
+    assert rest[-1].type == "DONE"
+    text = "".join(e.data["text"] for e in seen + rest if e.type == "CHAT")
+    assert text == "w " * 30
+    assert stored_history(conversation)[-1].content == "w " * 30
+
+
+def test_turn_outlives_a_closed_connection(client_for, users, project, rojo, fake_provider):
+    fake_provider.add(slow_reply(words=10, delay=0.02))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go on") as response:
+        conversation = next(parse_sse(response.iter_lines())).data["conversation"]
+
+    wait_until(lambda: Conversation.objects.get(pk=conversation).turn_id is None)
+    history = stored_history(conversation)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[-1].content == "w " * 10
+
+
+def test_a_reply_saved_in_many_drafts_is_stored_whole_and_each_draft_is_its_beginning(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """Each draft appends what came since the one before: read while the reply streams,
+    every stored draft is the beginning of the reply, and the reply is stored exactly once
+    over, with a tool call after the text (a step that goes on)."""
+    settings.ROJO_DRAFT_SECONDS = 0.05
+    text = "".join(f"w{n} é " for n in range(120))
+    fake_provider.add(
+        stream(
+            *text_chunks(text, pieces=120, finish=None),
+            *tool_call_chunks([("create_directory", {"path": "notes"})]),
+            delay=0.01,
+        ),
+        stream(*text_chunks("Done.")),
+    )
+    client = client_for(users["editor"])
+    drafts = set()
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        for event in events:
+            stored = stored_history(conversation)[1:]
+            drafts.update(m.content for m in stored if m.draft)
+            if event.type == "DONE":
+                break
+
+    assert len(drafts) > 5
+    assert all(text.startswith(draft) for draft in drafts)
+    history = stored_history(conversation)
+    assert [m.content for m in history][:2] == ["Talk", text]
+    assert history[1].tool_calls[0]["function"]["name"] == "create_directory"
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert not any(m.draft for m in history)
+
+
+def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """Stopped after a draft of the reply was stored: the text streamed is kept as the
+    reply, no longer a draft, so search finds it."""
+    settings.ROJO_DRAFT_SECONDS = 0.1
+    fake_provider.add(slow_reply(words=200, delay=0.05))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = [next(events) for _ in range(3)]
+        conversation = seen[0].data["conversation"]
+        wait_until(lambda: [m.draft for m in stored_history(conversation)] == [False, True])
+        stopped = client.post(f"/api/conversations/{conversation}/stop")
+        rest = list(events)
+
+    assert stopped.status_code == 200 and stopped.json() == {"stopping": True}
+    assert [e.type for e in rest[-2:]] == ["ERROR", "DONE"]
+    assert rest[-2].data["code"] == "stopped"
+    streamed = "".join(e.data["text"] for e in seen + rest if e.type == "CHAT")
+    assert 0 < len(streamed) < len("w " * 200)
+    history = stored_history(conversation)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[-1].content == streamed
+    assert history[-1].draft is False
+    hits = client.get("/api/search", params={"q": "w"}).json()
+    assert [hit["message"] for hit in hits] == [history[-1].pk]
+    assert Conversation.objects.get(pk=conversation).turn_id is None
+
+
+def test_stop_during_a_tool_call_stream_runs_nothing(
+    client_for, users, project, rojo, fake_provider
+):
+    call = ("write_text_content", {"path": "never.txt", "text": "x" * 400})
+    fake_provider.add(stream(*tool_call_chunks([call], text_before="Writing it."), delay=0.03))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Write") as response:
+        events = parse_sse(response.iter_lines())
+        seen = [next(events) for _ in range(2)]
+        conversation = seen[0].data["conversation"]
+        client.post(f"/api/conversations/{conversation}/stop")
+        rest = list(events)
+
+    assert "TOOL_CALL" not in {e.type for e in rest}
+    assert rest[-1].type == "DONE"
+    from roject.storage import project_root
+
+    assert not (project_root(project.pk) / "never.txt").exists()
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert [m.role for m in history] == ["user", "assistant"]
+    assert history[-1].tool_calls is None
+
+
+def test_stop_needs_access(client_for, users, project, rojo, fake_provider):
+    conversation = Conversation.objects.create(project=project, rojo=rojo)
+    outsider = client_for(users["outsider"]).post(f"/api/conversations/{conversation.pk}/stop")
+    idle = client_for(users["editor"]).post(f"/api/conversations/{conversation.pk}/stop")
+    assert outsider.status_code == 404
+    assert idle.json() == {"stopping": False}
+
+
+def test_provider_error_is_one_clear_event_and_the_conversation_goes_on(
+    client_for, users, project, rojo, fake_provider
+):
+    fake_provider.add(
+        http_error(401, {"error": {"message": "Incorrect API key provided."}}),
+        stream(*text_chunks("Now it works.")),
+    )
+    client = client_for(users["editor"])
+    events = client.chat(project.pk, rojo=rojo.slug, message="Hi")
+    assert [e.type for e in events] == ["START", "ERROR", "DONE"]
+    message = events[1].data["message"]
+    assert "401" in message and "Incorrect API key provided." in message
+    assert fake_provider.base_url in message
+    assert "sk-test-secret-key-123" not in json.dumps([e.data for e in events])
+
+    conversation = events[0].data["conversation"]
+    again = client.chat(project.pk, rojo=rojo.slug, message="Retry", conversation=conversation)
+    assert [e.type for e in again] == ["START", "CHAT", "DONE"]
+    assert [m.role for m in stored_history(conversation)] == ["user", "user", "assistant"]
+
+
+def test_unreachable_provider_says_what_to_set(client_for, users, project, fake_provider):
+    rojo = make_rojo("http://127.0.0.1:9/v1", slug="nowhere")
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="Hi")
+    assert [e.type for e in events] == ["START", "ERROR", "DONE"]
+    message = events[1].data["message"]
+    assert "Could not connect to the provider at http://127.0.0.1:9/v1" in message
+    assert "ROJO_BASE_URL" in message
+
+
+def test_unknown_rojo_is_404(client_for, users, project):
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": "no-such-rojo", "message": "Hi"}
+    )
+    assert response.status_code == 404
+    assert Conversation.objects.count() == 0
+
+
+def test_empty_message_is_rejected(client_for, users, project, rojo):
+    response = client_for(users["editor"]).post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": ""}
+    )
+    assert response.status_code == 422
+    assert Conversation.objects.count() == 0
+
+
+def test_messages_per_minute_limit_is_a_readable_429(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    settings.ROJO_USER_MESSAGES_PER_MINUTE = 2
+    fake_provider.add(stream(*text_chunks("One.")), stream(*text_chunks("Two.")))
+    client = client_for(users["editor"])
+    client.chat(project.pk, rojo=rojo.slug, message="1")
+    client.chat(project.pk, rojo=rojo.slug, message="2")
+
+    third = client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "3"}
+    )
+
+    assert third.status_code == 429 and third.headers["retry-after"] == "60"
+    assert "2 messages in the last minute" in third.json()["detail"]
+    assert Conversation.objects.count() == 2 and len(fake_provider.requests) == 2
+    other = client_for(users["owner"])
+    fake_provider.add(stream(*text_chunks("Yours.")))
+    assert other.chat(project.pk, rojo=rojo.slug, message="mine")[-1].type == "DONE"
+
+
+def test_concurrent_turns_limit_is_a_readable_429(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    settings.ROJO_USER_CONCURRENT_TURNS = 1
+    fake_provider.add(slow_reply(words=20, delay=0.05))
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Long one") as response:
+        events = parse_sse(response.iter_lines())
+        next(events)
+        second = client.post(
+            f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Another"}
+        )
+        rest = list(events)
+
+    assert second.status_code == 429
+    assert "You already have 1 reply running" in second.json()["detail"]
+    assert rest[-1].type == "DONE"
+    assert Conversation.objects.count() == 1
+
+
+def test_a_crashed_turns_stale_claim_does_not_count_as_running(client_for, users, project, rojo):
+    """A claim whose heartbeat stopped is a dead turn: not running, nothing to stop."""
+    import uuid
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    old = timezone.now() - timedelta(hours=1)
+    dead = Conversation.objects.create(
+        project=project, rojo=rojo, turn_id=uuid.uuid4(), turn_heartbeat=old
+    )
+    live = Conversation.objects.create(
+        project=project, rojo=rojo, turn_id=uuid.uuid4(), turn_heartbeat=timezone.now()
+    )
+    client = client_for(users["editor"])
+
+    assert client.get(f"/api/conversations/{dead.pk}").json()["running"] is False
+    assert client.get(f"/api/conversations/{live.pk}").json()["running"] is True
+    assert client.post(f"/api/conversations/{dead.pk}/stop").json() == {"stopping": False}
+
+
+def test_a_turn_takes_the_role_and_budgets_its_request_read(
+    client_for, users, project, rojo, fake_provider, crossings
+):
+    """The chat request reads the user's role and budgets; its turn's first step uses them
+    instead of two more trips to the database before the first provider request. The next
+    step, and each call, still read the role again."""
+    fake_provider.add(
+        stream(*tool_call_chunks([("list_files", {"path": "."})])),
+        stream(*text_chunks("Listed.")),
+    )
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="List")
+    assert [e.type for e in events][-2:] == ["CHAT", "DONE"]
+    wait_until(lambda: "turn_end_blocking" in crossings)
+    assert crossings.count("chat_context_get") == 1
+    assert "budgets_left" not in crossings
+    # aproject_role's reads: before the call runs, and before the second step; none first.
+    assert crossings.count("QuerySet.first") == 2, crossings
