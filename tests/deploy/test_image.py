@@ -12,7 +12,7 @@ from django.db import connection
 from rojos.models import Conversation, Message, TurnRecord
 from tests.support.fake_provider import Stream, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import PAGE, assert_history_valid, make_rojo, stored_history
-from tests.support.image_build import LIMITS, compose_app, podman
+from tests.support.image_build import HOST_NETWORK, LIMITS, compose_app, podman
 from tests.support.live_server import ApiClient, parse_sse, read_until, wait_until
 from tests.support.server_process import database_url
 
@@ -90,7 +90,7 @@ def test_containers_starting_together_migrate_once_and_all_serve(containers):
 
 
 def test_the_image_runs_as_no_root_and_says_what_it_is(image, containers):
-    uid = podman("run", "--rm", *LIMITS, "--entrypoint", "id", image, "-u").stdout
+    uid = podman("run", "--rm", *LIMITS, *HOST_NETWORK, "--entrypoint", "id", image, "-u").stdout
     config = json.loads(podman("image", "inspect", image).stdout)[0]
 
     assert uid.strip() == "10001"

@@ -31,6 +31,10 @@ MIRROR = "http://deb.debian.org/debian"
 # above the host's own cannot be set from inside their user namespace.
 RUNTIME = ["--runtime", "runc"]
 LIMITS = ["--ulimit", "nofile=16384:16384", "--ulimit", "nproc=4096:4096"]
+# Every container and build step on the host's network: a network of Podman's own adds and
+# removes interfaces on the host, and Chromium then aborts the pages' requests under way
+# (net::ERR_NETWORK_CHANGED) in the browser tests running beside these.
+HOST_NETWORK = ["--network", "host"]
 START_SECONDS = 180
 
 
@@ -69,7 +73,7 @@ def image_build() -> str:
     if podman("image", "exists", BASE, check=False).returncode != 0:
         _base_build()
     version = podman(
-        "run", "--rm", *LIMITS, BASE, "python3.11", "-c",
+        "run", "--rm", *LIMITS, *HOST_NETWORK, BASE, "python3.11", "-c",
         "import platform; print(platform.python_version())",
     ).stdout.strip()  # fmt: skip
     subprocess.run(
@@ -80,7 +84,7 @@ def image_build() -> str:
         ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True
     ).stdout.strip()
     podman(
-        "build", *LIMITS, "--format", "docker", "--build-arg", f"BASE={BASE}",
+        "build", *LIMITS, *HOST_NETWORK, "--format", "docker", "--build-arg", f"BASE={BASE}",
         "--build-arg", "PIP_OPTIONS=--no-index --find-links /src/deploy/wheels",
         "--build-arg", "VERSION=test", "--build-arg", f"REVISION={revision or 'unknown'}",
         "-t", IMAGE, str(ROOT),
@@ -194,7 +198,7 @@ def containers(image) -> Iterator:
         mounted = {volume: "/data", **(mounts or {})}
         options = [f"--volume={name}:{path}" for name, path in mounted.items()]
         podman(
-            "run", "-d", "--name", name, *LIMITS, "--network", "host", *options,
+            "run", "-d", "--name", name, *LIMITS, *HOST_NETWORK, *options,
             *environment, image,
         )  # fmt: skip
         names.append(name)
