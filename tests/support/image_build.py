@@ -7,6 +7,7 @@ build without PyPI does it. ROJO_REQUIRE_IMAGE=1 (CI) fails where Podman is miss
 of skipping.
 """
 
+import contextlib
 import os
 import shutil
 import socket
@@ -160,11 +161,9 @@ class Container:
     def wait_ready(self) -> None:
         deadline = time.monotonic() + START_SECONDS
         while time.monotonic() < deadline:
-            try:
+            with contextlib.suppress(httpx2.TransportError):  # not listening yet
                 if httpx2.get(self.base_url + "/readyz", timeout=2).status_code == 200:
                     return
-            except httpx2.TransportError:
-                pass
             state = podman("inspect", "-f", "{{.State.Running}}", self.name, check=False)
             if state.stdout.strip() == "false":
                 break
