@@ -73,10 +73,13 @@ def _trim_while_running() -> None:
         with _lock:
             while _running == 0:
                 _wake.wait()
+            # The trim after the last turn's end is one that starts after it: a trim under
+            # way as it ended may have run before that turn freed its memory.
+            final = _running < 0
         time.sleep(settings.ROJO_MALLOC_TRIM_SECONDS)
         _malloc_trim()(0)
         with _lock:
-            if _running < 0:  # the process's last turn ended: the final trim is done
+            if final and _running < 0:  # the process's last turn ended: the final trim is done
                 _running = 0
 
 

@@ -77,7 +77,9 @@ export class FileActions {
 
   async post(action, json) {
     try {
-      await request(`/api/projects/${this.projectId}/files/${action}`, { method: "POST", json });
+      await this.browser.changing(() =>
+        request(`/api/projects/${this.projectId}/files/${action}`, { method: "POST", json }),
+      );
       return true;
     } catch (error) {
       this.onError(error instanceof ApiError ? error.message : "The change failed.");

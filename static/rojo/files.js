@@ -88,6 +88,7 @@ export class FileBrowser {
     this.refreshing = (async () => {
       do {
         this.refreshAgain = false;
+        if (this.change) await this.change.catch(() => {});
         await this.fill(this.tree, "");
         if (this.openPath !== null && !this.editing) await this.openFile(this.openPath, { quiet: true });
       } while (this.refreshAgain);
@@ -96,6 +97,19 @@ export class FileBrowser {
       await this.refreshing;
     } finally {
       this.refreshing = null;
+    }
+  }
+
+  /** Run `change` (a request that moves, deletes or makes files) with no refresh reading
+   * at the same time: one under way finishes first, and one asked for meanwhile waits for
+   * the change, so the page never asks for a path the change has just moved or deleted. */
+  async changing(change) {
+    while (this.refreshing || this.change) await (this.refreshing || this.change).catch(() => {});
+    this.change = change();
+    try {
+      return await this.change;
+    } finally {
+      this.change = null;
     }
   }
 
@@ -190,11 +204,13 @@ export class FileBrowser {
     }
     try {
       const file = await getJson(this.url("/content", path));
+      if (this.openPath !== path) return; // another file was opened, or this one closed, meanwhile
       meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
       content.replaceChildren(...visible(file.text, { prose: true }));
       content.classList.remove("error");
       this.opened?.(file);
     } catch (error) {
+      if (this.openPath !== path) return;
       meta.textContent = "";
       this.opened?.(null);
       const message = error instanceof ApiError ? error.message : "Could not open the file.";
