@@ -32,6 +32,7 @@ class Release:
     released: bool
     # App label to the name of its last migration in this release.
     last_migrations: dict[str, str]
+    text: str  # the section's lines after its heading, but the 'Last migrations:' one
 
 
 def _last_migrations(line: str, version: str) -> dict[str, str]:
@@ -50,25 +51,28 @@ def releases(text: str | None = None) -> list[Release]:
     """The changelog's releases, newest first (`text`: the changelog's, else CHANGELOG.md's)."""
     lines = (CHANGELOG.read_text(encoding="utf-8") if text is None else text).splitlines()
     found: list[Release] = []
-    version, released, last = None, False, None
+    version, released, last, body = None, False, None, []
 
     def close() -> None:
         if version is None:
             return
         if last is None:
             raise ChangelogError(f"{version}: no 'Last migrations:' line")
-        found.append(Release(version=version, released=released, last_migrations=last))
+        text = "\n".join(body)
+        found.append(Release(version=version, released=released, last_migrations=last, text=text))
 
     for line in lines:
         heading = _HEADING.match(line)
         if heading:
             close()
-            version, last = heading["version"], None
+            version, last, body = heading["version"], None, []
             released = "unreleased" not in heading["rest"]
             continue
         named = _LAST.match(line)
         if named and version is not None:
             last = _last_migrations(named["names"], version)
+        else:
+            body.append(line)
     close()
     return found
 

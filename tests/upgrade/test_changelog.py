@@ -6,6 +6,7 @@ a wrong state)."""
 import tomllib
 
 import pytest
+from django.db import migrations
 from django.db.migrations.loader import MigrationLoader
 from packaging.version import Version
 
@@ -57,6 +58,39 @@ def test_every_released_state_is_still_in_the_migration_graph():
         if newer is not None:
             assert plan <= newer, f"{release.version}'s state is not before the next release's"
         newer = plan
+
+
+# Operations that leave an existing table's rows alone (or only make or drop a table or an
+# index's name); any other, on SQLite most often a copy of the whole table, is named in the
+# section of the release that brings it, where its upgrade notes say what it costs.
+_CHEAP = (
+    migrations.CreateModel,
+    migrations.DeleteModel,
+    migrations.AlterModelOptions,
+    migrations.AlterModelManagers,
+    migrations.RemoveIndex,
+    migrations.RemoveConstraint,
+)
+
+
+def test_each_new_migration_that_touches_a_table_is_named_in_its_section():
+    """A migration since the previous release that alters a table, adds an index or runs
+    code is named in the newest section (the upgrade notes: which table, what it costs)."""
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    released = {
+        step
+        for node in previous_release().last_migrations.items()
+        for step in loader.graph.forwards_plan(node)
+    }
+    own, newest = own_apps(), releases()[0]
+    unnamed = [
+        f"{app} {name}"
+        for (app, name), migration in sorted(loader.disk_migrations.items())
+        if app in own and (app, name) not in released
+        if not all(isinstance(op, _CHEAP) for op in migration.operations)
+        if name not in newest.text
+    ]
+    assert unnamed == [], f"CHANGELOG.md's section {newest.version} names none of these"
 
 
 def test_a_section_without_its_migrations_is_an_error():
