@@ -6,7 +6,7 @@ own client cannot send; the client's run `manage.py mcp_conformance_client`, Roj
 code with the SDK's OAuth, against each scenario's test server. The lists name the scenarios
 that pass today and must keep passing; the others are named with why they fail. The suite
 comes from the npm registry through `npx` (cached in ~/.npm); without `npx` these tests
-are skipped, saying so.
+are skipped, saying so, unless ROJO_REQUIRE_NPX is set (CI).
 """
 
 import json
@@ -100,9 +100,14 @@ CLIENT_FAILING = {
     "auth/metadata-var3": "the suite's metadata names the wrong issuer",
 }
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("npx") is None, reason="the MCP conformance suite runs with npx (Node.js)"
-)
+
+@pytest.fixture(autouse=True)
+def npx():
+    """The suite runs with npx; skipped without it, unless ROJO_REQUIRE_NPX is set (CI)."""
+    if shutil.which("npx") is None:
+        if os.environ.get("ROJO_REQUIRE_NPX"):
+            pytest.fail("ROJO_REQUIRE_NPX is set but npx (Node.js) is missing")
+        pytest.skip("the MCP conformance suite runs with npx (Node.js)")
 
 
 def conformance(*args: str, cwd: Path, env: dict | None = None, timeout: float = 600):
