@@ -355,6 +355,10 @@ ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
 # The MCP endpoint serves the built-in tools; tools of your own (ROJO_TOOL_MODULES) too
 # only when this is on, as they are off until enabled per rojo and no rojo is behind a call.
 ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)
+# The keys that seal MCP servers' OAuth tokens at rest (Fernet keys, comma-separated): the
+# first seals, each opens, so a key is rotated by putting a new one first (then
+# `manage.py mcp_tokens_reseal`). Empty: a key derived from SECRET_KEY (and its fallbacks).
+ROJO_MCP_TOKEN_KEYS = env_list("ROJO_MCP_TOKEN_KEYS", "")
 # The largest request body the MCP endpoint reads (counted on the wire, before the SDK
 # holds it), and the largest call arguments it stores: room for a write of the largest file.
 ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_BYTES)

@@ -39,10 +39,12 @@ _CLOSE_SECONDS = 15.0  # the SDK's shutdown takes at most about 6 s (stdin, TERM
 class McpConnection:
     """The session with one server for one project, in this process and event loop."""
 
-    def __init__(self, spec: ServerSpec, root: Path) -> None:
+    def __init__(self, spec: ServerSpec, root: Path, auth: httpx2.Auth | None = None) -> None:
         self.spec = spec
         self.root = root
+        self.auth = auth  # an HTTP server's sign-in (`oauth`), kept across its sessions
         self.pid: int | None = None
+        self.protocol_version: str | None = None  # as negotiated by the last session
         self._task: asyncio.Task | None = None
         self._ready: asyncio.Future | None = None
         self._stop = asyncio.Event()
@@ -180,6 +182,7 @@ class McpConnection:
                         pipe=pipe,
                         stack=stack,
                         on_message=self._on_message,
+                        auth=self.auth,
                     )
                 )
                 if pipe is not None:
@@ -187,6 +190,7 @@ class McpConnection:
                     self.pid = pipe.child_pid()
                     exit_hook.track(self.pid)
                     stack.callback(exit_hook.untrack, self.pid)
+                self.protocol_version = client.protocol_version
                 if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
                     await self._listen(stack, client)
                 self._failed = None

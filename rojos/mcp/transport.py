@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
+from mcp.client.auth import OAuthFlowError
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -29,9 +30,16 @@ class McpUnavailable(Exception):
 
 
 def client_make(
-    *, spec: ServerSpec, root: Path, pipe: StderrPipe | None, stack: AsyncExitStack, on_message
+    *,
+    spec: ServerSpec,
+    root: Path,
+    pipe: StderrPipe | None,
+    stack: AsyncExitStack,
+    on_message,
+    auth: httpx2.Auth | None = None,
 ) -> Client:
-    """The SDK client for the server: over stdio (its stderr into `pipe`) or streamable HTTP."""
+    """The SDK client for the server: over stdio (its stderr into `pipe`) or streamable HTTP,
+    signed in by `auth` (the SDK's OAuth, `oauth`) when given."""
     if pipe is not None:
         params = StdioServerParameters(
             command=spec.command,
@@ -43,7 +51,7 @@ def client_make(
     else:
         # The SDK's client settings (a long read timeout for held streams), our headers;
         # a client passed in is ours to close, after the session.
-        http = create_mcp_http_client(headers=spec.http_headers())
+        http = create_mcp_http_client(headers=spec.http_headers(), auth=auth)
         stack.push_async_callback(http.aclose)
         transport = streamable_http_client(spec.url, http_client=http)
     return Client(
@@ -70,10 +78,13 @@ async def tools_list(*, client: Client, spec: ServerSpec) -> list[types.Tool]:
 def start_failure(spec: ServerSpec, exc: BaseException) -> str:
     """Why the server did not start, for the model and the project's members: it names the
     server, never its URL (which may hold a key); the log has the whole error."""
+    exc = _inner(exc)
     if isinstance(exc, FileNotFoundError):
         why = f"the command {spec.command!r} was not found"
     elif isinstance(exc, httpx2.TransportError):
         why = f"it cannot be reached ({exc.__class__.__name__})"
+    elif isinstance(exc, OAuthFlowError):
+        why = f"signing in to it failed ({exc.__class__.__name__})"
     elif isinstance(exc, MCPError):
         why = f"it refused the connection: {exc.error.message}"
     elif spec.stdio:
@@ -81,6 +92,14 @@ def start_failure(spec: ServerSpec, exc: BaseException) -> str:
     else:
         why = exc.__class__.__name__
     return url_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
+
+
+def _inner(exc: BaseException) -> BaseException:
+    """The error inside the SDK's task groups, which wrap what failed (a sign-in, a
+    connection) in an exception group, most often of one."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
 
 
 def url_scrubbed(spec: ServerSpec, text: str) -> str:

@@ -5,7 +5,7 @@ A package by subject; migrations and callers import everything from here.
 
 from .approval import PendingApproval
 from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
-from .mcp import McpServer, RojoMcpServer
+from .mcp import McpAccount, McpServer, RojoMcpServer
 from .rojo import (
     Rojo,
     default_approval_tools,
@@ -19,6 +19,7 @@ __all__ = [
     "Conversation",
     "ConversationQuerySet",
     "FileChange",
+    "McpAccount",
     "McpServer",
     "Message",
     "PendingApproval",

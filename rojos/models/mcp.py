@@ -2,6 +2,7 @@
 
 import re
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -129,3 +130,35 @@ class RojoMcpServer(models.Model):
             isinstance(self.tools, list) and all(isinstance(t, str) for t in self.tools)
         ):
             raise ValidationError({"tools": "must be empty or a JSON list of tool names"})
+
+
+class McpAccount(models.Model):
+    """A person's sign-in to an MCP server that asks for OAuth (`user` empty: the one shared
+    connection, an admin's service account): the SDK's tokens and client record, each sealed
+    with the keys of the settings (`rojos.mcp.sealed`), never stored or shown in clear."""
+
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="accounts")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,  # a deactivated or deleted person's tokens go with them
+        related_name="mcp_accounts",
+    )
+    tokens = models.BinaryField(default=b"", editable=False)
+    client = models.BinaryField(default=b"", editable=False)
+    created = models.DateTimeField(auto_now_add=True)
+    updated = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["server", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["server", "user"], name="mcp_account_per_user"),
+            models.UniqueConstraint(
+                fields=["server"], condition=models.Q(user=None), name="mcp_account_shared_once"
+            ),
+        ]
+        verbose_name = "MCP account"
+
+    def __str__(self) -> str:
+        return f"{self.user or 'shared'} on {self.server}"

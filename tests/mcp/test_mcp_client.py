@@ -408,3 +408,19 @@ def test_a_start_failure_message_never_holds_the_url():
     ):
         message = start_failure(spec, exc)
         assert "'Tracker'" in message and "mcp.example.com" not in message, message
+
+
+def test_a_failed_sign_in_is_told_from_inside_the_sdks_task_group():
+    """The SDK's transport wraps a failed OAuth sign-in in an exception group: the message
+    says the sign-in failed, and leaves out the URL the error quotes."""
+    from mcp.client.auth import OAuthFlowError
+
+    from rojos.mcp.transport import start_failure
+
+    url = "https://mcp.example.com/mcp"
+    spec = ServerSpec(slug="t", name="Tracker", transport="http", url=url)
+    failed = ExceptionGroup("errors", [OAuthFlowError(f"issuer mismatch for {url}")])
+    message = start_failure(spec, failed)
+    assert message == (
+        "the MCP server 'Tracker' could not be started: signing in to it failed (OAuthFlowError)"
+    )

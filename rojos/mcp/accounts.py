@@ -1,0 +1,78 @@
+"""A person's account on an MCP server (`McpAccount`) as the SDK's `TokenStorage`: the
+tokens and client record the SDK's OAuth keeps, read from and written to the row, sealed
+(`sealed`), so a turn, a refresh and the next process all find them."""
+
+from asgiref.sync import sync_to_async
+from django.db import transaction
+from mcp.client.auth import TokenStorage
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+from pydantic import BaseModel, ValidationError
+
+from ..models import McpAccount
+from .sealed import InvalidToken, reseal, seal, unseal
+
+
+def _opened(sealed: bytes, model: type[BaseModel]):
+    """The record sealed in a column, or None (none stored, no key opens it, or unreadable)."""
+    data = unseal(sealed) if sealed else None
+    if data is None:
+        return None
+    try:
+        return model.model_validate_json(data)
+    except ValidationError:
+        return None
+
+
+class AccountTokenStorage(TokenStorage):
+    """The SDK's storage for one person's account on one server (`user_id` None: the shared
+    one); the row is made at the first write."""
+
+    def __init__(self, *, server_id: int, user_id: int | None) -> None:
+        self.server_id = server_id
+        self.user_id = user_id
+
+    async def get_tokens(self) -> OAuthToken | None:
+        return await sync_to_async(self._read)("tokens", OAuthToken)
+
+    async def set_tokens(self, tokens: OAuthToken) -> None:
+        await sync_to_async(self._write)("tokens", tokens)
+
+    async def get_client_info(self) -> OAuthClientInformationFull | None:
+        return await sync_to_async(self._read)("client", OAuthClientInformationFull)
+
+    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        await sync_to_async(self._write)("client", client_info)
+
+    def _read(self, column: str, model: type[BaseModel]):
+        account = McpAccount.objects.filter(server_id=self.server_id, user_id=self.user_id)
+        sealed = account.values_list(column, flat=True).first()
+        return _opened(sealed, model) if sealed else None
+
+    def _write(self, column: str, record: BaseModel) -> None:
+        sealed = seal(record.model_dump_json(exclude_none=True).encode())
+        with transaction.atomic():
+            account, _made = McpAccount.objects.select_for_update().get_or_create(
+                server_id=self.server_id, user_id=self.user_id
+            )
+            setattr(account, column, sealed)
+            account.save(update_fields=[column, "updated"])
+
+
+def accounts_reseal() -> tuple[int, int]:
+    """(Blocking) Seal every account's records again under the first key of
+    ROJO_MCP_TOKEN_KEYS (after a new key was listed first): how many rows were sealed again,
+    and how many no key opens (left as they are: those people sign in again)."""
+    resealed = unopened = 0
+    for account in McpAccount.objects.only("pk", "tokens", "client").iterator():
+        try:
+            fields = {
+                column: reseal(getattr(account, column))
+                for column in ("tokens", "client")
+                if getattr(account, column)
+            }
+        except InvalidToken:
+            unopened += 1
+            continue
+        McpAccount.objects.filter(pk=account.pk).update(**fields)
+        resealed += 1
+    return resealed, unopened

@@ -1,0 +1,123 @@
+"""A person's OAuth tokens for an MCP server (`McpAccount`, through the SDK's `TokenStorage`):
+sealed in the database, readable with the key and its rotations, with no key not at all."""
+
+import pytest
+from asgiref.sync import SyncToAsync, sync_to_async
+from cryptography.fernet import Fernet
+from django.db import IntegrityError, connection, connections
+from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
+
+from rojos.mcp.accounts import AccountTokenStorage, accounts_reseal
+from rojos.models import McpAccount, McpServer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
+
+TOKENS = OAuthToken(
+    access_token="access-4f1d9c", refresh_token="refresh-77ab02", expires_in=3600, scope="read"
+)
+CLIENT = OAuthClientInformationFull(client_id="rojo-client", client_secret="client-secret-93e1")
+KEY_1, KEY_2, KEY_3 = (Fernet.generate_key().decode() for _ in range(3))
+
+
+@pytest.fixture(autouse=True)
+def storage_thread_closed():
+    """The storage's queries ran on asgiref's thread: its connection is closed with the
+    test, so that the test database can be dropped."""
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+
+
+@pytest.fixture
+def server(db):
+    return McpServer.objects.create(
+        name="Tracker", slug="tracker", transport="http", url="https://mcp.example.com/mcp"
+    )
+
+
+def storage_of(server, user) -> AccountTokenStorage:
+    return AccountTokenStorage(server_id=server.pk, user_id=user.pk if user else None)
+
+
+def raw_columns() -> bytes:
+    """Every account's sealed columns, as a backup or an export of the database holds them."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tokens, client FROM {McpAccount._meta.db_table}")
+        return b"".join(bytes(value) for row in cursor.fetchall() for value in row)
+
+
+async def test_tokens_and_client_record_are_kept_sealed_and_read_back(server, users, settings):
+    """What the SDK stores comes back whole; the database holds none of it in clear."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    storage = storage_of(server, users["editor"])
+    assert await storage.get_tokens() is None and await storage.get_client_info() is None
+    await storage.set_tokens(TOKENS)
+    await storage.set_client_info(CLIENT)
+
+    assert await storage.get_tokens() == TOKENS
+    assert await storage.get_client_info() == CLIENT
+    stored = await sync_to_async(raw_columns)()
+    for secret in (b"access-4f1d9c", b"refresh-77ab02", b"client-secret-93e1", b"rojo-client"):
+        assert secret not in stored
+
+
+async def test_each_person_and_the_shared_account_have_their_own_tokens(server, users, settings):
+    """Two members' tokens on one server, and the shared connection's, never mix."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    editor, viewer, shared = (
+        storage_of(server, users["editor"]), storage_of(server, users["viewer"]),
+        storage_of(server, None),
+    )  # fmt: skip
+    await editor.set_tokens(TOKENS)
+    await shared.set_tokens(TOKENS.model_copy(update={"access_token": "shared-1"}))
+    assert (await editor.get_tokens()).access_token == "access-4f1d9c"
+    assert (await shared.get_tokens()).access_token == "shared-1"
+    assert await viewer.get_tokens() is None
+    assert await sync_to_async(McpAccount.objects.count)() == 2
+
+
+def test_one_shared_account_per_server(server):
+    McpAccount.objects.create(server=server, user=None)
+    with pytest.raises(IntegrityError):
+        McpAccount.objects.create(server=server, user=None)
+
+
+async def test_a_rotated_key_still_reads_them_and_a_dropped_one_does_not(server, users, settings):
+    """Listed second, the old key still opens the tokens; sealed again under the new first
+    key, they no longer need it; with no key that sealed them, they read as none."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    storage = storage_of(server, users["editor"])
+    await storage.set_tokens(TOKENS)
+
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_2, KEY_1]
+    assert await storage.get_tokens() == TOKENS
+    assert await sync_to_async(accounts_reseal)() == (1, 0)
+
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_2]
+    assert await storage.get_tokens() == TOKENS
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1, KEY_3]
+    assert await storage.get_tokens() is None
+    assert await sync_to_async(accounts_reseal)() == (0, 1)
+
+
+async def test_without_keys_set_the_key_comes_from_secret_key_and_its_fallbacks(
+    server, users, settings
+):
+    """No ROJO_MCP_TOKEN_KEYS: sealed under SECRET_KEY's key; after Django's rotation (the
+    old secret in SECRET_KEY_FALLBACKS) still read; without the old secret, not."""
+    settings.ROJO_MCP_TOKEN_KEYS = []
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = "first-secret-" + "x" * 40, []
+    storage = storage_of(server, users["editor"])
+    await storage.set_tokens(TOKENS)
+
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "second-secret-" + "y" * 40
+    assert await storage.get_tokens() == TOKENS
+    settings.SECRET_KEY_FALLBACKS = []
+    assert await storage.get_tokens() is None
+
+
+def test_a_removed_persons_tokens_go_with_them(server, users):
+    """Deleting a user deletes their accounts (and their sealed tokens)."""
+    McpAccount.objects.create(server=server, user=users["editor"], tokens=b"sealed")
+    users["editor"].delete()
+    assert not McpAccount.objects.exists()
