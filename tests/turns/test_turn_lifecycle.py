@@ -177,7 +177,13 @@ def test_a_reply_that_runs_past_the_turn_limit_is_stopped_with_a_clear_error(
     conversation = events[0].data["conversation"]
     history = stored_history(conversation)
     assert_history_valid(history)
-    assert history[-1].content == "".join(e.data["text"] for e in events if e.type == "CHAT")
+    # What was shown is what was kept: the text so far, or (a machine so loaded that the
+    # limit passed before the provider was asked) no reply at all.
+    replies = [m for m in history if m.role == "assistant"]
+    streamed = "".join(e.data["text"] for e in events if e.type == "CHAT")
+    assert ((replies[-1].content or "") if replies else "") == streamed
+    if not streamed:
+        fake_provider.allow_leftovers()
     assert TurnRecord.objects.get().error_code == "timeout"
 
 
