@@ -16,6 +16,7 @@ import contextlib
 import ctypes
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -61,6 +62,14 @@ class NetworkNamespace:
     def pids(self) -> list[int]:
         done = subprocess.run(["ip", "netns", "pids", self.name], capture_output=True, text=True)
         return [int(pid) for pid in done.stdout.split()]
+
+
+def network_namespace_missing() -> str | None:
+    """Why no namespace can be made here, if so."""
+    if os.geteuid() != 0:
+        return "making a network namespace needs root"
+    missing = [tool for tool in ("ip", "nsenter") if not shutil.which(tool)]
+    return f"missing {' and '.join(missing)} (iproute2, util-linux)" if missing else None
 
 
 @contextlib.contextmanager
