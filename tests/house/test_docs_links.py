@@ -1,5 +1,6 @@
-"""The README is the front door and fits on a screen or two; every relative link in it and in
-docs/ leads to a file that exists, and every #anchor to a heading of that file."""
+"""The README is the front door and fits on a screen or two; every relative link in it, in
+CHANGELOG.md and in docs/ leads to a file that exists, and every #anchor to a heading of that
+file."""
 
 import re
 import unicodedata
@@ -7,7 +8,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
-PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [README, ROOT / "CHANGELOG.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 FENCE = re.compile(r"^(```|~~~)")
 CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
@@ -79,7 +80,8 @@ def test_the_readme_fits_on_a_screen_or_two():
 
 
 def test_every_relative_link_resolves_to_a_file_and_heading():
-    """A link in README.md or docs/*.md names a file that exists, and its #anchor a heading."""
+    """A link in README.md, CHANGELOG.md or docs/*.md names a file that exists, and its #anchor
+    a heading."""
     broken = {
         str(page.relative_to(ROOT)): problems for page in PAGES if (problems := broken_links(page))
     }
