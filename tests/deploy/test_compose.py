@@ -32,7 +32,24 @@ def test_the_stack_is_two_app_containers_behind_a_proxy_with_postgres_and_redis(
         assert app["build"]["dockerfile"] == "Containerfile"
     assert services["proxy"]["environment"]["ROJO_DOMAIN"] == "chat.example.com"
     for name in ("proxy", "postgres", "redis"):
-        assert "@sha256:" in services[name]["image"]  # pinned bases
+        assert services[name]["image"].startswith("docker.io/library/")  # the official ones,
+        assert "@sha256:" in services[name]["image"]  # pinned
+
+
+def test_the_third_party_images_can_come_from_a_mirror(tmp_path):
+    mirror = {
+        "ROJO_CADDY_IMAGE": "mirror.example.com/caddy:2.10-alpine@sha256:" + "a" * 64,
+        "ROJO_POSTGRES_IMAGE": "mirror.example.com/postgres:16-bookworm@sha256:" + "b" * 64,
+        "ROJO_REDIS_IMAGE": "mirror.example.com/redis:7-bookworm@sha256:" + "c" * 64,
+    }
+    filled = env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret", **mirror)
+    done = compose_config(filled)
+
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    assert services["proxy"]["image"] == mirror["ROJO_CADDY_IMAGE"]
+    assert services["postgres"]["image"] == mirror["ROJO_POSTGRES_IMAGE"]
+    assert services["redis"]["image"] == mirror["ROJO_REDIS_IMAGE"]
 
 
 def test_a_stack_without_its_secrets_refuses_to_start(tmp_path):

@@ -46,7 +46,18 @@ class Pause:
     seconds: float
 
 
-Chunk = dict[str, Any] | str | Pause
+@dataclass(frozen=True)
+class Gate:
+    """In a stream's chunks: the provider sends nothing more until `opened` is set (by the test,
+    once the chunks before it reached the client), and cuts the stream if that takes `timeout`
+    seconds. A reply that reaches the client only whole (buffered on the way) then fails the
+    test, and nothing is timed."""
+
+    opened: threading.Event
+    timeout: float = 60.0
+
+
+Chunk = dict[str, Any] | str | Pause | Gate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -364,9 +375,10 @@ def error_chunk(message: str, code: str | int | None = None) -> dict[str, Any]:
 
 
 class FakeProvider:
-    """A scripted chat-completions server on a free port of 127.0.0.1, in a daemon thread."""
+    """A scripted chat-completions server on a free port of 127.0.0.1 (or of `host`), in a
+    daemon thread."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self._lock = threading.Lock()
         self._script: deque[Reply] = deque()
         self._leftovers_allowed = False
@@ -385,7 +397,7 @@ class FakeProvider:
         self.headers: list[dict[str, str]] = []
         # The client's (host, port) of each request: the same for requests on one connection.
         self.peers: list[tuple[str, int]] = []
-        self._server = _Server(("127.0.0.1", 0), _Handler)
+        self._server = _Server((host, 0), _Handler)
         self._server.provider = self
         host, port = self._server.server_address[:2]
         self.base_url = f"http://{host}:{port}/v1"
@@ -614,6 +626,12 @@ class _Handler(BaseHTTPRequestHandler):
                 time.sleep(reply.delay)
                 if isinstance(item, Pause):
                     time.sleep(item.seconds)
+                    continue
+                if isinstance(item, Gate):
+                    if not item.opened.wait(item.timeout):
+                        self.close_connection = True
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        return
                     continue
                 self._write_chunk(
                     item if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"

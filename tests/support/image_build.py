@@ -8,6 +8,7 @@ of skipping.
 """
 
 import contextlib
+import fcntl
 import os
 import shutil
 import socket
@@ -70,9 +71,14 @@ def _base_build() -> None:
         tar.wait()
 
 
-def image_build() -> str:
+def base_ensure() -> None:
+    """BASE, made if this machine has none yet (it is kept for later runs)."""
     if podman("image", "exists", BASE, check=False).returncode != 0:
         _base_build()
+
+
+def image_build() -> str:
+    base_ensure()
     version = podman(
         "run", "--rm", *LIMITS, *HOST_NETWORK, BASE, "python3.11", "-c",
         "import platform; print(platform.python_version())",
@@ -94,14 +100,24 @@ def image_build() -> str:
 
 
 @pytest.fixture(scope="session")
-def image() -> str:
-    """The image's tag, built from this checkout."""
+def image(tmp_path_factory, worker_id) -> str:
+    """The image's tag, built from this checkout once per run: the first of the workers that
+    need it builds it, the others wait for that build (two at once would build it twice)."""
     if not shutil.which("podman") or not shutil.which("debootstrap"):
         if os.environ.get("ROJO_REQUIRE_IMAGE"):
             pytest.fail("ROJO_REQUIRE_IMAGE is set but podman or debootstrap is missing")
         pytest.skip("the image tests need podman and debootstrap")
+    run_dir = tmp_path_factory.getbasetemp()
+    if worker_id != "master":
+        run_dir = run_dir.parent  # the run's, shared by its workers
+    built = run_dir / "rojo-image-built"
     try:
-        return image_build()
+        with open(run_dir / "rojo-image.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not built.exists():
+                image_build()
+                built.touch()
+        return IMAGE
     except subprocess.CalledProcessError as exc:
         pytest.fail(f"{exc.cmd[:3]} failed:\n{exc.stdout}\n{exc.stderr}"[-6000:])
     except AssertionError as exc:
@@ -115,11 +131,13 @@ def compose_config(env_file: Path) -> subprocess.CompletedProcess:
 
 
 def env_file(tmp_path: Path, **values: str) -> Path:
-    """The example env file with `values` set, as a team fills it in."""
+    """The example env file with `values` set, as a team fills it in (those it does not list
+    are added at its end)."""
     lines = []
     for line in (DEPLOY / "rojo.env.example").read_text().splitlines():
         name = line.split("=", 1)[0]
-        lines.append(f"{name}={values[name]}" if name in values else line)
+        lines.append(f"{name}={values.pop(name)}" if name in values else line)
+    lines += [f"{name}={value}" for name, value in values.items()]
     path = tmp_path / "rojo.env"
     path.write_text("\n".join(lines) + "\n")
     return path
