@@ -18,12 +18,13 @@ from django.test import Client
 
 from roject.models import AuditEntry
 from roject.storage import project_root
+from rojos.agent.branches import branch_messages
 from rojos.changes.undo import change_undo
 from rojos.conversations.search import conversation_search
 from rojos.models import Conversation, FileChange
 from tests.backup.archive_contents import archive_contents
 from tests.support.backup_installation import EXACT, installation_build
-from tests.support.helpers import assert_history_valid, stored_history
+from tests.support.helpers import assert_history_valid
 from tests.support.mcp_clients import mcp_url, with_mcp
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
@@ -82,7 +83,8 @@ def test_an_installation_moves_to_the_other_backend_and_back_with_nothing_lost(
 
     assert search_hits(editor, built.search_words) == hits
     for conversation in Conversation.objects.all():
-        assert_history_valid(stored_history(conversation.pk))
+        for branch in [0, *(fork["id"] for fork in conversation.branches)]:
+            assert_history_valid(list(branch_messages(conversation, branch).order_by("position")))
     change = FileChange.objects.get(pk=built.change.pk)
     async_to_sync(change_undo)(change=change, user=editor)
     assert (project_root(project.pk) / "docs/plan.md").read_text() == "first plan\n"
