@@ -57,16 +57,22 @@ def restored_turns_end() -> None:
     process of this host that still lives (the one the backup was taken beside): it would
     hold its conversation until the claim went stale. Its text so far (a draft) is kept,
     its open calls answered and its cut-off changes' files repaired, as for any dead turn."""
+    from asgiref.sync import sync_to_async
+    from django.db import connections
     from django.db.models import Q
 
     from rojos.turns.repair import dead_turn_end
 
     async def end_all() -> int:
         ended = 0
-        async for conversation in Conversation.objects.filter(turn_id__isnull=False):
-            # An empty filter: the claim is dead as long as it is still this turn's.
-            if await dead_turn_end(conversation, silent=Q()):
-                ended += 1
+        try:
+            async for conversation in Conversation.objects.filter(turn_id__isnull=False):
+                # An empty filter: the claim is dead as long as it is still this turn's.
+                if await dead_turn_end(conversation, silent=Q()):
+                    ended += 1
+        finally:
+            # The thread these queries ran on outlives the loop: its connection goes now.
+            await sync_to_async(connections.close_all)()
         return ended
 
     ended = asyncio.run(end_all())
