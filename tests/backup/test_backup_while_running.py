@@ -20,51 +20,51 @@ from django.conf import settings
 from django.core.management import call_command
 
 from roject.storage import digests, project_root
-from rojos.models import Conversation, FileChange
+from rojos.models import Conversation, FileChange, Message, TurnRecord
+from tests.backup.archive_contents import archive_contents
 from tests.support.fake_provider import Pause, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
-from tests.support.live_server import ApiClient, parse_sse, read_until
+from tests.support.live_server import ApiClient, parse_sse, read_until, wait_until
 from tests.support.server_process import database_url
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
 RAW = {"Content-Type": "application/octet-stream"}
-UPLOADS = 24
-BODIES = [bytes([n]) * (256 * 1024 + n) for n in range(UPLOADS)]
+BODIES = [bytes([n]) * (256 * 1024 + n) for n in range(8)]
 
 
-def uploads_run(client: ApiClient, project_id: int, failures: list) -> None:
-    for n, body in enumerate(BODIES):
+def uploads_run(client: ApiClient, project_id: int, done: threading.Event, answers: list) -> None:
+    """Overwrite four files in turn with whole bodies until the backup is done."""
+    n = 0
+    while not done.is_set() or n < len(BODIES):
         answer = client.post(
             f"/api/projects/{project_id}/files/upload",
             params={"path": f"uploads/file-{n % 4}.bin", "overwrite": "true"},
-            content=body,
+            content=BODIES[n % len(BODIES)],
             headers=RAW,
         )
-        if answer.status_code != 200:
-            failures.append(answer.text)
+        answers.append(answer.status_code)
+        n += 1
 
 
 def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
     server_process, users, project, fake_provider, storage_dir, tmp_path
 ):
     rojo = make_rojo(fake_provider.base_url)
-    for _ in range(2):
+    for _ in range(2):  # replies that stream until the server stops
         fake_provider.add(
-            stream(text_chunks("Growing ", finish=None), Pause(1.0),
-                   text_chunks("reply ", finish=None), Pause(1.0), text_chunks("done."))
-        )  # fmt: skip
-    server = server_process()
+            stream(text_chunks("Growing ", finish=None), Pause(120.0), text_chunks("never."))
+        )
+    server = server_process(ROJO_DRAFT_SECONDS="0")  # a reply's text stored at each chunk
     clients = [ApiClient(server.base_url, users["editor"]) for _ in range(3)]
-    failures: list[str] = []
-    uploading = threading.Thread(target=uploads_run, args=(clients[2], project.pk, failures))
     streams = contextlib.ExitStack()
-    replies = []
     for client in clients[:2]:
         response = streams.enter_context(client.chat_stream(project.pk, rojo=rojo.pk, message="Go"))
-        events = parse_sse(response.iter_lines())
-        read_until(events, "CHAT")
-        replies.append(events)
+        read_until(parse_sse(response.iter_lines()), "CHAT")
+    drafts = Message.objects.filter(role="assistant", draft=True, content="Growing ")
+    wait_until(lambda: drafts.count() == 2, timeout=30)  # the replies' text so far, stored
+    done, answers = threading.Event(), []
+    uploading = threading.Thread(target=uploads_run, args=(clients[2], project.pk, done, answers))
     uploading.start()
     archive = tmp_path / "running.tar"
     env = {
@@ -74,19 +74,23 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
         "DATABASE_URL": database_url(),
         "ROJO_STORAGE_DIR": str(storage_dir),
     }
-    backup = subprocess.run(
-        [sys.executable, "manage.py", "backup", str(archive)],
-        cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
-    uploading.join()
-    for events in replies:
-        list(events)
-    streams.close()
-    for client in clients:
-        client.close()
-    server.stop()
+    try:
+        backup = subprocess.run(
+            [sys.executable, "manage.py", "backup", str(archive)],
+            cwd=settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=300,
+        )  # fmt: skip
+    finally:
+        done.set()
+        uploading.join()
+        streams.close()
+        for client in clients:
+            client.close()
+        server.stop()
     assert backup.returncode == 0, backup.stderr
-    assert failures == []
+    assert set(answers) == {200}
+    tables, _ = archive_contents(archive)
+    caught = [row for row in tables["rojos.conversation"] if row["turn_id"] is not None]
+    assert len(caught) == 2  # both replies were running as the backup was taken
 
     call_command("flush", interactive=False, verbosity=0)
     shutil.rmtree(storage_dir)
@@ -97,9 +101,11 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
         assert not conversation.running
         history = stored_history(conversation.pk)
         assert_history_valid(history)
-        assert not any(message.draft for message in history)
-        last = history[-1]  # the reply as far as it had come, if it had been stored yet
-        assert last.role == "user" or last.content.startswith("Growing")
+        assert [(m.role, m.content, m.draft) for m in history] == [
+            ("user", "Go", False),
+            ("assistant", "Growing ", False),  # its text as of the backup, kept
+        ]
+        assert conversation.turns.get().status == TurnRecord.Status.INTERRUPTED
     root = project_root(project.pk)
     for n in range(4):
         path = f"uploads/file-{n}.bin"
@@ -110,6 +116,5 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
         assert digests(root, [path]) == newest.after  # the file as its record says
         assert (root / path).read_bytes() in BODIES  # whole
         for change in FileChange.objects.filter(paths=[path], before=[True]):
-            assert (
-                storage_dir / str(project.pk) / "undo" / change.key / "0"
-            ).read_bytes() in BODIES
+            copy = storage_dir / str(project.pk) / "undo" / change.key / "0"
+            assert copy.read_bytes() in BODIES  # what the upload replaced, whole
