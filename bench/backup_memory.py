@@ -5,8 +5,15 @@ bytes, and a few hundred small ones) is backed up with `manage.py backup`, check
 `verify-backup` and restored with `restore` into a second, empty one, each a process of its
 own; the figure is each process's own peak RSS (wait4), against the same
 command's on a storage of 1 MiB: the bytes are streamed, so the two should differ by a few
-MiB at most. By hand: `python -m bench.backup_memory` (about a minute; 3 GiB of scratch
-disk).
+MiB at most. By hand: `python -m bench.backup_memory` (about three minutes; 3 GiB of scratch
+disk). Not in `make bench`: it is about memory, not speed, and writes gigabytes.
+
+On 5 December 2026 (the 2-core development machine, SQLite, a plain .tar):
+
+    command         1 MiB storage  1 GiB storage  difference
+    backup              114.0 MiB      113.9 MiB    -0.2 MiB
+    verify-backup       114.5 MiB      117.1 MiB     2.6 MiB
+    restore             115.3 MiB      119.7 MiB     4.5 MiB
 """
 
 import os

@@ -28,9 +28,9 @@ from django.utils.module_loading import import_string
 
 from roject.storage.backups import StorageStaging, storage_holds_projects
 
-from .archive import archive_read
 from .errors import BackupError
 from .manifest import Manifest, newer_refusal, schema_refusal
+from .reading import archive_read
 from .tables import (
     EXCLUDED,
     MADE_BY_MIGRATE,

@@ -3,7 +3,7 @@
 import hashlib
 from pathlib import Path
 
-from roject.backup.archive import archive_read
+from roject.backup.reading import archive_read
 
 
 def archive_contents(path: Path) -> tuple[dict, dict]:
