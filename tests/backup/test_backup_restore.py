@@ -9,6 +9,7 @@ then of what people use: search, undo, tokens on /api and /mcp, the audit log's 
 import io
 import shutil
 
+import orjson
 import pytest
 from asgiref.sync import async_to_sync
 from django.conf import settings
@@ -28,6 +29,18 @@ from tests.support.helpers import assert_history_valid
 from tests.support.mcp_clients import mcp_url, with_mcp
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
+
+
+# The same search, run on the other installation by `manage.py shell`.
+SEARCH = """
+import orjson
+from django.contrib.auth import get_user_model
+from rojos.conversations.search import conversation_search
+user = get_user_model().objects.get(username="editor")
+hits = [(w, h.conversation, h.message, h.snippet) for w in {words!r}
+        for h in conversation_search(user=user, query=w)]
+print(orjson.dumps(hits).decode())
+"""
 
 
 def search_hits(user, words: list[str]) -> list[tuple]:
@@ -62,6 +75,8 @@ def test_an_installation_moves_to_the_other_backend_and_back_with_nothing_lost(
         "SELECT created FROM rojos_message WHERE content = %s", ("Where is the wombat plan?",)
     )
     assert str(created[0][0]).startswith("2026-12-05 00:48:18.161688")  # not .161000
+    found_there = other_installation.python(SEARCH.format(words=built.search_words))
+    assert orjson.loads(found_there) == [list(hit) for hit in hits]  # its own index
     second = tmp_path / "second.tar"
     other_installation.manage("backup", str(second))
     tables, files = archive_contents(first)

@@ -51,6 +51,10 @@ class OtherInstallation:
             raise AssertionError(f"manage.py {' '.join(args)} failed:\n{run.stdout}{run.stderr}")
         return run
 
+    def python(self, code: str) -> str:
+        """What `code` printed, run by `manage.py shell` on this installation."""
+        return self.manage("shell", "--no-imports", "-c", code).stdout
+
     def query(self, sql: str, params: tuple = ()) -> list[tuple]:
         """Rows of a query on this installation's database, read directly."""
         if self.vendor == "sqlite":
