@@ -53,7 +53,7 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
     rojo = make_rojo(fake_provider.base_url)
     for _ in range(2):  # replies that stream until the server stops
         fake_provider.add(
-            stream(text_chunks("Growing ", finish=None), Pause(120.0), text_chunks("never."))
+            stream(text_chunks("Growing ", finish=None), Pause(60.0), text_chunks("never."))
         )
     server = server_process(ROJO_DRAFT_SECONDS="0")  # a reply's text stored at each chunk
     clients = [ApiClient(server.base_url, users["editor"]) for _ in range(3)]
