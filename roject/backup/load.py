@@ -26,6 +26,7 @@ from django.core.management.sql import emit_post_migrate_signal
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils.module_loading import import_string
 
+from roject.storage import StorageError
 from roject.storage.backups import StorageStaging, storage_holds_projects
 
 from .errors import BackupError
@@ -83,7 +84,10 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
             insert = functools.partial(_rows_insert, models, connection)
             with Path(path).open("rb") as source:
                 # Checked again as it is read: the archive may have changed since.
-                manifest = archive_read(source, on_entry=staging.entry_place, on_rows=insert)
+                try:
+                    manifest = archive_read(source, on_entry=staging.entry_place, on_rows=insert)
+                except StorageError as exc:  # an entry the staging refused to write
+                    raise BackupError(str(exc)) from exc
             for label, high in manifest.sequences.items():
                 if label in models:
                     sequence_set(models[label], connection, high)

@@ -15,7 +15,8 @@ from typing import BinaryIO
 
 import orjson
 
-from roject.storage.backups import StoredEntry
+from roject.storage import StorageError
+from roject.storage.backups import StoredEntry, entry_path_checked
 
 from .archive import BLOCK, TAR_KINDS, Hashing, ProjectCount, entry_digest_start
 from .errors import BackupError
@@ -100,6 +101,10 @@ class _Reading:
         parts = name.split("/", 2)
         project, path = (parts[1], parts[2]) if len(parts) == 3 else ("", "")
         kind = TAR_KINDS.get(member.type)
+        try:
+            entry_path_checked(path)
+        except StorageError as exc:
+            raise BackupError(str(exc)) from exc
         if not project.isdigit() or not path or kind is None:
             raise BackupError(f"the archive holds a storage entry not allowed: {member.name!r}")
         entry = StoredEntry(

@@ -123,7 +123,7 @@ def _mode(st: os.stat_result) -> int:
     return stat.S_IMODE(st.st_mode)
 
 
-def _checked(path: str) -> PurePosixPath:
+def entry_path_checked(path: str) -> PurePosixPath:
     """The entry's path if it is one a backup writes: relative, under root/ or undo/, with
     no empty, `.` or `..` part."""
     pure = PurePosixPath(path)
@@ -153,7 +153,7 @@ class StorageStaging:
 
     def entry_place(self, project_id: int, entry: StoredEntry, content: BinaryIO | None) -> None:
         """(Blocking) Make one entry in the staging directory, from `content` for a file."""
-        relative = _checked(entry.path)
+        relative = entry_path_checked(entry.path)
         project = str(int(project_id))
         parent = str(PurePosixPath(project, relative).parent)
         if parent == project and project not in self._made:

@@ -189,3 +189,41 @@ def test_the_database_alone_or_some_projects(users, project, tmp_path):
         call_command("backup", str(tmp_path / "x.tar"), "--project", "999999")
     assert not (tmp_path / "x.tar").exists()
     assert [p for p in os.listdir(tmp_path) if p.endswith(".partial")] == []
+
+
+@pytest.mark.parametrize(
+    ("entries", "match"),
+    [
+        # A name that climbs out of the project's directory.
+        ([("root", "dir", ""), ("root/../../escaped.txt", "file", "")], "not allowed"),
+        # A file under a link: written, it would land where the link points.
+        ([("root", "dir", ""), ("root/out", "link", "{outside}"), ("root/out/x.txt", "file", "")],
+         "has no folder"),
+    ],
+)  # fmt: skip
+def test_a_storage_entry_that_would_reach_outside_is_refused(
+    users, project, tmp_path, entries, match
+):
+    """Even in an archive whose digests agree (made to harm): nothing is written outside
+    the staging directory, and nothing is restored (a name that climbs out is refused by
+    `verify-backup` already)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    path = tmp_path / "harm.tar"
+    with path.open("wb") as out:
+        header = header_make(connection, storage="all", projects=[project.pk])
+        writer = ArchiveWriter(out, header=header, compress=False)
+        for name, kind, target in entries:
+            size = 5 if kind == "file" else 0
+            entry = StoredEntry(
+                path=name, kind=kind, mode=0o644, mtime=0, size=size,
+                target=target.format(outside=outside),
+            )  # fmt: skip
+            writer.storage_add(project.pk, entry, io.BytesIO(b"harm\n") if size else None)
+        writer.close()
+    installation_empty()
+    with pytest.raises(CommandError, match=match):
+        call_command("restore", str(path), stdout=io.StringIO())
+    assert_nothing_restored()
+    assert list(outside.iterdir()) == []
+    assert not (settings.ROJO_STORAGE_DIR.parent / "escaped.txt").exists()
