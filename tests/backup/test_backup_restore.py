@@ -22,9 +22,9 @@ from roject.storage import project_root
 from rojos.agent.branches import branch_messages
 from rojos.changes.undo import change_undo
 from rojos.conversations.search import conversation_search
-from rojos.models import Conversation, FileChange
+from rojos.models import Conversation, FileChange, McpAccount
 from tests.backup.archive_contents import archive_contents
-from tests.support.backup_installation import EXACT, installation_build
+from tests.support.backup_installation import EXACT, SEALED, installation_build
 from tests.support.helpers import assert_history_valid
 from tests.support.mcp_clients import mcp_url, with_mcp
 
@@ -93,6 +93,7 @@ def test_an_installation_moves_to_the_other_backend_and_back_with_nothing_lost(
     third = tmp_path / "third.tar"
     call_command("backup", str(third), stdout=io.StringIO())
     assert archive_contents(third) == (tables, files)
+    assert bytes(McpAccount.objects.get().tokens) == SEALED
     restored = Conversation.objects.get(pk=built.conversation.pk)
     assert restored.messages.get(position=0).created == EXACT
 

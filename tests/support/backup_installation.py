@@ -1,7 +1,8 @@
 """An installation with a bit of everything a backup must carry, for the backup tests.
 
-Users in a group with a permission, an OIDC identity, tokens (one read-only), three projects
-with nested files (a binary, an executable, a private file, a link), people's changes with
+Users in a group with a permission, an OIDC identity, tokens (one read-only), an MCP server
+with a person's sealed account (bytes), three projects with nested files (a binary, an
+executable, a private file, a link), people's changes with
 their undo copies (a write over a file, a deletion), a conversation with tool calls, a
 branch, a summary, usage and an approval waiting, a hard-deleted conversation, audit entries,
 and a timestamp whose microseconds a millisecond cut would lose.
@@ -21,13 +22,23 @@ from roject.members.projects import project_create
 from roject.models import OidcIdentity, Role
 from roject.storage import project_root
 from rojos.changes.ledger import file_tool_run
-from rojos.models import Conversation, FileChange, Message, PendingApproval, TurnRecord
+from rojos.models import (
+    Conversation,
+    FileChange,
+    McpAccount,
+    Message,
+    PendingApproval,
+    RojoMcpServer,
+    TurnRecord,
+)
 from rojos.models.usage import UsageRecord
 from tests.support.helpers import make_rojo
+from tests.support.mcp_helpers import time_server
 
 # A time a millisecond cut changes (the issue's own example).
 EXACT = datetime.datetime(2026, 12, 5, 0, 48, 18, 161688, tzinfo=datetime.UTC)
 BINARY = bytes(range(256)) * 64
+SEALED = bytes(range(255, -1, -1)) + b"\x00sealed"  # a BinaryField's bytes, NULs included
 
 
 @dataclass
@@ -85,6 +96,9 @@ def installation_build(users: dict, project) -> Installation:
         audited=(AuditAction.FILE_DELETED, AuditActor(user=editor)),
     )
     rojo = make_rojo("http://127.0.0.1:9")
+    server = time_server()
+    RojoMcpServer.objects.create(rojo=rojo, server=server)
+    McpAccount.objects.create(server=server, user=editor, tokens=SEALED, client=b"")
     conversation = _conversation(projects[0], editor, rojo)
     gone = Conversation.objects.create(project=projects[2], user=editor, title="to be deleted")
     Message.objects.create(conversation=gone, position=0, role="user", content="gone soon")
