@@ -169,9 +169,11 @@ async def change_undo(*, change: FileChange, user, actor: AuditActor | None = No
         if change.after is None:  # its call was cut off: its record was finished just now
             await sync_to_async(_cut_off_record)(change)
         await asyncio.to_thread(_restore, change)
-    change.undone = timezone.now()
-    change.undone_by = user
-    await sync_to_async(_undone_save)(change, actor or AuditActor(user=user))
+        # Marked undone before the lock goes: a backup (roject/backup), which holds every
+        # change lock, never finds the files put back and the change not yet undone.
+        change.undone = timezone.now()
+        change.undone_by = user
+        await sync_to_async(_undone_save)(change, actor or AuditActor(user=user))
     return change
 
 

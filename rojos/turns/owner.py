@@ -49,3 +49,32 @@ def turns_of_past_lives_end_soon() -> None:
             logger.warning("ended %s turn(s) an earlier process left running", ended)
 
     threading.Thread(target=run, name="turns-of-past-lives", daemon=True).start()
+
+
+def restored_turns_end() -> None:
+    """A restore hook (ROJO_RESTORE_HOOKS): end, as interrupted, every turn a backup caught
+    running. No process of the restored installation runs it, and its claim may name a
+    process of this host that still lives (the one the backup was taken beside): it would
+    hold its conversation until the claim went stale. Its text so far (a draft) is kept,
+    its open calls answered and its cut-off changes' files repaired, as for any dead turn."""
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+    from django.db.models import Q
+
+    from rojos.turns.repair import dead_turn_end
+
+    async def end_all() -> int:
+        ended = 0
+        try:
+            async for conversation in Conversation.objects.filter(turn_id__isnull=False):
+                # An empty filter: the claim is dead as long as it is still this turn's.
+                if await dead_turn_end(conversation, silent=Q()):
+                    ended += 1
+        finally:
+            # The thread these queries ran on outlives the loop: its connection goes now.
+            await sync_to_async(connections.close_all)()
+        return ended
+
+    ended = asyncio.run(end_all())
+    if ended:
+        logger.warning("ended %s turn(s) the backup caught running", ended)

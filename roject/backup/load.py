@@ -1,0 +1,158 @@
+"""`restore`: an archive put back into an empty installation, all of it or nothing.
+
+The archive is read twice. The first read checks it whole (every digest against the
+manifest, the Rojo and migrations that made it) and touches nothing. The second restores:
+the rows in one transaction, the storage into a staging directory; the projects' storage
+is renamed into place just before the commit (and renamed back if the commit fails), so a
+failure at any point leaves the installation as it was. The second read checks the digests
+again, so an archive changed between the two reads fails the same way.
+
+After the rows: each table's id sequence goes on after the highest id the source handed
+out; Django's post-migrate hooks run as after a `migrate` (content types and permissions
+the archive lacks, the audit log's UPDATE trigger, SQLite's full-text triggers, which made
+the search index as the rows went in; PostgreSQL computes its search vectors itself); then,
+after the commit, the apps' restore hooks (ROJO_RESTORE_HOOKS: turns the backup caught
+running are ended as interrupted).
+"""
+
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.contrib.contenttypes.models import ContentType
+from django.core.management.sql import emit_post_migrate_signal
+from django.db import DEFAULT_DB_ALIAS, connections, transaction
+from django.utils.module_loading import import_string
+
+from roject.storage import StorageError
+from roject.storage.backups import StorageStaging, storage_holds_projects
+
+from .errors import BackupError
+from .manifest import Manifest, newer_refusal, schema_refusal
+from .reading import archive_read
+from .tables import (
+    EXCLUDED,
+    MADE_BY_MIGRATE,
+    backed_up_models,
+    insert_sql,
+    model_label,
+    row_decoder,
+    sequence_set,
+)
+
+_BATCH_ROWS = 500
+_BATCH_CHARACTERS = 8 << 20
+
+
+def backup_verify(*, path: Path, using: str = DEFAULT_DB_ALIAS) -> Manifest:
+    """(Blocking) Check an archive whole without restoring it; its manifest, or BackupError."""
+    connection = connections[using]
+
+    def header_check(header: dict) -> None:
+        refusal = newer_refusal(header, connection)
+        if refusal:
+            raise BackupError(refusal)
+
+    try:
+        with Path(path).open("rb") as source:
+            return archive_read(source, on_header=header_check)
+    except FileNotFoundError as exc:
+        raise BackupError(f"no archive at {path}") from exc
+
+
+def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB_ALIAS) -> Manifest:
+    """(Blocking) Restore the archive at `path`; `replace`: delete what the installation
+    holds first (else a non-empty one is refused). Returns the archive's manifest."""
+    connection = connections[using]
+    manifest = backup_verify(path=path, using=using)
+    refusal = schema_refusal(manifest.header, connection)
+    if refusal:
+        raise BackupError(refusal)
+    ordered = backed_up_models()
+    models = {model_label(model): model for model in ordered}
+    unknown = sorted({table["model"] for table in manifest.tables} - models.keys())
+    if unknown:
+        raise BackupError(f"the archive holds tables this installation lacks: {unknown}")
+    if not replace:
+        _refuse_non_empty(ordered, using)
+    staging = StorageStaging()
+    try:
+        with transaction.atomic(using=using):
+            _tables_clear(ordered, connection)
+            insert = functools.partial(_rows_insert, models, connection)
+            with Path(path).open("rb") as source:
+                # Checked again as it is read: the archive may have changed since.
+                try:
+                    manifest = archive_read(source, on_entry=staging.entry_place, on_rows=insert)
+                except StorageError as exc:  # an entry the staging refused to write
+                    raise BackupError(str(exc)) from exc
+            for label, high in manifest.sequences.items():
+                if label in models:
+                    sequence_set(models[label], connection, high)
+            ContentType.objects.clear_cache()  # its ids are the archive's now
+            emit_post_migrate_signal(verbosity=0, interactive=False, db=using)
+            staging.swap_in(replace_all=replace)
+    except BaseException:
+        staging.swap_back()  # what swap_in moved, if anything, back as it was
+        raise
+    finally:
+        staging.discard()
+    staging.finish()
+    ContentType.objects.clear_cache()
+    for hook in getattr(settings, "ROJO_RESTORE_HOOKS", ()):
+        import_string(hook)()
+    return manifest
+
+
+def _refuse_non_empty(models, using: str) -> None:
+    for model in models:
+        label = model_label(model)
+        if label not in MADE_BY_MIGRATE and model._base_manager.using(using).exists():
+            raise BackupError(
+                f"this installation is not empty (it holds {label} rows): restore into an "
+                "empty one (a new database, migrated), or pass --replace to delete what "
+                "it holds first"
+            )
+    if storage_holds_projects():
+        raise BackupError(
+            "this installation's storage holds projects' files: restore into an empty "
+            "ROJO_STORAGE_DIR, or pass --replace to set them aside"
+        )
+
+
+def _tables_clear(models, connection) -> None:
+    """Delete every row the archive replaces, dependants first (plain DELETEs: the
+    constraints are checked at the commit), and the sessions: a session left from before
+    would name a user id that is someone else's now."""
+    quote = connection.ops.quote_name
+    left_out = [apps.get_model(label) for label in EXCLUDED if _installed(label)]
+    with connection.cursor() as cursor:
+        for model in [*left_out, *reversed(models)]:
+            cursor.execute(f"DELETE FROM {quote(model._meta.db_table)}")
+
+
+def _installed(label: str) -> bool:
+    try:
+        apps.get_model(label)
+    except LookupError:
+        return False
+    return True
+
+
+def _rows_insert(models: dict, connection, label: str, columns: list[str], rows: Iterator[list]):
+    model = models[label]
+    decode = row_decoder(model, columns, connection)
+    sql = insert_sql(model, columns, connection)
+    batch: list[list] = []
+    characters = 0
+    with connection.cursor() as cursor:
+        for row in rows:
+            batch.append(decode(row))
+            characters += sum(len(value) for value in row if isinstance(value, str))
+            if len(batch) >= _BATCH_ROWS or characters >= _BATCH_CHARACTERS:
+                cursor.executemany(sql, batch)
+                batch, characters = [], 0
+        if batch:
+            cursor.executemany(sql, batch)

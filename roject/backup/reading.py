@@ -1,0 +1,219 @@
+"""Reading an archive (archive.py says its layout) front to back, checking it as it goes.
+
+Every member's digest and count is checked against the manifest, which must come last and
+name exactly what came before. A cut, a flipped byte or a changed file shows as a
+BackupError naming what differs; gzip's and tar's own errors are words too.
+"""
+
+import contextlib
+import gzip
+import hashlib
+import tarfile
+import zlib
+from collections.abc import Callable, Iterator
+from typing import BinaryIO
+
+import orjson
+
+from roject.storage import StorageError
+from roject.storage.backups import StoredEntry, entry_path_checked
+
+from .archive import BLOCK, TAR_KINDS, Hashing, ProjectCount, entry_digest_start
+from .errors import BackupError
+from .manifest import HEADER_NAME, MANIFEST_NAME, Manifest
+
+# What a reader does with each part (nothing, for a check): a storage entry with its
+# content, and a database part (its model label, columns and rows, parsed as read).
+OnEntry = Callable[[int, StoredEntry, BinaryIO | None], None]
+OnRows = Callable[[str, list[str], Iterator[list]], None]
+OnHeader = Callable[[dict], None]
+
+
+@contextlib.contextmanager
+def _words():
+    """tar's and gzip's errors (a cut, a corruption) and a value that does not parse as a
+    BackupError; other errors (a full disk while restoring) pass as they are."""
+    try:
+        yield
+    except BackupError:
+        raise
+    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise BackupError(
+            f"the archive is damaged or cut short ({type(exc).__name__}: {exc})"
+        ) from exc
+    except ValueError as exc:  # a row's value that is not what its column holds
+        raise BackupError(f"the archive holds a malformed value ({exc})") from exc
+
+
+def archive_read(
+    fileobj: BinaryIO,
+    *,
+    on_header: OnHeader | None = None,
+    on_entry: OnEntry | None = None,
+    on_rows: OnRows | None = None,
+) -> Manifest:
+    """Read an archive front to back, checking it whole; returns its manifest.
+
+    Each part goes to the callbacks as it is read, before the manifest that vouches for it
+    is reached: a restore runs in a transaction and a staging directory, and gives up both
+    when this raises.
+    """
+    with _words(), tarfile.open(fileobj=fileobj, mode="r|*") as tar:
+        reading = _Reading(on_header, on_entry, on_rows)
+        for member in tar:
+            reading.member(tar, member)
+        return reading.finished()
+
+
+class _Reading:
+    """The state of one read of an archive: what came, and its digests."""
+
+    def __init__(self, on_header, on_entry, on_rows) -> None:
+        self.on_header, self.on_entry, self.on_rows = on_header, on_entry, on_rows
+        self.header: dict | None = None
+        self.header_sha256 = ""
+        self.manifest: Manifest | None = None
+        self.projects: dict[int, ProjectCount] = {}
+        self.parts: list[dict] = []
+
+    def member(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        if self.manifest is not None:
+            raise BackupError(f"the archive holds {member.name!r} after its manifest")
+        if self.header is None:
+            if member.name != HEADER_NAME:
+                raise BackupError("this is no Rojo backup (it does not start with its header)")
+            data = _small(tar, member)
+            self.header_sha256 = hashlib.sha256(data).hexdigest()
+            self.header = _parsed(data, "header")
+            if self.on_header is not None:
+                self.on_header(self.header)
+        elif member.name == MANIFEST_NAME:
+            self.manifest = Manifest.from_json(_parsed(_small(tar, member), "manifest"))
+        elif member.name.startswith("storage/"):
+            self._entry(tar, member)
+        elif member.name.startswith("database/") and member.isfile():
+            self._part(tar, member)
+        else:
+            raise BackupError(f"the archive holds an unknown member {member.name!r}")
+
+    def _entry(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        name = member.name.rstrip("/")  # tar writes a directory's name with a slash
+        parts = name.split("/", 2)
+        project, path = (parts[1], parts[2]) if len(parts) == 3 else ("", "")
+        kind = TAR_KINDS.get(member.type)
+        try:
+            entry_path_checked(path)
+        except StorageError as exc:
+            raise BackupError(str(exc)) from exc
+        if not project.isdigit() or not path or kind is None:
+            raise BackupError(f"the archive holds a storage entry not allowed: {member.name!r}")
+        entry = StoredEntry(
+            path=path,
+            kind=kind,
+            mode=member.mode & 0o7777,
+            mtime=int(member.mtime),
+            size=member.size if kind == "file" else 0,
+            target=member.linkname if kind == "link" else "",
+        )
+        digest = entry_digest_start(name, entry)
+        content = None
+        if kind == "file":
+            content = Hashing(tar.extractfile(member), digest)
+        if self.on_entry is not None:
+            self.on_entry(int(project), entry, content)
+        if content is not None:
+            while content.read(BLOCK):  # what the callback left unread, digested
+                pass
+        self.projects.setdefault(int(project), ProjectCount()).add(entry, digest.hexdigest())
+
+    def _part(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
+        digest = hashlib.sha256()
+        source = Hashing(tar.extractfile(member), digest)
+        lines = _lines(source)
+        head = _parsed(next(lines, b"{}"), member.name)
+        label, columns = head.get("model"), head.get("columns")
+        if not isinstance(label, str) or not isinstance(columns, list):
+            raise BackupError(f"the archive's {member.name!r} does not name its table")
+        counted = [0]
+
+        def rows() -> Iterator[list]:
+            for line in lines:
+                row = _parsed(line, member.name)
+                if not isinstance(row, list) or len(row) != len(columns):
+                    raise BackupError(f"the archive's {member.name!r} holds a malformed row")
+                counted[0] += 1
+                yield row
+
+        if self.on_rows is not None:
+            self.on_rows(label, columns, rows())
+        for _ in rows():  # the rest, counted and digested
+            pass
+        self.parts.append(
+            {
+                "member": member.name,
+                "model": label,
+                "rows": counted[0],
+                "bytes": member.size,
+                "sha256": digest.hexdigest(),
+            }
+        )
+
+    def finished(self) -> Manifest:
+        if self.header is None:
+            raise BackupError("the archive is empty")
+        if self.manifest is None:
+            raise BackupError("the archive is cut short: its manifest is missing")
+        manifest = self.manifest
+        if manifest.header_sha256 != self.header_sha256 or manifest.header != self.header:
+            raise BackupError("the archive's header does not match its manifest (tampered?)")
+        expected = [
+            {key: table.get(key) for key in ("member", "model", "rows", "bytes", "sha256")}
+            for table in manifest.tables
+        ]
+        for want, got in zip(expected, self.parts, strict=False):
+            if want != got:
+                raise BackupError(
+                    f"the archive's {got['member']!r} differs from its manifest "
+                    "(corrupted or tampered)"
+                )
+        if len(expected) != len(self.parts):
+            raise BackupError(
+                f"the archive holds {len(self.parts)} database parts, its manifest {len(expected)}"
+            )
+        found = {str(pid): count.as_json() for pid, count in sorted(self.projects.items())}
+        for pid in sorted(set(found) | set(manifest.projects), key=int):
+            empty = ProjectCount().as_json()
+            if found.get(pid, empty) != manifest.projects.get(pid):
+                raise BackupError(
+                    f"the archive's storage of project {pid} differs from its manifest "
+                    "(corrupted or tampered)"
+                )
+        return manifest
+
+
+def _small(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    if not member.isfile() or member.size > 256 << 20:
+        raise BackupError(f"the archive's {member.name!r} is not what it should be")
+    return tar.extractfile(member).read()
+
+
+def _parsed(data: bytes, what: str):
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise BackupError(f"the archive's {what} is not valid JSON ({exc})") from exc
+
+
+def _lines(source: BinaryIO) -> Iterator[bytes]:
+    """The lines of a stream, read in blocks (a line is as long as a row)."""
+    rest = bytearray()
+    while block := source.read(BLOCK):
+        start = len(rest)
+        rest += block
+        end = rest.rfind(b"\n", start)
+        if end < 0:
+            continue
+        yield from bytes(rest[:end]).split(b"\n")
+        del rest[: end + 1]
+    if rest:
+        yield bytes(rest)

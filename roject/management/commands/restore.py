@@ -1,0 +1,30 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import DatabaseError
+
+from roject.backup import BackupError, backup_restore
+
+
+class Command(BaseCommand):
+    help = (
+        "Restore an archive written by `backup` into this installation (either database), "
+        "which must be empty (migrated, nothing in it) unless --replace. The archive is "
+        "checked whole first; all of it is restored or nothing. docs/operations.md, "
+        "'Backups'."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path, help="The archive.")
+        parser.add_argument(
+            "--replace",
+            action="store_true",
+            help="Delete what this installation holds (rows and projects' storage) first.",
+        )
+
+    def handle(self, *args, file, replace, **options):
+        try:
+            manifest = backup_restore(path=file, replace=replace)
+        except (BackupError, OSError, DatabaseError) as exc:
+            raise CommandError(f"restore refused: {exc}; nothing was restored") from exc
+        self.stdout.write(f"restored {file}: {manifest.summary()}")

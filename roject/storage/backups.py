@@ -1,0 +1,261 @@
+"""A project's storage read out as a backup's entries, and a restore's entries put in place.
+
+A backup holds, per project, `root/` (the files) and `undo/` (the copies undo restores):
+every directory, regular file and symbolic link, with its mode and modification time. It
+leaves out what is no data: `changes.lock`, `incoming/` (uploads not moved in yet: an upload
+is placed under the change lock, which the backup holds) and the temporary names of a write
+or snapshot a crash cut off. Links are kept as links and never followed, on either side.
+
+A restore writes into a staging directory beside the projects (a temporary name, which no
+listing of projects takes for one), each entry created anew (O_EXCL, O_NOFOLLOW) inside a
+directory the same restore made, so an archive cannot reach outside it whatever its names
+or links say. Only once the database's restore is committed are the projects renamed into
+place (a rename each: no project is ever seen half restored).
+"""
+
+import os
+import shutil
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import BinaryIO, Literal
+
+from django.conf import settings
+
+from .entries import fsync_dir, temp_name
+from .layout import directory_make, project_dir
+from .paths import StorageError, is_temp_file
+
+Kind = Literal["dir", "file", "link"]
+# The parts of a project's directory a backup holds.
+PARTS = ("root", "undo")
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_BLOCK = 1 << 20
+
+
+class BackupEntryError(StorageError):
+    """An archive's storage entry that cannot be restored (a bad name, a duplicate)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StoredEntry:
+    """One entry of a project's storage: its path under the project's directory
+    (`root/a/b.txt`, `undo/<key>/0`), what it is, its mode and time; a file's size, a
+    link's target."""
+
+    path: str
+    kind: Kind
+    mode: int
+    mtime: int
+    size: int = 0
+    target: str = ""
+
+
+def project_entries(project_id: int) -> Iterator[tuple[StoredEntry, BinaryIO | None]]:
+    """(Blocking) Every entry of the project's storage, parents before children, names in
+    order; a regular file comes with its content open for reading (closed once the next
+    entry is asked for). The caller holds the project's change lock, so nothing changes
+    meanwhile; a project with no directory has no entries."""
+    try:
+        base = os.open(project_dir(project_id), _DIRECTORY)
+    except FileNotFoundError:
+        return
+    try:
+        for part in PARTS:
+            try:
+                top = os.open(part, _DIRECTORY, dir_fd=base)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            try:
+                yield from _tree_entries(part, top)
+            finally:
+                os.close(top)
+    finally:
+        os.close(base)
+
+
+def _tree_entries(part: str, top: int) -> Iterator[tuple[StoredEntry, BinaryIO | None]]:
+    # fwalk follows no link: a link to a directory is listed among the directories, not
+    # entered, and is kept below as the link it is.
+    for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=top):
+        dirnames[:] = sorted(name for name in dirnames if not is_temp_file(name))
+        here = str(PurePosixPath(part, dirpath))
+        st = os.fstat(dir_fd)
+        yield StoredEntry(path=here, kind="dir", mode=_mode(st), mtime=int(st.st_mtime)), None
+        for name in sorted(filenames) + dirnames:
+            if is_temp_file(name):
+                continue
+            path = f"{here}/{name}"
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                continue
+            if stat.S_ISLNK(st.st_mode):
+                target = os.readlink(name, dir_fd=dir_fd)
+                entry = StoredEntry(
+                    path=path, kind="link", mode=_mode(st), mtime=int(st.st_mtime), target=target
+                )
+                yield entry, None
+            elif stat.S_ISREG(st.st_mode):
+                yield from _file_entry(path, name, dir_fd)
+            # a directory is yielded as the walk enters it; a FIFO or socket is no data
+
+
+def _file_entry(path: str, name: str, dir_fd: int) -> Iterator[tuple[StoredEntry, BinaryIO]]:
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except FileNotFoundError:  # its project's storage being removed (a deleted project)
+        return
+    with os.fdopen(fd, "rb") as content:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # swapped since the listing
+            return
+        entry = StoredEntry(
+            path=path, kind="file", mode=_mode(st), mtime=int(st.st_mtime), size=st.st_size
+        )
+        yield entry, content
+
+
+def _mode(st: os.stat_result) -> int:
+    return stat.S_IMODE(st.st_mode)
+
+
+def entry_path_checked(path: str) -> PurePosixPath:
+    """The entry's path if it is one a backup writes: relative, under root/ or undo/, with
+    no empty, `.` or `..` part."""
+    pure = PurePosixPath(path)
+    parts = path.split("/")
+    if (
+        pure.is_absolute()
+        or not parts
+        or parts[0] not in PARTS
+        or any(part in ("", ".", "..") for part in parts)
+    ):
+        raise BackupEntryError(f"the archive holds a storage entry that is not allowed: {path!r}")
+    return pure
+
+
+class StorageStaging:
+    """Where a restore writes the projects' storage until the database's restore commits."""
+
+    def __init__(self) -> None:
+        self.base = Path(settings.ROJO_STORAGE_DIR)
+        directory_make(self.base)
+        self.directory = self.base / temp_name()
+        os.mkdir(self.directory, 0o700)
+        # Directories this restore made (as "<project>/<path>"): an entry goes only into one.
+        self._made: set[str] = set()
+        self._modes: list[tuple[Path, int]] = []  # directories given their mode at the end
+        self._placed: list[tuple[Path, Path | None]] = []  # (project dir, what was there)
+
+    def entry_place(self, project_id: int, entry: StoredEntry, content: BinaryIO | None) -> None:
+        """(Blocking) Make one entry in the staging directory, from `content` for a file."""
+        relative = entry_path_checked(entry.path)
+        project = str(int(project_id))
+        parent = str(PurePosixPath(project, relative).parent)
+        if parent == project and project not in self._made:
+            os.mkdir(self.directory / project, 0o755)
+            os.chmod(self.directory / project, 0o755)
+            self._made.add(project)
+        if parent not in self._made:
+            raise BackupEntryError(f"the archive's storage entry {entry.path!r} has no folder")
+        target = self.directory / project / relative
+        try:
+            self._make(target, entry, content)
+        except FileExistsError as exc:
+            raise BackupEntryError(f"the archive holds {entry.path!r} twice") from exc
+        if entry.kind == "dir":
+            self._made.add(f"{project}/{relative}")
+
+    def _make(self, target: Path, entry: StoredEntry, content: BinaryIO | None) -> None:
+        if entry.kind == "dir":
+            os.mkdir(target, 0o700)
+            os.chmod(target, entry.mode | 0o700)  # writable by the restore until the end
+            if entry.mode & 0o700 != 0o700:
+                self._modes.append((target, entry.mode))
+        elif entry.kind == "link":
+            os.symlink(entry.target, target)
+        else:
+            fd = os.open(target, _CREATE, 0o600)
+            try:
+                left = entry.size
+                while left > 0 and content is not None:
+                    block = content.read(min(_BLOCK, left))
+                    if not block:
+                        break
+                    _write_all(fd, block)
+                    left -= len(block)
+                if left:
+                    raise BackupEntryError(f"the archive's {entry.path!r} is cut short")
+                os.fchmod(fd, entry.mode)
+                os.utime(fd, (entry.mtime, entry.mtime))
+            finally:
+                os.close(fd)
+
+    def staged_projects(self) -> list[int]:
+        """The projects this restore has storage for."""
+        return sorted(int(name) for name in os.listdir(self.directory) if name.isdigit())
+
+    def swap_in(self, *, replace_all: bool) -> None:
+        """(Blocking) Give the staged directories their modes and rename each project into
+        place; what was there is moved aside (kept until `finish`, put back by `swap_back`).
+        `replace_all`: every other project's storage is moved aside too (a restore that
+        replaces the installation)."""
+        for target, mode in reversed(self._modes):
+            os.chmod(target, mode)
+        staged = {str(pid) for pid in self.staged_projects()}
+        present = {p.name for p in self.base.iterdir() if p.name.isdigit()}
+        for name in sorted(staged | (present if replace_all else set())):
+            place = self.base / name
+            aside = None
+            if place.exists() or place.is_symlink():
+                aside = self.base / temp_name()
+                os.rename(place, aside)
+            self._placed.append((place, aside))
+            if name in staged:
+                os.rename(self.directory / name, place)
+        base = os.open(self.base, _DIRECTORY)
+        try:
+            fsync_dir(base)
+        finally:
+            os.close(base)
+
+    def swap_back(self) -> None:
+        """(Blocking) Undo `swap_in`: the projects as they were before the restore."""
+        for place, aside in reversed(self._placed):
+            if place.exists() or place.is_symlink():
+                os.rename(place, self.directory / place.name)
+            if aside is not None:
+                os.rename(aside, place)
+        self._placed.clear()
+
+    def finish(self) -> None:
+        """(Blocking) Remove what `swap_in` moved aside: the restore is committed."""
+        for _, aside in self._placed:
+            if aside is not None:
+                shutil.rmtree(aside, ignore_errors=True)
+        self._placed.clear()
+
+    def discard(self) -> None:
+        """(Blocking) Remove the staging directory and whatever is still in it."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _write_all(fd: int, block: bytes) -> None:
+    view = memoryview(block)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def storage_holds_projects() -> bool:
+    """Whether any project has something in the storage (a restore refuses to mix)."""
+    base = Path(settings.ROJO_STORAGE_DIR)
+    if not base.is_dir():
+        return False
+    for path in base.iterdir():
+        if path.name.isdigit() and any((path / part).exists() for part in PARTS):
+            return True
+    return False

@@ -1,0 +1,25 @@
+"""What an archive holds, read back for comparison: every table's rows, every file."""
+
+import hashlib
+from pathlib import Path
+
+from roject.backup.reading import archive_read
+
+
+def archive_contents(path: Path) -> tuple[dict, dict]:
+    """({model: [row as {column: value}, ...]}, {(project, path): (kind, mode, size,
+    link target, sha256 of the bytes)}). Times of entries are left out: a directory's
+    changes as a restore fills it."""
+    tables: dict[str, list[dict]] = {}
+    files: dict[tuple[int, str], tuple] = {}
+
+    def on_rows(label, columns, rows):
+        tables.setdefault(label, []).extend(dict(zip(columns, row, strict=True)) for row in rows)
+
+    def on_entry(project, entry, content):
+        data = hashlib.sha256(content.read()).hexdigest() if content is not None else None
+        files[(project, entry.path)] = (entry.kind, entry.mode, entry.size, entry.target, data)
+
+    with Path(path).open("rb") as source:
+        archive_read(source, on_entry=on_entry, on_rows=on_rows)
+    return tables, files
