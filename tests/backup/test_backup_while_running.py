@@ -30,6 +30,7 @@ from tests.support.server_process import database_url
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
 RAW = {"Content-Type": "application/octet-stream"}
+REPLIES = 10
 BODIES = [bytes([n]) * (256 * 1024 + n) for n in range(8)]
 
 
@@ -51,20 +52,26 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
     server_process, users, project, fake_provider, storage_dir, tmp_path
 ):
     rojo = make_rojo(fake_provider.base_url)
-    for _ in range(2):  # replies that stream until the server stops
+    for _ in range(REPLIES):  # replies that stream until the server stops
         fake_provider.add(
             stream(text_chunks("Growing ", finish=None), Pause(60.0), text_chunks("never."))
         )
-    server = server_process(ROJO_DRAFT_SECONDS="0")  # a reply's text stored at each chunk
-    clients = [ApiClient(server.base_url, users["editor"]) for _ in range(3)]
+    server = server_process(
+        ROJO_DRAFT_SECONDS="0",  # a reply's text stored at each chunk
+        ROJO_USER_CONCURRENT_TURNS="0",
+        ROJO_USER_MESSAGES_PER_MINUTE="0",
+    )
+    clients = [ApiClient(server.base_url, users["editor"]) for _ in range(REPLIES + 1)]
     streams = contextlib.ExitStack()
-    for client in clients[:2]:
+    for client in clients[:REPLIES]:
         response = streams.enter_context(client.chat_stream(project.pk, rojo=rojo.pk, message="Go"))
         read_until(parse_sse(response.iter_lines()), "CHAT")
     drafts = Message.objects.filter(role="assistant", draft=True, content="Growing ")
-    wait_until(lambda: drafts.count() == 2, timeout=30)  # the replies' text so far, stored
+    wait_until(lambda: drafts.count() == REPLIES, timeout=60)  # the replies' text so far, stored
     done, answers = threading.Event(), []
-    uploading = threading.Thread(target=uploads_run, args=(clients[2], project.pk, done, answers))
+    uploading = threading.Thread(
+        target=uploads_run, args=(clients[REPLIES], project.pk, done, answers)
+    )
     uploading.start()
     archive = tmp_path / "running.tar"
     env = {
@@ -90,7 +97,7 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
     assert set(answers) == {200}
     tables, _ = archive_contents(archive)
     caught = [row for row in tables["rojos.conversation"] if row["turn_id"] is not None]
-    assert len(caught) == 2  # both replies were running as the backup was taken
+    assert len(caught) == REPLIES  # every reply was running as the backup was taken
 
     call_command("flush", interactive=False, verbosity=0)
     shutil.rmtree(storage_dir)

@@ -38,6 +38,7 @@ from tests.support.mcp_helpers import time_server
 # A time a millisecond cut changes (the issue's own example).
 EXACT = datetime.datetime(2026, 12, 5, 0, 48, 18, 161688, tzinfo=datetime.UTC)
 BINARY = bytes(range(256)) * 64
+CONVERSATIONS = 50  # the one with a branch, a summary and an approval, and the rest
 SEALED = bytes(range(255, -1, -1)) + b"\x00sealed"  # a BinaryField's bytes, NULs included
 
 
@@ -100,6 +101,8 @@ def installation_build(users: dict, project) -> Installation:
     RojoMcpServer.objects.create(rojo=rojo, server=server)
     McpAccount.objects.create(server=server, user=editor, tokens=SEALED, client=b"")
     conversation = _conversation(projects[0], editor, rojo)
+    for number in range(1, CONVERSATIONS):
+        _conversation_small(projects[number % 3], editor, rojo, number)
     gone = Conversation.objects.create(project=projects[2], user=editor, title="to be deleted")
     Message.objects.create(conversation=gone, position=0, role="user", content="gone soon")
     gone_id = gone.pk
@@ -120,6 +123,35 @@ def installation_build(users: dict, project) -> Installation:
         secret=secret,
         gone_conversation=gone_id,
         search_words=["kangaroo", "wombat", "budget"],
+    )
+
+
+def _conversation_small(project, user, rojo, number: int) -> None:
+    """One of the installation's many: a question, a tool call, its result and the answer,
+    with the answer's usage."""
+    conversation = Conversation.objects.create(
+        project=project, user=user, rojo=rojo, title=f"Question {number}"
+    )
+    call = {"id": f"call-{number}", "type": "function"}
+    call["function"] = {"name": "list_files", "arguments": '{"path": "docs"}'}
+    rows = [
+        ("user", {"content": f"What is in docs, number {number}?"}),
+        ("assistant", {"content": None, "tool_calls": [call]}),
+        ("tool", {"content": "deep/", "tool_call_id": call["id"], "name": "list_files"}),
+        ("assistant", {"content": f"A folder, deep ({number})."}),
+    ]
+    messages = [
+        Message.objects.create(conversation=conversation, position=n, role=role, **fields)
+        for n, (role, fields) in enumerate(rows)
+    ]
+    UsageRecord.objects.create(
+        user=user,
+        project=project,
+        rojo=rojo,
+        conversation=conversation,
+        message=messages[-1],
+        prompt_tokens=40 + number,
+        completion_tokens=number,
     )
 
 
