@@ -37,6 +37,8 @@ def _read_one(project_root: Path, path: str) -> InstructionFile | None:
     try:
         found = storage.text_start(project_root, path, max_bytes=MAX_FILE_BYTES)
     except (StorageError, OSError) as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):  # no root yet: nothing there
+            return None
         return InstructionFile(path=path, text="", note=f"left out: {exc}")
     if found is None:
         return None

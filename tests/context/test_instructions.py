@@ -11,7 +11,8 @@ from rojos.context.compaction import compact
 from rojos.context.instructions import MAX_FILE_BYTES, instruction_files_read
 from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
-from tests.support.helpers import PAGE, STORY
+from tests.support.helpers import PAGE, STORY, make_rojo
+from tests.support.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -112,6 +113,35 @@ async def test_a_folder_file_in_a_read_result_is_named_below_the_text(
     assert result.result.startswith("alpha\n\n[") and "notes/AGENTS.md" in result.result
     assert "Notes are short." in system_of(fake_provider.requests[1])
     assert all(m["role"] != "system" for m in fake_provider.requests[0]["messages"])
+
+
+def test_the_api_names_the_files_in_force_for_the_chat_header(
+    asgi_server, fake_provider, project, users
+):
+    """The conversation's usage (which the chat header shows) lists the root's files and
+    those of the folders entered; a binary one, left out of the request, is not listed."""
+    root = storage.project_root_create(project.pk)
+    storage.write_project_file(root, "AGENTS.md", ROOT_RULES)
+    storage.write_project_file(root, "docs/AGENTS.md", DOCS_RULES)
+    (root / "CLAUDE.md").write_bytes(b"\x00binary")
+    storage.write_project_file(root, "other/AGENTS.md", "Not entered.")
+    fake_provider.add(
+        stream(tool_call_chunks([("list_files", {"path": "docs"})])),
+        stream(text_chunks("Listed.")),
+    )
+    rojo = make_rojo(fake_provider.base_url, instruction_files=["AGENTS.md", "CLAUDE.md"])
+    client = ApiClient(asgi_server, users["editor"])
+    try:
+        events = client.chat(project.pk, rojo=rojo.slug, message="List docs")
+        conversation = events[0].data["conversation"]
+        usage = client.get(f"/api/conversations/{conversation}/usage").json()
+        detail = client.get(f"/api/conversations/{conversation}").json()
+    finally:
+        client.close()
+
+    assert usage["instructions"] == ["AGENTS.md", "docs/AGENTS.md"]
+    assert detail["usage"]["instructions"] == usage["instructions"]
+    assert "[left out:" in system_of(fake_provider.requests[0])  # CLAUDE.md, with its note
 
 
 def test_files_are_read_through_the_gate_missing_cut_or_left_out(tmp_path):
