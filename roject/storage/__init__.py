@@ -20,6 +20,7 @@ from .files import (
     path_meta,
     read_project_file,
     temp_files_remove,
+    text_start,
     write_project_file,
 )
 from .layout import (
@@ -120,6 +121,7 @@ __all__ = [
     "storage_project_ids",
     "storage_sweep",
     "temp_files_remove",
+    "text_start",
     "under_changes_lock",
     "undo_dir",
     "upload_place",

@@ -5,6 +5,7 @@ Each path is resolved from the root's descriptor and the operation acts on what 
 async callers run them with `asyncio.to_thread`.
 """
 
+import codecs
 import contextlib
 import os
 import stat
@@ -93,6 +94,27 @@ def read_project_file(project_root: Path, relative_path: str) -> str:
     if len(data) > limit:
         raise StorageError(f"{relative_path!r} is over the {limit}-byte read limit")
     return text_of(data, relative_path)
+
+
+def text_start(project_root: Path, relative_path: str, *, max_bytes: int) -> tuple[str, int] | None:
+    """The first `max_bytes` of a UTF-8 text file, whole characters only, and its size in
+    bytes; None when nothing is there. For files read whether or not they exist (a
+    project's instructions): a binary or undecodable one raises StorageError."""
+    with opened(project_root, relative_path) as root:
+        try:
+            fd = root.open(relative_path, os.O_RDONLY | os.O_NONBLOCK)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        with regular_file(fd, relative_path) as fh:
+            size = os.fstat(fh.fileno()).st_size
+            data = fh.read(max_bytes)
+    if b"\x00" in data:
+        raise StorageError(f"{relative_path!r} is a binary file, not text")
+    try:  # a cut may fall inside a character: its first bytes are left out
+        text = codecs.getincrementaldecoder("utf-8")().decode(data, final=len(data) >= size)
+    except UnicodeDecodeError:
+        raise StorageError(f"{relative_path!r} is not UTF-8 text") from None
+    return text, size
 
 
 def temp_files_remove(project_root: Path, relative_dirs: set[str]) -> None:

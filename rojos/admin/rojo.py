@@ -12,7 +12,13 @@ from rojos.context.prices import rojo_prices_prefill
 from rojos.context.window import window_of
 from rojos.models.key_sources import KEY_ENV_RULE, endpoint_moved
 
-from ..models import Rojo, default_approval_tools, default_tools
+from ..models import (
+    Rojo,
+    default_approval_tools,
+    default_instruction_files,
+    default_tools,
+    validate_instruction_files,
+)
 from ..tools import registry
 
 # Fields whose values may be secrets: an audit entry names them, never gives their values.
@@ -22,6 +28,19 @@ SECRET_FIELDS = frozenset({"api_key", "request_options"})
 def _tool_label(tool) -> str:
     summary = tool.description.split(". ")[0].rstrip(".")
     return f"{tool.name}{' (writes)' if tool.writes else ''} — {summary}"
+
+
+class NameListField(forms.CharField):
+    """A list of file names typed as one line, separated by commas."""
+
+    def prepare_value(self, value):
+        return ", ".join(value) if isinstance(value, list) else value
+
+    def to_python(self, value) -> list[str]:
+        text = super().to_python(value)
+        names = [name.strip() for name in text.split(",") if name.strip()]
+        validate_instruction_files(names)
+        return names
 
 
 class RojoForm(forms.ModelForm):
@@ -56,6 +75,14 @@ class RojoForm(forms.ModelForm):
         "an existing file (a new file needs no approval).",
     )
 
+    instruction_files = NameListField(
+        required=False,
+        initial=default_instruction_files,
+        help_text="File names, separated by commas (AGENTS.md, CLAUDE.md): standing "
+        "instructions read from the project's root on every request, and from a folder once "
+        "the rojo reads or writes there. Empty: none.",
+    )
+
     class Meta:
         model = Rojo
         fields = [
@@ -77,6 +104,7 @@ class RojoForm(forms.ModelForm):
             "price_output",
             "tools",
             "approval_tools",
+            "instruction_files",
             "request_options",
         ]
         help_texts = {

@@ -71,6 +71,7 @@ async def agent_loop(
         approver=approver,
         record_changes=record_changes,
         role_read=role_read,
+        instruction_names=tuple(rojo.instruction_files or ()),
     )
     requests = TurnRequests(
         rojo=rojo, history=history, tools=[], client=client, ctx=ctx, budgets=budgets

@@ -10,6 +10,7 @@ the rojo remembers that (a quirk like the others, learned rather than configured
 response's usage is recorded (`UsageRecord`) and calibrates the estimate of the next size.
 """
 
+import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
@@ -23,6 +24,7 @@ from rojos.agent.history import History
 from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_left
 from rojos.context.compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
 from rojos.context.discovery import window_learn
+from rojos.context.instructions import folders_entered, instruction_files_read, instructions_text
 from rojos.context.summaries import (
     SUMMARY_INSTRUCTION,
     summary_extra,
@@ -83,6 +85,7 @@ class TurnRequests:
         self.request: dict = {}
         self.budgets = budgets  # None: read before the first request
         self.steps = 0
+        self.instructions = ""  # the project's instruction files, read for each request
 
     def offer(self, tools: list[dict]) -> None:
         """The tools the next requests offer (a step's: the user's role may have changed)."""
@@ -99,6 +102,7 @@ class TurnRequests:
     async def _prepare(self) -> AsyncIterator[SummaryEvent]:
         """Build the step's request to fit the window, summarising old turns when needed."""
         budget = self._budget_chars()
+        self.instructions = await self._instructions()
         for _ in range(_SUMMARIES_PER_STEP):
             compaction = self._compact(budget, summaries=True)
             if not compaction.summarise:
@@ -107,13 +111,14 @@ class TurnRequests:
         else:
             compaction = self._compact(budget, summaries=False)
         if compaction.chars > budget:
-            fixed = self.tools_chars + len(self.rojo.system_prompt)
+            fixed = self.tools_chars + len(self.rojo.system_prompt) + len(self.instructions)
             if fixed > budget:
                 raise ContextOverflow(
-                    f"The rojo's system prompt and tool definitions alone take more than its "
-                    f"context window of {window_of(self.rojo):,} tokens allows; an "
-                    "administrator can shorten the prompt, turn tools off, or set a larger "
-                    "window in the admin."
+                    f"The rojo's system prompt, the project's instruction files and the tool "
+                    f"definitions alone take more than its context window of "
+                    f"{window_of(self.rojo):,} tokens allows; an administrator can shorten "
+                    "the prompt, turn tools off, or set a larger window in the admin, and "
+                    "members can shorten the instruction files."
                 )
             raise self._overflow_error()
         self.request = build_request(
@@ -121,10 +126,25 @@ class TurnRequests:
         )
         self.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
 
+    async def _instructions(self) -> str:
+        """The project's instruction files as they are now: the root's, and those of the
+        folders the conversation entered (rojos.context.instructions)."""
+        names = self.rojo.instruction_files or []
+        if not names:
+            return ""
+        files = await asyncio.to_thread(
+            instruction_files_read,
+            project_root=self.ctx.project_root,
+            names=names,
+            folders=["", *folders_entered(self.history.messages)],
+        )
+        return instructions_text(files)
+
     def _compact(self, budget: int, *, summaries: bool) -> Compaction:
         return compact(
             self.history.messages,
             system_prompt=self.rojo.system_prompt,
+            instructions=self.instructions,
             model=self.rojo.model,
             budget_chars=budget,
             fixed_chars=self.tools_chars,

@@ -21,6 +21,12 @@ from rojos.agent.read_versions import ReadVersions, read_paths
 from rojos.changes.file_audit import tool_change_audit
 from rojos.changes.ledger import change_published
 from rojos.changes.undo import change_finish, cut_off_changes_finish
+from rojos.context.instructions import (
+    folders_entered,
+    folders_of,
+    instruction_files_read,
+    joined_result,
+)
 from rojos.errors import AccessRevoked
 from rojos.models import Conversation, FileChange
 from rojos.tools import (
@@ -107,6 +113,8 @@ class ToolCallRunner:
     record_changes: bool = True
     caps: TurnCaps = field(default_factory=TurnCaps)
     role_read: bool = False  # ctx.role was read just now: the first step_check keeps it
+    # The rojo's instruction file names: a call that first enters a folder with one says so.
+    instruction_names: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.gate = ApprovalGate(
@@ -270,6 +278,7 @@ class ToolCallRunner:
             outcome = self.caps.charged(outcome, changed=changing is not None)
             if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
                 await asyncio.to_thread(self.reads.remember, read)
+            outcome = await self._instructions_joined(parsed, outcome)
             await self._store(call, outcome)
             return outcome, None
         tool, args = changing
@@ -292,6 +301,7 @@ class ToolCallRunner:
         if self.reads.seen:
             tool = self.tools.get(parsed.name)
             await asyncio.to_thread(self.reads.refresh, tool.changed_paths(parsed.args))
+        outcome = await self._instructions_joined(parsed, outcome)
         kept: list[FileChange] = []
 
         def change_finished() -> FileChange | None:
@@ -303,6 +313,27 @@ class ToolCallRunner:
         if kept:
             await change_published(kept[0])
         return outcome, kept[0].pk if kept else None
+
+    async def _instructions_joined(self, parsed: ToolCall, outcome: ToolOutcome) -> ToolOutcome:
+        """The outcome, naming the folders' instruction files that join with this call: the
+        first of the conversation to work in a folder that has one (its next request sends
+        them, rojos.context.instructions)."""
+        tool = self.tools.get(parsed.name)
+        if not (outcome.ok and self.instruction_names) or tool is None or tool.mcp_server:
+            return outcome
+        entered = folders_entered(self.history.messages)
+        new = [folder for folder in folders_of(parsed.args) if folder not in entered]
+        if not new:
+            return outcome
+        files = await asyncio.to_thread(
+            instruction_files_read,
+            project_root=self.ctx.project_root,
+            names=list(self.instruction_names),
+            folders=new,
+        )
+        if not files:
+            return outcome
+        return ToolOutcome.success(joined_result(outcome.value, [f.path for f in files]))
 
     def _take_snapshot(self, tool: RojoTool, args: dict) -> storage.Snapshot:
         root = self.ctx.project_root

@@ -8,7 +8,8 @@ b. the oldest turns are summarised (by `rojos/context/summaries.py`, a model cal
    makes): from then on the request sends the system prompt with the summary, and the
    turns after it;
 c. what still does not fit is cut, largest first, each cut saying how to read the rest.
-The system prompt comes first and the latest user message last, always. Assistant calls
+The system prompt (with the project's instructions after it) comes first and the latest
+user message last, always. Assistant calls
 and their results stay together (whole turns are summarised), so every call sent is
 answered. Sizes are counted in characters: the caller turns the token budget into them
 with the rojo's calibrated ratio.
@@ -51,15 +52,16 @@ def latest_summary(messages: list[Message]) -> Message | None:
     return None
 
 
-def system_text(system_prompt: str, summary: Message | None) -> str:
-    """The system message: the rojo's prompt, then the summary of the earlier conversation."""
-    if summary is None:
-        return system_prompt
-    block = (
-        "Summary of the earlier part of this conversation (its messages are left out to fit "
-        f"the context window):\n{summary.content or ''}"
-    )
-    return f"{system_prompt}\n\n{block}" if system_prompt else block
+def system_text(system_prompt: str, summary: Message | None, instructions: str = "") -> str:
+    """The system message: the rojo's prompt, the project's instructions
+    (rojos.context.instructions), then the summary of the earlier conversation."""
+    block = ""
+    if summary is not None:
+        block = (
+            "Summary of the earlier part of this conversation (its messages are left out to "
+            f"fit the context window):\n{summary.content or ''}"
+        )
+    return "\n\n".join(part for part in (system_prompt, instructions, block) if part)
 
 
 def _call_label(call: dict | None, name: str) -> str:
@@ -117,10 +119,12 @@ def compact(
     budget_chars: int,
     fixed_chars: int = 0,
     summaries: bool = True,
+    instructions: str = "",
 ) -> Compaction:
     """The request's messages for `messages`, fitted into `budget_chars` (see the module).
 
-    `fixed_chars` is what the request holds besides its messages (the tool definitions).
+    `fixed_chars` is what the request holds besides its messages (the tool definitions);
+    `instructions`, the project's, go in the system message after the prompt and count as it.
     With `summaries`, a history that stubs cannot fit asks for the oldest turns to be
     summarised (`Compaction.summarise`) and is sent stubbed and cut meanwhile.
     """
@@ -130,7 +134,7 @@ def compact(
         until = (summary.extra or {}).get("until", summary.position)
         start = next((i for i, m in enumerate(messages) if m.position >= until), len(messages))
     tail = [m for m in messages[start:] if m.role != Message.Role.SUMMARY]
-    system = system_text(system_prompt, summary)
+    system = system_text(system_prompt, summary, instructions)
     items = [message_to_wire(m, model) for m in tail]
     sizes = [item_chars(item) for item in items]
     fixed = fixed_chars + (item_chars({"content": system}) if system else 0)

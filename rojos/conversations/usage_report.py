@@ -8,9 +8,16 @@ from decimal import Decimal
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncDate
 
+from roject import storage
 from roject.audit.csv_cells import csv_row
 from rojos.agent.branches import branch_messages
 from rojos.context.compaction import compact
+from rojos.context.instructions import (
+    InstructionFile,
+    folders_entered,
+    instruction_files_read,
+    instructions_text,
+)
 from rojos.context.window import (
     DEFAULT_CHARS_PER_TOKEN,
     prompt_budget,
@@ -38,7 +45,23 @@ def _tokens(rows: list[dict]) -> dict:
     }
 
 
-def next_request_tokens(conversation: Conversation, messages: list[Message]) -> int:
+def instructions_in_force(
+    conversation: Conversation, messages: list[Message]
+) -> list[InstructionFile]:
+    """(Blocking) The instruction files the conversation's next request would send."""
+    rojo = conversation.rojo
+    if rojo is None or not rojo.instruction_files:
+        return []
+    return instruction_files_read(
+        project_root=storage.project_root(conversation.project_id),
+        names=rojo.instruction_files,
+        folders=["", *folders_entered(messages)],
+    )
+
+
+def next_request_tokens(
+    conversation: Conversation, messages: list[Message], instructions: str = ""
+) -> int:
     """The estimated size of the conversation's next request, compacted as it would be."""
     rojo = conversation.rojo
     if rojo is None:
@@ -53,6 +76,7 @@ def next_request_tokens(conversation: Conversation, messages: list[Message]) -> 
         budget_chars=int(prompt_budget(rojo) * ratio),
         fixed_chars=fixed,
         summaries=False,
+        instructions=instructions,
     )
     return tokens_of(compaction.chars, ratio)
 
@@ -61,7 +85,8 @@ def conversation_usage(
     *, conversation: Conversation, messages: list[Message] | None = None
 ) -> dict:
     """(Blocking) Each turn's tokens and cost (by the id of the user message that started it),
-    the conversation's total, and how much of the window its next request would take.
+    the conversation's total, how much of the window its next request would take, and the
+    instruction files that request would send (their paths).
 
     One query, two when the messages are not given.
     """
@@ -84,13 +109,15 @@ def conversation_usage(
         if row["message_id"] in turn_of:
             by_turn.setdefault(turn_of[row["message_id"]], []).append(row)
     rojo = conversation.rojo
+    files = instructions_in_force(conversation, messages)
     return {
         "turns": {str(turn): _tokens(turn_rows) for turn, turn_rows in by_turn.items()},
         "total": _tokens(rows),
         "context": {
             "window": window_of(rojo) if rojo else 0,
-            "used": next_request_tokens(conversation, messages),
+            "used": next_request_tokens(conversation, messages, instructions_text(files)),
         },
+        "instructions": [item.path for item in files if item.text],
     }
 
 

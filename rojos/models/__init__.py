@@ -9,8 +9,10 @@ from .mcp import McpAccount, McpServer, RojoMcpServer
 from .rojo import (
     Rojo,
     default_approval_tools,
+    default_instruction_files,
     default_tools,
     validate_base_url,
+    validate_instruction_files,
     validate_request_options,
 )
 from .usage import UsageBudget, UsageRecord
@@ -29,7 +31,9 @@ __all__ = [
     "UsageBudget",
     "UsageRecord",
     "default_approval_tools",
+    "default_instruction_files",
     "default_tools",
     "validate_base_url",
+    "validate_instruction_files",
     "validate_request_options",
 ]

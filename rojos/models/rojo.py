@@ -46,6 +46,23 @@ def default_approval_tools() -> list[str]:
     return ["write_text_content", "move_path", "delete_path"]
 
 
+def default_instruction_files() -> list[str]:
+    """The name most agents read for a project's standing instructions."""
+    return ["AGENTS.md"]
+
+
+def validate_instruction_files(value) -> None:
+    """A list of plain file names: each is looked for in the root and in folders entered."""
+    if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
+        raise ValidationError('instruction files must be a list of names, such as ["AGENTS.md"]')
+    for name in value:
+        if not name or name in (".", "..") or "/" in name or "\\" in name or len(name) > 100:
+            raise ValidationError(
+                f"{name!r} is not a plain file name such as AGENTS.md (no folders, at most "
+                "100 characters)"
+            )
+
+
 def default_tools() -> list[str]:
     from ..tools import BUILTIN_TOOLS
 
@@ -83,6 +100,13 @@ class Rojo(models.Model):
         default=default_approval_tools,
         blank=True,
         help_text="Tools that wait for a person's approval before changing an existing file.",
+    )
+    instruction_files = models.JSONField(
+        default=default_instruction_files,
+        blank=True,
+        validators=[validate_instruction_files],
+        help_text="Files of standing instructions the rojo reads: in the project's root on "
+        "every request, in a folder once it reads or writes there.",
     )
     request_options = models.JSONField(
         default=dict,

@@ -179,6 +179,11 @@ class ConversationUsageOut(Schema):
     turns: dict[str, TokensOut] = Field(description="By the id of the turn's user message.")
     total: TokensOut
     context: ContextOut
+    instructions: list[str] = Field(
+        default_factory=list,
+        description="The project's instruction files the next request sends (paths in the "
+        "root): the root's, and those of the folders the conversation entered.",
+    )
 
 
 class ConversationDetail(ConversationOut):

@@ -91,11 +91,35 @@ picker.addEventListener("change", () => {
   showTools(rojo);
 });
 
+const instructionFiles = document.querySelector(".instruction-files");
+/** The project's instruction files the next request sends, each a link that opens it in the
+ * file panel (the download address for a new tab). */
+function showInstructions(paths) {
+  instructionFiles.replaceChildren();
+  instructionFiles.hidden = !paths.length;
+  if (!paths.length) return;
+  instructionFiles.append("Instructions: ");
+  paths.forEach((path, index) => {
+    if (index) instructionFiles.append(", ");
+    const link = document.createElement("a");
+    link.href = `/api/projects/${config.project.id}/files/download?path=${encodeURIComponent(path)}`;
+    link.textContent = visibleText(path);
+    link.title = "Instructions the rojo follows in this conversation: open the file";
+    link.addEventListener("click", (event) => {
+      if (event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
+      event.preventDefault();
+      files.openFile(path);
+    });
+    instructionFiles.append(link);
+  });
+}
+
 const usageTotal = document.querySelector(".usage-total");
 const meter = document.querySelector(".context-meter");
 /** The conversation's total tokens and cost, and how full its next request would be. */
 chat.addEventListener("usage", (event) => {
   const { total, context } = event.detail;
+  showInstructions(event.detail.instructions ?? []);
   usageTotal.hidden = !total.calls;
   usageTotal.textContent = `This conversation: ${usageText(total)}`;
   meter.hidden = !context.window;

@@ -51,7 +51,17 @@ ADDED_COLUMNS = {
         "an admin's word no old server has: untrusted, as the changelog's upgrade notes say",
     ),
     "rojos.conversation.client_key": ("", "no page sent a key before: none to find it by"),
+    "rojos.rojo.instruction_files": (
+        ("AGENTS.md",),
+        "every rojo reads the project's AGENTS.md from the upgrade on, as the changelog's "
+        "upgrade notes say",
+    ),
 }
+
+
+def _hashable(value):
+    """A JSON column's list as a tuple, so that the values of a column make a set."""
+    return tuple(value) if isinstance(value, list) else value
 
 
 @dataclass(frozen=True)
@@ -129,7 +139,7 @@ def test_each_new_column_holds_what_its_old_rows_mean(upgraded):
         for field in new_model._meta.concrete_fields:
             if field.attname not in old:
                 column = f"{label}.{field.attname}"
-                added[column] = {upgraded.after[label][pk][field.attname] for pk in rows}
+                added[column] = {_hashable(upgraded.after[label][pk][field.attname]) for pk in rows}
     assert set(added) == set(ADDED_COLUMNS)
     # A table of no old rows would check nothing: the old install has some in each.
     assert added == {column: {value} for column, (value, _why) in ADDED_COLUMNS.items()}

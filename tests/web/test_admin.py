@@ -31,6 +31,7 @@ def rojo_form(**fields) -> dict:
         "temperature": "",
         "max_steps": "12",
         "tools": ["list_files", "get_text_content"],
+        "instruction_files": "AGENTS.md",
         "request_options": "{}",
         # The MCP servers inline: none.
         "mcp_links-TOTAL_FORMS": "0",
@@ -274,6 +275,36 @@ def test_rojo_request_options_are_a_json_object_or_nothing(admin_client, options
     else:
         assert response.status_code == 302
         assert rojo.request_options == saved
+
+
+@pytest.mark.parametrize(
+    ("typed", "saved", "error"),
+    [
+        ("AGENTS.md, CLAUDE.md", ["AGENTS.md", "CLAUDE.md"], None),
+        ("", [], None),
+        ("docs/AGENTS.md", None, "is not a plain file name"),
+        ("AGENTS.md, ..", None, "is not a plain file name"),
+    ],
+    ids=["two", "none", "a-path", "dot-dot"],
+)
+def test_rojo_instruction_files_are_plain_names_typed_with_commas(
+    admin_client, typed, saved, error
+):
+    """The change page shows the names as one line; a path or `..` is refused, keeping the
+    stored names."""
+    rojo = make_rojo("https://api.example.com/v1")
+    assert 'value="AGENTS.md"' in admin_client.get(change_url(rojo)).content.decode()
+    response = admin_client.post(
+        change_url(rojo), rojo_form(name="Test rojo", slug=rojo.slug, instruction_files=typed)
+    )
+
+    rojo.refresh_from_db()
+    if error:
+        assert response.status_code == 200 and error in response.content.decode()
+        assert rojo.instruction_files == ["AGENTS.md"]
+    else:
+        assert response.status_code == 302
+        assert rojo.instruction_files == saved
 
 
 def checked(html: str, name: str) -> set[str]:
