@@ -36,7 +36,7 @@ REPORT = env.ROOT / "docs" / "performance.md"
 # The sections after the first two, in the report's order.
 RUN = (
     *("concurrency", "big_files", "database", "window", "conversations", "slow_clients"),
-    *("sqlite_memory", "floor", "stream_memory", "scale_out"),
+    *("sqlite_memory", "floor", "stream_memory", "scale_out", "backup_memory"),
 )
 # Sections that take minutes each: run with --long (or --only); otherwise the report keeps
 # their last figures. Section 8 is issue #17's ten clients that never read, on two servers
@@ -44,6 +44,8 @@ RUN = (
 LONG = {
     "slow_clients": (8, "`python -m bench.run --only slow_clients`, about 3 minutes"),
     "sqlite_memory": (9, "`python -m bench.run --only sqlite_memory`, about 8 minutes"),
+    # Issue #34's 1 GiB storage backed up and restored (3 GiB of scratch disk).
+    "backup_memory": (13, "`python -m bench.run --only backup_memory`, about 3 minutes"),
 }
 
 # Conversations at once, each level on a fresh server process. More at once: section 11
@@ -216,6 +218,12 @@ class Bench:
         )
         return sqlite_memory_section(results, seconds)
 
+    def backup_memory(self) -> Section:
+        from .backup_memory import backup_memory_section, measure
+
+        print("\n# 13. Backup and restore memory", flush=True)
+        return backup_memory_section(measure(1), measure(64 if self.quick else 1024))
+
     def stream_memory(self) -> Section:
         from .stream_memory import STREAMS, stream_memory_all, stream_memory_section
 
@@ -296,7 +304,7 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         choices=[
             *("database", "window", "conversations", "slow_clients", "sqlite_memory"),
-            *("stream_memory", "scale_out"),
+            *("stream_memory", "scale_out", "backup_memory"),
         ],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )
