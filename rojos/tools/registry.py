@@ -65,6 +65,8 @@ class RojoToolRegistry:
         return [self._tools[n].definition for n in names if n in self._tools]
 
     def _refusal(self, tool: RojoTool, ctx: RojoToolContext) -> str | None:
+        if tool.reads_kept_results:
+            return None if ctx.results_kept else "no tool results are kept in this conversation"
         if ctx.enabled is not None and tool.name not in ctx.enabled:
             return f"tool {tool.name!r} is not enabled for this rojo"
         if tool.writes and not ctx.can_write:

@@ -1,0 +1,55 @@
+"""Tool results over the read limit, paged rather than cut (#36).
+
+A result larger than ROJO_MAX_READ_BYTES (as the model would read it) is kept with the
+conversation, outside the project's root (roject.storage.results); the model gets its head,
+its size and a handle, and reads any range of it with read_result. Only what the model is
+handed counts against the turn's read budget: the head now, each read_result later.
+"""
+
+import asyncio
+
+from django.conf import settings
+
+from roject import storage
+from rojos.agent.history import tool_content
+from rojos.tools import ToolOutcome
+
+# Enough of the head to judge what the result is and where to read, small beside the
+# turn's read budget.
+HEAD_BYTES = 16 * 1024
+
+
+def _head(text: str) -> str:
+    """The first HEAD_BYTES of `text` in UTF-8, cut to whole characters."""
+    if text.isascii():
+        return text[:HEAD_BYTES]
+    return text.encode("utf-8")[:HEAD_BYTES].decode("utf-8", "ignore")
+
+
+async def outcome_paged(
+    outcome: ToolOutcome, *, project_id: int, conversation_id: int | None
+) -> ToolOutcome:
+    """The outcome as the model should get it: as it is, or, over the read limit, its head
+    with its size and the handle of the whole, kept for the conversation."""
+    limit = settings.ROJO_MAX_READ_BYTES
+    if not outcome.ok or conversation_id is None or not limit:
+        return outcome
+    text = tool_content(outcome.result)
+    if len(text) <= limit // 4 or (size := len(text.encode("utf-8"))) <= limit:
+        return outcome  # the common case, without encoding the text
+    handle = await asyncio.to_thread(
+        storage.result_keep, project_id=project_id, conversation_id=conversation_id, text=text
+    )
+    head = _head(text)
+    return ToolOutcome.success(
+        {
+            "head": head,
+            "size": size,
+            "handle": handle,
+            "note": (
+                f"The result is {size:,} bytes, over the read limit of {limit:,} "
+                f"(ROJO_MAX_READ_BYTES): this is its first {len(head.encode('utf-8')):,} "
+                "bytes. Read any range of it with read_result (handle, offset, length)."
+            ),
+        }
+    )
