@@ -19,11 +19,11 @@ from rojos.tools import ToolOutcome
 HEAD_BYTES = 16 * 1024
 
 
-def _head(text: str) -> str:
-    """The first HEAD_BYTES of `text` in UTF-8, cut to whole characters."""
+def _first(text: str, limit: int) -> str:
+    """The first `limit` bytes of `text` in UTF-8, cut to whole characters."""
     if text.isascii():
-        return text[:HEAD_BYTES]
-    return text.encode("utf-8")[:HEAD_BYTES].decode("utf-8", "ignore")
+        return text[:limit]
+    return text.encode("utf-8")[:limit].decode("utf-8", "ignore")
 
 
 async def outcome_paged(
@@ -37,19 +37,20 @@ async def outcome_paged(
     text = tool_content(outcome.result)
     if len(text) <= limit // 4 or (size := len(text.encode("utf-8"))) <= limit:
         return outcome  # the common case, without encoding the text
+    kept_limit = settings.ROJO_MAX_KEPT_RESULT_BYTES
+    kept = _first(text, kept_limit) if kept_limit and size > kept_limit else text
     handle = await asyncio.to_thread(
-        storage.result_keep, project_id=project_id, conversation_id=conversation_id, text=text
+        storage.result_keep, project_id=project_id, conversation_id=conversation_id, text=kept
     )
-    head = _head(text)
-    return ToolOutcome.success(
-        {
-            "head": head,
-            "size": size,
-            "handle": handle,
-            "note": (
-                f"The result is {size:,} bytes, over the read limit of {limit:,} "
-                f"(ROJO_MAX_READ_BYTES): this is its first {len(head.encode('utf-8')):,} "
-                "bytes. Read any range of it with read_result (handle, offset, length)."
-            ),
-        }
+    head = _first(text, HEAD_BYTES)
+    note = (
+        f"The result is {size:,} bytes, over the read limit of {limit:,} "
+        f"(ROJO_MAX_READ_BYTES): this is its first {len(head.encode('utf-8')):,} bytes. "
+        "Read any range of it with read_result (handle, offset, length)."
     )
+    if kept is not text:
+        note += (
+            f" Only its first {kept_limit:,} bytes were kept (ROJO_MAX_KEPT_RESULT_BYTES): "
+            "the rest is lost."
+        )
+    return ToolOutcome.success({"head": head, "size": size, "handle": handle, "note": note})

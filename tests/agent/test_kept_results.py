@@ -127,3 +127,30 @@ def test_a_result_within_the_limit_is_handed_over_whole(
     assert offered(fake_provider.requests[1]) == ["big_search"]
     conversation_id = events[0].data["conversation"]
     assert not results_kept(project_id=project.pk, conversation_id=conversation_id)
+
+
+def test_past_the_kept_limit_only_its_start_is_kept_and_the_model_told(
+    client_for, users, project, fake_provider, big_search, settings
+):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_MAX_KEPT_RESULT_BYTES = 2_000_000
+    rojo = make_rojo(fake_provider.base_url, tools=["big_search"])
+    fake_provider.add(
+        stream(*tool_call_chunks([("big_search", {})], arguments="whole")),
+        read_result_call(1_999_990, 1000),
+        stream(*text_chunks("The start of it.")),
+    )
+
+    events = client_for(users["viewer"]).chat(project.pk, rojo=rojo.slug, message="Find it")
+
+    paged, tail = [e.data["result"] for e in events if e.type == "TOOL_RESULT"]
+    assert paged["size"] == len(BIG.encode())
+    assert paged["note"].endswith(
+        "Only its first 2,000,000 bytes were kept (ROJO_MAX_KEPT_RESULT_BYTES): the rest is lost."
+    )
+    assert tail == {
+        "text": BIG[1_999_990:2_000_000],
+        "offset": 1_999_990,
+        "end": 2_000_000,
+        "size": 2_000_000,
+    }
