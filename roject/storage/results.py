@@ -5,15 +5,20 @@ ROJO_STORAGE_DIR/<project_id>/results/<conversation_id>/<handle> holds one resul
 handle is unguessable (128 random bits), and it is looked up only under the directory of
 the conversation asking, so a conversation reads only its own results; who may read the
 conversation is checked by its callers. Directories are 0700 and files 0600; a result is
-written under a temporary name and renamed, so a reader never sees half of one.
+written under a temporary name and renamed, so a reader never sees half of one. They go
+with their conversation (`results_remove`), and the storage sweep removes those older than
+ROJO_KEPT_RESULT_DAYS (`results_old`), which a deleted conversation's crash may have left.
 """
 
 import os
 import re
 import secrets
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
+
+from django.conf import settings
 
 from .entries import temp_name
 from .layout import UNDO_MODE, directory_make, project_dir
@@ -99,3 +104,25 @@ def results_kept(*, project_id: int, conversation_id: int) -> bool:
 def results_remove(*, project_id: int, conversation_id: int) -> None:
     """Remove every result kept for a conversation (the conversation was deleted)."""
     shutil.rmtree(_results_dir(project_id, conversation_id), ignore_errors=True)
+
+
+def results_old(project_id: int) -> list[Path]:
+    """Kept results (and temporary files a crash left) older than ROJO_KEPT_RESULT_DAYS; a
+    conversation's whole directory when nothing in it is newer."""
+    days = settings.ROJO_KEPT_RESULT_DAYS
+    results = project_dir(project_id) / "results"
+    if not days or not results.is_dir():
+        return []
+    old = time.time() - days * 86400
+    found = []
+    with os.scandir(results) as conversations:
+        for conversation in conversations:
+            if not conversation.is_dir(follow_symlinks=False):
+                continue
+            with os.scandir(conversation.path) as scan:
+                entries = [(e, e.stat(follow_symlinks=False).st_mtime < old) for e in scan]
+            if all(is_old for _, is_old in entries):
+                found.append(Path(conversation.path))
+            else:
+                found.extend(Path(e.path) for e, is_old in entries if is_old)
+    return sorted(found)

@@ -6,7 +6,12 @@ import stat
 from pathlib import Path
 
 from roject.models import Role
-from roject.storage import result_keep, results_kept, results_remove
+from roject.storage import (
+    project_leftovers_remove,
+    result_keep,
+    results_kept,
+    results_remove,
+)
 from rojos.tools import RojoToolContext, registry
 
 PROJECT, CONVERSATION, OTHER = 7, 11, 12
@@ -118,3 +123,25 @@ def test_removing_a_conversations_results_leaves_the_others(storage_dir):
 
     assert not results_kept(project_id=PROJECT, conversation_id=CONVERSATION)
     assert results_kept(project_id=PROJECT, conversation_id=OTHER)
+
+
+def test_the_storage_cleanup_removes_results_past_their_days(storage_dir, settings):
+    """Older than ROJO_KEPT_RESULT_DAYS: gone, and a conversation's directory with them once
+    nothing in it is newer; newer ones stay."""
+    settings.ROJO_KEPT_RESULT_DAYS = 30
+    old_handle, new_handle = keep("old"), keep("new")
+    other = keep("other old", conversation_id=OTHER)
+    results = storage_dir / str(PROJECT) / "results"
+    long_ago = 31 * 86400
+    for conversation, handle in [(CONVERSATION, old_handle), (OTHER, other)]:
+        path = results / str(conversation) / handle
+        os.utime(path, (path.stat().st_atime - long_ago,) * 2)
+
+    removed = project_leftovers_remove(PROJECT, whole_root=False)
+
+    assert sorted(removed) == [
+        f"{PROJECT}/results/{CONVERSATION}/{old_handle}",
+        f"{PROJECT}/results/{OTHER}",
+    ]
+    assert os.listdir(results) == [str(CONVERSATION)]
+    assert os.listdir(results / str(CONVERSATION)) == [new_handle]
