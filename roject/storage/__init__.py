@@ -53,7 +53,14 @@ from .paths import (
 )
 from .reading import MAX_MATCHES, read_lines, search_text
 from .restores import snapshot_path_restore, snapshot_restore
-from .results import ResultPart, result_keep, result_read, results_kept, results_remove
+from .results import (
+    ResultPart,
+    result_download_open,
+    result_keep,
+    result_read,
+    results_kept,
+    results_remove,
+)
 from .scratch import scratch_copy
 from .snapshots import (
     Snapshot,
@@ -110,6 +117,7 @@ __all__ = [
     "resolve",
     "resolve_entry",
     "resolved_relative",
+    "result_download_open",
     "result_keep",
     "result_read",
     "results_kept",

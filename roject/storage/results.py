@@ -15,6 +15,7 @@ import re
 import secrets
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,6 +28,7 @@ from .paths import TEMP_PREFIX, StorageError
 _HANDLE = re.compile(r"^r[0-9a-f]{32}$")
 _FILE_MODE = 0o600
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
+_BLOCK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,13 +73,7 @@ def result_read(
     """
     if offset < 0 or length < 1:
         raise StorageError("offset must be 0 or more, and length at least 1")
-    if not isinstance(handle, str) or not _HANDLE.match(handle):
-        raise StorageError(f"no kept result {handle!r} in this conversation")
-    try:
-        fd = os.open(_results_dir(project_id, conversation_id) / handle, _READ)
-    except FileNotFoundError:
-        raise StorageError(f"no kept result {handle!r} in this conversation") from None
-    with os.fdopen(fd, "rb") as fh:
+    with os.fdopen(_opened(project_id, conversation_id, handle), "rb") as fh:
         size = os.fstat(fh.fileno()).st_size
         if offset >= size:
             raise StorageError(f"offset {offset:,} is past the end: the result is {size:,} bytes")
@@ -90,6 +86,32 @@ def result_read(
     text = raw[skipped:].decode("utf-8", "ignore")
     start = offset + skipped
     return ResultPart(text=text, start=start, end=start + len(text.encode("utf-8")), size=size)
+
+
+def result_download_open(
+    *, project_id: int, conversation_id: int, handle: str
+) -> Callable[[Callable[[bytes], None]], None]:
+    """(Blocking) Open a kept result for a download, and return what streams it (giving each
+    block to `emit`, then closing it). StorageError, before any response starts, for a
+    handle the conversation does not hold."""
+    fh = os.fdopen(_opened(project_id, conversation_id, handle), "rb")
+
+    def stream(emit: Callable[[bytes], None]) -> None:
+        with fh:
+            for block in iter(lambda: fh.read(_BLOCK), b""):
+                emit(block)
+
+    return stream
+
+
+def _opened(project_id: int, conversation_id: int, handle: str) -> int:
+    """A descriptor of the kept result; StorageError when the conversation holds none."""
+    if not isinstance(handle, str) or not _HANDLE.match(handle):
+        raise StorageError(f"no kept result {handle!r} in this conversation")
+    try:
+        return os.open(_results_dir(project_id, conversation_id) / handle, _READ)
+    except FileNotFoundError:
+        raise StorageError(f"no kept result {handle!r} in this conversation") from None
 
 
 def results_kept(*, project_id: int, conversation_id: int) -> bool:

@@ -76,7 +76,8 @@ def test_a_3mb_search_result_is_paged_and_its_reads_counted(
         stream(*text_chunks("Read what fitted.")),
     )
 
-    events = client_for(users["viewer"]).chat(project.pk, rojo=rojo.slug, message="Find it")
+    viewer = client_for(users["viewer"])
+    events = viewer.chat(project.pk, rojo=rojo.slug, message="Find it")
 
     paged, middle_read, refused = [e.data for e in events if e.type == "TOOL_RESULT"]
     assert paged["ok"] and set(paged["result"]) == {"head", "size", "handle", "note"}
@@ -105,9 +106,16 @@ def test_a_3mb_search_result_is_paged_and_its_reads_counted(
     assert_history_valid(stored_history(conversation.pk))
     assert results_kept(project_id=project.pk, conversation_id=conversation.pk)
 
+    # The activity line's link: the whole result, for whoever may read the conversation.
+    whole = f"/api/conversations/{conversation.pk}/results/{paged['result']['handle']}"
+    assert viewer.http.get(whole).text == BIG
+    assert client_for(users["outsider"]).http.get(whole).status_code == 404
+    assert viewer.http.get(whole[:-4] + "0000").status_code == 404
+
     async_to_sync(conversation_delete)(conversation=conversation)
 
     assert not results_kept(project_id=project.pk, conversation_id=conversation.pk)
+    assert viewer.http.get(whole).status_code == 404
 
 
 def test_a_result_within_the_limit_is_handed_over_whole(
