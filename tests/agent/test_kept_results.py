@@ -10,34 +10,11 @@ from asgiref.sync import async_to_sync
 from roject.storage import project_root_create, results_kept
 from rojos.conversations.services import conversation_delete
 from rojos.models import Conversation
-from rojos.tools import RojoTool, RojoToolContext, registry
+from tests.support.big_results import BIG
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import assert_history_valid, files_in, make_rojo, stored_history
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-# About 3 MB of search-like lines, each saying where it is.
-BIG = "".join(
-    f"src/module_{n:06}.py:{n}: match number {n:06} of the big search\n" for n in range(48_000)
-)
-
-
-class BigSearch(RojoTool):
-    """A search whose answer is ~3 MB (the built-in one caps its matches)."""
-
-    name = "big_search"
-    description = "Search everything."
-    parameters = {"type": "object", "properties": {}}
-
-    async def execute(self, args: dict, ctx: RojoToolContext) -> str:
-        return BIG
-
-
-@pytest.fixture
-def big_search():
-    tool = registry.register(BigSearch())
-    yield tool
-    registry.unregister(tool.name)
 
 
 def handle_sent(body: dict) -> str:
