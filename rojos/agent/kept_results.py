@@ -42,7 +42,7 @@ async def outcome_paged(
     handle = await asyncio.to_thread(
         storage.result_keep, project_id=project_id, conversation_id=conversation_id, text=kept
     )
-    head = _first(text, HEAD_BYTES)
+    head = _first(text, min(HEAD_BYTES, limit))
     note = (
         f"The result is {size:,} bytes, over the read limit of {limit:,} "
         f"(ROJO_MAX_READ_BYTES): this is its first {len(head.encode('utf-8')):,} bytes. "
