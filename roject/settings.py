@@ -306,6 +306,12 @@ ROJO_USER_CONCURRENT_TURNS = env_int("ROJO_USER_CONCURRENT_TURNS", 3)
 ROJO_TURN_READ_BYTES = env_int("ROJO_TURN_READ_BYTES", 8 * 1024 * 1024)
 ROJO_MAX_CALLS_PER_RESPONSE = env_int("ROJO_MAX_CALLS_PER_RESPONSE", 32)
 ROJO_MAX_CALLS_PER_TURN = env_int("ROJO_MAX_CALLS_PER_TURN", 200)
+# A tool result over ROJO_MAX_READ_BYTES is kept for read_result (paged, not cut); this much
+# of one is kept at most, the rest cut with a note (disk, and memory while it is put together).
+ROJO_MAX_KEPT_RESULT_BYTES = env_int("ROJO_MAX_KEPT_RESULT_BYTES", 64 * 1024 * 1024)
+# Days a kept result stays when its conversation does (0: until the conversation goes); the
+# storage sweep and `manage.py storage_cleanup` remove older ones.
+ROJO_KEPT_RESULT_DAYS = env_int("ROJO_KEPT_RESULT_DAYS", 30)
 # Budgets of model use per user and per project, by day and by month (UTC), in tokens
 # (prompt and completion) or US dollars; 0: none. The admin overrides them per user/project.
 ROJO_USER_DAILY_TOKENS = env_int("ROJO_USER_DAILY_TOKENS", 0)

@@ -5,7 +5,8 @@ acts on what that opened (`beneath`): no `..`, link or swap made meanwhile leads
 Files with other hard links are neither read nor changed; modes do not depend on the umask.
 Errors name only the relative path the caller gave. The gate owns the layout on disk too:
 the root, the undo copies and the change lock (`layout`), snapshots and their atomic
-restores, scratch copies for re-runs. Nothing outside it touches a project's files.
+restores, scratch copies for re-runs, tool results too large to hand over whole
+(`results`). Nothing outside it touches a project's files.
 The functions are blocking unless async; async callers run them with `asyncio.to_thread`.
 """
 
@@ -52,6 +53,14 @@ from .paths import (
 )
 from .reading import MAX_MATCHES, read_lines, search_text
 from .restores import snapshot_path_restore, snapshot_restore
+from .results import (
+    ResultPart,
+    result_download_open,
+    result_keep,
+    result_read,
+    results_kept,
+    results_remove,
+)
 from .scratch import scratch_copy
 from .snapshots import (
     Snapshot,
@@ -74,6 +83,7 @@ __all__ = [
     "EntryExists",
     "Incoming",
     "PathError",
+    "ResultPart",
     "Snapshot",
     "StorageError",
     "TooLarge",
@@ -107,6 +117,11 @@ __all__ = [
     "resolve",
     "resolve_entry",
     "resolved_relative",
+    "result_download_open",
+    "result_keep",
+    "result_read",
+    "results_kept",
+    "results_remove",
     "same_version",
     "scratch_copy",
     "scratch_leftovers_remove",

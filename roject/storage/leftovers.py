@@ -6,7 +6,8 @@ wrote a file leaves the temporary file beside its target; one killed during a re
 its scratch copy in the system's temporary directory. None of them is ever read as data,
 but they hold space a full disk needs. An upload or unpack cut off (a killed process, a
 bug) leaves its file or directory in incoming/; those older than INCOMING_SECONDS are
-removed too (a live one is written to, or moved in, well within that).
+removed too (a live one is written to, or moved in, well within that). Tool results kept
+for read_result older than ROJO_KEPT_RESULT_DAYS go as well (roject.storage.results).
 
 A server process, as it starts, sweeps every project on a thread of its own (undo/,
 incoming/ and the temporary files anywhere in the root; `storage_sweep_soon`, a start-up
@@ -34,6 +35,7 @@ from django.conf import settings
 from .layout import project_dir, project_root
 from .locks import change_lock_open
 from .paths import is_temp_file
+from .results import results_old
 
 SCRATCH_PREFIX = "rojo-rerun-"
 # An upload or unpacked archive under incoming/ untouched this long is a leftover.
@@ -111,6 +113,7 @@ def project_leftovers_remove(
         except BlockingIOError:
             return None
         found = _undo_partials(project_id) + _incoming_old(project_id)
+        found += results_old(project_id)
         if recorded is not None:
             found += _unrecorded(project_id, recorded)
         if whole_root:

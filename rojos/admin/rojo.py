@@ -114,7 +114,11 @@ class RojoForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["tools"].choices = [(tool.name, _tool_label(tool)) for tool in registry]
+        self.fields["tools"].choices = [
+            (tool.name, _tool_label(tool))
+            for tool in registry
+            if not tool.reads_kept_results  # offered by the conversation, not chosen
+        ]
         self.fields["approval_tools"].choices = [
             (tool.name, tool.name) for tool in registry if tool.writes
         ]

@@ -63,5 +63,5 @@ def _over_budget(size: int, left: int, budget: int) -> str:
         f"not returned: the result is {size:,} bytes, more than the {left:,} bytes left of "
         f"this reply's read budget of {budget:,} (ROJO_TURN_READ_BYTES); read less at a "
         "time: get_text_content with offset and limit, list_files with offset, a narrower "
-        "search_text"
+        "search_text, read_result with a smaller length"
     )

@@ -17,6 +17,7 @@ from rojos.agent.approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
 from rojos.agent.caps import TurnCaps
 from rojos.agent.events import AgentEvent, ToolResultEvent
 from rojos.agent.history import History
+from rojos.agent.kept_results import outcome_paged
 from rojos.agent.read_versions import ReadVersions, read_paths
 from rojos.changes.file_audit import tool_change_audit
 from rojos.changes.ledger import change_published
@@ -124,6 +125,9 @@ class ToolCallRunner:
             approver=self.approver,
         )
         self._granted = Role(self.ctx.role)  # the role the turn started with
+        conversation_id = self.history.conversation.pk
+        if self.ctx.conversation_id is None and conversation_id:
+            self.ctx = replace(self.ctx, conversation_id=conversation_id)
         self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
 
     async def _role_now(self) -> Role | None:
@@ -138,6 +142,13 @@ class ToolCallRunner:
     async def step_check(self) -> RojoToolContext:
         """Before a model step: the context to offer tools for; AccessRevoked for a user
         no longer a member."""
+        if self.ctx.conversation_id is not None and not self.ctx.results_kept:
+            kept = await asyncio.to_thread(
+                storage.results_kept,
+                project_id=self.ctx.project_id,
+                conversation_id=self.ctx.conversation_id,
+            )
+            self.ctx = replace(self.ctx, results_kept=kept)
         if self.role_read:
             self.role_read = False
             return self.ctx
@@ -275,6 +286,7 @@ class ToolCallRunner:
             locked = storage.changes_locked(project) if changing else contextlib.nullcontext()
             async with locked:
                 outcome = await self.tools.run(parsed, self.ctx)
+            outcome = await self._paged(outcome)
             outcome = self.caps.charged(outcome, changed=changing is not None)
             if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
                 await asyncio.to_thread(self.reads.remember, read)
@@ -294,6 +306,15 @@ class ToolCallRunner:
             refused = ToolOutcome.failure(str(refusal))
             await self._store(call, refused)
             return refused, None
+
+    async def _paged(self, outcome: ToolOutcome) -> ToolOutcome:
+        """The outcome, paged when over the read limit (read_result is offered from then)."""
+        paged = await outcome_paged(
+            outcome, project_id=self.ctx.project_id, conversation_id=self.ctx.conversation_id
+        )
+        if paged is not outcome and not self.ctx.results_kept:
+            self.ctx = replace(self.ctx, results_kept=True)
+        return paged
 
     async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
         """Run a changing call (the change lock held) and store its result with its record."""

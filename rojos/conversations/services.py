@@ -13,6 +13,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.http import Http404
 
+from roject import storage
 from roject.audit.log import AuditAction, AuditActor, audit_record
 from rojos.agent.branches import branch_leaf
 from rojos.errors import TurnBusy
@@ -51,7 +52,7 @@ async def conversation_delete(
     the system's). A running turn is stopped first, and the delete waits for it to end
     (ConversationBusy after a while). The files it changed stay as they are; their change
     records stay too, without the conversation, so they can still be undone from the
-    project's side."""
+    project's side. The tool results kept for it (too large to hand over whole) go too."""
     if await _running(conversation.pk):
         await turn_stop(conversation=conversation)
         deadline = time.monotonic() + _STOP_WAIT_SECONDS
@@ -77,6 +78,8 @@ def _delete(conversation: Conversation, actor: AuditActor) -> None:
                 obj=conversation,
                 details={"title": conversation.title[:80]},
             )
+    # After the commit: a result kept for it is of no use once the conversation is gone.
+    storage.results_remove(project_id=conversation.project_id, conversation_id=conversation.pk)
 
 
 def conversation_branch_switch(*, conversation: Conversation, message_id) -> int:

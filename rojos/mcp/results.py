@@ -4,8 +4,9 @@ Faithful, in words: text parts are joined; `structuredContent` comes as JSON bes
 text; an image, audio clip or resource is described with its type and size (the model
 cannot use the bytes, and they would fill its window); `isError` makes the outcome a
 failure whose message is the server's text. Bounded: what the model gets of one result is
-at most ROJO_MAX_READ_BYTES, cut with a note saying how much was left out, and counted as
-it is put together (no string of the whole answer is built first).
+at most ROJO_MAX_KEPT_RESULT_BYTES, cut with a note saying how much was left out, and
+counted as it is put together (no string of the whole answer is built first). Past
+ROJO_MAX_READ_BYTES the tool-call runner pages it, as any tool's (rojos/agent/kept_results.py).
 """
 
 import json
@@ -82,7 +83,7 @@ def _bounded_text(parts: list, limit: int) -> tuple[str, int]:
 def _cut_note(left_out: int, limit: int) -> str:
     return (
         f"\n[… {left_out:,} more bytes of the MCP server's answer left out: it is over "
-        f"ROJO_MAX_READ_BYTES ({limit:,} bytes)]"
+        f"ROJO_MAX_KEPT_RESULT_BYTES ({limit:,} bytes)]"
     )
 
 
@@ -96,8 +97,8 @@ def _wrapped(structured: Any) -> bool:
 
 
 def outcome_from_result(result: Any) -> ToolOutcome:
-    """The outcome of a CallToolResult, within ROJO_MAX_READ_BYTES."""
-    limit = settings.ROJO_MAX_READ_BYTES
+    """The outcome of a CallToolResult, within ROJO_MAX_KEPT_RESULT_BYTES."""
+    limit = settings.ROJO_MAX_KEPT_RESULT_BYTES
     text, left_out = _bounded_text(list(result.content or []), limit)
     if left_out:
         text += _cut_note(left_out, limit)
@@ -108,7 +109,9 @@ def outcome_from_result(result: Any) -> ToolOutcome:
         return ToolOutcome.success(text)  # a plain value the server wrapped (maybe cut)
     if structured is not None and len(json.dumps(structured, default=str)) > limit - len(text):
         # Too big beside the text: the text alone, which servers are asked to send too.
-        return ToolOutcome.success(text + "\n[the structured content is over ROJO_MAX_READ_BYTES]")
+        return ToolOutcome.success(
+            text + "\n[the structured content is over ROJO_MAX_KEPT_RESULT_BYTES]"
+        )
     if structured is not None:
         if _repeats(text, structured):
             return ToolOutcome.success(structured)

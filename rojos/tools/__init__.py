@@ -11,6 +11,7 @@ from .list_files import ListFiles
 from .move_path import MovePath
 from .outcome import ToolError, ToolOutcome
 from .read_path_meta import ReadPathMeta
+from .read_result import ReadResult
 from .registry import RojoToolRegistry
 from .search_text import SearchText
 from .write_text_content import WriteTextContent
@@ -25,6 +26,7 @@ BUILTIN_TOOLS: tuple[type[RojoTool], ...] = (
     MovePath,
     DeletePath,
     SearchText,
+    ReadResult,
 )
 
 registry = RojoToolRegistry([cls() for cls in BUILTIN_TOOLS])

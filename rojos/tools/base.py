@@ -18,6 +18,11 @@ class RojoToolContext:
     role: Role = Role.VIEWER
     # Names the rojo has enabled for this user; None means every registered tool.
     enabled: frozenset[str] | None = field(default=None)
+    # The conversation the call belongs to (None: a scratch history): results too large to
+    # hand over whole are kept for it, and read_result reads only its own.
+    conversation_id: int | None = None
+    # Whether that conversation holds such results: read_result is offered only then.
+    results_kept: bool = False
 
     @property
     def can_write(self) -> bool:
@@ -36,6 +41,9 @@ class RojoTool(ABC):
     destructive: ClassVar[bool] = True
     # Whether a new rojo gets this tool without an administrator enabling it.
     default_enabled: ClassVar[bool] = True
+    # A companion of kept results (read_result): offered to every rojo, whatever it
+    # enables, but only in a conversation that holds one (ctx.results_kept).
+    reads_kept_results: ClassVar[bool] = False
     # Whether what it changes is kept for undo (an MCP server's tools change what we
     # cannot see), whether its arguments are checked here against `parameters`, whether
     # every call waits for approval, and the MCP server it comes from, if any.

@@ -55,8 +55,14 @@ class RojoToolRegistry:
         """Before a model step: bring tools from elsewhere up to date (MCP servers)."""
 
     def available(self, ctx: RojoToolContext) -> list[RojoTool]:
-        """The tools this context may call: enabled for the rojo and allowed for the role."""
-        return [tool for tool in self._tools.values() if self._refusal(tool, ctx) is None]
+        """The tools this context may call: enabled for the rojo and allowed for the role;
+        read_result only where a result is kept (elsewhere it would only lengthen requests)."""
+        return [
+            tool
+            for tool in self._tools.values()
+            if self._refusal(tool, ctx) is None
+            and (ctx.results_kept or not tool.reads_kept_results)
+        ]
 
     def definitions(self, names: list[str] | None = None) -> list[dict]:
         """OpenAI tool schemas, for all tools or the named ones (unknown names are skipped)."""
@@ -65,6 +71,8 @@ class RojoToolRegistry:
         return [self._tools[n].definition for n in names if n in self._tools]
 
     def _refusal(self, tool: RojoTool, ctx: RojoToolContext) -> str | None:
+        if tool.reads_kept_results:
+            return None  # every rojo's; it reads only the conversation's own results
         if ctx.enabled is not None and tool.name not in ctx.enabled:
             return f"tool {tool.name!r} is not enabled for this rojo"
         if tool.writes and not ctx.can_write:

@@ -2,15 +2,18 @@
 usage, export, rename, pin, delete and branch switch. Thin, like rojos/web/api.py, which mounts
 this router; the chat stream and its controls stay there."""
 
+import asyncio
 import json
 
 from asgiref.sync import async_to_sync
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from ninja import Router, Status
 
+from roject import storage
 from roject.api_answers import answers
 from roject.audit.log import AuditAction, audit_actor, audit_record
 from roject.members.access import project_access
+from roject.server.streaming import blocking_stream
 from rojos.conversations import listing, usage_report
 from rojos.conversations import services as conversations
 from rojos.conversations.export import conversation_export_json, conversation_export_markdown
@@ -168,4 +171,32 @@ def conversation_export(request: HttpRequest, conversation_id: int, format: str 
     response["Content-Disposition"] = (
         f'attachment; filename="conversation-{conversation.pk}.{extension}"'
     )
+    return response
+
+
+@router.get(
+    "/conversations/{conversation_id}/results/{handle}",
+    response=answers(None, 404, 422),
+    tags=["chat"],
+)
+async def conversation_result(request: HttpRequest, conversation_id: int, handle: str):
+    """The whole of a tool result too large to hand the model (it got its head and this
+    handle): for whoever may read the conversation, streamed as UTF-8 text."""
+    conversation, _ = await selectors.aconversation_access(
+        user=request.auth, conversation_id=conversation_id
+    )
+    try:
+        produce = await asyncio.to_thread(
+            storage.result_download_open,
+            project_id=conversation.project_id,
+            conversation_id=conversation.pk,
+            handle=handle,
+        )
+    except storage.StorageError:
+        raise Http404("No such result in this conversation.") from None
+    response = StreamingHttpResponse(
+        blocking_stream(produce), content_type="text/plain; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'inline; filename="result-{handle}.txt"'
+    response["Cache-Control"] = "no-store"
     return response

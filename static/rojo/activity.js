@@ -49,15 +49,23 @@ function textBlock(text, className) {
   return pre;
 }
 
+/** Whether a result is the head of one too large to hand the model (kept for read_result). */
+function isPaged(result) {
+  return Boolean(result) && typeof result === "object" && typeof result.handle === "string"
+    && typeof result.size === "number" && typeof result.head === "string";
+}
+
 /** A result as a person reads it: text as it is, anything else as indented JSON. */
 function resultText(result) {
   return typeof result === "string" ? result : JSON.stringify(result, null, 2);
 }
 
 export class Activity {
-  /** Lines in `log` (a ChatLog). */
-  constructor(log) {
+  /** Lines in `log` (a ChatLog); `conversationId()` names the conversation, for the link to
+   * a kept result's whole. */
+  constructor(log, { conversationId = () => null } = {}) {
     this.log = log;
+    this.conversationId = conversationId;
     this.forming = new Map(); // the place of a call in the response being written -> its line
     this.group = null; // the box of the response's parallel calls
   }
@@ -164,6 +172,8 @@ export class Activity {
       box.append(section("Error", textBlock(String(message), "tool-error")));
     } else if (result && typeof result === "object" && typeof result.diff === "string") {
       box.append(section("Changes", diffNode(result.diff)));
+    } else if (isPaged(result)) {
+      box.append(section("Result", this.pagedNode(result)));
     } else if (change && name === "write_text_content") {
       box.dataset.diffChange = String(change); // fetched when the line is opened
       box.append(section("Changes", textBlock("…", "diff")));
@@ -172,6 +182,25 @@ export class Activity {
     }
     line.append(box);
     if (line.open) this.opened(line);
+  }
+
+  /** A result too large to hand the model: its head, and a link to the whole. */
+  pagedNode({ head, size, handle }) {
+    const holder = document.createElement("div");
+    const conversation = this.conversationId();
+    const note = document.createElement("p");
+    note.className = "tool-paged";
+    note.append(`${number.format(size)} bytes; the rojo got the start and reads on with read_result. `);
+    if (conversation) {
+      const link = document.createElement("a");
+      link.href = `/api/conversations/${encodeURIComponent(conversation)}/results/${encodeURIComponent(handle)}`;
+      link.target = "_blank";
+      link.rel = "noopener";
+      link.textContent = "Open the whole result";
+      note.append(link);
+    }
+    holder.append(note, textBlock(head, "tool-output"));
+    return holder;
   }
 
   /** A line opened: fetch the diff a write kept, the first time. */

@@ -34,7 +34,7 @@ export class ChatPanel extends EventTarget {
     this.rojoId = rojoId;
     this.log = new ChatLog(element.querySelector(".messages"));
     showTimesOnHover(this.log.element);
-    this.activity = new Activity(this.log);
+    this.activity = new Activity(this.log, { conversationId: () => this.conversationId });
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,

@@ -116,7 +116,7 @@ def test_a_read_past_the_turns_read_budget_is_refused_with_what_is_left(
         "error": "not returned: the result is 4,000 bytes, more than the 2,000 bytes left of "
         "this reply's read budget of 10,000 (ROJO_TURN_READ_BYTES); read less at a time: "
         "get_text_content with offset and limit, list_files with offset, a narrower "
-        "search_text"
+        "search_text, read_result with a smaller length"
     }
     assert answered[3]["text"] == notes * 10  # the smaller read fits in what is left
     assert answered[4]["error"].startswith("not returned: the result is 4,000 bytes, more ")

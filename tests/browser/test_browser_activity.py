@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from roject.storage import project_root_create
 from rojos.models import Conversation
+from tests.support.big_results import BIG
 from tests.support.browser import screenshot
 from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
@@ -298,3 +299,28 @@ def test_hidden_characters_in_a_forming_call_and_its_question_show_as_escapes(
     page.get_by_role("button", name="Undo this turn").click()
     expect(page.get_by_role("group", name="Undo this turn?").locator("li")).to_have_text([shown])
     assert "\u202e" not in page.locator(".messages").inner_text()
+
+
+def test_a_paged_result_shows_its_head_and_links_the_whole(
+    page_for, users, project, fake_provider, big_search
+):
+    """A 3 MB result on its activity line: its size, its head, and a link that opens all of
+    it (the model got only the head)."""
+    make_rojo(fake_provider.base_url, tools=["big_search"])
+    fake_provider.add(
+        stream(*tool_call_chunks([("big_search", {})])), stream(*text_chunks("Found it."))
+    )
+    page = page_for(users["viewer"])
+    open_chat(page, project)
+    send(page, "Search everything")
+    expect(page.locator(".bubble.assistant")).to_have_text("Found it.")
+
+    line = page.locator(".tool-line")
+    line.locator("summary").click()
+    expect(line.locator(".tool-paged")).to_contain_text(f"{len(BIG.encode()):,} bytes")
+    expect(line.locator(".tool-output")).to_contain_text(BIG.splitlines()[0])
+    link = line.locator(".tool-paged a")
+    expect(link).to_have_text("Open the whole result")
+    whole = page.request.get(link.get_attribute("href"))
+    assert whole.ok and whole.text() == BIG
+    assert page.console_errors == []

@@ -127,16 +127,19 @@ async def test_results_convert_faithfully(pool, root):
     assert huge.ok and huge.value == "x" * 900_000
 
 
-async def test_a_result_over_the_read_limit_is_cut_with_a_note(pool, root, settings):
-    """What the model gets of one result is at most ROJO_MAX_READ_BYTES, then a note
-    saying how much was left out."""
+async def test_a_result_over_the_kept_limit_is_cut_with_a_note(pool, root, settings):
+    """What is kept of one result is at most ROJO_MAX_KEPT_RESULT_BYTES, then a note
+    saying how much was left out (past ROJO_MAX_READ_BYTES the runner pages it)."""
     settings.ROJO_MAX_READ_BYTES = 1000
     server = await sync_to_async(edge_server)()
     tools, ctx = await turn_tools(root, link(server))
+    whole = await call(tools, ctx, "edge__huge", {"size": 50_000})
+    assert whole.ok and whole.value == "x" * 50_000  # over the read limit: paged, not cut
 
+    settings.ROJO_MAX_KEPT_RESULT_BYTES = 1000
     huge = await call(tools, ctx, "edge__huge", {"size": 50_000})
     assert huge.ok and huge.value.startswith("x" * 1000 + "\n[… 49,000 more bytes")
-    assert "over ROJO_MAX_READ_BYTES (1,000 bytes)" in huge.value and len(huge.value) < 1200
+    assert "over ROJO_MAX_KEPT_RESULT_BYTES (1,000 bytes)" in huge.value and len(huge.value) < 1200
 
 
 async def test_a_servers_tool_list_is_bounded_in_count_and_description(pool, root):

@@ -479,3 +479,34 @@ def test_tools_of_your_own_are_not_served_unless_the_setting_allows(server_proce
     assert shout.is_error and text_of(shout).startswith("unknown tool 'shout'")
     assert "stamp_file" not in text_of(shout)
     assert Message.objects.count() == 0
+
+
+def test_a_result_over_the_read_limit_is_paged_and_read_on_through_mcp(
+    server_process, users, project
+):
+    """An outside agent gets the head, size and handle too, and reads on with read_result in
+    the token's conversation."""
+    paging = server_process(
+        ROJO_TOOL_MODULES="tests.support.example_tools",
+        ROJO_MCP_SERVE_USER_TOOLS="1",
+        ROJO_MAX_READ_BYTES="1000",
+    )
+    text = "".join(f"line {n:05}\n" for n in range(500))  # 5,500 bytes
+
+    async def work(client):
+        paged = await client.call_tool("shout", {"text": text})
+        handle = paged.structured_content["handle"]
+        args = {"handle": handle, "offset": 2750, "length": 550}
+        return paged, await client.call_tool("read_result", args)
+
+    paged, part = with_mcp(mcp_url(paging.base_url, project.pk), secret_for(users["editor"]), work)
+
+    assert not paged.is_error and paged.structured_content["size"] == 5500
+    assert paged.structured_content["head"] == text.upper()[:1000]
+    assert not part.is_error, text_of(part)
+    assert part.structured_content == {
+        "text": text.upper()[2750:3300],
+        "offset": 2750,
+        "end": 3300,
+        "size": 5500,
+    }

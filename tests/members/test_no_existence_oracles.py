@@ -76,6 +76,7 @@ ID_ENDPOINTS = [
     ("GET", "/api/conversations/{conversation}"),
     ("GET", "/api/conversations/{conversation}/export"),
     ("GET", "/api/conversations/{conversation}/export?format=markdown"),
+    ("GET", "/api/conversations/{conversation}/results/r" + "0" * 32),
     ("GET", "/api/conversations/{conversation}/stream"),
     ("POST", "/api/conversations/{conversation}/stop"),
     ("POST", "/api/changes/{change}/undo"),

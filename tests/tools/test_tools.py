@@ -387,6 +387,7 @@ def test_builtin_registry_holds_the_builtin_tools():
         "move_path",
         "delete_path",
         "search_text",
+        "read_result",
     ]
     assert [type(tool) for tool in registry] == list(BUILTIN_TOOLS)
 

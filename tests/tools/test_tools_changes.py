@@ -409,10 +409,11 @@ async def test_delete_of_missing_path_is_an_error(root, ctx):
 
 
 def test_new_rojos_do_not_get_delete_path():
-    """delete_path is off by default; every other built-in tool is on."""
+    """delete_path is off by default; every other built-in tool is on, but read_result,
+    which no rojo chooses: a conversation with a kept result offers it."""
     assert "delete_path" not in default_tools()
     assert "delete_path" not in Rojo().tools
-    assert set(default_tools()) == set(registry.names()) - {"delete_path"}
+    assert set(default_tools()) == set(registry.names()) - {"delete_path", "read_result"}
 
 
 async def test_delete_path_is_refused_unless_the_rojo_enables_it(root):

@@ -161,8 +161,9 @@ def test_create_rojo_enables_every_builtin_tool_by_default(db):
 
     rojo = Rojo.objects.get(slug="local")
     assert rojo.tools == ALL_TOOLS
-    # Everything but the destructive delete_path, which an administrator enables per rojo.
-    assert sorted(rojo.tools) == sorted(set(registry.names()) - {"delete_path"})
+    # Everything but the destructive delete_path, which an administrator enables per rojo,
+    # and read_result, which a conversation with a kept result offers to every rojo.
+    assert sorted(rojo.tools) == sorted(set(registry.names()) - {"delete_path", "read_result"})
     assert rojo.max_steps == 12
 
 
