@@ -75,11 +75,13 @@ export class FileActions {
     return `/api/projects/${this.projectId}/files/download?path=${encodeURIComponent(path)}`;
   }
 
-  async post(action, json) {
+  /** Make the change; `done` runs once it is made, before any refresh can read the tree. */
+  async post(action, json, done = () => {}) {
     try {
-      await this.browser.changing(() =>
-        request(`/api/projects/${this.projectId}/files/${action}`, { method: "POST", json }),
-      );
+      await this.browser.changing(async () => {
+        await request(`/api/projects/${this.projectId}/files/${action}`, { method: "POST", json });
+        done();
+      });
       return true;
     } catch (error) {
       this.onError(error instanceof ApiError ? error.message : "The change failed.");
@@ -126,16 +128,19 @@ export class FileActions {
   async rename(path) {
     const destination = window.prompt(`Rename or move ${path} to:`, path);
     if (!destination || destination === path) return;
-    const open = this.browser.openPath;
-    // The open file (or one in the folder) is followed to its new place.
-    if (open === path || open?.startsWith(`${path}/`)) this.browser.openPath = destination + open.slice(path.length);
-    await this.post("move", { source: path, destination });
+    // The open file (or one in the folder) is followed to its new place once it is there:
+    // until then a refresh reads it where it is.
+    await this.post("move", { source: path, destination }, () => {
+      const open = this.browser.openPath;
+      if (open === path || open?.startsWith(`${path}/`)) this.browser.openPath = destination + open.slice(path.length);
+    });
   }
 
   async remove(path, type) {
     const what = type === "directory" ? `the folder ${path} and everything in it` : path;
     if (!window.confirm(`Delete ${what}? (It can be restored from Recently deleted, under the files.)`)) return;
-    if (this.browser.openPath === path) this.browser.closeFile();
+    const open = this.browser.openPath;
+    if (open === path || open?.startsWith(`${path}/`)) this.browser.closeFile();
     await this.post("delete", { path });
   }
 
