@@ -276,6 +276,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Project files live under ROJO_STORAGE_DIR/<project_id>/root/.
 ROJO_STORAGE_DIR = Path(os.environ.get("ROJO_STORAGE_DIR") or BASE_DIR / "storage").resolve()
 ROJO_MAX_READ_BYTES = env_int("ROJO_MAX_READ_BYTES", 1024 * 1024)
+# PDFs are read as text (roject/documents/): the largest PDF read, and the CPU seconds and
+# memory its reader (a child process) may use before it is stopped.
+ROJO_MAX_PDF_BYTES = env_int("ROJO_MAX_PDF_BYTES", 32 * 1024 * 1024)
+ROJO_PDF_SECONDS = env_int("ROJO_PDF_SECONDS", 20)
+ROJO_PDF_MEMORY_BYTES = env_int("ROJO_PDF_MEMORY_BYTES", 1024 * 1024 * 1024)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
 # Uploads from the file panel: the largest file, and the most one upload may bring in (a
 # file, or everything a .zip unpacks to); a .zip entry that unpacks to more than RATIO times

@@ -11,18 +11,21 @@ from html import escape
 from django.conf import settings
 
 from roject import storage
+from roject.documents.reading import project_file_text
 from roject.storage import TooLarge
 
 MAX_ATTACHMENTS = 10
 
 
 def attachments_read(*, project_id: int, paths: list[str]) -> list[dict]:
-    """(Blocking) [{path, size, text}] of the attached text files, refused (StorageError)
-    when one cannot be read as text or all of them pass ROJO_MAX_READ_BYTES together."""
+    """(Blocking) [{path, size, text}] of the attached files, refused (StorageError) when one
+    cannot be read as text or all of them pass ROJO_MAX_READ_BYTES together. A PDF gives its
+    text with page markers, cut with a note at what the files before it left of the limit."""
     root = storage.project_root_create(project_id)
     limit, total, found = settings.ROJO_MAX_READ_BYTES, 0, []
     for path in dict.fromkeys(paths):
-        text = storage.read_project_file(root, path)
+        note = "; the rojo can read on with get_text_content"
+        text = project_file_text(root, path, max_bytes=max(limit - total, 0), note=note)
         size = len(text.encode())
         total += size
         if total > limit:
