@@ -3,11 +3,15 @@
 // No markup or script in a reply can take effect; links are kept only for http(s) and mailto
 // URLs and say where they go; images are never loaded, only linked. Characters that reorder
 // text show as escapes (a reply could spoof a path with them); in code, every hidden one does.
+// Math is typeset by KaTeX (math.js) and complete ```mermaid blocks drawn by Mermaid
+// (diagrams.js), both loaded with the first reply that needs them.
 
 import DOMPurify from "../vendor/dompurify/purify.es.mjs";
 import hljs from "../vendor/highlight.js/highlight.min.js";
 import markdownit from "../vendor/markdown-it/markdown-it.esm.min.mjs";
 import { copyButton } from "./copy.js";
+import { drawDiagrams } from "./diagrams.js";
+import { mathPlugin, typeset } from "./math.js";
 import { visible } from "./visible.js";
 
 const SAFE_URL = /^(https?:|mailto:)/i;
@@ -33,6 +37,7 @@ const md = markdownit({
   },
 });
 md.validateLink = (url) => SAFE_URL.test(url) && URL.canParse(url);
+md.use(mathPlugin);
 
 // Reply headings sit under the page's own: # is h3, ## h4, the rest h5 and h6.
 md.core.ruler.push("rojo_shape", (state) => {
@@ -68,10 +73,10 @@ md.renderer.rules.fence = (tokens, index, options) => {
 
 const PURIFY = {
   ALLOWED_TAGS: [
-    "a", "blockquote", "br", "code", "del", "em", "h3", "h4", "h5", "h6", "hr", "li", "ol",
-    "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
+    "a", "blockquote", "br", "code", "del", "div", "em", "h3", "h4", "h5", "h6", "hr", "li",
+    "ol", "p", "pre", "s", "span", "strong", "table", "tbody", "td", "th", "thead", "tr", "ul",
   ],
-  ALLOWED_ATTR: ["href", "class", "start", "data-lang"],
+  ALLOWED_ATTR: ["href", "class", "start", "data-lang", "data-tex"],
   ALLOWED_URI_REGEXP: SAFE_URL,
   RETURN_DOM_FRAGMENT: true,
 };
@@ -89,6 +94,7 @@ function finish(fragment) {
   for (const li of fragment.querySelectorAll("li")) finishTask(li);
   showHidden(fragment);
   for (const code of fragment.querySelectorAll("pre > code")) finishCode(code);
+  typeset(fragment);
 }
 
 /**
@@ -161,6 +167,7 @@ function finishCode(code) {
   head.append(lang, copyButton(() => code.textContent, "Copy code"));
   pre.replaceWith(block);
   block.append(head, pre);
+  if (code.dataset.lang === "mermaid") block.dataset.diagram = "mermaid"; // drawn once complete
 }
 
 // The first reply would pay for compiling the parser's and the highlighter's expressions in
@@ -178,6 +185,7 @@ function normalized(text) {
 export function renderMarkdown(text, container) {
   delete container.markdown;
   container.replaceChildren(build(md.parse(normalized(text), {})));
+  drawDiagrams(container);
 }
 
 /** Where line `line` of `text` starts, or -1 past the last complete line. */
@@ -237,7 +245,9 @@ export function renderGrowingMarkdown(text, container) {
   let kept = 0;
   while (kept < keep) {
     const end = Math.min(kept + BLOCKS_AT_ONCE, keep);
-    container.append(build(tokens.slice(starts[kept], starts[end])));
+    const final = build(tokens.slice(starts[kept], starts[end]));
+    drawDiagrams(final);
+    container.append(final);
     kept = end;
     if (performance.now() - started > FRAME_BUDGET_MS) break;
   }
@@ -255,4 +265,5 @@ export function renderGrowingMarkdown(text, container) {
  */
 export function finishGrowingMarkdown(text, container) {
   if (container.markdown && /^ {0,3}\[[^\]]+\]:/m.test(text)) renderMarkdown(text, container);
+  else drawDiagrams(container); // the last block is complete too
 }

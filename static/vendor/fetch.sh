@@ -80,3 +80,32 @@ JS
 }
 codemirror
 # --- end CodeMirror ---
+
+# --- Diagrams and math in replies (static/rojo/diagrams.js, static/rojo/math.js) ---
+# Mermaid's ES module build: its entry and the chunks it imports as diagrams need them (the
+# page loads it only when a reply holds a diagram, and then only that diagram's chunks); the
+# source maps are left out.
+tarball=$(cd "$work" && npm pack --silent "mermaid@12.3.0" | tail -n 1)
+actual="sha512-$(openssl dgst -sha512 -binary "$work/$tarball" | base64 -w 0)"
+expected="sha512-4113TdXeLAsMruJ79OpFL5O8+LTFXhQqZ260rF3tgUmiNAtRm4Uume04I+65PRN6yZ69J4f8rVYWW8zRk65UYw=="
+[ "$actual" = "$expected" ] || { echo "fetch.sh: mermaid: integrity $actual" >&2; exit 1; }
+mkdir -p "$work/mermaid" && tar -xzf "$work/$tarball" -C "$work/mermaid"
+rm -rf mermaid && mkdir -p mermaid/chunks/mermaid.esm.min
+cp "$work/mermaid/package/dist/mermaid.esm.min.mjs" "$work/mermaid/package/LICENSE" mermaid/
+cp "$work"/mermaid/package/dist/chunks/mermaid.esm.min/*.mjs mermaid/chunks/mermaid.esm.min/
+echo "mermaid: mermaid@12.3.0"
+# KaTeX: its ES module minified by the same pinned esbuild (the package ships it unminified
+# only), its stylesheet, and its fonts in WOFF2 (the first format the stylesheet names).
+katex() {
+  mkdir -p "$work/katex" && cd "$work/katex"
+  npm init -y >/dev/null
+  npm install --no-audit --no-fund --ignore-scripts --save-exact katex@0.19.1 esbuild@0.28.2 >/dev/null
+  rm -rf "$vendor_dir/katex" && mkdir -p "$vendor_dir/katex/fonts"
+  ./node_modules/.bin/esbuild node_modules/katex/dist/katex.mjs --bundle --format=esm --minify \
+    --legal-comments=eof --outfile="$vendor_dir/katex/katex.min.mjs"
+  cp node_modules/katex/dist/katex.min.css node_modules/katex/LICENSE "$vendor_dir/katex/"
+  cp node_modules/katex/dist/fonts/*.woff2 "$vendor_dir/katex/fonts/"
+  cd "$vendor_dir"
+  echo "katex: katex@0.19.1"
+}
+katex
