@@ -96,6 +96,8 @@ class RojoForm(forms.ModelForm):
             "confirm_key_env_host",
             "system_prompt",
             "temperature",
+            "reasoning_effort",
+            "reasoning_back",
             "max_steps",
             "context_window",
             "max_output_tokens",

@@ -8,7 +8,8 @@ form that all of them take, with no branching on the provider's name:
 - tool-call ids of 9 letters and digits (Mistral);
 - each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
 - Gemini's thought signatures back to the model that made them, and to no other;
-- no stored reasoning (Mistral answers 422 to `reasoning_content` in history);
+- stored reasoning only within the current tool loop, and only where the provider needs it
+  (`reasoning_back_field`; Mistral answers 422 and DeepSeek 400 to it in history);
 - no null or empty content beside tool calls (llama-cpp-python, some gateways);
 - alternating roles with no empty assistant message (vLLM's and llama.cpp's templates).
 The stream reader, the other half of speaking to a provider, is `provider.py`.
@@ -80,6 +81,35 @@ def sent_back_extra(completion_extra: dict, tool_calls: list[dict], model: str) 
     return completion_extra
 
 
+# The fields a reply's reasoning may go back in (what the reply came in, where it did).
+_REASONING_FIELDS = frozenset({"reasoning_content", "reasoning"})
+
+
+def reasoning_back_field(rule: str, shape: str | None) -> str | None:
+    """The field a reply's reasoning goes back in within its tool loop, or None: never.
+
+    By the shape it came in (PROVIDERS.md, "Reasoning"): a `reasoning` field (Ollama,
+    OpenRouter) goes back, as the harmony models Ollama serves need it and OpenRouter takes
+    it; a `reasoning_content` field (DeepSeek, vLLM, LM Studio) does not, as DeepSeek
+    answers 400; `<think>` tags and Mistral's thinking parts never do (Mistral answers
+    422). A rojo's rule may say always within the loop (gpt-oss on vLLM) or never.
+    """
+    if shape is None or rule == Rojo.ReasoningBack.NEVER:
+        return None
+    if rule == Rojo.ReasoningBack.TOOL_LOOP:
+        return shape if shape in _REASONING_FIELDS else "reasoning_content"
+    return "reasoning" if shape == "reasoning" else None
+
+
+def reasoning_extra(rojo: Rojo, completion) -> dict:
+    """What to store with a reply for its reasoning to go back within its tool loop (the
+    field, and the model that wrote it: no other model gets it), or nothing."""
+    if not (completion.reasoning and completion.tool_calls):
+        return {}
+    field = reasoning_back_field(rojo.reasoning_back, completion.reasoning_shape)
+    return {"reasoning_back": field, "model": rojo.model} if field else {}
+
+
 def message_to_wire(message: Message, model: str | None = None) -> dict:
     """One stored message as a provider expects it back, for `model` (None: any)."""
     if message.role == Message.Role.TOOL:
@@ -98,6 +128,9 @@ def message_to_wire(message: Message, model: str | None = None) -> dict:
         if message.content:
             wire["content"] = message.content
         wire["tool_calls"] = [_call_to_wire(call, sent_back) for call in message.tool_calls]
+        field = extra.get("reasoning_back")
+        if field in _REASONING_FIELDS and message.reasoning and signed_by == model:
+            wire[field] = message.reasoning  # dropped again before the last user message
     elif message.role == Message.Role.USER and extra.get("attachments"):
         wire["content"] = attachments_wire(message.content or "", extra["attachments"])
     else:
@@ -122,10 +155,14 @@ def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
     Roles must alternate for the chat templates of vLLM and llama.cpp (Mistral's, Gemma's),
     and Mistral refuses an assistant message with neither text nor calls: such a message
     (a reply that said nothing) is left out, and user messages in a row (the turn between
-    them failed) go as one.
+    them failed) go as one. Reasoning goes back only within the current tool loop: after
+    the last user message.
     """
     wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    for item in items:
+    last_user = max((i for i, item in enumerate(items) if item["role"] == "user"), default=-1)
+    for i, item in enumerate(items):
+        if i < last_user and _REASONING_FIELDS.intersection(item):
+            item = {k: v for k, v in item.items() if k not in _REASONING_FIELDS}
         if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
             continue
         if item["role"] == "user" and wire and wire[-1]["role"] == "user":
@@ -156,6 +193,9 @@ def build_request(
     request: dict = dict(options)
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
+    if rojo.reasoning_effort and not {"reasoning_effort", "reasoning"}.intersection(options):
+        # The one field OpenAI, Gemini, vLLM, Ollama, LM Studio and OpenRouter all take.
+        request["reasoning_effort"] = rojo.reasoning_effort
     if messages is None:
         messages = request_messages(stored, system_prompt=rojo.system_prompt, model=rojo.model)
     request.update(model=rojo.model, messages=messages, stream=True)
