@@ -84,7 +84,7 @@ class StreamAccumulator:
         self._text_blocks: list[str] = []
         self.reasoning_parts: list[str] = []
         self.reasoning_shape: str | None = None
-        self._tags = ThinkTags()
+        self._tags: ThinkTags | None = ThinkTags()
         self.calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
         self._by_index: dict[int, _Call] = {}
@@ -132,7 +132,7 @@ class StreamAccumulator:
         text = self._take_delta(choice.get("delta") or choice.get("message") or {})
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
-            if self._tags.held:  # the reply ended on what might have begun a tag
+            if self._tags is not None and self._tags.held:  # ended on a possible tag
                 answer, thought = self._tags.flush()
                 if thought:
                     self._reason(thought, "think")
@@ -150,9 +150,15 @@ class StreamAccumulator:
         text = ""
         content = delta.get("content")
         if isinstance(content, str) and content:
-            text, thought = self._tags.feed(content)
-            if thought:
-                self._reason(thought, "think")
+            tags = self._tags
+            if tags is None:  # the answer has begun: no more tags to look for
+                text = content
+            else:
+                text, thought = tags.feed(content)
+                if thought:
+                    self._reason(thought, "think")
+                if tags.answering:
+                    self._tags = None
         elif isinstance(content, list):  # typed parts (Mistral reasoning models)
             for part in content:
                 if not isinstance(part, dict):

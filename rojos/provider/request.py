@@ -20,6 +20,7 @@ import json
 
 from rojos.errors import TurnError
 from rojos.models import Message, Rojo
+from rojos.provider.accumulator import Completion
 from rojos.provider.attachments import attachments_wire
 
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
@@ -101,7 +102,7 @@ def reasoning_back_field(rule: str, shape: str | None) -> str | None:
     return "reasoning" if shape == "reasoning" else None
 
 
-def reasoning_extra(rojo: Rojo, completion) -> dict:
+def reasoning_extra(rojo: Rojo, completion: Completion) -> dict:
     """What to store with a reply for its reasoning to go back within its tool loop (the
     field, and the model that wrote it: no other model gets it), or nothing."""
     if not (completion.reasoning and completion.tool_calls):

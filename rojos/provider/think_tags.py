@@ -52,6 +52,11 @@ class ThinkTags:
             self.state = _ANSWER
         return answer, reasoning
 
+    @property
+    def answering(self) -> bool:
+        """The answer has begun: every later chunk is answer text."""
+        return self.state == _ANSWER
+
     def flush(self) -> tuple[str, str]:
         """What is held at the end of the reply: the answer's, or the reasoning's."""
         held, self.held = self.held, ""
