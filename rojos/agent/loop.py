@@ -111,9 +111,9 @@ async def agent_loop(
             for delta in deltas.final_ids(completion.tool_calls):
                 yield delta
         except BaseException:
-            # Keep the text the user already saw; an unfinished tool call is dropped.
-            if accumulator.text or draft.started():
-                reasoning = "".join(accumulator.reasoning_parts)
+            # Keep the text and thinking the user already saw; an unfinished call is dropped.
+            reasoning = "".join(accumulator.reasoning_parts)
+            if accumulator.text or draft.started() or reasoning:
                 await asyncio.shield(draft.save(accumulator.text, reasoning=reasoning))
             raise
         completion, message = await _store_completion(draft, completion, rojo, thinking)

@@ -159,3 +159,18 @@ def test_live_thinking_is_kept_as_one_run_and_read_back_chunk_by_chunk():
     assert events.at(2).type == "REASONING" and events.at(4).type == "CHAT"
     assert events.after(0).type == "REASONING"
     assert list(events.others()) == []
+
+
+async def test_thinking_seen_before_the_stream_broke_is_kept(fake_provider, project, users):
+    """A reply cut off while the model thinks keeps the thinking the user saw, stored and
+    replayed (an empty reply is not sent back)."""
+    fake_provider.add(stream(*reasoning_chunks(PIECES[:2], "reasoning"), cut=True))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is not None and set(run.kinds) == {"reasoning"}
+    history = await valid_history(run.conversation)
+    assert history[1].reasoning == "".join(PIECES[:2]) and history[1].content is None
+    turns = await sync_to_async(conversation_turns)(run.conversation)
+    assert [e.type for e in turns[0][1]][1] == "REASONING"

@@ -1,8 +1,8 @@
 """Visible thinking in Chromium, in each of the three shapes providers stream it: a collapsed
 "Thinking… N s" line that grows as each piece arrives (each is on the page before the
 provider sends the next: no piece waits for another), opens to the text, folds as "Thought
-for N s" when the answer starts, and is there after a reload; the request after the tool
-call carries the thinking or not, as that provider needs."""
+for N s" when the answer starts, and is there after a reload, mid-thought or after the
+turn; the request after the tool call carries the thinking or not, as that provider needs."""
 
 import re
 import threading
@@ -62,6 +62,9 @@ def test_thinking_grows_live_folds_at_the_answer_and_stays_after_a_reload(
             expect(live).not_to_have_attribute("open", "")  # collapsed by default
             expect(live.locator("summary")).to_have_text(re.compile(r"^Thinking… \d+ s$"))
             expect(text).to_be_hidden()
+        if n == 4:  # reloaded mid-thought, the page follows the turn again from its log
+            page.reload()
+            expect(text).to_have_text("".join(PIECES[: n + 1]))
         if n == len(gates) - 2:  # the line counts the seconds while it thinks
             expect(live.locator("summary")).to_have_text(re.compile(r"^Thinking… [1-9]\d* s$"))
             live.locator("summary").click()  # one click away
