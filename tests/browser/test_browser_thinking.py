@@ -89,6 +89,7 @@ def test_thinking_grows_live_folds_at_the_answer_and_stays_after_a_reload(
     line.locator("summary").click()
     expect(line.locator(".thinking-text")).to_have_text("".join(PIECES))
     expect(page.locator(".bubble.assistant")).to_have_text("The root is empty.")
+    screenshot(page, f"thinking-reloaded-{shape}")
     assert page.console_errors == []
 
     stored = Message.objects.get(role="assistant", tool_calls__isnull=False)
