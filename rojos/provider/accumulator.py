@@ -172,11 +172,11 @@ class StreamAccumulator:
             if len(self.text_parts) == _FOLD:
                 self._text_blocks.append("".join(self.text_parts))
                 self.text_parts.clear()
-        for key in ("reasoning_content", "reasoning"):
-            reasoning = delta.get(key)
-            if reasoning and isinstance(reasoning, str):
-                self._reason(reasoning, key)
-                break
+        reasoning = delta.get("reasoning_content")
+        if reasoning and isinstance(reasoning, str):
+            self._reason(reasoning, "reasoning_content")
+        elif (reasoning := delta.get("reasoning")) and isinstance(reasoning, str):
+            self._reason(reasoning, "reasoning")
         for raw in delta.get("tool_calls") or ():
             self._take_call_delta(raw)
         for key, value in delta.items():
