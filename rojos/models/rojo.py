@@ -82,7 +82,7 @@ class Rojo(models.Model):
     class ReasoningBack(models.TextChoices):
         """Whether a reply's reasoning goes back to the model within its tool loop."""
 
-        AUTO = "auto", "as the provider needs (by the shape it streams)"
+        AUTO = "auto", "as the provider needs (by the shape it streams; see docs/providers.md)"
         TOOL_LOOP = "tool_loop", "within a tool loop (gpt-oss on vLLM, Qwen3 on llama.cpp)"
         NEVER = "never", "never"
 
@@ -133,9 +133,9 @@ class Rojo(models.Model):
         max_length=10,
         choices=ReasoningBack.choices,
         default=ReasoningBack.AUTO,
-        help_text="Whether the model's reasoning is sent back while it works through tool "
-        "calls: some models need it (gpt-oss), some providers refuse it (DeepSeek, Mistral). "
-        "Never sent after the turn.",
+        help_text="Whether the model's reasoning is sent back with its tool calls: some "
+        "models need it within the tool loop (gpt-oss), DeepSeek after it too, Mistral "
+        "refuses it.",
     )
     request_options = models.JSONField(
         default=dict,

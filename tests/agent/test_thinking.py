@@ -64,21 +64,23 @@ async def test_thinking_streams_before_the_call_and_is_stored_whole(
 
 
 @pytest.mark.parametrize(
-    ("shape", "rule", "field"),
+    ("shape", "rule", "field", "kept"),
     [
-        ("reasoning", Rojo.ReasoningBack.AUTO, "reasoning"),  # Ollama's gpt-oss needs it
-        ("reasoning_content", Rojo.ReasoningBack.AUTO, None),  # DeepSeek answers 400
-        ("think", Rojo.ReasoningBack.AUTO, None),  # the templates drop it themselves
-        ("reasoning_content", Rojo.ReasoningBack.TOOL_LOOP, "reasoning_content"),  # vLLM gpt-oss
-        ("think", Rojo.ReasoningBack.TOOL_LOOP, "reasoning_content"),  # Qwen3 on llama.cpp
-        ("reasoning", Rojo.ReasoningBack.NEVER, None),
+        ("reasoning", Rojo.ReasoningBack.AUTO, "reasoning", False),  # Ollama's gpt-oss
+        ("reasoning_content", Rojo.ReasoningBack.AUTO, "reasoning_content", True),  # DeepSeek
+        ("think", Rojo.ReasoningBack.AUTO, None, False),  # the templates drop it themselves
+        ("reasoning_content", Rojo.ReasoningBack.TOOL_LOOP, "reasoning_content", False),  # vLLM
+        ("think", Rojo.ReasoningBack.TOOL_LOOP, "reasoning_content", False),  # Qwen3, llama.cpp
+        ("reasoning_content", Rojo.ReasoningBack.NEVER, None, False),
+        ("reasoning", Rojo.ReasoningBack.NEVER, None, False),
     ],
 )
-async def test_reasoning_goes_back_within_the_tool_loop_only_where_needed(
-    fake_provider, project, users, shape, rule, field
+async def test_reasoning_goes_back_with_its_calls_only_where_needed(
+    fake_provider, project, users, shape, rule, field, kept
 ):
     """The request after the call carries the thinking in the field the provider takes, or
-    nothing; the next turn's request never does (after a new user message)."""
+    nothing; the next turn's request (after a new user message) only where the provider
+    needs it in every later request (DeepSeek's thinking mode answers 400 without it)."""
     fake_provider.add(
         thinking_then_call(shape),
         stream(text_chunks("The root is empty.")),
@@ -93,7 +95,8 @@ async def test_reasoning_goes_back_within_the_tool_loop_only_where_needed(
     assert reasoning_sent(within) == ([(1, field)] if field else [])
     if field:
         assert within["messages"][1][field] == THOUGHT
-    assert reasoning_sent(after) == []
+    assert reasoning_sent(after) == ([(1, field)] if kept else [])
+    assert "_reasoning" not in json.dumps(within) + json.dumps(after)  # no mark of ours
     assert "<think>" not in json.dumps(within) and "<think>" not in json.dumps(after)
     if not field:
         assert "the root listed" not in json.dumps(within)

@@ -28,7 +28,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 PIECES = [f"Step {n}: the <b>user</b> wants the root listed. " for n in range(1, 11)]
 FIELDS = ("reasoning_content", "reasoning")
 # Where the reply's reasoning goes back within the tool loop, by shape (docs/providers.md).
-SENT_BACK = {"reasoning": "reasoning", "reasoning_content": None, "think": None}
+SENT_BACK = {"reasoning": "reasoning", "reasoning_content": "reasoning_content", "think": None}
 
 
 def gated_thinking(shape: str) -> tuple[list[threading.Event], object]:
