@@ -9,6 +9,7 @@ from asgiref.sync import sync_to_async
 
 from rojos.agent.events import ReasoningEvent, ToolCallEvent, numbered
 from rojos.agent.stored_events import conversation_turns
+from rojos.context.window import item_chars
 from rojos.conversations.export import conversation_export_markdown
 from rojos.models import Rojo
 from rojos.provider.request import request_messages
@@ -177,3 +178,11 @@ async def test_thinking_seen_before_the_stream_broke_is_kept(fake_provider, proj
     assert history[1].reasoning == "".join(PIECES[:2]) and history[1].content is None
     turns = await sync_to_async(conversation_turns)(run.conversation)
     assert [e.type for e in turns[0][1]][1] == "REASONING"
+
+
+def test_reasoning_sent_back_counts_towards_the_requests_size():
+    """What goes back with a call is in the window's estimate, as the provider counts it."""
+    call = {"id": "a", "type": "function", "function": {"name": "list_files", "arguments": "{}"}}
+    bare = {"role": "assistant", "tool_calls": [call]}
+    for field in FIELDS:
+        assert item_chars({**bare, field: THOUGHT}) == item_chars(bare) + len(THOUGHT)
