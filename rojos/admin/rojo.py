@@ -96,6 +96,8 @@ class RojoForm(forms.ModelForm):
             "confirm_key_env_host",
             "system_prompt",
             "temperature",
+            "reasoning_effort",
+            "reasoning_back",
             "max_steps",
             "context_window",
             "max_output_tokens",
@@ -114,6 +116,7 @@ class RojoForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        self.fields["reasoning_back"].required = False
         self.fields["tools"].choices = [
             (tool.name, _tool_label(tool))
             for tool in registry
@@ -122,6 +125,10 @@ class RojoForm(forms.ModelForm):
         self.fields["approval_tools"].choices = [
             (tool.name, tool.name) for tool in registry if tool.writes
         ]
+
+    def clean_reasoning_back(self):
+        """A form that leaves it out (an older script posting the admin) keeps the default."""
+        return self.cleaned_data.get("reasoning_back") or Rojo.ReasoningBack.AUTO
 
     def clean_request_options(self):
         """An emptied box means no options (the column holds an object, never NULL)."""

@@ -30,6 +30,17 @@ class ChatEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningEvent:
+    """The model's thinking before it answers or calls, shown folded: more of it as it
+    streams, or a stored reply's `whole`, with how long it thought when that is known."""
+
+    text: str
+    whole: bool = False
+    seconds: float | None = None
+    type: Literal["REASONING"] = "REASONING"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ToolCallEvent:
     id: str
     name: str
@@ -107,6 +118,7 @@ class DoneEvent:
 
 AgentEvent = (
     ChatEvent
+    | ReasoningEvent
     | ToolCallDeltaEvent
     | ToolCallEvent
     | ApprovalRequiredEvent
@@ -120,6 +132,7 @@ TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent
 WireType = Literal[
     "START",
     "CHAT",
+    "REASONING",
     "TOOL_CALL_DELTA",
     "TOOL_CALL",
     "APPROVAL_REQUIRED",
@@ -144,6 +157,10 @@ def event_data(event: TurnEvent) -> dict:
     match event:
         case ChatEvent(text=text):
             return {"text": text}
+        case ReasoningEvent(text=text, whole=whole, seconds=seconds):
+            if not whole:
+                return {"text": text}
+            return {"text": text, "whole": True, "seconds": seconds}
         case ToolCallDeltaEvent(index=index, id=id_, name=name, chars=chars, path=path, text=text):
             data = {"index": index, "id": id_, "name": name, "chars": chars}
             if path is not None:

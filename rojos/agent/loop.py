@@ -12,26 +12,28 @@ from rojos.agent.drafts import Draft
 from rojos.agent.events import AgentEvent, ChatEvent, ToolCallEvent
 from rojos.agent.history import History
 from rojos.agent.requests import TurnRequests
+from rojos.agent.thinking import Thinking
 from rojos.agent.tool_call_deltas import ToolCallDeltas
 from rojos.agent.tool_calls import Approver, ToolCallRunner
 from rojos.context.budgets import Left
 from rojos.errors import StepLimitReached
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion, StreamAccumulator
-from rojos.provider.request import sent_back_extra
+from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 
 
 async def _store_completion(
-    draft: Draft, completion: Completion, model: str
+    draft: Draft, completion: Completion, rojo: Rojo, thinking: Thinking
 ) -> tuple[Completion, Message]:
     """Store the step's response; the completion with the whole text (what the drafts took
     of it and the rest), and its message."""
+    extra = sent_back_extra(completion.extra, completion.tool_calls, rojo.model)
     message = await draft.save(
         completion.text,
         tool_calls=completion.tool_calls or None,
         reasoning=completion.reasoning,
-        extra=sent_back_extra(completion.extra, completion.tool_calls, model),
+        extra={**extra, **thinking.extra(), **reasoning_extra(rojo, completion)},
         usage=completion.usage,
     )
     return dataclasses.replace(completion, text=message.content or ""), message
@@ -82,6 +84,7 @@ async def agent_loop(
         requests.offer([tool.definition for tool in tools.available(step_ctx)])
         accumulator = StreamAccumulator()
         deltas = ToolCallDeltas(accumulator)
+        thinking = Thinking(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
             chunks = requests.stream(tick=deltas.quiet_spell)
@@ -93,21 +96,27 @@ async def agent_loop(
                     for chunk in batch:
                         text = accumulator.feed(chunk)
                         if text:
+                            if thinking.ended is None and (thought := thinking.answered()):
+                                yield thought
                             yield ChatEvent(text=text)
                             if draft.due():  # the text since the last draft, given up
                                 draft.save_soon(accumulator.take_text())
+                    if (thought := thinking.due()) is not None:  # one per read, not chunk
+                        yield thought
                     if accumulator.calls:
+                        thinking.answered()
                         for delta in deltas.due():
                             yield delta
             completion = accumulator.result(taken=history.call_ids())
             for delta in deltas.final_ids(completion.tool_calls):
                 yield delta
         except BaseException:
-            # Keep the text the user already saw; an unfinished tool call is dropped.
-            if accumulator.text or draft.started():
-                await asyncio.shield(draft.save(accumulator.text))
+            # Keep the text and thinking the user already saw; an unfinished call is dropped.
+            reasoning = "".join(accumulator.reasoning_parts)
+            if accumulator.text or draft.started() or reasoning:
+                await asyncio.shield(draft.save(accumulator.text, reasoning=reasoning))
             raise
-        completion, message = await _store_completion(draft, completion, rojo.model)
+        completion, message = await _store_completion(draft, completion, rojo, thinking)
         await requests.account(completion, message)
         if not completion.tool_calls:
             return

@@ -12,6 +12,7 @@ from rojos.agent.events import (
     ChatEvent,
     DoneEvent,
     ErrorEvent,
+    ReasoningEvent,
     StartEvent,
     SummaryEvent,
     ToolCallEvent,
@@ -54,14 +55,18 @@ def message_events(
 ) -> Iterator[tuple[Message, TurnEvent]]:
     """The events of the replies among `messages`, each with the message it comes from.
 
-    An assistant message gives its text; each tool message gives its call and its result
-    (with the id of its change record, from `changes` by call id); a summary its SUMMARY.
+    An assistant message gives its reasoning (whole, with its seconds) and its text; each
+    tool message gives its call and its result (with the id of its change record, from
+    `changes` by call id); a summary its SUMMARY.
     User messages give nothing: they frame turns, which `conversation_turns` does.
     """
     calls: dict[str, dict] = {}
     places: dict[str, tuple[int, int]] = {}
     for message in messages:
         if message.role == Message.Role.ASSISTANT:
+            if message.reasoning:
+                seconds = (message.extra or {}).get("reasoning_seconds")
+                yield message, ReasoningEvent(text=message.reasoning, whole=True, seconds=seconds)
             if message.content:
                 yield message, ChatEvent(text=message.content)
             made = message.tool_calls or ()

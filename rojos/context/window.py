@@ -27,7 +27,8 @@ def item_chars(item: dict) -> int:
     for call in item.get("tool_calls") or ():
         function = call["function"]
         size += CALL_OVERHEAD_CHARS + len(function["name"]) + len(function["arguments"])
-    return size
+    reasoning = item.get("reasoning_content") or item.get("reasoning")  # sent back with calls
+    return size + len(reasoning) if isinstance(reasoning, str) else size
 
 
 def tools_chars(tools: list[dict]) -> int:

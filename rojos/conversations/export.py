@@ -124,6 +124,10 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
                     lines += ["", "## Rojo", ""]
                     speaking = True
                 lines.append(_fences_closed(data["text"]))
+            elif event.type == "REASONING":
+                lines += ["", f"<details><summary>{_thought(data)}</summary>", ""]
+                lines += [_fences_closed(data["text"]), "", "</details>"]
+                speaking = False
             elif event.type == "TOOL_CALL":
                 args = json.dumps(data["args"], ensure_ascii=False)
                 lines += ["", f"- ⚙ `{data['name']}` {_inline_code(args)}"]
@@ -142,6 +146,11 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
                 lines += ["", f"> **Error:** {data['message']}"]
                 speaking = False
     return lines
+
+
+def _thought(data: dict) -> str:
+    seconds = data.get("seconds")
+    return "Thinking" if seconds is None else f"Thought for {max(1, round(seconds))} s"
 
 
 def _inline_code(text: str, limit: int = 200) -> str:

@@ -72,6 +72,20 @@ def default_tools() -> list[str]:
 class Rojo(models.Model):
     """An LLM agent: an OpenAI-compatible endpoint, a model, a prompt and the tools it may use."""
 
+    class ReasoningEffort(models.TextChoices):
+        NONE = "none", "none"
+        MINIMAL = "minimal", "minimal"
+        LOW = "low", "low"
+        MEDIUM = "medium", "medium"
+        HIGH = "high", "high"
+
+    class ReasoningBack(models.TextChoices):
+        """Whether a reply's reasoning goes back to the model within its tool loop."""
+
+        AUTO = "auto", "as the provider needs (by the shape it streams; see docs/providers.md)"
+        TOOL_LOOP = "tool_loop", "within a tool loop (gpt-oss on vLLM, Qwen3 on llama.cpp)"
+        NEVER = "never", "never"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
     base_url = models.CharField(
@@ -107,6 +121,21 @@ class Rojo(models.Model):
         validators=[validate_instruction_files],
         help_text="Files of standing instructions the rojo reads: in the project's root on "
         "every request, in a folder once it reads or writes there.",
+    )
+    reasoning_effort = models.CharField(
+        max_length=10,
+        blank=True,
+        choices=ReasoningEffort.choices,
+        help_text="Sent as reasoning_effort to a reasoning model. Empty: not sent (the "
+        "model's default). Request options that set reasoning_effort or reasoning win.",
+    )
+    reasoning_back = models.CharField(
+        max_length=10,
+        choices=ReasoningBack.choices,
+        default=ReasoningBack.AUTO,
+        help_text="Whether the model's reasoning is sent back with its tool calls: some "
+        "models need it within the tool loop (gpt-oss), DeepSeek after it too, Mistral "
+        "refuses it.",
     )
     request_options = models.JSONField(
         default=dict,

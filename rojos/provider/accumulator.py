@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from rojos.errors import ProviderError
 from rojos.provider.failures import mid_stream_message
+from rojos.provider.think_tags import ThinkTags
 
 # Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
 _KNOWN_DELTA_KEYS = frozenset(
@@ -60,6 +61,9 @@ class Completion:
     extra: dict
     usage: dict | None
     finish_reason: str | None
+    # Where the reasoning came: "reasoning_content", "reasoning" (delta fields), "think"
+    # (tags in the content) or "thinking" (Mistral's typed parts); None without reasoning.
+    reasoning_shape: str | None = None
 
 
 _FOLD = 256  # text parts joined into one block
@@ -79,6 +83,8 @@ class StreamAccumulator:
         self.text_parts: list[str] = []
         self._text_blocks: list[str] = []
         self.reasoning_parts: list[str] = []
+        self.reasoning_shape: str | None = None
+        self._tags: ThinkTags | None = ThinkTags()
         self.calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
         self._by_index: dict[int, _Call] = {}
@@ -123,15 +129,36 @@ class StreamAccumulator:
             raise ProviderError("The provider sent a malformed stream chunk.") from None
 
     def _take_choice(self, choice: dict) -> str:
+        text = self._take_delta(choice.get("delta") or choice.get("message") or {})
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
-        return self._take_delta(choice.get("delta") or choice.get("message") or {})
+            if self._tags is not None and self._tags.held:  # ended on a possible tag
+                answer, thought = self._tags.flush()
+                if thought:
+                    self._reason(thought, "think")
+                if answer:
+                    self.text_parts.append(answer)
+                    text += answer
+        return text
+
+    def _reason(self, text: str, shape: str) -> None:
+        self.reasoning_parts.append(text)
+        if self.reasoning_shape is None:
+            self.reasoning_shape = shape
 
     def _take_delta(self, delta: dict) -> str:
         text = ""
         content = delta.get("content")
-        if isinstance(content, str):
-            text = content
+        if isinstance(content, str) and content:
+            tags = self._tags
+            if tags is None:  # the answer has begun: no more tags to look for
+                text = content
+            else:
+                text, thought = tags.feed(content)
+                if thought:
+                    self._reason(thought, "think")
+                if tags.answering:
+                    self._tags = None
         elif isinstance(content, list):  # typed parts (Mistral reasoning models)
             for part in content:
                 if not isinstance(part, dict):
@@ -139,15 +166,17 @@ class StreamAccumulator:
                 if part.get("type") == "text":
                     text += part.get("text") or ""
                 elif part.get("type") == "thinking":
-                    self.reasoning_parts.append(_thinking_text(part))
+                    self._reason(_thinking_text(part), "thinking")
         if text:
             self.text_parts.append(text)
             if len(self.text_parts) == _FOLD:
                 self._text_blocks.append("".join(self.text_parts))
                 self.text_parts.clear()
-        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-        if isinstance(reasoning, str):
-            self.reasoning_parts.append(reasoning)
+        reasoning = delta.get("reasoning_content")
+        if reasoning and isinstance(reasoning, str):
+            self._reason(reasoning, "reasoning_content")
+        elif (reasoning := delta.get("reasoning")) and isinstance(reasoning, str):
+            self._reason(reasoning, "reasoning")
         for raw in delta.get("tool_calls") or ():
             self._take_call_delta(raw)
         for key, value in delta.items():
@@ -244,6 +273,7 @@ class StreamAccumulator:
             extra=self.extra,
             usage=self.usage,
             finish_reason=self.finish_reason,
+            reasoning_shape=self.reasoning_shape,
         )
 
 

@@ -8,7 +8,8 @@ form that all of them take, with no branching on the provider's name:
 - tool-call ids of 9 letters and digits (Mistral);
 - each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
 - Gemini's thought signatures back to the model that made them, and to no other;
-- no stored reasoning (Mistral answers 422 to `reasoning_content` in history);
+- stored reasoning with its tool calls only where the provider needs it, within the tool
+  loop or (DeepSeek) after it (`reasoning_back_field`; Mistral answers 422 to it);
 - no null or empty content beside tool calls (llama-cpp-python, some gateways);
 - alternating roles with no empty assistant message (vLLM's and llama.cpp's templates).
 The stream reader, the other half of speaking to a provider, is `provider.py`.
@@ -19,6 +20,7 @@ import json
 
 from rojos.errors import TurnError
 from rojos.models import Message, Rojo
+from rojos.provider.accumulator import Completion
 from rojos.provider.attachments import attachments_wire
 
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
@@ -80,6 +82,45 @@ def sent_back_extra(completion_extra: dict, tool_calls: list[dict], model: str) 
     return completion_extra
 
 
+# The fields a reply's reasoning may go back in (what the reply came in, where it did).
+_REASONING_FIELDS = frozenset({"reasoning_content", "reasoning"})
+# On a message whose reasoning goes back within its tool loop only: `assembled` takes the
+# reasoning off it before the last user message, and this mark off every message.
+_LOOP_ONLY = "_reasoning_loop_only"
+
+
+def reasoning_back_field(rule: str, shape: str | None) -> tuple[str | None, bool]:
+    """The field a reply's reasoning goes back in with its tool calls (None: never), and
+    whether it goes in every later request too, not only within its tool loop.
+
+    By the shape it came in (docs/providers.md, "Reasoning"): a `reasoning` field (Ollama,
+    OpenRouter) goes back within the loop, where the harmony models Ollama serves need it;
+    a `reasoning_content` field (DeepSeek, vLLM, LM Studio) in every later request, as
+    DeepSeek's thinking mode answers 400 without it (the templates of vLLM's and LM Studio's
+    models drop what they do not need); `<think>` tags and Mistral's thinking parts never
+    (Mistral answers 422 to reasoning in history). A rojo's rule may say within the loop
+    (gpt-oss on vLLM, Qwen3 on llama.cpp) or never.
+    """
+    if shape is None or rule == Rojo.ReasoningBack.NEVER:
+        return None, False
+    if rule == Rojo.ReasoningBack.TOOL_LOOP:
+        return (shape if shape in _REASONING_FIELDS else "reasoning_content"), False
+    if shape == "reasoning_content":
+        return shape, True
+    return ("reasoning" if shape == "reasoning" else None), False
+
+
+def reasoning_extra(rojo: Rojo, completion: Completion) -> dict:
+    """What to store with a reply for its reasoning to go back with its calls (the field,
+    whether after its tool loop too, and the model that wrote it: no other model gets it)."""
+    if not (completion.reasoning and completion.tool_calls):
+        return {}
+    field, kept = reasoning_back_field(rojo.reasoning_back, completion.reasoning_shape)
+    if field is None:
+        return {}
+    return {"reasoning_back": field, "reasoning_kept": kept, "model": rojo.model}
+
+
 def message_to_wire(message: Message, model: str | None = None) -> dict:
     """One stored message as a provider expects it back, for `model` (None: any)."""
     if message.role == Message.Role.TOOL:
@@ -98,6 +139,11 @@ def message_to_wire(message: Message, model: str | None = None) -> dict:
         if message.content:
             wire["content"] = message.content
         wire["tool_calls"] = [_call_to_wire(call, sent_back) for call in message.tool_calls]
+        field = extra.get("reasoning_back")
+        if field in _REASONING_FIELDS and message.reasoning and signed_by == model:
+            wire[field] = message.reasoning
+            if not extra.get("reasoning_kept"):
+                wire[_LOOP_ONLY] = True
     elif message.role == Message.Role.USER and extra.get("attachments"):
         wire["content"] = attachments_wire(message.content or "", extra["attachments"])
     else:
@@ -122,10 +168,15 @@ def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
     Roles must alternate for the chat templates of vLLM and llama.cpp (Mistral's, Gemma's),
     and Mistral refuses an assistant message with neither text nor calls: such a message
     (a reply that said nothing) is left out, and user messages in a row (the turn between
-    them failed) go as one.
+    them failed) go as one. Reasoning that goes back within its tool loop only is taken off
+    the messages before the last user message.
     """
     wire = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    for item in items:
+    last_user = max((i for i, item in enumerate(items) if item["role"] == "user"), default=-1)
+    for i, item in enumerate(items):
+        if _LOOP_ONLY in item:
+            dropped = {_LOOP_ONLY, *_REASONING_FIELDS} if i < last_user else {_LOOP_ONLY}
+            item = {k: v for k, v in item.items() if k not in dropped}
         if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
             continue
         if item["role"] == "user" and wire and wire[-1]["role"] == "user":
@@ -156,6 +207,9 @@ def build_request(
     request: dict = dict(options)
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
+    if rojo.reasoning_effort and not {"reasoning_effort", "reasoning"}.intersection(options):
+        # The one field OpenAI, Gemini, vLLM, Ollama, LM Studio and OpenRouter all take.
+        request["reasoning_effort"] = rojo.reasoning_effort
     if messages is None:
         messages = request_messages(stored, system_prompt=rojo.system_prompt, model=rojo.model)
     request.update(model=rojo.model, messages=messages, stream=True)

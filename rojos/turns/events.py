@@ -19,6 +19,8 @@ from collections.abc import Iterator
 
 from rojos.agent.events import WireEvent, WireType
 
+# The events kept as runs of text chunks: the reply's text, and the thinking before it.
+RUN_KINDS: frozenset[WireType] = frozenset({"CHAT", "REASONING"})
 # A follower this many chunks behind or more gets the rest of the run as one event.
 JOIN_AFTER = 32
 # About the most text (UTF-8 bytes, whole chunks) one such event carries.
@@ -100,10 +102,11 @@ class TurnEvents:
         self.seq = 0  # the last event's number (and the count of events)
 
     def append(self, kind: WireType, data: dict | str) -> None:
-        """Add the next event: a CHAT event by its text alone, any other by its wire data."""
+        """Add the next event: a CHAT or REASONING event by its text alone, any other by its
+        wire data."""
         self.seq += 1
-        if kind == "CHAT":
-            run = self._data[-1] if self._data else None
+        if kind in RUN_KINDS:
+            run = self._data[-1] if self._data and self._kinds[-1] == kind else None
             if type(run) is not _Run:
                 run = _Run()
                 self._entry(kind, run)
@@ -134,10 +137,11 @@ class TurnEvents:
         if type(data) is not _Run:
             return WireEvent(seq, self._kinds[index], data)
         start, count = self._starts[index], len(data)
+        kind = self._kinds[index]
         if start + count - seq <= JOIN_AFTER:
-            return WireEvent(seq, "CHAT", {"text": data.chunk(seq - start)})
+            return WireEvent(seq, kind, {"text": data.chunk(seq - start)})
         last, text = data.since(seq - start, CATCH_UP_BYTES)
-        return WireEvent(start + last, "CHAT", {"text": text})
+        return WireEvent(start + last, kind, {"text": text})
 
     def at(self, seq: int) -> WireEvent:
         """The event numbered `seq`, a CHAT chunk on its own."""
@@ -147,10 +151,11 @@ class TurnEvents:
         data = self._data[index]
         if type(data) is not _Run:
             return WireEvent(seq, self._kinds[index], data)
-        return WireEvent(seq, "CHAT", {"text": data.chunk(seq - self._starts[index])})
+        text = data.chunk(seq - self._starts[index])
+        return WireEvent(seq, self._kinds[index], {"text": text})
 
     def others(self) -> Iterator[tuple[WireType, dict]]:
-        """Every event but the CHAT chunks, in order, as (type, data)."""
+        """Every event but the CHAT and REASONING chunks, in order, as (type, data)."""
         for kind, data in zip(self._kinds, self._data, strict=True):
             if type(data) is not _Run:
                 yield kind, data

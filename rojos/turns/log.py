@@ -15,6 +15,7 @@ from rojos import metrics
 from rojos.agent.events import (
     ChatEvent,
     ErrorEvent,
+    ReasoningEvent,
     ToolCallEvent,
     TurnEvent,
     WireEvent,
@@ -72,6 +73,8 @@ class Turn:
     def publish(self, event: TurnEvent) -> None:
         if type(event) is ChatEvent:
             self.events.append("CHAT", event.text)
+        elif type(event) is ReasoningEvent and not event.whole:
+            self.events.append("REASONING", event.text)  # a run, as CHAT chunks are
         else:
             self.events.append(event.type, event_data(event))
         self._changed.set()

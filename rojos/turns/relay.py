@@ -31,6 +31,7 @@ from rojos.agent.stored_events import conversation_turns
 from rojos.models import Conversation, Message, TurnRecord
 from rojos.turns.channel_reader import ChannelReader
 from rojos.turns.control_layer import control_layer
+from rojos.turns.events import RUN_KINDS
 from rojos.turns.repair import INTERRUPTED_MESSAGE, dead_turn_end
 
 logger = logging.getLogger(__name__)
@@ -160,7 +161,7 @@ def _batch(turn, position: int) -> tuple[list[list], int]:
         if event is None:
             break
         events.append([event.seq, event.type, event.data])
-        size += len(event.data["text"]) if event.type == "CHAT" else 200
+        size += len(event.data["text"]) if event.type in RUN_KINDS else 200
         position = event.seq
     return events, position
 

@@ -11,6 +11,7 @@ import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
 import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
 import { readEvents } from "./sse.js";
+import { Thinking } from "./thinking.js";
 import { UndoButtons } from "./undo.js";
 import { turnUsageShow } from "./usage.js";
 
@@ -35,6 +36,7 @@ export class ChatPanel extends EventTarget {
     this.log = new ChatLog(element.querySelector(".messages"));
     showTimesOnHover(this.log.element);
     this.activity = new Activity(this.log, { conversationId: () => this.conversationId });
+    this.thinking = new Thinking(this.log);
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,
@@ -93,6 +95,7 @@ export class ChatPanel extends EventTarget {
   handle(event) {
     if (event.id) this.lastEventId = event.id;
     const data = event.data;
+    if (event.type !== "REASONING") this.thinking.fold(); // the answer (or the end) came
     switch (event.type) {
       case "START":
         this.turnMessage = data.message;
@@ -115,6 +118,9 @@ export class ChatPanel extends EventTarget {
       case "CHAT":
         this.log.addAssistantText(data.text, { busy: this.busy });
         if (this.history?.replied) stampTime(this.log.bubble, this.history.replied);
+        break;
+      case "REASONING":
+        this.thinking.add(data);
         break;
       case "TOOL_CALL_DELTA":
         this.activity.delta(data);

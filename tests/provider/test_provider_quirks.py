@@ -383,7 +383,8 @@ async def test_mistral_typed_content_parts_stream_text_and_store_thinking(
 
     run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Hi")
 
-    assert run.error is None and run.kinds == ["text", "text"] and run.text == "Hello there."
+    assert run.kinds == ["reasoning", "text", "text"] and run.text == "Hello there."
+    assert run.error is None and run.events[0].text == "A greeting."
     history = await valid_history(run.conversation)
     assert (history[1].content, history[1].reasoning) == ("Hello there.", "A greeting.")
 
@@ -401,8 +402,9 @@ async def test_mistral_typed_content_parts_stream_text_and_store_thinking(
     ]
 
 
-async def test_reasoning_content_is_stored_but_never_sent_back(fake_provider, project, users):
-    """Mistral answers 422 to reasoning_content in history; it stays on our side."""
+async def test_reasoning_content_goes_back_with_its_calls(fake_provider, project, users):
+    """DeepSeek's thinking mode answers 400 to a tool call sent back without the
+    reasoning_content that came with it (Mistral's 422 concerns its own thinking parts)."""
     fake_provider.add(
         stream(
             chunk({"role": "assistant", "reasoning_content": "I should "}),
@@ -415,13 +417,32 @@ async def test_reasoning_content_is_stored_but_never_sent_back(fake_provider, pr
 
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
-    assert run.error is None and run.kinds == ["tool_call", "tool_result", "text"]
+    assert run.error is None and run.kinds[-3:] == ["tool_call", "tool_result", "text"]
     history = await valid_history(run.conversation)
     assert history[1].reasoning == "I should list the root."
     assert history[1].content is None
     sent = fake_provider.requests[1]["messages"][1]
-    assert set(sent) == {"role", "tool_calls"}
-    assert "list the root" not in json.dumps(fake_provider.requests[1])
+    assert set(sent) == {"role", "tool_calls", "reasoning_content"}
+    assert sent["reasoning_content"] == "I should list the root."
+
+
+async def test_mistral_thinking_parts_are_never_sent_back(fake_provider, project, users):
+    """Mistral answers 422 to reasoning in history: its thinking parts stay on our side,
+    even beside a tool call."""
+    thinking = {"type": "thinking", "thinking": [{"type": "text", "text": "List it."}]}
+    fake_provider.add(
+        stream(chunk({"role": "assistant", "content": [thinking]}), tool_call_chunks(LIST_ROOT)),
+        stream(text_chunks("It is empty.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    history = await valid_history(run.conversation)
+    assert history[1].reasoning == "List it."
+    assert set(fake_provider.requests[1]["messages"][1]) == {"role", "tool_calls"}
+    assert "List it." not in json.dumps(fake_provider.requests[1])
 
 
 async def test_gemini_thought_signature_is_stored_and_sent_back_unchanged(

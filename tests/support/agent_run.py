@@ -13,6 +13,7 @@ from rojos.agent.events import (
     AgentEvent,
     ApprovalRequiredEvent,
     ChatEvent,
+    ReasoningEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
     ToolResultEvent,
@@ -29,6 +30,7 @@ API_KEY = "sk-test-secret-key-123"  # what make_rojo stores
 # The loop's tests name the kinds of what it yields in the words they were written with.
 KINDS = {
     ChatEvent: "text",
+    ReasoningEvent: "reasoning",
     ToolCallDeltaEvent: "tool_call_delta",
     ToolCallEvent: "tool_call",
     ToolResultEvent: "tool_result",

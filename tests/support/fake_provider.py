@@ -297,6 +297,26 @@ def text_chunks(text: str, pieces: int = 1, finish: str | None = "stop") -> list
     return chunks
 
 
+ReasoningShape = Literal["reasoning_content", "reasoning", "think"]
+# The three ways providers stream thinking (PROVIDERS.md, "Reasoning"): vLLM, LM Studio and
+# DeepSeek; Ollama and OpenRouter; some local chat templates, in the content.
+REASONING_SHAPES: tuple[ReasoningShape, ...] = ("reasoning_content", "reasoning", "think")
+
+
+def reasoning_chunks(pieces: list[str], shape: ReasoningShape) -> list[list[dict[str, Any]]]:
+    """Thinking of `pieces` as `shape` streams it: one group of chunks per piece, so that a
+    test can put a Gate between them. In content, the tags are split across chunks
+    ("<thi" "nk>", "</th" "ink>") as a tokenizer may split them."""
+    if shape == "think":
+        groups = [[chunk({"content": piece})] for piece in pieces]
+        groups[0][:0] = [chunk({"content": "<thi"}), chunk({"content": "nk>"})]
+        groups[-1] += [chunk({"content": "</th"}), chunk({"content": "ink>\n\n"})]
+    else:
+        groups = [[chunk({shape: piece})] for piece in pieces]
+    groups[0][0]["choices"][0]["delta"]["role"] = "assistant"
+    return groups
+
+
 def tool_call_chunks(
     calls: list[tuple[str, dict[str, Any] | str | None]],
     *,
