@@ -175,6 +175,13 @@ class Rojo(models.Model):
         help_text="The window the provider stated when it refused a prompt as too long; "
         "it caps the others until the window or model is changed.",
     )
+    capability_profiles = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What the provider self-test found each model does, by model name "
+        "(rojos.selftest; read through rojos.models.capabilities).",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 

@@ -1,0 +1,156 @@
+"""The provider self-test against the fake provider answering like each real provider."""
+
+import pytest
+
+from rojos.context.discovery import window_discovery_forget
+from rojos.models import Rojo
+from rojos.models.capabilities import capabilities_for
+from rojos.selftest.exchange import Limits
+from rojos.selftest.results import profile_table
+from rojos.selftest.runner import rojo_selftest_run
+from tests.support.agent_run import API_KEY, rojo_for, run_turn
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.provider_profiles import use_profile
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+W, N, U = "works", "does_not", "unknown"
+ORDER = ("stream", "tool_call", "parallel_calls", "usage", "reasoning", "images", "listing")
+# Each provider's expected table: the statuses in ORDER, then the options it refused.
+EXPECTED = {
+    "openai": ((W, W, W, W, N, W, N), ["parallel_tool_calls"]),
+    "anthropic": ((W, W, W, W, N, W, N), []),
+    "gemini": ((W, W, W, W, N, W, N), []),
+    "mistral": ((W, W, W, W, W, N, N), ["stream_options"]),
+    "ollama": ((W, W, W, W, W, N, W), []),
+    "lmstudio": ((W, W, W, W, W, W, W), []),
+    "vllm": ((W, W, W, W, W, N, W), []),
+    "llamacpp": ((W, W, N, W, W, N, W), []),
+}
+REASONING = {
+    "mistral": "thinking parts",
+    "ollama": "reasoning",
+    "lmstudio": "reasoning_content",
+    "vllm": "reasoning_content",
+    "llamacpp": "think tags",
+}
+
+
+@pytest.fixture(autouse=True)
+def _forget_windows():
+    window_discovery_forget()
+
+
+@pytest.mark.parametrize("shape", sorted(EXPECTED))
+async def test_the_self_test_gives_each_providers_table(fake_provider, shape):
+    """Each recorded provider shape gives its table, stored as the model's profile."""
+    profile_of = use_profile(fake_provider, shape)
+    rojo = await rojo_for(fake_provider)
+
+    profile = await rojo_selftest_run(rojo=rojo)
+
+    statuses, refused = EXPECTED[shape]
+    found = {r.capability: r for r in profile.results}
+    assert tuple(found[name].status for name in ORDER) == statuses, profile_table(profile)
+    assert found["options"].status == W and found["options"].detail["refused"] == refused
+    assert profile.requests <= Limits().requests
+    stored = await Rojo.objects.aget(pk=rojo.pk)
+    assert set(stored.capability_profiles) == {"fake-model"}
+    found_caps = capabilities_for(stored)
+    assert found_caps.reasoning == REASONING.get(shape)
+    assert found_caps.window == (profile_of.window.tokens if profile_of.window else None)
+    assert stored.listed_window == found_caps.window
+    assert stored.stream_usage_refused is ("stream_options" in refused)
+    # The key went only where the rojo points, in the Authorization header, nowhere in a body.
+    assert all(h.get("authorization") == f"Bearer {API_KEY}" for h in fake_provider.headers)
+    assert API_KEY not in repr(fake_provider.requests) + profile_table(profile)
+
+
+async def test_a_provider_without_parallel_calls_gets_none_asked(fake_provider, project, users):
+    """After the self-test found one call at a time (llama.cpp), turns ask for no parallel
+    calls; a provider that makes them (vLLM) is asked nothing about them."""
+    use_profile(fake_provider, "llamacpp")
+    rojo = await rojo_for(fake_provider)
+    await rojo_selftest_run(rojo=rojo)
+    fake_provider.reset()
+    fake_provider.add(
+        stream(tool_call_chunks([("list_files", {"path": ""})])), stream(text_chunks("Done."))
+    )
+
+    run = await run_turn(
+        project=project, rojo=await Rojo.objects.aget(pk=rojo.pk), user=users["editor"]
+    )
+
+    assert run.error is None
+    assert [r.get("parallel_tool_calls") for r in fake_provider.requests] == [False, False]
+
+    other = await rojo_for(fake_provider, slug="other", name="Other")
+    fake_provider.reset()
+    use_profile(fake_provider, "vllm")
+    await rojo_selftest_run(rojo=other)
+    fake_provider.reset()
+    fake_provider.add(stream(text_chunks("Hi.")))
+    await run_turn(project=project, rojo=await Rojo.objects.aget(pk=other.pk), user=users["editor"])
+    assert "parallel_tool_calls" not in fake_provider.requests[0]
+
+
+async def test_a_refused_option_is_not_asked_for_even_where_parallel_calls_fail(
+    fake_provider, project, users
+):
+    """A model whose calls come one at a time on a provider that refuses
+    `parallel_tool_calls` is not sent the option it refuses."""
+    profile = {
+        "taken": "2026-12-05T10:00:00+00:00",
+        "results": {
+            "parallel_calls": {"status": N, "reason": "one call at a time", "detail": {}},
+            "options": {"status": W, "reason": "", "detail": {"refused": ["parallel_tool_calls"]}},
+        },
+    }
+    rojo = await rojo_for(fake_provider, capability_profiles={"fake-model": profile})
+    fake_provider.add(
+        stream(tool_call_chunks([("list_files", {"path": ""})])), stream(text_chunks("Done."))
+    )
+
+    await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert ["parallel_tool_calls" in r for r in fake_provider.requests] == [False, False]
+
+
+async def test_a_profile_is_kept_per_model_and_an_untested_model_keeps_todays_behaviour(
+    fake_provider,
+):
+    """Testing another model keeps the first model's profile, and leaves the rojo's own
+    learned fields alone; a model never tested reads as unknown."""
+    use_profile(fake_provider, "llamacpp")
+    rojo = await rojo_for(fake_provider)
+    await rojo_selftest_run(rojo=rojo)
+    await rojo_selftest_run(rojo=rojo, model="other-model")
+
+    stored = await Rojo.objects.aget(pk=rojo.pk)
+    assert set(stored.capability_profiles) == {"fake-model", "other-model"}
+    assert capabilities_for(stored).parallel_calls is False
+    assert capabilities_for(stored, "never-tested").parallel_calls is None
+    assert {r["model"] for r in fake_provider.requests} == {"fake-model", "other-model"}
+
+
+async def test_the_self_test_stops_at_its_limits(fake_provider):
+    """A test given room for two requests makes two, and says what it could not tell."""
+    use_profile(fake_provider, "vllm")
+    rojo = await rojo_for(fake_provider)
+
+    profile = await rojo_selftest_run(rojo=rojo, limits=Limits(requests=2))
+
+    assert len(fake_provider.requests) == 2 and profile.requests == 2
+    found = {r.capability: r.status for r in profile.results}
+    assert found["tool_call"] == found["parallel_calls"] == found["images"] == U
+
+
+async def test_an_answer_past_the_limit_is_cut_off_and_unknown(fake_provider):
+    """A provider that goes on and on is read no further than the test's limit."""
+    rojo = await rojo_for(fake_provider)
+    fake_provider.responder = lambda body: stream(text_chunks("word " * 2000, pieces=400))
+
+    profile = await rojo_selftest_run(rojo=rojo, limits=Limits(answer_chars=100))
+
+    found = {r.capability: r for r in profile.results}
+    assert found["stream"].status == U and "cut off" in found["stream"].reason
