@@ -42,6 +42,7 @@ from rojos.web.schemas import (
     UndoneOut,
     UndoTurnIn,
 )
+from rojos.web.selftest_api import router as selftest_router
 from rojos.web.wire import encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
@@ -61,6 +62,7 @@ api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
 api.add_router("", conversations_router)
 api.add_router("/approvals", approvals_router)
+api.add_router("/rojos", selftest_router)
 error_handlers_add(api)
 
 

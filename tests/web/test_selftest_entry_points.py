@@ -1,0 +1,93 @@
+"""The provider self-test from its three doors: `manage.py test_rojo`, the admin, the API."""
+
+import io
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.core.management import CommandError, call_command
+from django.urls import reverse
+
+from rojos.context.discovery import window_discovery_forget
+from rojos.models import Rojo
+from rojos.models.capabilities import capabilities_for
+from tests.support.helpers import make_rojo
+from tests.support.provider_profiles import use_profile
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SECRET = "sk-test-secret-key-123"
+
+
+@pytest.fixture(autouse=True)
+def _forget_windows():
+    window_discovery_forget()
+
+
+def test_the_command_prints_the_table_and_keeps_the_profile(fake_provider):
+    use_profile(fake_provider, "llamacpp")
+    rojo = make_rojo(fake_provider.base_url)
+    out = io.StringIO()
+
+    call_command("test_rojo", rojo.slug, stdout=out)
+
+    text = out.getvalue()
+    assert "two calls in one response     does not  one call at a time" in text
+    assert "the listed window and models  works     window 4,096 tokens" in text
+    assert SECRET not in text
+    rojo.refresh_from_db()
+    assert capabilities_for(rojo).parallel_calls is False and rojo.listed_window == 4096
+
+
+def test_the_command_tests_another_model_and_refuses_an_unknown_rojo(fake_provider):
+    use_profile(fake_provider, "vllm")
+    rojo = make_rojo(fake_provider.base_url)
+
+    call_command("test_rojo", rojo.slug, "--model", "other-model", stdout=io.StringIO())
+
+    rojo.refresh_from_db()
+    assert list(rojo.capability_profiles) == ["other-model"]
+    assert rojo.listed_window is None  # learned for the rojo's own model only
+    with pytest.raises(CommandError, match="No rojo with the slug 'nobody'"):
+        call_command("test_rojo", "nobody")
+
+
+def test_the_admin_action_shows_the_table_and_the_change_page_keeps_it(
+    admin_client, fake_provider
+):
+    use_profile(fake_provider, "mistral")
+    rojo = make_rojo(fake_provider.base_url)
+
+    response = admin_client.post(
+        reverse("admin:rojos_rojo_changelist"),
+        {"action": "provider_selftest", "_selected_action": [rojo.pk]},
+        follow=True,
+    )
+
+    html = response.content.decode()
+    assert "a refused option recovered" in html and "refused stream_options" in html
+    assert SECRET not in html
+    change = admin_client.get(reverse("admin:rojos_rojo_change", args=[rojo.pk])).content
+    assert "typed thinking parts in content" in change.decode()
+    assert Rojo.objects.get(pk=rojo.pk).stream_usage_refused is True
+
+
+def test_the_api_tests_a_rojo_for_administrators_only(client_for, users, fake_provider):
+    use_profile(fake_provider, "openai")
+    rojo = make_rojo(fake_provider.base_url)
+    staff = users["owner"]
+    staff.is_staff = True
+    staff.save()
+
+    refused = client_for(staff).post(f"/api/rojos/{rojo.slug}/selftest", json={})
+    staff.user_permissions.add(Permission.objects.get(codename="change_rojo"))
+    answered = client_for(staff).post(f"/api/rojos/{rojo.slug}/selftest", json={})
+    missing = client_for(staff).post("/api/rojos/nobody/selftest", json={})
+    editor = client_for(users["editor"]).post(f"/api/rojos/{rojo.slug}/selftest", json={})
+
+    assert (refused.status_code, missing.status_code, editor.status_code) == (403, 404, 403)
+    assert answered.status_code == 200, answered.text
+    body = answered.json()
+    rows = {r["capability"]: (r["status"], r["detail"]) for r in body["results"]}
+    assert rows["options"] == ("works", {"refused": ["parallel_tool_calls"]})
+    assert rows["parallel_calls"][0] == "works" and body["model"] == "fake-model"
+    assert SECRET not in answered.text
