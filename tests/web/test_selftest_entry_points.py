@@ -51,9 +51,7 @@ def test_the_command_tests_another_model_and_refuses_an_unknown_rojo(fake_provid
         call_command("test_rojo", "nobody")
 
 
-def test_the_admin_action_shows_the_table_and_the_change_page_keeps_it(
-    admin_client, fake_provider
-):
+def test_the_admin_action_shows_the_table_and_the_change_page_keeps_it(admin_client, fake_provider):
     use_profile(fake_provider, "mistral")
     rojo = make_rojo(fake_provider.base_url)
 
