@@ -17,6 +17,7 @@ from roject.identity.token_auth import session_auth, token_auth
 from roject.members.selectors import membership_list
 from rojos.changes import undo
 from rojos.conversations.search import conversation_search
+from rojos.models.capabilities import capabilities_for
 from rojos.provider.attachments import attachments_read
 from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
@@ -205,7 +206,10 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         attachments = None
         if payload.attachments:
             attachments = await asyncio.to_thread(
-                attachments_read, project_id=checked.access.project.pk, paths=payload.attachments
+                attachments_read,
+                project_id=checked.access.project.pk,
+                paths=payload.attachments,
+                images=capabilities_for(checked.rojo).images,
             )
         turn = await turn_start(
             access=checked.access,
