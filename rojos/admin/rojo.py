@@ -163,6 +163,8 @@ class RojoForm(forms.ModelForm):
         if {"context_window", "model", "base_url"} & set(self.changed_data):
             # Another window or model: what the old one refused or listed no longer holds.
             rojo.refused_window = rojo.listed_window = None
+        if "base_url" in self.changed_data:
+            rojo.capability_profiles = {}  # another provider: its self-tests are to be done
         stored = self._stored
         self.key_dropped = False
         if self.cleaned_data.get("clear_api_key"):

@@ -89,3 +89,29 @@ def test_the_api_tests_a_rojo_for_administrators_only(client_for, users, fake_pr
     assert rows["options"] == ("works", {"refused": ["parallel_tool_calls"]})
     assert rows["parallel_calls"][0] == "works" and body["model"] == "fake-model"
     assert SECRET not in answered.text
+
+
+def test_a_new_base_url_in_the_admin_forgets_the_old_providers_profiles(admin_client):
+    """Profiles are of a provider's models: another endpoint starts untested; another
+    model on the same endpoint keeps them (each is kept by model name)."""
+    from tests.web.test_admin import change_url, rojo_form
+
+    profile = {"taken": "2026-12-05T10:00:00+00:00", "results": {}}
+    rojo = make_rojo(
+        "https://api.example.com/v1",
+        slug="admin-rojo",
+        model="example-model",
+        capability_profiles={"example-model": profile},
+    )
+
+    admin_client.post(change_url(rojo), rojo_form(model="other-model", api_key=SECRET))
+    rojo.refresh_from_db()
+    kept = set(rojo.capability_profiles)
+    admin_client.post(
+        change_url(rojo),
+        rojo_form(model="other-model", base_url="https://llm.example.org/v1", api_key=SECRET),
+    )
+    rojo.refresh_from_db()
+
+    assert kept == {"example-model"} and rojo.model == "other-model"
+    assert rojo.base_url == "https://llm.example.org/v1" and rojo.capability_profiles == {}
