@@ -59,20 +59,17 @@ class Profile:
 
     @classmethod
     def from_json(cls, model: str, data: dict) -> "Profile":
-        """A stored profile, read back (capabilities it lacks are left out)."""
-        results = data.get("results") or {}
+        """A stored profile, read back; what it lacks or holds malformed is left out."""
+        results = data.get("results") if isinstance(data.get("results"), dict) else {}
+        requests = data.get("requests")
         return cls(
             model=model,
             taken=str(data.get("taken") or ""),
-            requests=int(data.get("requests") or 0),
+            requests=requests if isinstance(requests, int) else 0,
             results=tuple(
-                ProbeResult(
-                    capability=name,
-                    **{k: results[name][k] for k in ("status", "reason")},
-                    detail=results[name].get("detail") or {},
-                )
+                found
                 for name in CAPABILITIES
-                if isinstance(results.get(name), dict)
+                if (found := _stored_result(name, results.get(name))) is not None
             ),
         )
 
@@ -80,6 +77,18 @@ class Profile:
         """(capability, status, reason) for each result, as the table shows them."""
         shown = {"works": "works", "does_not": "does not", "unknown": "unknown"}
         return [(LABELS[r.capability], shown[r.status], r.reason) for r in self.results]
+
+
+def _stored_result(name: str, item) -> ProbeResult | None:
+    if not isinstance(item, dict) or item.get("status") not in ("works", "does_not", "unknown"):
+        return None
+    detail = item.get("detail")
+    return ProbeResult(
+        capability=name,
+        status=item["status"],
+        reason=str(item.get("reason") or ""),
+        detail=detail if isinstance(detail, dict) else {},
+    )
 
 
 def profile_table(profile: Profile) -> str:
