@@ -115,3 +115,37 @@ def test_a_new_base_url_in_the_admin_forgets_the_old_providers_profiles(admin_cl
 
     assert kept == {"example-model"} and rojo.model == "other-model"
     assert rojo.base_url == "https://llm.example.org/v1" and rojo.capability_profiles == {}
+
+
+def test_the_change_pages_button_tests_the_rojo_and_shows_its_table(admin_client, fake_provider):
+    use_profile(fake_provider, "llamacpp")
+    rojo = make_rojo(fake_provider.base_url)
+    change = reverse("admin:rojos_rojo_change", args=[rojo.pk])
+    button = reverse("admin:rojos_rojo_selftest", args=[rojo.pk])
+
+    before = admin_client.get(change).content.decode()
+    assert admin_client.get(button).status_code == 405 and fake_provider.requests == []
+    response = admin_client.post(button, follow=True)
+
+    assert f'action="{button}"' in before and "not tested yet" in before
+    assert response.redirect_chain == [(change, 302)]
+    html = response.content.decode()
+    assert "one call at a time" in html and "window 4,096 tokens" in html
+    assert SECRET not in html
+
+
+def test_staff_who_may_only_view_rojos_cannot_test_one(client, users, fake_provider):
+    rojo = make_rojo(fake_provider.base_url)
+    viewer = users["viewer"]
+    viewer.is_staff = True
+    viewer.save()
+    viewer.user_permissions.add(Permission.objects.get(codename="view_rojo"))
+    client.force_login(viewer)
+
+    button = reverse("admin:rojos_rojo_selftest", args=[rojo.pk])
+    page = client.get(reverse("admin:rojos_rojo_change", args=[rojo.pk])).content.decode()
+    response = client.post(button)
+
+    assert "not tested yet" in page and f'action="{button}"' not in page
+    assert response.status_code == 403
+    assert fake_provider.requests == []
