@@ -71,11 +71,13 @@ async def usage_probe(session: Session) -> ProbeResult:
 async def reasoning_probe(session: Session) -> ProbeResult:
     """The shape the model's thinking streams in, if it shows any."""
     exchange = session.memo.get(_STREAMED)
-    if not isinstance(exchange, Exchange) or exchange.completion is None:
+    if not isinstance(exchange, Exchange):
         return unknown(caps.REASONING, "the streamed answer failed")
     for shape, label in _REASONING.items():
-        if shape in exchange.shapes:
+        if shape in exchange.shapes:  # seen, even in an answer cut off at the limits
             return works(caps.REASONING, label, shape=shape)
+    if exchange.completion is None:
+        return unknown(caps.REASONING, "the streamed answer failed")
     return does_not(caps.REASONING, "no reasoning in the stream")
 
 

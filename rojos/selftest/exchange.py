@@ -24,10 +24,10 @@ class Limits:
     """How far one self-test may go."""
 
     requests: int = 12
-    seconds_each: float = 20.0
-    seconds_total: float = 90.0
-    answer_chars: int = 2_000
-    chunks: int = 400
+    seconds_each: float = 30.0
+    seconds_total: float = 120.0
+    answer_chars: int = 4_000
+    chunks: int = 1_200  # reasoning streams many chunks before its first text
 
 
 @dataclass(kw_only=True, slots=True)
@@ -128,13 +128,13 @@ class Session:
         except TimeoutError:
             exchange.error = ProviderError(f"No whole answer within {seconds:g} seconds.")
             return exchange
+        if "<think>" in accumulator.text:
+            exchange.shapes.add("think tags")
         if not exchange.cut:
             try:
                 exchange.completion = accumulator.result()
             except ProviderError as exc:
                 exchange.error = exc
-        if exchange.completion and "<think>" in exchange.completion.text:
-            exchange.shapes.add("think tags")
         return exchange
 
     async def _read(self, request: dict, accumulator: StreamAccumulator, exchange: Exchange):

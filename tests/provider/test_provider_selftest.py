@@ -9,7 +9,7 @@ from rojos.selftest.exchange import Limits
 from rojos.selftest.results import profile_table
 from rojos.selftest.runner import rojo_selftest_run
 from tests.support.agent_run import API_KEY, rojo_for, run_turn
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
 from tests.support.provider_profiles import use_profile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -154,3 +154,19 @@ async def test_an_answer_past_the_limit_is_cut_off_and_unknown(fake_provider):
 
     found = {r.capability: r for r in profile.results}
     assert found["stream"].status == U and "cut off" in found["stream"].reason
+
+
+async def test_reasoning_seen_in_an_answer_cut_at_the_limit_still_counts(fake_provider):
+    """A model that thinks past the limit: its answer is unknown, its reasoning's shape known."""
+    rojo = await rojo_for(fake_provider)
+    thinking = [chunk({"role": "assistant"})] + [chunk({"reasoning_content": "hmm "})] * 60
+    fake_provider.responder = lambda body: stream(thinking, text_chunks("42"))
+
+    profile = await rojo_selftest_run(rojo=rojo, limits=Limits(chunks=20))
+
+    found = {r.capability: r for r in profile.results}
+    assert found["stream"].status == U and "cut off" in found["stream"].reason
+    assert (found["reasoning"].status, found["reasoning"].detail) == (
+        W,
+        {"shape": "reasoning_content"},
+    )
