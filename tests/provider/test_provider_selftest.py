@@ -3,13 +3,14 @@
 import pytest
 
 from rojos.context.discovery import window_discovery_forget
+from rojos.errors import RojoKeyRefused
 from rojos.models import Rojo
 from rojos.models.capabilities import capabilities_for
 from rojos.selftest.exchange import Limits
 from rojos.selftest.results import profile_table
 from rojos.selftest.runner import rojo_selftest_run
 from tests.support.agent_run import API_KEY, rojo_for, run_turn
-from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import chunk, http_error, stream, text_chunks, tool_call_chunks
 from tests.support.provider_profiles import use_profile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -170,3 +171,29 @@ async def test_reasoning_seen_in_an_answer_cut_at_the_limit_still_counts(fake_pr
         W,
         {"shape": "reasoning_content"},
     )
+
+
+async def test_a_provider_that_echoes_the_key_never_gets_it_into_the_table(fake_provider):
+    """Refusals are shown in the provider's words, with the key scrubbed out of them."""
+    rojo = await rojo_for(fake_provider)
+    refusal = {"error": {"message": f"Incorrect request for key {API_KEY}", "type": "x"}}
+    fake_provider.responder = lambda body: http_error(400, refusal)
+
+    profile = await rojo_selftest_run(rojo=rojo)
+
+    stored = await Rojo.objects.aget(pk=rojo.pk)
+    found = {r.capability: r.status for r in profile.results}
+    refused = ("stream", "tool_call", "parallel_calls", "images", "options")
+    assert {found[name] for name in refused} == {N}
+    assert "Incorrect request for key ***" in profile_table(profile)
+    assert API_KEY[3:] not in profile_table(profile) + repr(stored.capability_profiles)
+
+
+async def test_a_rojo_whose_key_variable_is_refused_sends_nothing(fake_provider):
+    """The key rule holds for the self-test as for a turn: nothing is sent."""
+    rojo = await rojo_for(fake_provider, api_key="", api_key_env="DATABASE_URL")
+
+    with pytest.raises(RojoKeyRefused):
+        await rojo_selftest_run(rojo=rojo)
+
+    assert fake_provider.requests == [] and fake_provider.listing_requests == []
