@@ -29,6 +29,8 @@ class Capabilities:
     """One model's tested capabilities; None: not tested, or the test could not tell."""
 
     parallel_calls: bool | None = None
+    # They come only when asked for (`parallel_tool_calls: true`: llama.cpp's server).
+    parallel_asked: bool = False
     # Whether the provider takes `parallel_tool_calls` (OpenAI's reasoning models refuse it).
     parallel_option: bool | None = None
     # The options a turn adds that the provider refused (None: not found out).
@@ -70,6 +72,7 @@ def capabilities_of(profile) -> Capabilities:
     shape = _detail(results, REASONING).get("shape")
     return Capabilities(
         parallel_calls=_works(results, PARALLEL_CALLS),
+        parallel_asked=_detail(results, PARALLEL_CALLS).get("asked") is True,
         parallel_option=None if refused is None else "parallel_tool_calls" not in refused,
         refused=refused,
         images=_works(results, IMAGES),

@@ -60,8 +60,23 @@ async def tool_call_probe(session: Session) -> ProbeResult:
 
 
 async def parallel_calls_probe(session: Session) -> ProbeResult:
-    """Two calls asked for in one response: both whole, or one at a time, or run together."""
-    exchange = await session.ask(session.request(user(TWO_CALLS), tools=[NOTE_TOOL]))
+    """Two calls asked for in one response: both whole, or one at a time, or run together.
+
+    A model that makes one call at a time is asked once more with `parallel_tool_calls:
+    true` (llama.cpp's server makes parallel calls only when asked), unless the provider
+    refused the option.
+    """
+    result = await _two_calls(session, asked=False)
+    if result.detail.get("calls") == 1 and "parallel_tool_calls" not in session.refused:
+        again = await _two_calls(session, asked=True)
+        if again.status == "works":
+            return again
+    return result
+
+
+async def _two_calls(session: Session, *, asked: bool) -> ProbeResult:
+    extra = {"parallel_tool_calls": True} if asked else {}
+    exchange = await session.ask(session.request(user(TWO_CALLS), tools=[NOTE_TOOL], **extra))
     if exchange.error is not None or exchange.completion is None:
         return failed(caps.PARALLEL_CALLS, exchange)
     words = _words(exchange.completion.tool_calls)
@@ -71,5 +86,8 @@ async def parallel_calls_probe(session: Session) -> ProbeResult:
     if None in words:
         return does_not(caps.PARALLEL_CALLS, "the calls' arguments ran together or did not parse")
     if len(words) == 1:
-        return does_not(caps.PARALLEL_CALLS, f"one call at a time: note({words[0]!r})")
-    return works(caps.PARALLEL_CALLS, f"{len(words)} calls in one response{shape}")
+        return does_not(caps.PARALLEL_CALLS, f"one call at a time: note({words[0]!r})", calls=1)
+    when = " when asked (parallel_tool_calls: true)" if asked else ""
+    return works(
+        caps.PARALLEL_CALLS, f"{len(words)} calls in one response{when}{shape}", asked=asked
+    )

@@ -26,7 +26,8 @@ EXPECTED = {
     "ollama": ((W, W, W, W, W, N, W), []),
     "lmstudio": ((W, W, W, W, W, W, W), []),
     "vllm": ((W, W, W, W, W, N, W), []),
-    "llamacpp": ((W, W, N, W, W, N, W), []),
+    "llamacpp": ((W, W, W, W, W, N, W), []),
+    "llamacpp-single": ((W, W, N, W, W, N, W), []),
 }
 REASONING = {
     "mistral": "thinking parts",
@@ -34,6 +35,7 @@ REASONING = {
     "lmstudio": "reasoning_content",
     "vllm": "reasoning_content",
     "llamacpp": "think tags",
+    "llamacpp-single": "think tags",
 }
 
 
@@ -68,31 +70,30 @@ async def test_the_self_test_gives_each_providers_table(fake_provider, shape):
 
 
 async def test_a_provider_without_parallel_calls_gets_none_asked(fake_provider, project, users):
-    """After the self-test found one call at a time (llama.cpp), turns ask for no parallel
-    calls; a provider that makes them (vLLM) is asked nothing about them."""
-    use_profile(fake_provider, "llamacpp")
-    rojo = await rojo_for(fake_provider)
-    await rojo_selftest_run(rojo=rojo)
-    fake_provider.reset()
-    fake_provider.add(
-        stream(tool_call_chunks([("list_files", {"path": ""})])), stream(text_chunks("Done."))
-    )
+    """After the self-test found one call at a time, turns ask for no parallel calls
+    (`parallel_tool_calls: false`); where they came only when asked (llama.cpp), turns ask
+    for them; a provider that makes them unasked (vLLM) is told nothing about them."""
+    sent = {}
+    for shape in ("llamacpp-single", "llamacpp", "vllm"):
+        fake_provider.reset()
+        use_profile(fake_provider, shape)
+        rojo = await rojo_for(fake_provider, slug=shape, name=shape)
+        await rojo_selftest_run(rojo=rojo)
+        fake_provider.reset()
+        fake_provider.add(
+            stream(tool_call_chunks([("list_files", {"path": ""})])), stream(text_chunks("Done."))
+        )
+        stored = await Rojo.objects.aget(pk=rojo.pk)
 
-    run = await run_turn(
-        project=project, rojo=await Rojo.objects.aget(pk=rojo.pk), user=users["editor"]
-    )
+        run = await run_turn(project=project, rojo=stored, user=users["editor"])
 
-    assert run.error is None
-    assert [r.get("parallel_tool_calls") for r in fake_provider.requests] == [False, False]
-
-    other = await rojo_for(fake_provider, slug="other", name="Other")
-    fake_provider.reset()
-    use_profile(fake_provider, "vllm")
-    await rojo_selftest_run(rojo=other)
-    fake_provider.reset()
-    fake_provider.add(stream(text_chunks("Hi.")))
-    await run_turn(project=project, rojo=await Rojo.objects.aget(pk=other.pk), user=users["editor"])
-    assert "parallel_tool_calls" not in fake_provider.requests[0]
+        assert run.error is None
+        sent[shape] = [r.get("parallel_tool_calls", "absent") for r in fake_provider.requests]
+    assert sent == {
+        "llamacpp-single": [False, False],
+        "llamacpp": [True, True],
+        "vllm": ["absent", "absent"],
+    }
 
 
 async def test_a_refused_option_is_not_asked_for_even_where_parallel_calls_fail(
@@ -122,7 +123,7 @@ async def test_a_profile_is_kept_per_model_and_an_untested_model_keeps_todays_be
 ):
     """Testing another model keeps the first model's profile, and leaves the rojo's own
     learned fields alone; a model never tested reads as unknown."""
-    use_profile(fake_provider, "llamacpp")
+    use_profile(fake_provider, "llamacpp-single")
     rojo = await rojo_for(fake_provider)
     await rojo_selftest_run(rojo=rojo)
     await rojo_selftest_run(rojo=rojo, model="other-model")

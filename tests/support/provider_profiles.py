@@ -13,6 +13,7 @@ An option the provider refuses is refused first, wherever it appears.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -134,7 +135,7 @@ PROFILES: dict[str, ProviderProfile] = {
             ),
             window=Window(tokens=32768, shape="vllm", listed_by="vllm"),
         ),
-        # llama-server makes one call per response unless asked for parallel_tool_calls.
+        # llama-server makes one call per response unless asked (`parallel_tool_calls: true`).
         ProviderProfile(
             name="llamacpp",
             calls={"ids": "every"},
@@ -155,6 +156,12 @@ PROFILES: dict[str, ProviderProfile] = {
         ),
     )
 }
+
+
+# llama.cpp serving a model that makes one call per response, asked for more or not.
+PROFILES["llamacpp-single"] = dataclasses.replace(
+    PROFILES["llamacpp"], name="llamacpp-single", parallel="one"
+)
 
 
 def use_profile(provider: FakeProvider, name: str) -> ProviderProfile:

@@ -24,7 +24,7 @@ def _forget_windows():
 
 
 def test_the_command_prints_the_table_and_keeps_the_profile(fake_provider):
-    use_profile(fake_provider, "llamacpp")
+    use_profile(fake_provider, "llamacpp-single")
     rojo = make_rojo(fake_provider.base_url)
     out = io.StringIO()
 
@@ -118,7 +118,7 @@ def test_a_new_base_url_in_the_admin_forgets_the_old_providers_profiles(admin_cl
 
 
 def test_the_change_pages_button_tests_the_rojo_and_shows_its_table(admin_client, fake_provider):
-    use_profile(fake_provider, "llamacpp")
+    use_profile(fake_provider, "llamacpp-single")
     rojo = make_rojo(fake_provider.base_url)
     change = reverse("admin:rojos_rojo_change", args=[rojo.pk])
     button = reverse("admin:rojos_rojo_selftest", args=[rojo.pk])
