@@ -11,28 +11,18 @@ from html import escape
 from django.conf import settings
 
 from roject import storage
-from roject.storage import StorageError, TooLarge
+from roject.storage import TooLarge
 
 MAX_ATTACHMENTS = 10
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
 
 
-def attachments_read(
-    *, project_id: int, paths: list[str], images: bool | None = None
-) -> list[dict]:
+def attachments_read(*, project_id: int, paths: list[str]) -> list[dict]:
     """(Blocking) [{path, size, text}] of the attached text files, refused (StorageError)
-    when one cannot be read as text or all of them pass ROJO_MAX_READ_BYTES together.
-
-    `images` is whether the rojo's model takes images (its self-test; None: not known): an
-    attached image is refused either way, as attachments carry text, but the refusal says
-    which it is."""
+    when one cannot be read as text or all of them pass ROJO_MAX_READ_BYTES together."""
     root = storage.project_root_create(project_id)
     limit, total, found = settings.ROJO_MAX_READ_BYTES, 0, []
     for path in dict.fromkeys(paths):
-        try:
-            text = storage.read_project_file(root, path)
-        except StorageError as exc:
-            raise _image_refusal(path, images) or exc from None
+        text = storage.read_project_file(root, path)
         size = len(text.encode())
         total += size
         if total > limit:
@@ -51,14 +41,21 @@ def attachments_wire(content: str, attachments: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
-def _image_refusal(path: str, images: bool | None) -> StorageError | None:
-    if not path.lower().endswith(IMAGE_SUFFIXES) or images is None:
-        return None
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
+
+
+def image_attachments_refuse(*, paths: list[str], images: bool | None) -> None:
+    """Refuse (StorageError) an attached image, saying whether the rojo's model takes images
+    (`images`, from its self-test). Attachments carry text, so an image is refused either
+    way; untested (None), the reading refuses it as any file that is not text."""
+    image = next((p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)), None)
+    if image is None or images is None:
+        return
     if images:
-        return StorageError(
-            f"{path!r} is an image: this rojo's model takes images (its self-test), but "
+        raise storage.StorageError(
+            f"{image!r} is an image: this rojo's model takes images (its self-test), but "
             "attachments carry text only for now"
         )
-    return StorageError(
-        f"{path!r} is an image, and this rojo's model does not take images (its self-test)"
+    raise storage.StorageError(
+        f"{image!r} is an image, and this rojo's model does not take images (its self-test)"
     )

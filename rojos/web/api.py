@@ -18,7 +18,7 @@ from roject.members.selectors import membership_list
 from rojos.changes import undo
 from rojos.conversations.search import conversation_search
 from rojos.models.capabilities import capabilities_for
-from rojos.provider.attachments import attachments_read
+from rojos.provider.attachments import attachments_read, image_attachments_refuse
 from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
 from rojos.turns.admission import start_admit
@@ -205,11 +205,10 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         )
         attachments = None
         if payload.attachments:
+            images = capabilities_for(checked.rojo).images
+            image_attachments_refuse(paths=payload.attachments, images=images)
             attachments = await asyncio.to_thread(
-                attachments_read,
-                project_id=checked.access.project.pk,
-                paths=payload.attachments,
-                images=capabilities_for(checked.rojo).images,
+                attachments_read, project_id=checked.access.project.pk, paths=payload.attachments
             )
         turn = await turn_start(
             access=checked.access,
