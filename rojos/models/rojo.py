@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from rojos.models.capabilities import Capabilities, capabilities_for
 from rojos.models.key_sources import key_env_refusal, key_env_value
 
 
@@ -214,3 +215,7 @@ class Rojo(models.Model):
         """
         env_key = key_env_value(self.api_key_env)
         return self.api_key or env_key
+
+    def capabilities(self, model: str | None = None) -> Capabilities:
+        """What the provider self-test found `model` (default: the rojo's own) does."""
+        return capabilities_for(self, model)

@@ -21,7 +21,6 @@ import json
 
 from rojos.errors import TurnError
 from rojos.models import Message, Rojo
-from rojos.models.capabilities import capabilities_for
 from rojos.provider.attachments import attachments_wire
 
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
@@ -171,7 +170,7 @@ def build_request(
         # Two calls in one response are asked for only where the self-test saw them work
         # (and only came when asked); where they come one at a time or run together, the
         # provider is told not to make them.
-        found = capabilities_for(rojo, rojo.model)
+        found = rojo.capabilities(rojo.model)
         tell = found.parallel_calls is False or (found.parallel_calls and found.parallel_asked)
         if tell and found.parallel_option is not False:
             request.setdefault("parallel_tool_calls", found.parallel_calls)
