@@ -22,7 +22,7 @@ NOTE_TOOL = {
     },
 }
 # Options the app itself may add to a turn's request, which a provider may refuse.
-ADDED_OPTIONS = ("stream_options", "parallel_tool_calls")
+ADDED_OPTIONS = ("stream_options", "parallel_tool_calls", "reasoning_effort")
 
 
 def base_request(rojo, model: str, messages: list[dict], *, refused: frozenset[str]) -> dict:
@@ -31,6 +31,10 @@ def base_request(rojo, model: str, messages: list[dict], *, refused: frozenset[s
     request = dict(options)
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
+    # A rojo's reasoning effort, where it has one, as its turns send it (their options win).
+    effort = getattr(rojo, "reasoning_effort", "")
+    if effort and "reasoning_effort" not in refused and "reasoning" not in options:
+        request.setdefault("reasoning_effort", effort)
     request.update(model=model, messages=messages, stream=True)
     if "stream_options" not in refused:
         request.setdefault("stream_options", {"include_usage": True})

@@ -128,7 +128,9 @@ class Session:
         except TimeoutError:
             exchange.error = ProviderError(f"No whole answer within {seconds:g} seconds.")
             return exchange
-        if "<think>" in accumulator.text:
+        # An accumulator that splits `<think>` tags from the text names the shape it read.
+        shape = getattr(accumulator, "reasoning_shape", None)
+        if "<think>" in accumulator.text or shape == "think":
             exchange.shapes.add("think tags")
         if not exchange.cut:
             try:

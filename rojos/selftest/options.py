@@ -1,8 +1,8 @@
 """The probe of the options the app adds on its own: refused ones are found and left out.
 
-A turn may add `stream_options` (usage in the stream) and, where the model's calls do not
-come two at a time, `parallel_tool_calls: false`; providers refuse either (PROVIDERS.md,
-"Requests"). One request with both finds which, if any, is refused, and a retry without it
+A turn may add `stream_options` (usage in the stream), `parallel_tool_calls` (where the
+model's calls need it) and the rojo's `reasoning_effort`; providers refuse each (PROVIDERS.md,
+"Requests"). One request with them all finds which, if any, is refused, and a retry without it
 shows the turn can recover. Later probes of the same test leave the refused ones out.
 """
 
@@ -33,9 +33,8 @@ async def options_probe(session: Session) -> ProbeResult:
     refused = sorted(session.refused)
     if exchange.error is None and exchange.completion is not None:
         if not refused:
-            return works(
-                caps.OPTIONS, "none refused: takes " + " and ".join(ADDED_OPTIONS), refused=[]
-            )
+            sent = [o for o in ADDED_OPTIONS if o in _request(session)]
+            return works(caps.OPTIONS, "none refused: takes " + " and ".join(sent), refused=[])
         return works(
             caps.OPTIONS, f"refused {', '.join(refused)}; recovered without it", refused=refused
         )

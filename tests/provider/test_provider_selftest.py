@@ -198,3 +198,21 @@ async def test_a_rojo_whose_key_variable_is_refused_sends_nothing(fake_provider)
         await rojo_selftest_run(rojo=rojo)
 
     assert fake_provider.requests == [] and fake_provider.listing_requests == []
+
+
+async def test_a_refused_reasoning_effort_is_found_and_left_out(fake_provider):
+    """A rojo's reasoning effort goes with the test's requests as with its turns; a provider
+    that refuses it (Mistral's 422 to an unknown field) is found out, and the rest of the
+    test goes on without it."""
+    use_profile(fake_provider, "vllm")
+    rojo = await rojo_for(fake_provider)
+    rojo.reasoning_effort = "high"  # the rojo's setting where the model has it (#36 part 2)
+    detail = [{"type": "extra_forbidden", "loc": ["body", "reasoning_effort"], "msg": "Extra"}]
+    fake_provider.add(http_error(422, {"detail": detail}))
+
+    profile = await rojo_selftest_run(rojo=rojo)
+
+    found = {r.capability: r for r in profile.results}
+    assert found["options"].detail == {"refused": ["reasoning_effort"]}
+    assert [r.get("reasoning_effort") for r in fake_provider.requests[:2]] == ["high", None]
+    assert not any("reasoning_effort" in r for r in fake_provider.requests[1:])
