@@ -15,6 +15,7 @@ from rojos.agent.requests import TurnRequests
 from rojos.agent.tool_call_deltas import ToolCallDeltas
 from rojos.agent.tool_calls import Approver, ToolCallRunner
 from rojos.context.budgets import Left
+from rojos.context.model_choice import ModelInUse, model_default
 from rojos.errors import StepLimitReached
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion, StreamAccumulator
@@ -33,6 +34,7 @@ async def _store_completion(
         reasoning=completion.reasoning,
         extra=sent_back_extra(completion.extra, completion.tool_calls, model),
         usage=completion.usage,
+        model=model,
     )
     return dataclasses.replace(completion, text=message.content or ""), message
 
@@ -48,6 +50,7 @@ async def agent_loop(
     record_changes: bool = False,
     budgets: list[Left] | None = None,
     role_read: bool = False,
+    model: ModelInUse | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Run the rojo on a history that ends with the user's message.
 
@@ -62,7 +65,11 @@ async def agent_loop(
     chat request does before its turn starts, spares the first step reading them again: a
     start then makes two trips to the database fewer before its first request. A call is
     still checked against the role read at the moment it runs.
+
+    `model` is the model the turn asks (rojos.context.model_choice: the conversation's, or a
+    regenerate's); None: the rojo's default. Each reply records the model that wrote it.
     """
+    model = model or model_default(rojo)
     runner = ToolCallRunner(
         ctx=ctx,
         tools=tools,
@@ -74,7 +81,13 @@ async def agent_loop(
         instruction_names=tuple(rojo.instruction_files or ()),
     )
     requests = TurnRequests(
-        rojo=rojo, history=history, tools=[], client=client, ctx=ctx, budgets=budgets
+        rojo=rojo,
+        history=history,
+        tools=[],
+        client=client,
+        ctx=ctx,
+        budgets=budgets,
+        model=model,
     )
     for _step in range(rojo.max_steps):
         step_ctx = await runner.step_check()
@@ -105,9 +118,9 @@ async def agent_loop(
         except BaseException:
             # Keep the text the user already saw; an unfinished tool call is dropped.
             if accumulator.text or draft.started():
-                await asyncio.shield(draft.save(accumulator.text))
+                await asyncio.shield(draft.save(accumulator.text, model=model.name))
             raise
-        completion, message = await _store_completion(draft, completion, rojo.model)
+        completion, message = await _store_completion(draft, completion, model.name)
         await requests.account(completion, message)
         if not completion.tool_calls:
             return

@@ -136,7 +136,12 @@ def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
 
 
 def build_request(
-    rojo: Rojo, stored: list[Message], tools: list[dict], *, messages: list[dict] | None = None
+    rojo: Rojo,
+    stored: list[Message],
+    tools: list[dict],
+    *,
+    messages: list[dict] | None = None,
+    model=None,
 ) -> dict:
     """Only model, messages, tools and stream, plus what the rojo itself configures.
 
@@ -146,6 +151,8 @@ def build_request(
     The rojo's request options are merged at the top of the body and win over everything
     but the model, the messages, the tools and streaming, which the loop depends on. Usage
     is asked for in the stream (its last chunk) unless the provider refused that before.
+    `model` is the model in use (rojos.context.model_choice.ModelInUse: its `name` and
+    `stream_usage_refused`); None: the rojo's default.
     """
     options = rojo.request_options or {}
     if not isinstance(options, dict):  # stored before they were validated
@@ -156,10 +163,12 @@ def build_request(
     request: dict = dict(options)
     if rojo.temperature is not None:
         request["temperature"] = rojo.temperature
+    name = rojo.model if model is None else model.name
+    refused = rojo.stream_usage_refused if model is None else model.stream_usage_refused
     if messages is None:
-        messages = request_messages(stored, system_prompt=rojo.system_prompt, model=rojo.model)
-    request.update(model=rojo.model, messages=messages, stream=True)
-    if not rojo.stream_usage_refused:
+        messages = request_messages(stored, system_prompt=rojo.system_prompt, model=name)
+    request.update(model=name, messages=messages, stream=True)
+    if not refused:
         request.setdefault("stream_options", {"include_usage": True})
     if tools:
         request["tools"] = tools
