@@ -85,6 +85,9 @@ def test_two_models_on_one_rojo_a_conversation_each_and_a_regenerate_with_the_ot
     assert len(choices) == 2
     assert [m["model"] for m in detail["messages"] if m["role"] == "assistant"] == [SMALL]
     assert meter(client, first) == (50_000, MODEL)  # the conversation kept its model
+    exported = client.get(f"/api/conversations/{first}/export?format=json").json()
+    answered = {(m["branch"], m["model"]) for m in exported["messages"] if m["role"] == "assistant"}
+    assert answered == {(0, MODEL), (1, SMALL)}
 
     changed = client.post(f"/api/conversations/{first}/model", json={"model": SMALL})
 
