@@ -43,9 +43,10 @@ export class ModelPicker {
   /** The rojo whose models are offered; a new rojo starts on its default. */
   show(rojo, conversationModel = "") {
     this.rojo = rojo ?? null;
-    this.conversationModel = conversationModel;
-    this.chat.model = conversationModel;
     const models = rojo?.models ?? [];
+    // A model the rojo no longer offers: its default answers (the server's choice too).
+    this.conversationModel = models.includes(conversationModel) ? conversationModel : "";
+    this.chat.model = this.conversationModel;
     this.holder.hidden = !rojo || (models.length < 2 && !rojo.anyListed);
     this.refresh.hidden = !rojo?.anyListed;
     this.fill();
