@@ -1,13 +1,15 @@
 """The requests of one turn: fitted into the model's window, sent, and accounted for.
 
-Before the first, the rojo's window is learned from its provider if nobody declared it.
+All of it is for the turn's model (rojos.context.model_choice.ModelInUse: the conversation's,
+a regenerate's, or the rojo's default), and what is learned is kept with that model.
+Before the first, the model's window is learned from its provider if nobody declared it.
 Each request is compacted to fit (rojos.context.compaction), with the oldest turns summarised by
-the rojo's model when that is needed (rojos.context.summaries). A provider that refuses the
-request as too long teaches the window it states (kept on the rojo) and gets it again,
-compacted harder, once per step; then the turn ends with `context_overflow`, the history
-intact. A provider that refuses `stream_options` gets the request again without it, and
-the rojo remembers that (a quirk like the others, learned rather than configured). Each
-response's usage is recorded (`UsageRecord`) and calibrates the estimate of the next size.
+the same model when that is needed (rojos.context.summaries). A provider that refuses the
+request as too long teaches the window it states and gets it again, compacted harder, once
+per step; then the turn ends with `context_overflow`, the history intact. A provider that
+refuses `stream_options` gets the request again without it, and the model remembers that (a
+quirk like the others, learned rather than configured). Each response's usage is recorded
+(`UsageRecord`, with its model and at its prices) and calibrates the estimate of the next size.
 """
 
 import asyncio
