@@ -80,3 +80,24 @@ def test_two_models_a_conversation_each_and_a_regenerate_with_the_other_beside_t
     conversation = Conversation.objects.exclude(pk=small.pk).get()
     assert conversation.model == SMALL
     assert page.console_errors == []
+
+
+def test_on_a_phone_the_model_picker_keeps_the_rojo_bar_one_line(page_for, users, project, rojo):
+    """At 390 px the picker sits in the rojo bar's one line, named for screen readers, and the
+    page does not scroll sideways; More shows Refresh for a rojo offering any listed model."""
+    rojo.any_listed_model = True
+    rojo.save(update_fields=["any_listed_model"])
+    page = page_for(users["editor"], width=390, height=844)
+    page.goto(f"/projects/{project.pk}/")
+    picker = page.get_by_label("Model", exact=True)
+    expect(picker).to_be_visible()
+    refresh = page.get_by_role("button", name="Refresh")
+    expect(refresh).to_be_hidden()
+
+    bar = page.locator(".rojo-bar")
+    assert picker.bounding_box()["y"] < bar.bounding_box()["y"] + 40  # on the bar's first line
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= 390
+    page.get_by_role("button", name="More about this rojo and conversation").click()
+    expect(refresh).to_be_visible()
+    screenshot(page, "models-phone")
+    assert page.console_errors == []
