@@ -52,10 +52,6 @@ class ModelInUse:
         return f"<ModelInUse {self.name!r} of {self.rojo}>"
 
     @property
-    def is_default(self) -> bool:
-        return self.source is self.rojo
-
-    @property
     def max_output_tokens(self) -> int | None:
         return self.rojo.max_output_tokens
 
@@ -154,11 +150,6 @@ def model_stored(rojo: Rojo, name: str) -> str:
     """What a conversation keeps for `name`: empty for the rojo's default, so a conversation
     on the default follows it when an administrator changes it."""
     return "" if name == rojo.model else name
-
-
-def conversation_model_name(conversation, rojo: Rojo) -> str:
-    """The model the conversation's next turn asks: its own when given, else the rojo's."""
-    return conversation.model if conversation is not None and conversation.model else rojo.model
 
 
 def option_prices_prefill(option: ModelOption) -> bool:

@@ -118,7 +118,8 @@ def test_the_rojo_bar_picks_a_conversations_model_with_the_access_of_the_chat(
     client_for, users, project, rojo, fake_provider
 ):
     """The editor's conversation: the editor may change its model, to one the rojo offers;
-    a viewer may not (403), an outsider does not see it (404)."""
+    a viewer may not (403), an outsider does not see it (404), nor a page of another site
+    (no CSRF token: 403)."""
     fake_provider.add(reply("Hi."))
     conversation = chat(client_for(users["editor"]), project, rojo, "Hello")
     path = f"/api/conversations/{conversation}/model"
@@ -127,9 +128,13 @@ def test_the_rojo_bar_picks_a_conversations_model_with_the_access_of_the_chat(
     viewer = client_for(users["viewer"]).post(path, json={"model": SMALL})
     outsider = client_for(users["outsider"]).post(path, json={"model": SMALL})
     anonymous = client_for().post(path, json={"model": SMALL})
+    forged = client_for(users["editor"]).post(
+        path, json={"model": SMALL}, headers={"X-CSRFToken": "not-the-cookies-token"}
+    )
 
     assert refused.status_code == 400
     assert (viewer.status_code, outsider.status_code, anonymous.status_code) == (403, 404, 401)
+    assert forged.status_code == 403
     assert Conversation.objects.get(pk=conversation).model == ""
     picked = client_for(users["editor"]).post(path, json={"model": SMALL})
     assert picked.status_code == 200
