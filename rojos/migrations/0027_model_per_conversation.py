@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='rojo',
             name='model',
-            field=models.CharField(help_text='The default model; the model options below add others.', max_length=200),
+            field=models.CharField(help_text='The default model; others people may pick are its Model options.', max_length=200),
         ),
         migrations.CreateModel(
             name='ModelOption',

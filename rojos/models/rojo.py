@@ -80,7 +80,8 @@ class Rojo(models.Model):
         help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
     )
     model = models.CharField(
-        max_length=200, help_text="The default model; the model options below add others."
+        max_length=200,
+        help_text="The default model; others people may pick are its Model options.",
     )
     any_listed_model = models.BooleanField(
         default=False,
