@@ -6,6 +6,7 @@ import pytest
 from playwright.sync_api import expect
 
 from rojos.models import Conversation, ModelOption
+from tests.support.accessibility import axe_violations
 from tests.support.browser import screenshot
 from tests.support.fake_provider import MODEL, stream, text_chunks
 from tests.support.helpers import make_rojo
@@ -64,6 +65,7 @@ def test_two_models_a_conversation_each_and_a_regenerate_with_the_other_beside_t
     expect(meter).to_contain_text("of 12,000 tokens")  # the conversation kept its model
     assert fake_provider.models_asked == [SMALL, MODEL, SMALL]
     screenshot(page, "models-regenerated")
+    assert axe_violations(page) == []  # the picker, the reply's model, Regenerate with
 
     panel.get_by_role("button", name="Previous version").click()
     expect(panel.locator(".bubble.assistant")).to_have_text(["Default hello."])
