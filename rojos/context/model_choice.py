@@ -152,6 +152,21 @@ def model_stored(rojo: Rojo, name: str) -> str:
     return "" if name == rojo.model else name
 
 
+def conversation_model_after(
+    conversation, rojo: Rojo, model: str, *, rojo_changed: bool, fork: bool
+) -> str | None:
+    """What the conversation keeps as its model after a message asking `model` (empty: its
+    own), when that changes: the model asked (not by a fork: a regenerate's model is that
+    branch's reply's), else the default when the rojo changed (the old rojo's model means
+    nothing to the new one)."""
+    if model and not fork:
+        stored = model_stored(rojo, model)
+        return stored if conversation.model != stored else None
+    if rojo_changed and not model and conversation.model:
+        return ""
+    return None
+
+
 def option_prices_prefill(option: ModelOption) -> bool:
     """Fill an option's empty prices from the table when its model is known; whether it did."""
     if option.price_input is not None or option.price_output is not None:

@@ -23,7 +23,12 @@ from rojos.agent.branches import branch_fork, branch_started
 from rojos.agent.events import StartEvent
 from rojos.agent.history import History
 from rojos.context.budgets import Budget, Left
-from rojos.context.model_choice import ModelInUse, model_in_use_blocking, model_stored
+from rojos.context.model_choice import (
+    ModelInUse,
+    conversation_model_after,
+    model_in_use_blocking,
+    model_stored,
+)
 from rojos.errors import ServerDraining, TurnBusy, TurnNotStarted
 from rojos.mcp.spec import McpLink, rojo_mcp_links
 from rojos.models import Conversation, Message, Rojo, TurnRecord
@@ -258,7 +263,9 @@ def _begin(
             conversation=conversation, history=history, root=root, taken_over=not free
         )
         changed = ["rojo"] if conversation.rojo_id != rojo.pk else []
-        chosen = _model_chosen(conversation, rojo, model, rojo_changed=bool(changed), fork=replace)
+        chosen = conversation_model_after(
+            conversation, rojo, model, rojo_changed=bool(changed), fork=replace is not None
+        )
         if chosen is not None:
             conversation.model = chosen
             changed.append("model")
@@ -281,20 +288,6 @@ def _begin(
     links = rojo_mcp_links(rojo)  # no query for a rojo loaded knowing it uses none
     in_use = model_in_use_blocking(rojo, model or conversation.model)
     return _Begun(conversation, history, user_message, record, repair, links, in_use)
-
-
-def _model_chosen(
-    conversation: Conversation, rojo: Rojo, model: str, *, rojo_changed: bool, fork
-) -> str | None:
-    """The conversation's model after this message, when it changes: the one asked for
-    (not by a fork: a regenerate's model is that branch's reply's), else the default when
-    the rojo changed (the old rojo's model means nothing to the new one)."""
-    if model and fork is None:
-        stored = model_stored(rojo, model)
-        return stored if conversation.model != stored else None
-    if rojo_changed and not model and conversation.model:
-        return ""
-    return None
 
 
 def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:
