@@ -398,6 +398,8 @@ class FakeProvider:
         self.requests: list[dict[str, Any]] = []
         # The other routes asked (model listings, /props, /api/show), in order.
         self.listing_requests: list[str] = []
+        # The headers of each GET among them (a model list asked with the rojo's key).
+        self.listing_headers: list[dict[str, str]] = []
         self.headers: list[dict[str, str]] = []
         # The client's (host, port) of each request: the same for requests on one connection.
         self.peers: list[tuple[str, int]] = []
@@ -426,6 +428,7 @@ class FakeProvider:
             self._script.clear()
             self.requests.clear()
             self.listing_requests.clear()
+            self.listing_headers.clear()
             self.headers.clear()
             self.peers.clear()
             self._leftovers_allowed = False
@@ -565,6 +568,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.provider.listing_requests.append(self._route())
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server.provider.listing_headers.append(headers)
         listed = self.server.provider.listing(self._route(), None)
         if listed is None:
             self._send_not_found()

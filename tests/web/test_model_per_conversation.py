@@ -161,6 +161,7 @@ def test_a_rojo_offering_any_listed_model_lists_the_providers_models_on_refresh(
     assert refreshed.status_code == 200
     assert refreshed.json()["models"] == [MODEL, SMALL, "listed-model"]
     assert fake_provider.listing_requests == ["/v1/models"]
+    assert fake_provider.listing_headers[0]["authorization"] == f"Bearer {rojo.api_key}"
     fake_provider.add(reply("Listed says hi."))
     conversation = chat(client, project, rojo, "Hello", model="listed-model")
     assert fake_provider.models_asked == ["listed-model"]
