@@ -9,7 +9,6 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from roject.api_answers import answers
-from roject.members.access import LoginRequired
 from rojos.context.model_choice import models_offered
 from rojos.context.model_listing import provider_models_refresh
 from rojos.conversations.services import conversation_model_change
@@ -43,16 +42,9 @@ def _models_out(rojo: Rojo) -> dict:
     }
 
 
-def _logged_in(request: HttpRequest):
-    if request.auth is None or not request.auth.is_authenticated:
-        raise LoginRequired
-    return request.auth
-
-
 @router.get("/rojos/{rojo}/models", response=answers(RojoModelsOut, 404, 422))
 def rojo_models(request: HttpRequest, rojo: str):
     """The models people may pick on the rojo (its id or slug), its default first."""
-    _logged_in(request)
     return _models_out(selectors.rojo_get(rojo))
 
 
@@ -60,7 +52,6 @@ def rojo_models(request: HttpRequest, rojo: str):
 async def rojo_models_refresh(request: HttpRequest, rojo: str):
     """Fetch the provider's model list again (a rojo that offers any model it lists): its
     `GET /models`, with the rojo's key, bounded; 502 when the provider refuses or is down."""
-    _logged_in(request)
     found = await sync_to_async(selectors.rojo_get)(rojo)
     if found.any_listed_model:
         await provider_models_refresh(found)

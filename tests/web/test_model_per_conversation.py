@@ -189,7 +189,12 @@ def test_a_provider_that_refuses_its_model_list_gets_a_clear_error_and_the_list_
 def test_a_rojo_offering_only_its_listed_models_does_not_ask_the_provider_on_refresh(
     client_for, users, rojo, fake_provider
 ):
+    """Refresh answers the listed models without a request; a visitor who is not logged in
+    gets neither the list nor a refresh."""
     response = client_for(users["editor"]).post(f"/api/rojos/{rojo.pk}/models/refresh")
+    anonymous = client_for()
 
     assert response.status_code == 200 and response.json()["models"] == [MODEL, SMALL]
     assert fake_provider.listing_requests == []
+    assert anonymous.get(f"/api/rojos/{rojo.pk}/models").status_code == 401
+    assert anonymous.post(f"/api/rojos/{rojo.pk}/models/refresh").status_code == 401
