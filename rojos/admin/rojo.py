@@ -91,6 +91,7 @@ class RojoForm(forms.ModelForm):
             "slug",
             "base_url",
             "model",
+            "any_listed_model",
             "api_key",
             "clear_api_key",
             "api_key_env",

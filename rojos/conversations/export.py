@@ -23,6 +23,8 @@ def _message_json(message: Message) -> dict:
         data.update(tool_call_id=message.tool_call_id, name=message.name, is_error=message.is_error)
     if message.reasoning:
         data["reasoning"] = message.reasoning
+    if message.model:
+        data["model"] = message.model  # the model that wrote it (rojos.context.model_choice)
     if message.usage:
         data["usage"] = message.usage
     if message.extra:
@@ -44,6 +46,7 @@ def conversation_export_json(conversation: Conversation) -> dict:
             "title": conversation.title,
             "project": {"id": conversation.project_id, "slug": conversation.project.slug},
             "rojo": {"slug": rojo.slug, "name": rojo.name, "model": rojo.model} if rojo else None,
+            "model": conversation.model or (rojo.model if rojo else ""),
             "user": conversation.user.get_username() if conversation.user else None,
             "created": conversation.created.isoformat(),
             "updated": conversation.updated.isoformat(),
@@ -80,11 +83,12 @@ def conversation_export_json(conversation: Conversation) -> dict:
 def conversation_export_markdown(conversation: Conversation) -> str:
     """A readable transcript: the people's and the rojo's words, and the tool activity."""
     rojo = conversation.rojo
+    model = f" ({conversation.model or rojo.model})" if rojo else ""
     lines = [
         f"# {conversation.title or f'Conversation {conversation.pk}'}",
         "",
         f"Project **{conversation.project.name}** · rojo **{rojo.name if rojo else 'deleted'}**"
-        f"{f' ({rojo.model})' if rojo else ''} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
+        f"{model} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
     ]
     undone = set(
         FileChange.objects.filter(conversation=conversation, undone__isnull=False).values_list(

@@ -6,6 +6,7 @@ A package by subject; migrations and callers import everything from here.
 from .approval import PendingApproval
 from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
 from .mcp import McpAccount, McpServer, RojoMcpServer
+from .model_option import ModelOption
 from .rojo import (
     Rojo,
     default_approval_tools,
@@ -24,6 +25,7 @@ __all__ = [
     "McpAccount",
     "McpServer",
     "Message",
+    "ModelOption",
     "PendingApproval",
     "Rojo",
     "RojoMcpServer",

@@ -6,6 +6,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from roject.members.access import project_access
+from rojos.context.model_choice import models_offered
 from rojos.conversations.listing import PAGE_SIZE, conversation_page, cursor_of
 from rojos.models import Conversation, Rojo
 from rojos.tools import registry
@@ -21,6 +22,9 @@ def _rojo_config(rojo: Rojo) -> dict:
         "model": rojo.model,
         "tools": [{"name": t.name, "writes": t.writes} for t in tools if t is not None],
         "mcpServers": [link.server.name for link in rojo.mcp_links.all()],
+        # The models people may pick in the rojo bar (static/rojo/model-picker.js).
+        "models": models_offered(rojo, list(rojo.model_options.all())),
+        "anyListed": rojo.any_listed_model,
     }
 
 
@@ -41,7 +45,8 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         "canWrite": access.can_write,
         "conversation": current.pk if current else None,
         "rojo": (current.rojo_id if current and current.rojo_id else None),
-        "rojos": [_rojo_config(rojo) for rojo in rojo_list()],
+        "rojos": [_rojo_config(rojo) for rojo in rojo_list().prefetch_related("model_options")],
+        "model": current.model if current else "",
         "writingTools": [tool.name for tool in registry if tool.writes],
         # An outside agent's calls through MCP: shown with their Undo, never continued here.
         "mcpConversation": bool(current and current.via_mcp),

@@ -231,8 +231,9 @@ export class ChatPanel extends EventTarget {
   }
 
   /** Send the box's text; or `text` in place of the user message `replace` (an edit, a
-   * regenerate: the conversation forks there), `before` being what the log drops for it. */
-  async send({ text: given, replace = null, before = null } = {}) {
+   * regenerate: the conversation forks there), `before` being what the log drops for it.
+   * `model`: a regenerate's other model; else the conversation's (`this.model`, the picker's). */
+  async send({ text: given, replace = null, before = null, model = null } = {}) {
     const text = (given ?? this.input.value).trim();
     if (!text || this.busy) return;
     if (!this.rojoId) {
@@ -263,6 +264,7 @@ export class ChatPanel extends EventTarget {
           replace,
           attachments,
           key,
+          model: model ?? this.model ?? "",
         },
         accept: "text/event-stream",
       });
