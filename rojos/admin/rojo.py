@@ -118,7 +118,8 @@ class RojoForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["reasoning_back"].required = False
+        if "reasoning_back" in self.fields:  # not for staff who may only view rojos
+            self.fields["reasoning_back"].required = False
         self.fields["tools"].choices = [
             (tool.name, _tool_label(tool))
             for tool in registry
