@@ -1,0 +1,125 @@
+"""The rojo's plan in Chromium: a five-step task whose update_plan calls redraw the checklist
+at the top of the turn as each one arrives (the stream held between them), the next turn
+starting from the last plan, the checklist back after a reload, and the plan in both
+exports. Step texts with markup are shown as text."""
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from playwright.sync_api import expect
+
+from roject.storage import project_root_create
+from tests.support.browser import screenshot
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
+from tests.support.helpers import NEW_ROJO_TOOLS, make_rojo
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+STEPS = [
+    "Read the outline",
+    "Write <b>the intro</b>",
+    "Write the body",
+    "Check the links",
+    "Sum up",
+]
+
+
+def plan(done: int) -> dict:
+    """The plan with `done` steps done and the next one in progress."""
+    return {
+        "plan": [
+            {
+                "step": step,
+                "status": "done" if n < done else "in_progress" if n == done else "pending",
+            }
+            for n, step in enumerate(STEPS)
+        ]
+    }
+
+
+def plan_reply(done: int, gate: threading.Event | None = None, **more):
+    """A response calling update_plan, held at its start until `gate` is set."""
+    chunks = tool_call_chunks([("update_plan", plan(done))], **more)
+    return stream(Gate(gate), *chunks) if gate is not None else stream(*chunks)
+
+
+def expect_checklist(box, done: int) -> None:
+    marks = ["done"] * done + (["in_progress"] if done < 5 else []) + ["pending"] * (4 - done)
+    expect(box.locator(".turn-plan-head")).to_contain_text(f"{done} of 5 done")
+    expect(box.locator(".turn-plan-step")).to_have_count(5)
+    for item, status in zip(box.locator(".turn-plan-step").all(), marks, strict=True):
+        expect(item).to_have_attribute("data-status", status)
+
+
+def test_a_five_step_plan_updates_live_carries_over_and_is_exported(
+    page_for, users, project, fake_provider
+):
+    project_root_create(project.pk)
+    make_rojo(fake_provider.base_url, approval_tools=[], tools=NEW_ROJO_TOOLS)
+    gates = [threading.Event() for _ in range(6)]
+    fake_provider.add(
+        plan_reply(0),
+        plan_reply(1, gates[0]),
+        plan_reply(2, gates[1]),
+        stream(Gate(gates[2]), *text_chunks("Step three is next; say go on.")),
+        plan_reply(3, gates[3]),
+        plan_reply(4, gates[4]),
+        plan_reply(5, gates[5]),
+        stream(*text_chunks("All five done.")),
+    )
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Write the report")
+    page.keyboard.press("Enter")
+
+    box = page.locator(".turn-plan")
+    expect(box).to_have_count(1)
+    expect_checklist(box, 0)  # the first call, drawn while the next response is held
+    expect(box.locator(".turn-plan-text").nth(1)).to_have_text("Write <b>the intro</b>")
+    expect(box.locator("b")).to_have_count(0)
+    # At the top of the turn: right after its user message, before the activity lines.
+    assert box.evaluate("b => b.previousElementSibling.classList.contains('user')")
+    for done in (1, 2):
+        gates[done - 1].set()
+        expect_checklist(box, done)
+    screenshot(page, "plan-live")
+    gates[2].set()
+    expect(page.locator(".bubble.assistant")).to_have_text("Step three is next; say go on.")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+
+    page.get_by_label("Message").fill("Go on")
+    page.keyboard.press("Enter")
+    second = page.locator(".turn-plan").nth(1)
+    expect(second).to_contain_text("from the last turn")  # held: no call of this turn yet
+    expect_checklist(second, 2)
+    for done in (3, 4, 5):
+        gates[done].set()
+        expect_checklist(second, done)
+    expect(page.locator(".bubble.assistant").nth(1)).to_have_text("All five done.")
+    expect(second).not_to_contain_text("from the last turn")
+    # The model was asked for a plan, and the second turn's requests carry the last one.
+    first_system = fake_provider.requests[0]["messages"][0]["content"]
+    assert "update_plan tool" in first_system and "Your plan" not in first_system
+    system = fake_provider.requests[4]["messages"][0]["content"]
+    assert "- [x] Read the outline\n- [x] Write <b>the intro</b>\n" in system
+    assert "- [~] Write the body (in progress)\n- [ ] Check the links\n" in system
+
+    page.reload()  # replayed from the stored calls
+    boxes = page.locator(".turn-plan")
+    expect(boxes).to_have_count(2)
+    expect_checklist(boxes.nth(0), 2)
+    expect_checklist(boxes.nth(1), 5)
+
+    links = page.locator(".export-links")
+    with page.expect_download() as download:
+        links.get_by_role("link", name="Markdown").click()
+    text = Path(download.value.path()).read_text()
+    assert "**Plan**\n\n- [x] Read the outline\n- [x] Write <b>the intro</b>\n" in text
+    assert "- [x] Sum up\n" in text
+    assert "update_plan" not in text  # the checklist stands for its calls
+    with page.expect_download() as download:
+        links.get_by_role("link", name="JSON").click()
+    exported = json.loads(Path(download.value.path()).read_text())
+    assert exported["plan"] == plan(5)["plan"]
