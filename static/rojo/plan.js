@@ -1,7 +1,8 @@
 // The rojo's plan as a checklist at the top of its turn. The plan is the arguments of its
 // update_plan calls: each call states the whole plan, so the box is redrawn from the last
 // call (live, or replayed from stored turns), and put back to the plan before it when that
-// call fails. A live turn starts from the last plan in the log while steps are left, so
+// call fails. While a call is still written, its steps so far (TOOL_CALL_DELTA's `steps`)
+// take the place of the first steps of the plan shown, marked as changing. A live turn starts from the last plan in the log while steps are left, so
 // the plan carries over between turns and disappears with the turns a fork drops. Every
 // step's text is the model's: it goes in as text, never as HTML.
 
@@ -46,13 +47,19 @@ export class TurnPlan {
     this.calls.clear();
     this.live = live;
     this.anchor = this.log.element.lastElementChild;
-    const last = [...this.log.element.querySelectorAll(".turn-plan")].pop()?.steps;
+    const last = [...this.log.element.querySelectorAll(".turn-plan")].filter((box) => box.steps).pop()?.steps;
     if (live && last?.some((item) => item.status !== "done")) this.show(last, { carried: true });
   }
 
-  /** The model is still writing an update_plan call: the checklist says it is changing. */
-  delta({ name }) {
-    if (name === TOOL) this.box?.classList.add("updating");
+  /** The model is still writing an update_plan call: the steps that arrived are drawn over
+   * the plan shown (a step whose status has not come yet as pending). */
+  delta({ name, steps }) {
+    if (name !== TOOL) return;
+    const known = (Array.isArray(steps) ? steps : [])
+      .filter((item) => item && typeof item.step === "string")
+      .map(({ step, status }) => ({ step, status: STATUSES.has(status) ? status : "pending" }));
+    if (known.length) this.show([...known, ...(this.box?.steps ?? []).slice(known.length)], { forming: true });
+    this.box?.classList.add("updating");
   }
 
   /** A complete call: an update_plan call's plan is drawn at once, before it runs. */
@@ -78,10 +85,11 @@ export class TurnPlan {
     this.box?.classList.remove("live", "updating");
   }
 
-  show(steps, { carried = false } = {}) {
+  /** Draw `steps`; a forming call's are drawn without becoming the plan (`box.steps`). */
+  show(steps, { carried = false, forming = false } = {}) {
     if (!this.box || !this.box.isConnected) this.box = this.newBox();
     const box = this.box;
-    box.steps = steps;
+    if (!forming) box.steps = steps;
     box.classList.remove("updating");
     box.classList.toggle("carried", carried);
     const done = steps.filter((item) => item.status === "done").length;

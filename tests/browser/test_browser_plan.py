@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from roject.storage import project_root_create
 from tests.support.browser import screenshot
-from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import NEW_ROJO_TOOLS, make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -123,3 +123,60 @@ def test_a_five_step_plan_updates_live_carries_over_and_is_exported(
         links.get_by_role("link", name="JSON").click()
     exported = json.loads(Path(download.value.path()).read_text())
     assert exported["plan"] == plan(5)["plan"]
+
+
+def forming_plan_reply(done: int, cut_after: int, before: threading.Event, middle: threading.Event):
+    """An update_plan call held before it starts, and again in its arguments just after the
+    step numbered `cut_after` (its status included) arrived."""
+    args = json.dumps(plan(done))
+    cut = 0
+    for _ in range(cut_after):
+        cut = args.index("}", cut) + 1
+    head = {"index": 0, "id": "call_forming", "type": "function"}
+    first = chunk(
+        {"role": "assistant", "tool_calls": [{**head, "function": {"name": "update_plan"}}]}
+    )
+
+    def part(text: str):
+        return chunk({"tool_calls": [{"index": 0, "function": {"arguments": text}}]})
+
+    return stream(
+        Gate(before), first, part(args[:cut]), Gate(middle), part(args[cut:]),
+        chunk({}, "tool_calls"),
+    )  # fmt: skip
+
+
+def test_a_plan_call_still_being_written_redraws_the_checklist(
+    page_for, users, project, fake_provider, settings
+):
+    """Held in the middle of an update_plan call's arguments, the checklist already shows
+    the steps that arrived over the plan before, marked as changing; the whole call then
+    settles it."""
+    settings.ROJO_TOOL_DELTA_SECONDS = 0.1
+    project_root_create(project.pk)
+    make_rojo(fake_provider.base_url, approval_tools=[], tools=NEW_ROJO_TOOLS)
+    before, middle = threading.Event(), threading.Event()
+    fake_provider.add(
+        plan_reply(0),
+        forming_plan_reply(2, 2, before, middle),
+        stream(*text_chunks("Two done.")),
+    )
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Write the report")
+    page.keyboard.press("Enter")
+    box = page.locator(".turn-plan")
+    expect_checklist(box, 0)
+
+    before.set()  # the call forms up to its second step, and waits there
+    expect(box).to_have_class("turn-plan live updating")
+    expect(box.locator(".turn-plan-head")).to_contain_text("2 of 5 done")
+    statuses = ["done", "done", "pending", "pending", "pending"]  # the rest: the plan before
+    for item, status in zip(box.locator(".turn-plan-step").all(), statuses, strict=True):
+        expect(item).to_have_attribute("data-status", status)
+    screenshot(page, "plan-forming")
+
+    middle.set()
+    expect_checklist(box, 2)
+    expect(page.locator(".bubble.assistant")).to_have_text("Two done.")
+    expect(box).to_have_class("turn-plan")
