@@ -1,11 +1,13 @@
 """The rojo's plan (update_plan) through the agent loop and the fake provider: the system
 message asks for it only where the tool is offered, a turn starts from the last plan that
-worked (the same system message for every step of the turn), a refused plan is not carried,
+worked (the same system message for every step of the turn, the plan there even once its
+turn was summarised away), a refused plan is not carried,
 and the exports show the final plan."""
 
 import pytest
 from asgiref.sync import sync_to_async
 
+from rojos.agent.events import SummaryEvent
 from rojos.conversations.export import conversation_export_json, conversation_export_markdown
 from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
@@ -115,3 +117,27 @@ async def test_the_exports_show_the_final_plan(fake_provider, project, users):
         "- [x] Check the links\n"
     )
     assert "update_plan" not in markdown
+
+
+async def test_the_plan_is_sent_even_once_its_turn_was_summarised(fake_provider, project, users):
+    """A turn too long to send again is summarised, its update_plan call with it: the next
+    request holds no such call, and the system message still carries the plan."""
+    long = "A long brief of the work to come, line after line.\n" * 250  # ~12,750 chars
+    fake_provider.add(
+        plan_reply(PLAN),
+        stream(text_chunks("Planned.")),
+        stream(text_chunks("The person asked for the docs; a plan was set.")),  # the summary
+        stream(text_chunks("Ok.")),
+    )
+    rojo = await rojo_for(fake_provider, context_window=12_000, tools=NEW_ROJO_TOOLS)
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message=long)
+    second = await run_turn(
+        project=project, rojo=rojo, user=users["editor"], message=long + "Go on.",
+        conversation=first.conversation,
+    )  # fmt: skip
+
+    assert second.error is None and second.text == "Ok."
+    assert any(isinstance(event, SummaryEvent) for event in second.events)
+    last = fake_provider.requests[-1]
+    assert not any(m.get("tool_calls") for m in last["messages"])
+    assert f"(go on from it):\n{CHECKLIST}\n\n" in system_of(last)  # the summary follows
