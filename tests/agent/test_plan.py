@@ -1,8 +1,8 @@
 """The rojo's plan (update_plan) through the agent loop and the fake provider: the system
 message asks for it only where the tool is offered, a turn starts from the last plan that
 worked (the same system message for every step of the turn, the plan there even once its
-turn was summarised away), a refused plan is not carried,
-and the exports show the final plan."""
+turn was summarised away), a refused plan is not carried, and the exports show the final
+plan."""
 
 import pytest
 from asgiref.sync import sync_to_async

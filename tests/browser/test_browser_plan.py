@@ -84,6 +84,9 @@ def test_a_five_step_plan_updates_live_carries_over_and_is_exported(
     for done in (1, 2):
         gates[done - 1].set()
         expect_checklist(box, done)
+    # Its activity lines say how far each call took it; the steps are in the checklist.
+    calls = page.locator(".tool-line .call")
+    expect(calls).to_have_text([f"update_plan({n} of 5 done)" for n in (0, 1, 2)])
     screenshot(page, "plan-live")
     gates[2].set()
     expect(page.locator(".bubble.assistant")).to_have_text("Step three is next; say go on.")
