@@ -56,13 +56,14 @@ def plan_lines(plan: list[dict]) -> list[str]:
     ]
 
 
-def plan_text(messages: list[Message], tools: list[dict]) -> str:
+def plan_text(messages: list[Message], tools: list[dict], *, next_turn: bool = False) -> str:
     """The system message's part about the plan: "" unless update_plan is among `tools`;
-    the plan is the one set before the last user message of `messages` (the turn's)."""
+    the plan is the one set before the last user message of `messages` (the turn's), or
+    after it for the turn that has not begun (`next_turn`: the window's estimate)."""
     if not any((tool.get("function") or {}).get("name") == TOOL_NAME for tool in tools):
         return ""
     users = [n for n, message in enumerate(messages) if message.role == Message.Role.USER]
-    plan = plan_latest(messages[: users[-1]] if users else messages)
+    plan = plan_latest(messages[: users[-1]] if users and not next_turn else messages)
     if not plan:
         return PLAN_ASK
     done = all(item["status"] == "done" for item in plan)

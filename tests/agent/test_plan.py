@@ -8,7 +8,12 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from rojos.agent.events import SummaryEvent
+from rojos.context.plan import PLAN_ASK
+from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, tokens_of, tools_chars
 from rojos.conversations.export import conversation_export_json, conversation_export_markdown
+from rojos.conversations.usage_report import conversation_usage
+from rojos.models import Conversation
+from rojos.tools import registry
 from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import NEW_ROJO_TOOLS
@@ -141,3 +146,22 @@ async def test_the_plan_is_sent_even_once_its_turn_was_summarised(fake_provider,
     last = fake_provider.requests[-1]
     assert not any(m.get("tool_calls") for m in last["messages"])
     assert f"(go on from it):\n{CHECKLIST}\n\n" in system_of(last)  # the summary follows
+
+
+async def test_the_window_meter_counts_the_plan_the_next_turn_starts_from(
+    fake_provider, project, users
+):
+    """The next request's estimate holds the tool, the ask and the plan as it stands now."""
+    fake_provider.add(plan_reply(PLAN), stream(text_chunks("Planned.")))
+    rojo = await rojo_for(fake_provider, system_prompt=PROMPT, tools=NEW_ROJO_TOOLS)
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"], message="Docs")
+    conversation = await Conversation.objects.select_related("rojo").aget(pk=run.conversation.pk)
+    used = await sync_to_async(conversation_usage)(conversation=conversation)
+
+    conversation.rojo.tools = [n for n in NEW_ROJO_TOOLS if n != "update_plan"]
+    without = await sync_to_async(conversation_usage)(conversation=conversation)
+
+    added = tools_chars([registry.get("update_plan").definition]) + len(PLAN_ASK + CHECKLIST)
+    ratio = conversation.rojo.chars_per_token or DEFAULT_CHARS_PER_TOKEN
+    gained = used["context"]["used"] - without["context"]["used"]
+    assert gained >= tokens_of(added, ratio) - 1
