@@ -56,6 +56,9 @@ def expect_checklist(box, done: int) -> None:
 def test_a_five_step_plan_updates_live_carries_over_and_is_exported(
     page_for, users, project, fake_provider
 ):
+    """Each update_plan call redraws the checklist under the user's message while the next
+    response is held; the second turn shows the last plan before its own first call, and its
+    requests carry it; a reload shows both turns' checklists; both exports have the plan."""
     project_root_create(project.pk)
     make_rojo(fake_provider.base_url, approval_tools=[], tools=NEW_ROJO_TOOLS)
     gates = [threading.Event() for _ in range(6)]
