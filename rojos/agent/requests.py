@@ -28,6 +28,7 @@ from rojos.context.compaction import SUMMARY_MAX_CHARS, Compaction, compact, lat
 from rojos.context.discovery import window_learn
 from rojos.context.instructions import folders_entered, instruction_files_read, instructions_text
 from rojos.context.model_choice import ModelInUse, model_default
+from rojos.context.plan import plan_text
 from rojos.context.summaries import (
     SUMMARY_INSTRUCTION,
     summary_extra,
@@ -108,7 +109,8 @@ class TurnRequests:
     async def _prepare(self) -> AsyncIterator[SummaryEvent]:
         """Build the step's request to fit the window, summarising old turns when needed."""
         budget = self._budget_chars()
-        self.instructions = await self._instructions()
+        plan = plan_text(self.history.messages, self.tools)  # when update_plan is offered
+        self.instructions = "\n\n".join(p for p in (await self._instructions(), plan) if p)
         for _ in range(_SUMMARIES_PER_STEP):
             compaction = self._compact(budget, summaries=True)
             if not compaction.summarise:

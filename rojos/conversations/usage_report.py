@@ -19,6 +19,7 @@ from rojos.context.instructions import (
     instructions_text,
 )
 from rojos.context.model_choice import ModelInUse, model_in_use_blocking
+from rojos.context.plan import plan_text
 from rojos.context.window import (
     DEFAULT_CHARS_PER_TOKEN,
     prompt_budget,
@@ -75,6 +76,8 @@ def next_request_tokens(
     ratio = model.chars_per_token or DEFAULT_CHARS_PER_TOKEN
     tools = [t.definition for t in map(registry.get, rojo.tools or ()) if t is not None]
     fixed = tools_chars(tools)
+    plan = plan_text(messages, tools, next_turn=True)  # the plan the next turn starts from
+    instructions = "\n\n".join(part for part in (instructions, plan) if part)
     compaction = compact(
         messages,
         system_prompt=rojo.system_prompt,

@@ -7,6 +7,7 @@ import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { Attachments } from "./attach.js";
 import { ChatLog } from "./chat-log.js";
+import { TurnPlan } from "./plan.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
 import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
@@ -37,6 +38,7 @@ export class ChatPanel extends EventTarget {
     showTimesOnHover(this.log.element);
     this.activity = new Activity(this.log, { conversationId: () => this.conversationId });
     this.thinking = new Thinking(this.log);
+    this.plan = new TurnPlan(this.log);
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,
@@ -159,6 +161,7 @@ export class ChatPanel extends EventTarget {
         this.usagePending = turnUsageShow(this, this.turnMessage);
         break;
     }
+    this.plan.handle(event, { live: !this.history });
   }
 
   /** Tell the page whether this conversation's reply waits for an approval (its badge). */
