@@ -25,11 +25,19 @@ def _opened(sealed: bytes, model: type[BaseModel]):
 
 class AccountTokenStorage(TokenStorage):
     """The SDK's storage for one person's account on one server (`user_id` None: the shared
-    one); the row is made at the first write."""
+    one); the row is made at the first write. `preregistered`, the admin's client record,
+    stands before any the SDK registered."""
 
-    def __init__(self, *, server_id: int, user_id: int | None) -> None:
+    def __init__(
+        self,
+        *,
+        server_id: int,
+        user_id: int | None,
+        preregistered: OAuthClientInformationFull | None = None,
+    ) -> None:
         self.server_id = server_id
         self.user_id = user_id
+        self.preregistered = preregistered
 
     async def get_tokens(self) -> OAuthToken | None:
         return await sync_to_async(self._read)("tokens", OAuthToken)
@@ -38,7 +46,25 @@ class AccountTokenStorage(TokenStorage):
         await sync_to_async(self._write)("tokens", tokens)
 
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.preregistered is not None:
+            return self.preregistered
         return await sync_to_async(self._read)("client", OAuthClientInformationFull)
+
+    async def get_discovered(self) -> dict:
+        """The metadata the sign-in discovered (`McpAccount.discovered`), or {}."""
+        found = McpAccount.objects.filter(server_id=self.server_id, user_id=self.user_id)
+        return await found.values_list("discovered", flat=True).afirst() or {}
+
+    async def set_discovered(self, discovered: dict) -> None:
+        await sync_to_async(self._write_discovered)(discovered)
+
+    def _write_discovered(self, discovered: dict) -> None:
+        with transaction.atomic():
+            account, _made = McpAccount.objects.select_for_update().get_or_create(
+                server_id=self.server_id, user_id=self.user_id
+            )
+            account.discovered = discovered
+            account.save(update_fields=["discovered", "updated"])
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         await sync_to_async(self._write)("client", client_info)
@@ -56,6 +82,25 @@ class AccountTokenStorage(TokenStorage):
             )
             setattr(account, column, sealed)
             account.save(update_fields=[column, "updated"])
+
+
+def account_connected(*, server_id: int, user_id: int | None) -> bool:
+    """(Blocking) Whether the person (None: the shared connection) has tokens for the server."""
+    accounts = McpAccount.objects.filter(server_id=server_id, user_id=user_id)
+    return accounts.exclude(tokens=b"").exists()
+
+
+def account_disconnect(*, server_id: int, user_id: int | None) -> bool:
+    """(Blocking) Delete the person's tokens and client record for the server; whether any
+    were there."""
+    deleted, _kinds = McpAccount.objects.filter(server_id=server_id, user_id=user_id).delete()
+    return bool(deleted)
+
+
+def accounts_of_user_delete(*, user_id: int) -> int:
+    """(Blocking) Delete every account of the person (left every project, or deactivated)."""
+    deleted, _kinds = McpAccount.objects.filter(user_id=user_id).delete()
+    return deleted
 
 
 def accounts_reseal() -> tuple[int, int]:

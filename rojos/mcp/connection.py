@@ -43,6 +43,7 @@ class McpConnection:
         self.spec = spec
         self.root = root
         self.auth = auth  # an HTTP server's sign-in (`oauth`), kept across its sessions
+        self.user_id: int | None = None  # the person it signs in as, if one
         self.pid: int | None = None
         self.protocol_version: str | None = None  # as negotiated by the last session
         self._task: asyncio.Task | None = None
