@@ -33,11 +33,16 @@ __all__ = [
     "MemoryTokenStorage",
     "OAuthFlowError",
     "SignIn",
+    "SignInNeeded",
     "oauth_provider",
     "service_account_provider",
 ]
 
 CLIENT_NAME = "Rojo Chat"
+
+
+class SignInNeeded(OAuthFlowError):
+    """The server asks the person to sign in (again) where no browser is there (a turn)."""
 
 
 class Browser(Protocol):

@@ -156,3 +156,30 @@ def test_connect_refuses_a_get_and_a_stranger(tracker, users):
     csrf.force_login(users["editor"])
     assert csrf.post("/connections/tracker/connect/").status_code == 403
     assert not McpSignInPending.objects.exists()
+
+
+def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
+    oauth_mcp, project, users, root
+):
+    """A superuser connects the shared account once (from the server's admin page); every
+    member's calls act as it, and a member cannot connect or disconnect it."""
+    shared = protected_server_row(oauth_mcp, sign_in="shared")
+    member = signed_in(users["editor"])
+    assert member.post("/connections/tracker/connect/", {"shared": "1"}).status_code == 403
+    result = whoami(shared, users["editor"], root)
+    assert "shared connection that no admin has signed in" in result["error"]
+
+    users["owner"].is_superuser = users["owner"].is_staff = True
+    users["owner"].save()
+    admin = signed_in(users["owner"])
+    change = admin.get(f"/admin/rojos/mcpserver/{shared.pk}/change/").content.decode()
+    assert "not signed in" in change and 'form="mcp-shared"' in change
+    start = admin.post("/connections/tracker/connect/", {"shared": "1"})
+    back = provider_round_trip(admin, start["Location"], username="bob")
+    assert back.status_code == 302 and back["Location"] == "/admin/rojos/mcpserver/"
+    assert McpAccount.objects.get().user is None
+
+    assert whoami(shared, users["editor"], root) == "account:bob"
+    assert whoami(shared, users["viewer"], root) == "account:bob"
+    assert member.post("/connections/tracker/disconnect/", {"shared": "1"}).status_code == 403
+    assert McpAccount.objects.filter(user=None).exists()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
 import httpx2
-from mcp.client.auth import OAuthClientProvider, OAuthFlowError
+from mcp.client.auth import OAuthClientProvider
 from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
@@ -27,7 +27,7 @@ from mcp.shared.auth import (
 from pydantic import ValidationError
 
 from ..accounts import AccountTokenStorage
-from ..oauth import SignIn
+from ..oauth import SignIn, SignInNeeded
 from ..sealed import unseal
 from ..spec import ServerSpec
 
@@ -36,10 +36,6 @@ _NOT_YET = "rojo-sign-in-paused"
 # The SDK wants a redirect URI on its client record even where none is used (a turn's
 # refresh); a sign-in always gives the real one (the site's /connections/callback/).
 UNUSED_REDIRECT_URI = "http://localhost/connections/callback/"
-
-
-class SignInNeeded(OAuthFlowError):
-    """The server asks the person to sign in (again) where no browser is there (a turn)."""
 
 
 class _Paused(BaseException):
