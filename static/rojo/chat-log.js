@@ -113,6 +113,7 @@ export class ChatLog {
     line.approval?.remove();
     const message = result && typeof result === "object" && "error" in result ? result.error : result;
     const outcome = line.querySelector(".outcome");
+    line.querySelector(".mcp-connect")?.remove();
     outcome.replaceChildren(...visible(ok ? " → ok" : ` → error: ${short(String(message), 200)}`));
     if (mcp) {
       // An MCP server's tool: what it changed is not in the undo ledger.
@@ -127,7 +128,7 @@ export class ChatLog {
         link.className = "mcp-connect";
         link.href = connect[0];
         link.textContent = "Connect your account";
-        outcome.append(" · ", link);
+        outcome.after(link); // beside the outcome, which a long error cuts short
       }
     }
     return line;

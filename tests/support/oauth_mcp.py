@@ -62,8 +62,12 @@ def oauth_mcp(oidc_provider, tmp_path_factory) -> Iterator[ProtectedServer]:
     try:
         yield ProtectedServer(url=url, issuer=issuer, process=process)
     finally:
-        process.terminate()
-        process.wait(timeout=10)
+        process.terminate()  # uvicorn waits for held streams: not for long
+        try:
+            process.wait(timeout=3)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
 
 
 def protected_server_row(oauth_mcp: ProtectedServer, *, sign_in: str, **fields) -> McpServer:
