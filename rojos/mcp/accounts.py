@@ -2,8 +2,11 @@
 tokens and client record the SDK's OAuth keeps, read from and written to the row, sealed
 (`sealed`), so a turn, a refresh and the next process all find them."""
 
+from datetime import timedelta
+
 from asgiref.sync import sync_to_async
 from django.db import transaction
+from django.utils import timezone
 from mcp.client.auth import TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ValidationError
@@ -45,6 +48,12 @@ class AccountTokenStorage(TokenStorage):
     async def set_tokens(self, tokens: OAuthToken) -> None:
         await sync_to_async(self._write)("tokens", tokens)
 
+    async def get_tokens_expire(self) -> float | None:
+        """When the stored access token runs out (a POSIX time), or None if it did not say."""
+        found = McpAccount.objects.filter(server_id=self.server_id, user_id=self.user_id)
+        expires = await found.values_list("tokens_expire", flat=True).afirst()
+        return expires.timestamp() if expires else None
+
     async def get_client_info(self) -> OAuthClientInformationFull | None:
         if self.preregistered is not None:
             return self.preregistered
@@ -81,7 +90,14 @@ class AccountTokenStorage(TokenStorage):
                 server_id=self.server_id, user_id=self.user_id
             )
             setattr(account, column, sealed)
-            account.save(update_fields=[column, "updated"])
+            fields = [column, "updated"]
+            if column == "tokens":
+                lasts = getattr(record, "expires_in", None)
+                account.tokens_expire = (
+                    timezone.now() + timedelta(seconds=lasts) if lasts is not None else None
+                )
+                fields.append("tokens_expire")
+            account.save(update_fields=fields)
 
 
 def account_connected(*, server_id: int, user_id: int | None) -> bool:

@@ -187,6 +187,9 @@ class McpAccount(models.Model):
         related_name="mcp_accounts",
     )
     tokens = models.BinaryField(default=b"", editable=False)
+    # When the access token runs out (from its expires_in, at the write): a later process
+    # refreshes it in time, as the process that got it would.
+    tokens_expire = models.DateTimeField(null=True, blank=True, editable=False)
     client = models.BinaryField(default=b"", editable=False)
     # What the sign-in discovered (the protected resource's and the authorization server's
     # metadata, public documents): a later process refreshes at that token endpoint, not at

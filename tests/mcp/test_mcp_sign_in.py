@@ -4,11 +4,13 @@ callback, every call acting as the turn's own member, never another's; Disconnec
 member's removal, deleting the tokens."""
 
 import asyncio
+from datetime import timedelta
 
 import pytest
 from asgiref.sync import SyncToAsync
 from django.db import connection, connections
 from django.test import Client
+from django.utils import timezone
 
 from roject.members.services import member_remove
 from roject.models import Role
@@ -174,6 +176,7 @@ def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
     admin = signed_in(users["owner"])
     change = admin.get(f"/admin/rojos/mcpserver/{shared.pk}/change/").content.decode()
     assert "not signed in" in change and 'form="mcp-shared"' in change
+    assert '<form id="mcp-shared" method="post" hidden>' in change
     start = admin.post("/connections/tracker/connect/", {"shared": "1"})
     back = provider_round_trip(admin, start["Location"], username="bob")
     assert back.status_code == 302 and back["Location"] == "/admin/rojos/mcpserver/"
@@ -183,3 +186,16 @@ def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
     assert whoami(shared, users["viewer"], root) == "account:bob"
     assert member.post("/connections/tracker/disconnect/", {"shared": "1"}).status_code == 403
     assert McpAccount.objects.filter(user=None).exists()
+
+
+def test_an_expired_token_is_refreshed_by_the_sdk_in_a_later_process(tracker, project, users, root):
+    """A stored access token past its time (read by a new session, as another process
+    would) is refreshed at the authorization server found at sign-in, not asked for again."""
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    storage = AccountTokenStorage(server_id=tracker.pk, user_id=users["editor"].pk)
+    before = asyncio.run(storage.get_tokens())
+    McpAccount.objects.update(tokens_expire=timezone.now() - timedelta(minutes=1))
+    assert whoami(tracker, users["editor"], root) == "account:alice"
+    after = asyncio.run(storage.get_tokens())
+    assert after.access_token != before.access_token
+    assert McpAccount.objects.get().tokens_expire > timezone.now()

@@ -98,6 +98,10 @@ class AccountProvider(OAuthClientProvider):
     async def _initialize(self) -> None:
         await super()._initialize()
         discovered_set(self.context, await self.storage.get_discovered())
+        # The SDK knows a token's expiry only from the answer that brought it: a stored
+        # one would be sent until refused, then a whole sign-in asked for. Told when it
+        # runs out, the SDK refreshes it first.
+        self.context.token_expiry_time = await self.storage.get_tokens_expire()
 
     async def _perform_authorization(self) -> httpx2.Request:
         if not self.pausing:
