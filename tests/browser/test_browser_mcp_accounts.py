@@ -55,6 +55,7 @@ def test_two_members_act_on_an_oauth_server_as_their_own_accounts(
     editor = page_for(users["editor"])
     editor.goto(f"/projects/{project.pk}/")
     expect(editor.locator(".rojo-tools")).to_contain_text("Tracker (your account)")
+    expect(editor.get_by_role("link", name="Connected accounts")).to_be_visible()
     told = ask_whoami(editor, fake_provider, project)
     assert "has not connected" in told and "/connections/#mcp-tracker" in told
     link = editor.locator(".tool-line").get_by_role("link", name="Connect your account")

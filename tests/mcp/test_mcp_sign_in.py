@@ -18,7 +18,7 @@ from rojos.mcp.accounts import AccountTokenStorage
 from rojos.mcp.pool import mcp_pool_close
 from rojos.mcp.spec import McpLink, ServerSpec
 from rojos.mcp.tools import TurnTools
-from rojos.models import McpAccount, McpSignInPending
+from rojos.models import McpAccount, McpServer, McpSignInPending
 from rojos.tools import RojoToolContext, ToolCall, registry
 from tests.support.oauth_mcp import protected_server_row, provider_round_trip
 
@@ -199,3 +199,16 @@ def test_an_expired_token_is_refreshed_by_the_sdk_in_a_later_process(tracker, pr
     after = asyncio.run(storage.get_tokens())
     assert after.access_token != before.access_token
     assert McpAccount.objects.get().tokens_expire > timezone.now()
+
+
+def test_connect_to_a_server_that_cannot_be_reached_says_so(users):
+    McpServer.objects.create(
+        name="Down", slug="down", transport="http", url="http://127.0.0.1:9/mcp", sign_in="person"
+    )
+    client = signed_in(users["editor"])
+    answer = client.post("/connections/down/connect/")
+    assert answer.status_code == 302 and answer["Location"] == "/connections/"
+    page = client.get("/connections/").content.decode()
+    assert "Connecting to &#x27;Down&#x27; failed: it cannot be reached." in page
+    assert "127.0.0.1:9" not in page
+    assert not McpSignInPending.objects.exists()

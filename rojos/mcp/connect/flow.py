@@ -8,12 +8,14 @@ URL, where the flow pauses (`provider`); what it needs to finish is kept sealed
 (`pending`). `sign_in_finish` runs at Rojo's callback, in whichever process it lands.
 """
 
+import asyncio
 import logging
 from contextlib import AsyncExitStack
 from pathlib import Path
 
 import httpx2
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPError
 
@@ -47,7 +49,8 @@ async def sign_in_begin(
         spec=spec, user_id=None if shared else user_id, redirect_uri=redirect_uri, pausing=True
     )
     try:
-        async with AsyncExitStack() as stack:
+        # A server that does not answer does not hold the person's request for long.
+        async with asyncio.timeout(settings.ROJO_MCP_START_TIMEOUT), AsyncExitStack() as stack:
             client = client_make(
                 spec=spec, root=Path("/"), pipe=None, stack=stack, on_message=None, auth=provider
             )
@@ -111,6 +114,8 @@ def _why(spec: ServerSpec, exc: BaseException) -> str:
         exc = exc.exceptions[0]
     if isinstance(exc, httpx2.TransportError):
         why = "it cannot be reached"
+    elif isinstance(exc, TimeoutError):
+        why = "it did not answer in time"
     elif isinstance(exc, OAuthFlowError):
         why = f"its sign-in failed ({exc.__class__.__name__})"
     elif isinstance(exc, MCPError):
