@@ -212,3 +212,16 @@ def test_connect_to_a_server_that_cannot_be_reached_says_so(users):
     assert "Connecting to &#x27;Down&#x27; failed: it cannot be reached." in page
     assert "127.0.0.1:9" not in page
     assert not McpSignInPending.objects.exists()
+
+
+def test_client_credentials_go_to_no_authorization_server_but_their_own(oauth_mcp, users):
+    """Registered with another issuer than the one the server names (a server pointing its
+    metadata elsewhere), the admin's client credentials are dropped: no sign-in starts with
+    them, and the person is told the sign-in failed."""
+    protected_server_row(oauth_mcp, sign_in="person", oauth_issuer="https://auth.example.com")
+    client = signed_in(users["editor"])
+    answer = client.post("/connections/tracker/connect/")
+    assert answer.status_code == 302 and answer["Location"] == "/connections/"
+    page = client.get("/connections/").content.decode()
+    assert "Connecting to &#x27;Tracker&#x27; failed: its sign-in failed" in page
+    assert not McpSignInPending.objects.exists() and not McpAccount.objects.exists()

@@ -79,7 +79,7 @@ def protected_server_row(oauth_mcp: ProtectedServer, *, sign_in: str, **fields) 
         url=oauth_mcp.url,
         sign_in=sign_in,
         oauth_client_id=CLIENT_ID,
-        oauth_issuer=oauth_mcp.issuer,
+        oauth_issuer=fields.pop("oauth_issuer", oauth_mcp.issuer),
         oauth_client_secret=seal(CLIENT_SECRET.encode()),
         listed_tools=[{"name": "whoami", "inputSchema": {"type": "object"}}],
         **fields,
