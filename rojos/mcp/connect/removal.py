@@ -24,6 +24,7 @@ def membership_deleted(sender, instance: Membership, **kwargs) -> None:
 
 
 def user_saved(sender, instance, **kwargs) -> None:
-    """A deactivated person's tokens are deleted (a deleted one's go with the row)."""
-    if not instance.is_active:
+    """A deactivated person's tokens are deleted (a deleted one's go with the row); rows
+    loaded as they are (a fixture, `raw`) are left alone."""
+    if not instance.is_active and not kwargs.get("raw"):
         accounts_of_user_delete(user_id=instance.pk)
