@@ -37,8 +37,8 @@ class McpPool:
             found = None
         if found is None:
             auth = connection_auth(spec, person)
-            found = self._connections[key] = McpConnection(spec, root, auth=auth)
-            found.user_id = person
+            found = McpConnection(spec, root, auth=auth, user_id=person)
+            self._connections[key] = found
         return found
 
     def connections(self) -> list[McpConnection]:
