@@ -259,3 +259,32 @@ def test_admin_keeps_the_oauth_client_secret_sealed_and_write_only(admin_client)
     assert unseal(server.oauth_client_secret) == SECRET.encode()
     listing = admin_client.get(reverse("admin:rojos_mcpserver_changelist")).content.decode()
     assert SECRET not in listing
+
+
+def test_create_mcp_server_registers_an_oauth_server_with_its_secret_sealed(db, monkeypatch):
+    monkeypatch.setenv("TRACKER_CLIENT_SECRET", SECRET)
+    run(
+        "create_mcp_server",
+        "--name",
+        "Tracker",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--sign-in",
+        "person",
+        "--oauth-client-id",
+        "rojo",
+        "--oauth-issuer",
+        "https://auth.example.com",
+        "--oauth-client-secret-env",
+        "TRACKER_CLIENT_SECRET",
+    )
+    tracker = McpServer.objects.get(slug="tracker")
+    assert (tracker.sign_in, tracker.oauth_client_id) == ("person", "rojo")
+    assert unseal(tracker.oauth_client_secret) == SECRET.encode()
+    assert SECRET.encode() not in bytes(tracker.oauth_client_secret)
+    monkeypatch.delenv("TRACKER_CLIENT_SECRET")
+    refused = command_error(
+        "create_mcp_server", "--name", "Wiki", "--url", "https://wiki.example.com/mcp",
+        "--sign-in", "person", "--oauth-client-id", "rojo",
+    )  # fmt: skip
+    assert "name the authorization server" in refused
