@@ -5,7 +5,7 @@ A package by subject; migrations and callers import everything from here.
 
 from .approval import PendingApproval
 from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
-from .mcp import McpAccount, McpServer, RojoMcpServer
+from .mcp import McpAccount, McpServer, McpSignInPending, RojoMcpServer
 from .model_option import ModelOption
 from .rojo import (
     Rojo,
@@ -24,6 +24,7 @@ __all__ = [
     "FileChange",
     "McpAccount",
     "McpServer",
+    "McpSignInPending",
     "Message",
     "ModelOption",
     "PendingApproval",

@@ -8,9 +8,18 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from roject.members.access import project_access
 from rojos.context.model_choice import models_offered
 from rojos.conversations.listing import PAGE_SIZE, conversation_page, cursor_of
-from rojos.models import Conversation, Rojo
+from rojos.models import Conversation, McpServer, Rojo
 from rojos.tools import registry
 from rojos.web.selectors import rojo_list
+
+
+def mcp_server_label(server: McpServer) -> str:
+    """A server as the rojo bar names it: whose account its tools act as, where it signs in."""
+    if server.sign_in == McpServer.SignIn.SHARED:
+        return f"{server.name} (shared connection)"
+    if server.sign_in == McpServer.SignIn.PERSON:
+        return f"{server.name} (your account)"
+    return server.name
 
 
 def _rojo_config(rojo: Rojo) -> dict:
@@ -21,7 +30,7 @@ def _rojo_config(rojo: Rojo) -> dict:
         "name": rojo.name,
         "model": rojo.model,
         "tools": [{"name": t.name, "writes": t.writes} for t in tools if t is not None],
-        "mcpServers": [link.server.name for link in rojo.mcp_links.all()],
+        "mcpServers": [mcp_server_label(link.server) for link in rojo.mcp_links.all()],
         # The models people may pick in the rojo bar (static/rojo/model-picker.js).
         "models": models_offered(rojo, list(rojo.model_options.all())),
         "anyListed": rojo.any_listed_model,

@@ -24,10 +24,18 @@ class RojoMcpServerOut(Schema):
     transport: str
     tools: list[str] | None = Field(description="The tools the rojo uses; null: all of them.")
     ask_before: bool = Field(description="Tools not marked read-only wait for approval.")
+    sign_in: str = Field(
+        description='"person": its tools act as each member\'s own account (connected at '
+        '/connections/); "shared": as one shared account an admin signed in; "": fixed headers.'
+    )
 
     @staticmethod
     def resolve_slug(link) -> str:
         return link.server.slug
+
+    @staticmethod
+    def resolve_sign_in(link) -> str:
+        return link.server.sign_in
 
     @staticmethod
     def resolve_name(link) -> str:

@@ -69,6 +69,10 @@ ADDED_COLUMNS = {
     "rojos.conversation.model": ("", "the rojo's default model, the only one there was"),
     "rojos.message.model": ("", "not recorded before: the rojo's model then"),
     "rojos.usagerecord.model": ("", "not recorded before: the rojo's model then"),
+    "rojos.mcpserver.sign_in": ("", "every server signs in as before: its fixed headers"),
+    "rojos.mcpserver.oauth_client_id": ("", "no credentials were registered"),
+    "rojos.mcpserver.oauth_issuer": ("", "no credentials were registered"),
+    "rojos.mcpserver.oauth_client_secret": (b"", "no credentials were registered"),
 }
 
 
