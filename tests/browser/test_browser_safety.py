@@ -145,12 +145,13 @@ def test_project_page_forbids_inline_script(page_for, users, project):
 
 def test_viewer_reads_and_chats_without_write_tools(page_for, users, project, fake_provider):
     """A viewer is told the rojo can only read, sees only read tools, and can still chat."""
-    make_rojo(fake_provider.base_url)
+    rojo = make_rojo(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks("Here is what I can read.")))
     write_tools = sorted(tool.name for tool in registry if tool.writes)
-    # read_result is no rojo's choice: a conversation holding a kept result offers it
+    # The rojo's own read tools (read_result is no rojo's choice: a conversation holding a
+    # kept result offers it).
     read_tools = sorted(
-        tool.name for tool in registry if not tool.writes and not tool.reads_kept_results
+        tool.name for tool in registry if not tool.writes and tool.name in rojo.tools
     )
     assert write_tools and read_tools
     page = page_for(users["viewer"])
