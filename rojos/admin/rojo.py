@@ -7,6 +7,7 @@ from django.db import transaction
 
 from roject.audit.log import AuditAction, audit_actor
 from rojos.admin.mcp import RojoMcpServerInline
+from rojos.admin.selftest import SelfTestAdminMixin
 from rojos.changes.config_audit import config_audit, field_changes
 from rojos.context.prices import rojo_prices_prefill
 from rojos.context.window import window_of
@@ -169,6 +170,8 @@ class RojoForm(forms.ModelForm):
         if {"context_window", "model", "base_url"} & set(self.changed_data):
             # Another window or model: what the old one refused or listed no longer holds.
             rojo.refused_window = rojo.listed_window = None
+        if "base_url" in self.changed_data:
+            rojo.capability_profiles = {}  # another provider: its self-tests are to be done
         stored = self._stored
         self.key_dropped = False
         if self.cleaned_data.get("clear_api_key"):
@@ -203,7 +206,7 @@ class RojoForm(forms.ModelForm):
 
 
 @admin.register(Rojo)
-class RojoAdmin(admin.ModelAdmin):
+class RojoAdmin(SelfTestAdminMixin, admin.ModelAdmin):
     form = RojoForm
     inlines = [RojoMcpServerInline]
     list_display = ["name", "slug", "model", "base_url", "has_key", "window_in_use"]
@@ -215,6 +218,7 @@ class RojoAdmin(admin.ModelAdmin):
         "refused_window",
         "stream_usage_refused",
         "chars_per_token",
+        "capability_table",
     ]
 
     def save_model(self, request, obj, form, change):

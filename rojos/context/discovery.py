@@ -117,6 +117,16 @@ async def _listed_window(base_url: str, model: str, api_key: str, seconds: float
     )
 
 
+async def window_listed(rojo: Rojo, model: str, *, seconds: float) -> int | None:
+    """The window the rojo's provider lists for `model`, asked now (the provider self-test),
+    within `seconds`; None when no place says."""
+    try:
+        async with asyncio.timeout(seconds):
+            return await _listed_window(rojo.base_url, model, rojo.resolved_api_key(), seconds)
+    except TimeoutError:
+        return None
+
+
 async def _window_probe(rojo: Rojo) -> int | None:
     seconds = settings.ROJO_WINDOW_PROBE_SECONDS
     window = None

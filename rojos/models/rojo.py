@@ -6,6 +6,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from rojos.models.capabilities import Capabilities, capabilities_for
 from rojos.models.key_sources import key_env_refusal, key_env_value
 
 
@@ -204,6 +205,13 @@ class Rojo(models.Model):
         help_text="The window the provider stated when it refused a prompt as too long; "
         "it caps the others until the window or model is changed.",
     )
+    capability_profiles = models.JSONField(
+        default=dict,
+        blank=True,
+        editable=False,
+        help_text="What the provider self-test found each model does, by model name "
+        "(rojos.selftest; read through rojos.models.capabilities).",
+    )
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -236,3 +244,7 @@ class Rojo(models.Model):
         """
         env_key = key_env_value(self.api_key_env)
         return self.api_key or env_key
+
+    def capabilities(self, model: str | None = None) -> Capabilities:
+        """What the provider self-test found `model` (default: the rojo's own) does."""
+        return capabilities_for(self, model)

@@ -5,6 +5,8 @@ Stored messages keep what the model sent; what providers accept back differs (PR
 form that all of them take, with no branching on the provider's name:
 - only `model`, `messages`, `tools`, `stream` and `stream_options` (usage in the stream),
   plus the rojo's own options; `stream_options` is dropped for a provider that refused it;
+  `parallel_tool_calls` only where the model's self-test found parallel calls broken (false)
+  or coming only when asked for (true) (rojos.models.capabilities);
 - tool-call ids of 9 letters and digits (Mistral);
 - each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
 - Gemini's thought signatures back to the model that made them, and to no other;
@@ -196,7 +198,9 @@ def build_request(
 
     The rojo's request options are merged at the top of the body and win over everything
     but the model, the messages, the tools and streaming, which the loop depends on. Usage
-    is asked for in the stream (its last chunk) unless the provider refused that before.
+    is asked for in the stream (its last chunk) unless the provider refused that before;
+    `parallel_tool_calls` where the model's self-test found parallel calls broken (false) or
+    coming only when asked for (true).
     """
     options = rojo.request_options or {}
     if not isinstance(options, dict):  # stored before they were validated
@@ -217,4 +221,11 @@ def build_request(
         request.setdefault("stream_options", {"include_usage": True})
     if tools:
         request["tools"] = tools
+        # Two calls in one response are asked for only where the self-test saw them work
+        # (and only came when asked); where they come one at a time or run together, the
+        # provider is told not to make them.
+        found = rojo.capabilities(rojo.model)
+        tell = found.parallel_calls is False or (found.parallel_calls and found.parallel_asked)
+        if tell and found.parallel_option is not False:
+            request.setdefault("parallel_tool_calls", found.parallel_calls)
     return request

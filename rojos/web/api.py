@@ -17,7 +17,8 @@ from roject.identity.token_auth import session_auth, token_auth
 from roject.members.selectors import membership_list
 from rojos.changes import undo
 from rojos.conversations.search import conversation_search
-from rojos.provider.attachments import attachments_read
+from rojos.models.capabilities import capabilities_for
+from rojos.provider.attachments import attachments_read, image_attachments_refuse
 from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
 from rojos.turns.admission import start_admit
@@ -42,6 +43,7 @@ from rojos.web.schemas import (
     UndoneOut,
     UndoTurnIn,
 )
+from rojos.web.selftest_api import router as selftest_router
 from rojos.web.wire import encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
@@ -61,6 +63,7 @@ api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
 api.add_router("", conversations_router)
 api.add_router("/approvals", approvals_router)
+api.add_router("/rojos", selftest_router)
 error_handlers_add(api)
 
 
@@ -202,6 +205,8 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
         )
         attachments = None
         if payload.attachments:
+            images = capabilities_for(checked.rojo).images
+            image_attachments_refuse(paths=payload.attachments, images=images)
             attachments = await asyncio.to_thread(
                 attachments_read, project_id=checked.access.project.pk, paths=payload.attachments
             )

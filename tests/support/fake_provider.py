@@ -10,6 +10,7 @@ in the stream's last chunk when asked (`stream_options`). Given a `Window`, it r
 prompt over it in the words of one real provider, or, like Ollama, silently cuts the oldest
 messages: the `fake_provider` fixture fails a test in which that ever happened. It can also
 refuse `stream_options` as older servers do, and list its window where each server does.
+`tests/support/provider_profiles.py` makes it answer like one real provider throughout.
 """
 
 from __future__ import annotations

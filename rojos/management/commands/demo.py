@@ -67,6 +67,7 @@ class Command(BaseCommand):
                     # What was learned or priced for another provider or model does not hold.
                     "listed_window": None,
                     "refused_window": None,
+                    "capability_profiles": {},
                     "price_input": None,
                     "price_cached_input": None,
                     "price_output": None,
