@@ -90,6 +90,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "roject.members.context_processors.header",
+                "rojos.web.context_processors.mcp_connections",
             ],
         },
     },

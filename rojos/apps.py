@@ -20,6 +20,19 @@ class RojosConfig(AppConfig):
         import_module("rojos.models.key_checks")  # registers the key rule's system check
         import_module("rojos.metrics")  # /metrics lists every figure from the start, at 0
         malloc_tune()
+        _mcp_account_removal_connect()
+
+
+def _mcp_account_removal_connect() -> None:
+    """A person's MCP tokens go with their last membership or their deactivation."""
+    from django.contrib.auth import get_user_model
+    from django.db.models.signals import post_delete, post_save
+
+    from roject.models import Membership
+    from rojos.mcp.connect.removal import membership_deleted, user_saved
+
+    post_delete.connect(membership_deleted, sender=Membership, dispatch_uid="rojo-mcp-member")
+    post_save.connect(user_saved, sender=get_user_model(), dispatch_uid="rojo-mcp-user")
 
 
 def _search_triggers_restore(sender, using, **kwargs) -> None:

@@ -2,11 +2,21 @@
 
 from django.urls import path
 
+from rojos.web import connections, shared_pages
 from rojos.web import pages as views
-from rojos.web import shared_pages
 from rojos.web.api import api
 
 urlpatterns = [
+    # Accounts on MCP servers that ask for OAuth; the callback is the redirect URI to
+    # register with a provider: <site>/connections/callback/.
+    path("connections/", connections.connections_page, name="mcp_connections"),
+    path("connections/callback/", connections.connect_callback, name="mcp_connect_callback"),
+    path("connections/<slug:slug>/connect/", connections.connect_view, name="mcp_connect"),
+    path(
+        "connections/<slug:slug>/disconnect/",
+        connections.disconnect_view,
+        name="mcp_disconnect",
+    ),
     path("projects/<int:project_id>/", views.project_page, name="project"),
     path(
         "projects/<int:project_id>/c/<int:conversation_id>/",

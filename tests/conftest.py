@@ -23,6 +23,7 @@ pytest_plugins = [
     "tests.support.browser",
     "tests.support.replay_story",
     "tests.support.oidc_server",
+    "tests.support.oauth_mcp",
     "tests.support.image_build",
     "tests.support.other_backend",
 ]

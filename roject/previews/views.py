@@ -43,7 +43,8 @@ async def preview(request: HttpRequest, token: str, path: str):
     response["Content-Security-Policy"] = policy
     response["Referrer-Policy"] = "no-referrer"
     response["Cache-Control"] = "private, no-store"
-    response["Cross-Origin-Resource-Policy"] = "same-origin"
+    # No Cross-Origin-Resource-Policy: a sandboxed page has an opaque origin, which
+    # `same-origin` would refuse its own pictures and styles; the capability is the guard.
     name = quote(path.rsplit("/", 1)[-1])
     response["Content-Disposition"] = f"inline; filename*=UTF-8''{name}"
     return response

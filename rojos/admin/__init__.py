@@ -1,5 +1,6 @@
 """rojos' admin, one module per part; importing them registers their ModelAdmins."""
 
+from .model_options import ModelOptionAdmin
 from .records import ConversationAdmin, FileChangeAdmin, ReadOnly
 from .rojo import RojoAdmin, RojoForm
 from .usage import UsageBudgetAdmin, UsageRecordAdmin
@@ -7,6 +8,7 @@ from .usage import UsageBudgetAdmin, UsageRecordAdmin
 __all__ = [
     "ConversationAdmin",
     "FileChangeAdmin",
+    "ModelOptionAdmin",
     "ReadOnly",
     "RojoAdmin",
     "RojoForm",

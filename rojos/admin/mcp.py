@@ -5,6 +5,7 @@ import logging
 from django import forms
 from django.contrib import admin, messages
 from django.db import transaction
+from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from roject.audit.log import AuditAction, audit_actor
@@ -48,6 +49,14 @@ class McpServerForm(forms.ModelForm):
         help_text="HTTP: Header=VALUE, one a line; stored, never shown again. Header= removes it.",
     )
 
+    set_oauth_client_secret = forms.CharField(
+        required=False,
+        widget=forms.PasswordInput(render_value=False),
+        label="Set OAuth client secret",
+        help_text="OAuth: the secret of the client ID above; stored sealed, never shown again. "
+        "Leave empty to keep the one stored; a single '-' removes it.",
+    )
+
     class Meta:
         model = McpServer
         fields = [
@@ -61,6 +70,10 @@ class McpServerForm(forms.ModelForm):
             "url",
             "headers_from",
             "set_headers",
+            "sign_in",
+            "oauth_client_id",
+            "oauth_issuer",
+            "set_oauth_client_secret",
             "trusted",
         ]
 
@@ -71,7 +84,8 @@ class McpServerForm(forms.ModelForm):
 
     def audit_details(self, *, change: bool) -> dict:
         """The changed fields, with values except for variables and headers (their names)."""
-        fields = [f for f in self.changed_data if f not in ("set_env", "set_headers")]
+        secret = "set_oauth_client_secret"
+        fields = [f for f in self.changed_data if f not in ("set_env", "set_headers", secret)]
         before = (
             {n: self.get_initial_for_field(self.fields[n], n) for n in fields} if change else {}
         )
@@ -83,6 +97,8 @@ class McpServerForm(forms.ModelForm):
             if names:
                 details[key] = names  # the names set or removed; their values are secrets
                 details["fields"].append(key)
+        if self.cleaned_data.get(secret):
+            details["fields"].append("oauth_client_secret")  # that it changed, never its value
         return details
 
     def clean(self):
@@ -94,6 +110,13 @@ class McpServerForm(forms.ModelForm):
             )
         except forms.ValidationError as exc:
             self.add_error(None, exc)
+        secret = cleaned.get("set_oauth_client_secret") or ""
+        if secret == "-":
+            self.instance.oauth_client_secret = b""
+        elif secret:
+            from rojos.mcp.sealed import seal
+
+            self.instance.oauth_client_secret = seal(secret.encode())
         return cleaned
 
 
@@ -106,9 +129,18 @@ class RojoMcpServerInline(admin.TabularInline):
 @admin.register(McpServer)
 class McpServerAdmin(admin.ModelAdmin):
     form = McpServerForm
-    list_display = ["name", "slug", "transport", "trusted", "where", "tool_count", "listed_at"]
+    list_display = [
+        "name",
+        "slug",
+        "transport",
+        "sign_in",
+        "trusted",
+        "where",
+        "tool_count",
+        "listed_at",
+    ]
     prepopulated_fields = {"slug": ["name"]}
-    readonly_fields = ["stored_secrets", "offered_tools", "listed_at"]
+    readonly_fields = ["stored_secrets", "shared_connection", "offered_tools", "listed_at"]
     actions = ["refresh_tools"]
 
     # A server's command runs as the app, and its headers and environment may name any of
@@ -154,7 +186,27 @@ class McpServerAdmin(admin.ModelAdmin):
     @admin.display(description="stored secrets (names only)")
     def stored_secrets(self, server: McpServer) -> str:
         names = sorted([*(server.env or {}), *(server.headers or {})])
+        if server.oauth_client_secret:
+            names.append("OAuth client secret")
         return ", ".join(names) or "none"
+
+    @admin.display(description="shared connection")
+    def shared_connection(self, server: McpServer) -> str:
+        """Whether the shared account is signed in, and the button that signs it in (a form
+        of its own, posted to /connections/: the admin's change form cannot hold one)."""
+        from rojos.mcp.accounts import account_connected
+
+        if server.pk is None or server.sign_in != McpServer.SignIn.SHARED:
+            return "only for a server whose sign-in is “shared connection”"
+        connected = account_connected(server_id=server.pk, user_id=None)
+        action = reverse("mcp_disconnect" if connected else "mcp_connect", args=[server.slug])
+        return format_html(
+            '{} <button type="submit" form="mcp-shared" formaction="{}" name="shared" '
+            'value="1">{}</button>',
+            "signed in" if connected else "not signed in",
+            action,
+            "Disconnect" if connected else "Connect",
+        )
 
     @admin.display(description="tools it offers (as last listed)")
     def offered_tools(self, server: McpServer) -> str:
@@ -182,7 +234,7 @@ class McpServerAdmin(admin.ModelAdmin):
 
         for server in queryset:
             try:
-                tools = mcp_server_tools_refresh(server=server)
+                tools = mcp_server_tools_refresh(server=server, user_id=request.user.pk)
             except Exception as exc:  # shown to the admin; any failure of a foreign server
                 logger.warning(
                     "listing the tools of MCP server %s failed", server.slug, exc_info=exc

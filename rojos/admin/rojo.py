@@ -91,6 +91,7 @@ class RojoForm(forms.ModelForm):
             "slug",
             "base_url",
             "model",
+            "any_listed_model",
             "api_key",
             "clear_api_key",
             "api_key_env",
@@ -117,7 +118,8 @@ class RojoForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["reasoning_back"].required = False
+        if "reasoning_back" in self.fields:  # not for staff who may only view rojos
+            self.fields["reasoning_back"].required = False
         self.fields["tools"].choices = [
             (tool.name, _tool_label(tool))
             for tool in registry

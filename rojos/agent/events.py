@@ -66,6 +66,8 @@ class ToolCallDeltaEvent:
     chars: int  # how much of the arguments' text has arrived
     path: str | None = None  # the file it works on, once that part has arrived
     text: str = ""  # more of the text a write or an edit puts in (appended to the last)
+    # A forming update_plan call: its steps so far, each with what has arrived of it.
+    steps: list[dict] | None = None
     type: Literal["TOOL_CALL_DELTA"] = "TOOL_CALL_DELTA"
 
 
@@ -165,6 +167,8 @@ def event_data(event: TurnEvent) -> dict:
             data = {"index": index, "id": id_, "name": name, "chars": chars}
             if path is not None:
                 data["path"] = path
+            if event.steps is not None:
+                data["steps"] = event.steps
             return {**data, "text": text} if text else data
         case ToolCallEvent(id=id_, name=name, args=args, index=index, of=of):
             data = {"id": id_, "name": name, "args": args}

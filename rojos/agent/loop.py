@@ -16,6 +16,7 @@ from rojos.agent.thinking import Thinking
 from rojos.agent.tool_call_deltas import ToolCallDeltas
 from rojos.agent.tool_calls import Approver, ToolCallRunner
 from rojos.context.budgets import Left
+from rojos.context.model_choice import ModelInUse, model_default
 from rojos.errors import StepLimitReached
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion, StreamAccumulator
@@ -24,17 +25,19 @@ from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 
 
 async def _store_completion(
-    draft: Draft, completion: Completion, rojo: Rojo, thinking: Thinking
+    draft: Draft, completion: Completion, rojo: Rojo, thinking: Thinking, model: str
 ) -> tuple[Completion, Message]:
-    """Store the step's response; the completion with the whole text (what the drafts took
-    of it and the rest), and its message."""
-    extra = sent_back_extra(completion.extra, completion.tool_calls, rojo.model)
+    """Store the step's response (`model`: the model that wrote it); the completion with the
+    whole text (what the drafts took of it and the rest), and its message."""
+    extra = sent_back_extra(completion.extra, completion.tool_calls, model)
+    reasoning = reasoning_extra(rojo, completion, model=model)
     message = await draft.save(
         completion.text,
         tool_calls=completion.tool_calls or None,
         reasoning=completion.reasoning,
-        extra={**extra, **thinking.extra(), **reasoning_extra(rojo, completion)},
+        extra={**extra, **thinking.extra(), **reasoning},
         usage=completion.usage,
+        model=model,
     )
     return dataclasses.replace(completion, text=message.content or ""), message
 
@@ -50,6 +53,7 @@ async def agent_loop(
     record_changes: bool = False,
     budgets: list[Left] | None = None,
     role_read: bool = False,
+    model: ModelInUse | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Run the rojo on a history that ends with the user's message.
 
@@ -64,7 +68,11 @@ async def agent_loop(
     chat request does before its turn starts, spares the first step reading them again: a
     start then makes two trips to the database fewer before its first request. A call is
     still checked against the role read at the moment it runs.
+
+    `model` is the model the turn asks (rojos.context.model_choice: the conversation's, or a
+    regenerate's); None: the rojo's default. Each reply records the model that wrote it.
     """
+    model = model or model_default(rojo)
     runner = ToolCallRunner(
         ctx=ctx,
         tools=tools,
@@ -76,7 +84,13 @@ async def agent_loop(
         instruction_names=tuple(rojo.instruction_files or ()),
     )
     requests = TurnRequests(
-        rojo=rojo, history=history, tools=[], client=client, ctx=ctx, budgets=budgets
+        rojo=rojo,
+        history=history,
+        tools=[],
+        client=client,
+        ctx=ctx,
+        budgets=budgets,
+        model=model,
     )
     for _step in range(rojo.max_steps):
         step_ctx = await runner.step_check()
@@ -114,9 +128,11 @@ async def agent_loop(
             # Keep the text and thinking the user already saw; an unfinished call is dropped.
             reasoning = "".join(accumulator.reasoning_parts)
             if accumulator.text or draft.started() or reasoning:
-                await asyncio.shield(draft.save(accumulator.text, reasoning=reasoning))
+                await asyncio.shield(
+                    draft.save(accumulator.text, reasoning=reasoning, model=model.name)
+                )
             raise
-        completion, message = await _store_completion(draft, completion, rojo, thinking)
+        completion, message = await _store_completion(draft, completion, rojo, thinking, model.name)
         await requests.account(completion, message)
         if not completion.tool_calls:
             return

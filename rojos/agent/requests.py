@@ -1,13 +1,15 @@
 """The requests of one turn: fitted into the model's window, sent, and accounted for.
 
-Before the first, the rojo's window is learned from its provider if nobody declared it.
+All of it is for the turn's model (rojos.context.model_choice.ModelInUse: the conversation's,
+a regenerate's, or the rojo's default), and what is learned is kept with that model.
+Before the first, the model's window is learned from its provider if nobody declared it.
 Each request is compacted to fit (rojos.context.compaction), with the oldest turns summarised by
-the rojo's model when that is needed (rojos.context.summaries). A provider that refuses the
-request as too long teaches the window it states (kept on the rojo) and gets it again,
-compacted harder, once per step; then the turn ends with `context_overflow`, the history
-intact. A provider that refuses `stream_options` gets the request again without it, and
-the rojo remembers that (a quirk like the others, learned rather than configured). Each
-response's usage is recorded (`UsageRecord`) and calibrates the estimate of the next size.
+the same model when that is needed (rojos.context.summaries). A provider that refuses the
+request as too long teaches the window it states and gets it again, compacted harder, once
+per step; then the turn ends with `context_overflow`, the history intact. A provider that
+refuses `stream_options` gets the request again without it, and the model remembers that (a
+quirk like the others, learned rather than configured). Each response's usage is recorded
+(`UsageRecord`, with its model and at its prices) and calibrates the estimate of the next size.
 """
 
 import asyncio
@@ -25,6 +27,8 @@ from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_
 from rojos.context.compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
 from rojos.context.discovery import window_learn
 from rojos.context.instructions import folders_entered, instruction_files_read, instructions_text
+from rojos.context.model_choice import ModelInUse, model_default
+from rojos.context.plan import plan_text
 from rojos.context.summaries import (
     SUMMARY_INSTRUCTION,
     summary_extra,
@@ -73,14 +77,17 @@ class TurnRequests:
         client: openai.AsyncOpenAI,
         ctx: RojoToolContext,
         budgets: list[Left] | None = None,
+        model: ModelInUse | None = None,
     ) -> None:
         self.rojo = rojo
+        # The model asked, with its window, prices and calibration (none: the rojo's default).
+        self.model = model or model_default(rojo)
         self.history = history
         self.client = client
         self.ctx = ctx
         self.offer(tools)
         self.sent_chars = 0  # the size of the last request sent, for calibration
-        self.stored_ratio = rojo.chars_per_token
+        self.stored_ratio = self.model.chars_per_token
         self.opened = False
         self.request: dict = {}
         self.budgets = budgets  # None: read before the first request
@@ -94,15 +101,16 @@ class TurnRequests:
 
     @property
     def chars_per_token(self) -> float:
-        return self.rojo.chars_per_token or DEFAULT_CHARS_PER_TOKEN
+        return self.model.chars_per_token or DEFAULT_CHARS_PER_TOKEN
 
     def _budget_chars(self) -> int:
-        return int(prompt_budget(self.rojo) * self.chars_per_token)
+        return int(prompt_budget(self.model) * self.chars_per_token)
 
     async def _prepare(self) -> AsyncIterator[SummaryEvent]:
         """Build the step's request to fit the window, summarising old turns when needed."""
         budget = self._budget_chars()
-        self.instructions = await self._instructions()
+        plan = plan_text(self.history.messages, self.tools)  # when update_plan is offered
+        self.instructions = "\n\n".join(p for p in (await self._instructions(), plan) if p)
         for _ in range(_SUMMARIES_PER_STEP):
             compaction = self._compact(budget, summaries=True)
             if not compaction.summarise:
@@ -116,13 +124,17 @@ class TurnRequests:
                 raise ContextOverflow(
                     f"The rojo's system prompt, the project's instruction files and the tool "
                     f"definitions alone take more than its context window of "
-                    f"{window_of(self.rojo):,} tokens allows; an administrator can shorten "
+                    f"{window_of(self.model):,} tokens allows; an administrator can shorten "
                     "the prompt, turn tools off, or set a larger window in the admin, and "
                     "members can shorten the instruction files."
                 )
             raise self._overflow_error()
         self.request = build_request(
-            self.rojo, self.history.messages, self.tools, messages=compaction.messages
+            self.rojo,
+            self.history.messages,
+            self.tools,
+            messages=compaction.messages,
+            model=self.model,
         )
         self.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
 
@@ -145,7 +157,7 @@ class TurnRequests:
             self.history.messages,
             system_prompt=self.rojo.system_prompt,
             instructions=self.instructions,
-            model=self.rojo.model,
+            model=self.model.name,
             budget_chars=budget,
             fixed_chars=self.tools_chars,
             summaries=summaries,
@@ -157,7 +169,7 @@ class TurnRequests:
         of any turns that had to be summarised to fit the window."""
         if not self.opened:
             self.opened = True
-            await window_learn(self.rojo)
+            await window_learn(self.model)
             if self.budgets is None:
                 self.budgets = await sync_to_async(budgets_left)(
                     user=self.ctx.user, project_id=self.ctx.project_id
@@ -204,19 +216,18 @@ class TurnRequests:
         an upper bound, a little under what was refused."""
         logger.info("rojo %s: over its context window (%s)", self.rojo, exc)
         if exc.prompt:
-            self.rojo.chars_per_token = calibrated(
-                self.rojo.chars_per_token, self.sent_chars, exc.prompt
+            self.model.chars_per_token = calibrated(
+                self.model.chars_per_token, self.sent_chars, exc.prompt
             )
         sent = exc.prompt or tokens_of(self.sent_chars, self.chars_per_token)
         window = max(exc.limit or int(sent * _UNDER_REFUSED), _SMALLEST_WINDOW)
-        if window < window_of(self.rojo):
-            self.rojo.refused_window = window
-            await Rojo.objects.filter(pk=self.rojo.pk).aupdate(refused_window=window)
+        if window < window_of(self.model):
+            await self.model.learned_save(refused_window=window)
 
     def _overflow_error(self) -> ContextOverflow:
         return ContextOverflow(
             "The conversation is too long for the model's context window "
-            f"({window_of(self.rojo):,} tokens), even with old tool results left out and "
+            f"({window_of(self.model):,} tokens), even with old tool results left out and "
             "earlier turns summarised. Send your message again (it is kept), in a new "
             "conversation if this happens again; an administrator can set the rojo's real "
             "context window in the admin."
@@ -249,9 +260,9 @@ class TurnRequests:
 
     async def _complete(self, messages: list[dict]) -> Completion:
         """One request without tools, read to its end."""
-        request = {**(self.rojo.request_options or {}), "model": self.rojo.model}
+        request = {**(self.rojo.request_options or {}), "model": self.model.name}
         request.update(messages=messages, stream=True)
-        if not self.rojo.stream_usage_refused:
+        if not self.model.stream_usage_refused:
             request["stream_options"] = {"include_usage": True}
         self.sent_chars = sum(map(item_chars, messages))
         accumulator = StreamAccumulator()
@@ -263,8 +274,7 @@ class TurnRequests:
 
     async def _stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)
-        self.rojo.stream_usage_refused = True
-        await Rojo.objects.filter(pk=self.rojo.pk).aupdate(stream_usage_refused=True)
+        await self.model.learned_save(stream_usage_refused=True)
 
     def _estimated(self, completion: Completion) -> UsageCounts:
         out = len(completion.text) + sum(
@@ -285,12 +295,12 @@ class TurnRequests:
         """Record what the response used (the provider's count, else an estimate)."""
         counts = usage_counts(completion.usage) or self._estimated(completion)
         if counts.reported:
-            self.rojo.chars_per_token = calibrated(
-                self.rojo.chars_per_token, self.sent_chars, counts.prompt
+            self.model.chars_per_token = calibrated(
+                self.model.chars_per_token, self.sent_chars, counts.prompt
             )
         if not completion.tool_calls:  # the turn's last response
             await self._calibration_save()
-        cost = usage_cost(self.rojo, counts)
+        cost = usage_cost(self.model, counts)
         metrics.tokens.labels(direction="in").inc(counts.prompt)
         metrics.tokens.labels(direction="out").inc(counts.completion)
         if cost:
@@ -304,6 +314,7 @@ class TurnRequests:
             conversation=self.history.conversation,
             message=message if message is not None and message.pk else None,
             kind=kind,
+            model=self.model.name,
             prompt_tokens=counts.prompt,
             completion_tokens=counts.completion,
             cached_tokens=counts.cached,
@@ -314,8 +325,8 @@ class TurnRequests:
 
     async def _calibration_save(self) -> None:
         """Store the ratio when it moved since it was loaded: once a turn at most."""
-        before, after = self.stored_ratio, self.rojo.chars_per_token
+        before, after = self.stored_ratio, self.model.chars_per_token
         if after is None or (before and abs(after - before) / before <= _RECALIBRATE):
             return
         self.stored_ratio = after
-        await Rojo.objects.filter(pk=self.rojo.pk).aupdate(chars_per_token=after)
+        await self.model.learned_save(chars_per_token=after)

@@ -6,7 +6,8 @@ chunk: a call is announced once it has been forming for ROJO_TOOL_DELTA_SECONDS,
 at most that often, so a 1 MB argument in 100,000 chunks makes a few hundred events at most,
 and a call that streams in faster than that (most do) makes none. The agent loop asks after
 every network read, and after every quiet spell of that length (the provider's `tick`), so
-what arrived is shown within one interval even when the provider then pauses.
+what arrived is shown within one interval even when the provider then pauses. A forming
+update_plan call also carries the steps whose text has arrived, so the checklist follows it.
 """
 
 import time
@@ -15,6 +16,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from rojos.agent.events import ToolCallDeltaEvent
+from rojos.context.plan import TOOL_NAME as PLAN_TOOL
 from rojos.provider.accumulator import StreamAccumulator
 from rojos.provider.partial_arguments import ArgumentScanner
 
@@ -81,9 +83,11 @@ class ToolCallDeltas:
         if shown == forming.shown and not text:
             return None
         forming.shown = shown
+        steps = scanner.items.get("plan", []) if call.name == PLAN_TOOL else None
         return ToolCallDeltaEvent(
-            index=index, id=shown[0], name=call.name, chars=scanner.chars, path=path, text=text
-        )
+            index=index, id=shown[0], name=call.name, chars=scanner.chars, path=path, text=text,
+            steps=[dict(item) for item in steps] if steps is not None else None,
+        )  # fmt: skip
 
     def final_ids(self, tool_calls: list[dict]) -> list[ToolCallDeltaEvent]:
         """After the response: one more delta for each shown call whose id changed (a

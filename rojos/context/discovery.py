@@ -18,6 +18,7 @@ from typing import Any
 import httpx2
 from django.conf import settings
 
+from rojos.context.model_choice import ModelInUse
 from rojos.models import Rojo
 from rojos.provider.clients import tls_context
 
@@ -127,40 +128,42 @@ async def window_listed(rojo: Rojo, model: str, *, seconds: float) -> int | None
         return None
 
 
-async def _window_probe(rojo: Rojo) -> int | None:
+async def _window_probe(model: ModelInUse) -> int | None:
+    rojo = model.rojo
     seconds = settings.ROJO_WINDOW_PROBE_SECONDS
     window = None
     try:
         async with asyncio.timeout(seconds):
             window = await _listed_window(
-                rojo.base_url, rojo.model, rojo.resolved_api_key(), seconds
+                rojo.base_url, model.name, rojo.resolved_api_key(), seconds
             )
     except TimeoutError:
         logger.info("rojo %s: the provider did not list its window in %gs", rojo, seconds)
-    _asked[(rojo.base_url, rojo.model)] = (time.monotonic(), window)
+    _asked[(rojo.base_url, model.name)] = (time.monotonic(), window)
     return window
 
 
-async def window_learn(rojo: Rojo) -> None:
-    """Learn the rojo's window from its provider if it has none declared or learned.
+async def window_learn(model: ModelInUse) -> None:
+    """Learn the window of a rojo's model from its provider if it has none declared or learned.
 
     Bounded by ROJO_WINDOW_PROBE_SECONDS; a provider that does not answer in time, or says
-    nothing, leaves the default in use. What is learned is stored on the rojo.
+    nothing, leaves the default in use. What is learned is stored with the model (the
+    rojo's row for its default model, else the model's option: rojos.context.model_choice).
     """
-    if rojo.context_window or rojo.listed_window:
+    if model.context_window or model.listed_window:
         return
-    key = (rojo.base_url, rojo.model)
+    key = (model.rojo.base_url, model.name)
     asked = _asked.get(key)
     if asked is not None and time.monotonic() - asked[0] < _ASK_AGAIN_SECONDS:
-        rojo.listed_window = asked[1]
+        model.listed_window = asked[1]
         return
     probe = _probing.get(key)
     asks = probe is None or probe.get_loop() is not asyncio.get_running_loop()
     if asks:
-        probe = _probing[key] = asyncio.ensure_future(_window_probe(rojo))
+        probe = _probing[key] = asyncio.ensure_future(_window_probe(model))
         probe.add_done_callback(lambda done: _probing.pop(key) if _probing.get(key) is done else 0)
     window = await asyncio.shield(probe)
-    if window:
-        rojo.listed_window = window
     if window and asks:  # stored once, by the turn that asked
-        await Rojo.objects.filter(pk=rojo.pk).aupdate(listed_window=window)
+        await model.learned_save(listed_window=window)
+    elif window:
+        model.listed_window = window

@@ -4,8 +4,12 @@ import json
 import re
 
 from rojos.agent.branches import branch_count, branch_messages
+from rojos.context.plan import TOOL_NAME as PLAN_TOOL
+from rojos.context.plan import plan_latest, plan_lines
 from rojos.conversations.replay import conversation_replay
 from rojos.models import Conversation, FileChange, Message, TurnRecord
+from rojos.tools import ToolError
+from rojos.tools.update_plan import plan_checked
 
 
 def _message_json(message: Message) -> dict:
@@ -23,6 +27,8 @@ def _message_json(message: Message) -> dict:
         data.update(tool_call_id=message.tool_call_id, name=message.name, is_error=message.is_error)
     if message.reasoning:
         data["reasoning"] = message.reasoning
+    if message.model:
+        data["model"] = message.model  # the model that wrote it (rojos.context.model_choice)
     if message.usage:
         data["usage"] = message.usage
     if message.extra:
@@ -38,19 +44,23 @@ def conversation_export_json(conversation: Conversation) -> dict:
     messages = Message.objects.filter(conversation=conversation).order_by("branch", "position")
     turns = TurnRecord.objects.filter(conversation=conversation)
     changes = FileChange.objects.filter(conversation=conversation).order_by("created", "pk")
+    path = list(branch_messages(conversation).order_by("position"))
     return {
         "conversation": {
             "id": conversation.pk,
             "title": conversation.title,
             "project": {"id": conversation.project_id, "slug": conversation.project.slug},
             "rojo": {"slug": rojo.slug, "name": rojo.name, "model": rojo.model} if rojo else None,
+            "model": conversation.model or (rojo.model if rojo else ""),
             "user": conversation.user.get_username() if conversation.user else None,
             "created": conversation.created.isoformat(),
             "updated": conversation.updated.isoformat(),
             "branch": conversation.branch,
             "branches": conversation.branches,
         },
-        "branch_path": list(branch_messages(conversation).values_list("pk", flat=True)),
+        "branch_path": [m.pk for m in path],
+        # The rojo's last plan on the active branch (update_plan), as the chat shows it.
+        "plan": plan_latest(path),
         "messages": [_message_json(m) for m in messages],
         "turns": [
             {
@@ -80,11 +90,12 @@ def conversation_export_json(conversation: Conversation) -> dict:
 def conversation_export_markdown(conversation: Conversation) -> str:
     """A readable transcript: the people's and the rojo's words, and the tool activity."""
     rojo = conversation.rojo
+    model = f" ({conversation.model or rojo.model})" if rojo else ""
     lines = [
         f"# {conversation.title or f'Conversation {conversation.pk}'}",
         "",
         f"Project **{conversation.project.name}** · rojo **{rojo.name if rojo else 'deleted'}**"
-        f"{f' ({rojo.model})' if rojo else ''} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
+        f"{model} · started {conversation.created:%Y-%m-%d %H:%M} UTC",
     ]
     undone = set(
         FileChange.objects.filter(conversation=conversation, undone__isnull=False).values_list(
@@ -117,8 +128,15 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
         text = turn.user.content or ""
         lines += ["", "## You", "", _fences_closed(text)]
         speaking = False
+        asked, plan = {}, None  # the turn's plans asked for, and its last that worked
         for event in turn.events:
             data = event.data
+            if event.type in ("TOOL_CALL", "TOOL_RESULT") and data["name"] == PLAN_TOOL:
+                if event.type == "TOOL_CALL":
+                    asked[data["id"]] = data["args"]
+                elif data["ok"]:
+                    plan = _plan_of(asked.get(data["id"])) or plan
+                continue  # shown once, as the checklist after the turn's activity
             if event.type == "CHAT":
                 if not speaking:
                     lines += ["", "## Rojo", ""]
@@ -145,12 +163,21 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
             elif event.type == "ERROR":
                 lines += ["", f"> **Error:** {data['message']}"]
                 speaking = False
+        if plan:
+            lines += ["", "**Plan**", "", *plan_lines(plan)]
     return lines
 
 
 def _thought(data: dict) -> str:
     seconds = data.get("seconds")
     return "Thinking" if seconds is None else f"Thought for {max(1, round(seconds))} s"
+
+
+def _plan_of(args) -> list[dict] | None:
+    try:
+        return plan_checked(args)
+    except ToolError:
+        return None
 
 
 def _inline_code(text: str, limit: int = 200) -> str:

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from asgiref.sync import sync_to_async
+
 from roject.members.access import aproject_role
 from roject.models import Role
 from rojos.agent.events import (
@@ -21,6 +23,7 @@ from rojos.agent.history import History
 from rojos.agent.loop import agent_loop
 from rojos.agent.stored_events import conversation_turns
 from rojos.agent.tool_calls import Approver
+from rojos.context.model_choice import model_in_use_blocking
 from rojos.errors import TurnError
 from rojos.models import Conversation, Message, Rojo
 from rojos.provider.clients import rojo_client
@@ -99,6 +102,8 @@ async def conversation_rerun(
     )
     history = ScratchHistory(conversation, [])
     client = await rojo_client(rojo)
+    # The conversation's model, where this rojo offers it (another rojo: its default).
+    model = await sync_to_async(model_in_use_blocking)(rojo, conversation.model)
     for text in user_messages:
         user = await history.add(role=Message.Role.USER, content=text)
         turn = ReplayTurn(user=user)
@@ -106,7 +111,7 @@ async def conversation_rerun(
         numbering.add(StartEvent(conversation=conversation.pk, message=None))
         try:
             events = agent_loop(
-                history=history, rojo=rojo, ctx=ctx, client=client, approver=approver
+                history=history, rojo=rojo, ctx=ctx, client=client, approver=approver, model=model
             )
             async for event in events:
                 numbering.add(event)

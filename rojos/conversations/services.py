@@ -15,7 +15,9 @@ from django.http import Http404
 
 from roject import storage
 from roject.audit.log import AuditAction, AuditActor, audit_record
+from roject.errors import AppError
 from rojos.agent.branches import branch_leaf
+from rojos.context.model_choice import model_check, model_stored
 from rojos.errors import TurnBusy
 from rojos.models import Conversation, Message
 from rojos.turns.control import turn_stop
@@ -97,3 +99,16 @@ def conversation_branch_switch(*, conversation: Conversation, message_id) -> int
         raise ConversationBusy("A reply is running here; switch branches when it is done.")
     conversation.branch = branch
     return branch
+
+
+def conversation_model_change(*, conversation: Conversation, model: str) -> str:
+    """(Blocking) Pick the model the conversation's next turns ask (the rojo bar's picker):
+    one its rojo offers (ModelNotOffered otherwise). A running turn keeps the model it
+    started with. Returns the model now in use."""
+    rojo = conversation.rojo
+    if rojo is None:
+        raise AppError("This conversation's rojo was deleted; pick another rojo and send.")
+    model_check(rojo, model)
+    conversation.model = model_stored(rojo, model)
+    Conversation.objects.filter(pk=conversation.pk).update(model=conversation.model)
+    return model

@@ -18,6 +18,8 @@ from rojos.context.instructions import (
     instruction_files_read,
     instructions_text,
 )
+from rojos.context.model_choice import ModelInUse, model_in_use_blocking
+from rojos.context.plan import plan_text
 from rojos.context.window import (
     DEFAULT_CHARS_PER_TOKEN,
     prompt_budget,
@@ -60,20 +62,27 @@ def instructions_in_force(
 
 
 def next_request_tokens(
-    conversation: Conversation, messages: list[Message], instructions: str = ""
+    conversation: Conversation,
+    messages: list[Message],
+    instructions: str = "",
+    model: ModelInUse | None = None,
 ) -> int:
-    """The estimated size of the conversation's next request, compacted as it would be."""
+    """The estimated size of the conversation's next request, compacted as it would be for
+    `model` (None: the conversation's model)."""
     rojo = conversation.rojo
     if rojo is None:
         return 0
-    ratio = rojo.chars_per_token or DEFAULT_CHARS_PER_TOKEN
+    model = model or model_in_use_blocking(rojo, conversation.model)
+    ratio = model.chars_per_token or DEFAULT_CHARS_PER_TOKEN
     tools = [t.definition for t in map(registry.get, rojo.tools or ()) if t is not None]
     fixed = tools_chars(tools)
+    plan = plan_text(messages, tools, next_turn=True)  # the plan the next turn starts from
+    instructions = "\n\n".join(part for part in (instructions, plan) if part)
     compaction = compact(
         messages,
         system_prompt=rojo.system_prompt,
-        model=rojo.model,
-        budget_chars=int(prompt_budget(rojo) * ratio),
+        model=model.name,
+        budget_chars=int(prompt_budget(model) * ratio),
         fixed_chars=fixed,
         summaries=False,
         instructions=instructions,
@@ -109,13 +118,16 @@ def conversation_usage(
         if row["message_id"] in turn_of:
             by_turn.setdefault(turn_of[row["message_id"]], []).append(row)
     rojo = conversation.rojo
+    model = model_in_use_blocking(rojo, conversation.model) if rojo else None
     files = instructions_in_force(conversation, messages)
+    used = next_request_tokens(conversation, messages, instructions_text(files), model)
     return {
         "turns": {str(turn): _tokens(turn_rows) for turn, turn_rows in by_turn.items()},
         "total": _tokens(rows),
         "context": {
-            "window": window_of(rojo) if rojo else 0,
-            "used": next_request_tokens(conversation, messages, instructions_text(files)),
+            "window": window_of(model) if model else 0,
+            "used": used,
+            "model": model.name if model else "",
         },
         "instructions": [item.path for item in files if item.text],
     }

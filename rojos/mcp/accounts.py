@@ -2,8 +2,11 @@
 tokens and client record the SDK's OAuth keeps, read from and written to the row, sealed
 (`sealed`), so a turn, a refresh and the next process all find them."""
 
+from datetime import timedelta
+
 from asgiref.sync import sync_to_async
 from django.db import transaction
+from django.utils import timezone
 from mcp.client.auth import TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ValidationError
@@ -25,11 +28,19 @@ def _opened(sealed: bytes, model: type[BaseModel]):
 
 class AccountTokenStorage(TokenStorage):
     """The SDK's storage for one person's account on one server (`user_id` None: the shared
-    one); the row is made at the first write."""
+    one); the row is made at the first write. `preregistered`, the admin's client record,
+    stands before any the SDK registered."""
 
-    def __init__(self, *, server_id: int, user_id: int | None) -> None:
+    def __init__(
+        self,
+        *,
+        server_id: int,
+        user_id: int | None,
+        preregistered: OAuthClientInformationFull | None = None,
+    ) -> None:
         self.server_id = server_id
         self.user_id = user_id
+        self.preregistered = preregistered
 
     async def get_tokens(self) -> OAuthToken | None:
         return await sync_to_async(self._read)("tokens", OAuthToken)
@@ -37,8 +48,32 @@ class AccountTokenStorage(TokenStorage):
     async def set_tokens(self, tokens: OAuthToken) -> None:
         await sync_to_async(self._write)("tokens", tokens)
 
+    async def get_tokens_expire(self) -> float | None:
+        """When the stored access token runs out (a POSIX time), or None if it did not say."""
+        found = McpAccount.objects.filter(server_id=self.server_id, user_id=self.user_id)
+        expires = await found.values_list("tokens_expire", flat=True).afirst()
+        return expires.timestamp() if expires else None
+
     async def get_client_info(self) -> OAuthClientInformationFull | None:
+        if self.preregistered is not None:
+            return self.preregistered
         return await sync_to_async(self._read)("client", OAuthClientInformationFull)
+
+    async def get_discovered(self) -> dict:
+        """The metadata the sign-in discovered (`McpAccount.discovered`), or {}."""
+        found = McpAccount.objects.filter(server_id=self.server_id, user_id=self.user_id)
+        return await found.values_list("discovered", flat=True).afirst() or {}
+
+    async def set_discovered(self, discovered: dict) -> None:
+        await sync_to_async(self._write_discovered)(discovered)
+
+    def _write_discovered(self, discovered: dict) -> None:
+        with transaction.atomic():
+            account, _made = McpAccount.objects.select_for_update().get_or_create(
+                server_id=self.server_id, user_id=self.user_id
+            )
+            account.discovered = discovered
+            account.save(update_fields=["discovered", "updated"])
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
         await sync_to_async(self._write)("client", client_info)
@@ -55,7 +90,33 @@ class AccountTokenStorage(TokenStorage):
                 server_id=self.server_id, user_id=self.user_id
             )
             setattr(account, column, sealed)
-            account.save(update_fields=[column, "updated"])
+            fields = [column, "updated"]
+            if column == "tokens":
+                lasts = getattr(record, "expires_in", None)
+                account.tokens_expire = (
+                    timezone.now() + timedelta(seconds=lasts) if lasts is not None else None
+                )
+                fields.append("tokens_expire")
+            account.save(update_fields=fields)
+
+
+def account_connected(*, server_id: int, user_id: int | None) -> bool:
+    """(Blocking) Whether the person (None: the shared connection) has tokens for the server."""
+    accounts = McpAccount.objects.filter(server_id=server_id, user_id=user_id)
+    return accounts.exclude(tokens=b"").exists()
+
+
+def account_disconnect(*, server_id: int, user_id: int | None) -> bool:
+    """(Blocking) Delete the person's tokens and client record for the server; whether any
+    were there."""
+    deleted, _kinds = McpAccount.objects.filter(server_id=server_id, user_id=user_id).delete()
+    return bool(deleted)
+
+
+def accounts_of_user_delete(*, user_id: int) -> int:
+    """(Blocking) Delete every account of the person (left every project, or deactivated)."""
+    deleted, _kinds = McpAccount.objects.filter(user_id=user_id).delete()
+    return deleted
 
 
 def accounts_reseal() -> tuple[int, int]:

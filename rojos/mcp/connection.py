@@ -39,10 +39,17 @@ _CLOSE_SECONDS = 15.0  # the SDK's shutdown takes at most about 6 s (stdin, TERM
 class McpConnection:
     """The session with one server for one project, in this process and event loop."""
 
-    def __init__(self, spec: ServerSpec, root: Path, auth: httpx2.Auth | None = None) -> None:
+    def __init__(
+        self,
+        spec: ServerSpec,
+        root: Path,
+        auth: httpx2.Auth | None = None,
+        user_id: int | None = None,
+    ) -> None:
         self.spec = spec
         self.root = root
         self.auth = auth  # an HTTP server's sign-in (`oauth`), kept across its sessions
+        self.user_id = user_id  # the person it signs in as, if one
         self.pid: int | None = None
         self.protocol_version: str | None = None  # as negotiated by the last session
         self._task: asyncio.Task | None = None

@@ -33,11 +33,16 @@ __all__ = [
     "MemoryTokenStorage",
     "OAuthFlowError",
     "SignIn",
+    "SignInNeeded",
     "oauth_provider",
     "service_account_provider",
 ]
 
 CLIENT_NAME = "Rojo Chat"
+
+
+class SignInNeeded(OAuthFlowError):
+    """The server asks the person to sign in (again) where no browser is there (a turn)."""
 
 
 class Browser(Protocol):
@@ -63,6 +68,9 @@ class SignIn:
     client_secret: str = ""
     client_metadata_url: str | None = None
     client_name: str = CLIENT_NAME
+    # The authorization server the admin registered the client with: the SDK drops the
+    # credentials, and sends them nowhere, when the server names another (SEP-2352).
+    issuer: str | None = None
 
     def preregistered(self) -> OAuthClientInformationFull | None:
         """The admin's credentials as the SDK's client record, or None to register."""
@@ -73,6 +81,16 @@ class SignIn:
             client_secret=self.client_secret or None,
             redirect_uris=[AnyUrl(self.redirect_uri)],
             token_endpoint_auth_method="client_secret_basic" if self.client_secret else "none",
+            issuer=self.issuer or None,
+        )
+
+    def client_metadata(self) -> OAuthClientMetadata:
+        """What Rojo asks to be registered as, when it registers itself."""
+        return OAuthClientMetadata(
+            client_name=self.client_name,
+            redirect_uris=[AnyUrl(self.redirect_uri)],
+            grant_types=["authorization_code", "refresh_token"],
+            response_types=["code"],
         )
 
 
@@ -102,15 +120,9 @@ def oauth_provider(
 ) -> OAuthClientProvider:
     """The SDK's `httpx2.Auth` for the authorization code grant on the server at `url`: the
     first 401 starts the sign-in, later requests carry (and refresh) the token."""
-    metadata = OAuthClientMetadata(
-        client_name=sign_in.client_name,
-        redirect_uris=[AnyUrl(sign_in.redirect_uri)],
-        grant_types=["authorization_code", "refresh_token"],
-        response_types=["code"],
-    )
     return OAuthClientProvider(
         server_url=url,
-        client_metadata=metadata,
+        client_metadata=sign_in.client_metadata(),
         storage=storage,
         redirect_handler=browser.visit,
         callback_handler=browser.returned,

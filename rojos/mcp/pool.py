@@ -10,6 +10,7 @@ import asyncio
 import weakref
 from pathlib import Path
 
+from .connect.provider import connection_auth
 from .connection import McpConnection
 from .spec import ServerSpec
 
@@ -19,20 +20,25 @@ _pools: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, McpPool]" = (
 
 
 class McpPool:
-    """The running loop's sessions, by server slug and project root."""
+    """The running loop's sessions, by server slug, project root and, for a server each
+    member signs in to, the person: one member's session never carries another's token."""
 
     def __init__(self) -> None:
-        self._connections: dict[tuple[str, Path], McpConnection] = {}
+        self._connections: dict[tuple[str, Path, int | None], McpConnection] = {}
 
-    def connection(self, spec: ServerSpec, root: Path) -> McpConnection:
-        """The session for the server in the project, new if the server's settings changed."""
-        key = (spec.slug, root)
+    def connection(self, spec: ServerSpec, root: Path, user_id: int | None = None) -> McpConnection:
+        """The session for the server in the project (and the person's, where each member
+        signs in), new if the server's settings changed."""
+        person = user_id if spec.per_person else None
+        key = (spec.slug, root, person)
         found = self._connections.get(key)
         if found is not None and found.spec != spec:
             found.stop()  # edited in the admin: its next use runs the new settings
             found = None
         if found is None:
-            found = self._connections[key] = McpConnection(spec, root)
+            auth = connection_auth(spec, person)
+            found = McpConnection(spec, root, auth=auth, user_id=person)
+            self._connections[key] = found
         return found
 
     def connections(self) -> list[McpConnection]:
@@ -60,6 +66,16 @@ def mcp_server_relist(slug: str) -> None:
         for connection in pool.connections():
             if connection.spec.slug == slug and not loop.is_closed():
                 loop.call_soon_threadsafe(connection.mark_stale)
+
+
+def mcp_account_sessions_stop(slug: str, user_id: int | None) -> None:
+    """(Any thread) Stop this process's sessions of the server that sign in as the person
+    (None: every session of a shared connection): their tokens were deleted."""
+    for loop, pool in list(_pools.items()):
+        for connection in pool.connections():
+            mine = connection.user_id == user_id or user_id is None
+            if connection.spec.slug == slug and mine and not loop.is_closed():
+                loop.call_soon_threadsafe(connection.stop)
 
 
 async def mcp_pool_close() -> None:

@@ -1,7 +1,7 @@
 """What it takes to reach an MCP server, read from its row once per turn."""
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..models import McpServer, RojoMcpServer
@@ -23,6 +23,13 @@ class ServerSpec:
     url: str = ""
     headers: tuple[tuple[str, str], ...] = ()
     headers_from: tuple[tuple[str, str], ...] = ()
+    # OAuth (McpServer.sign_in): "person", "shared" or "" (none); the row's id keys the
+    # accounts; the admin's client credentials, the secret still sealed.
+    sign_in: str = ""
+    server_id: int = 0
+    oauth_client_id: str = ""
+    oauth_issuer: str = ""
+    oauth_client_secret: bytes = field(default=b"", repr=False)
 
     @classmethod
     def of(cls, server: McpServer) -> "ServerSpec":
@@ -37,7 +44,17 @@ class ServerSpec:
             url=server.url,
             headers=tuple(sorted((server.headers or {}).items())),
             headers_from=tuple(sorted((server.headers_from or {}).items())),
+            sign_in=server.sign_in if server.transport == McpServer.Transport.HTTP else "",
+            server_id=server.pk or 0,
+            oauth_client_id=server.oauth_client_id,
+            oauth_issuer=server.oauth_issuer,
+            oauth_client_secret=bytes(server.oauth_client_secret or b""),
         )
+
+    @property
+    def per_person(self) -> bool:
+        """Each member signs in: a session belongs to one person."""
+        return self.sign_in == McpServer.SignIn.PERSON
 
     @property
     def stdio(self) -> bool:

@@ -5,17 +5,19 @@ import logging
 
 import httpx2
 import mcp_types as types
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolError
+from .accounts import account_connected
 from .connection import McpUnavailable, url_scrubbed
 from .names import model_tool_name
 from .pool import mcp_pool
 from .results import outcome_from_result
 from .schemas import clean_schema
-from .spec import McpLink
+from .spec import McpLink, ServerSpec
 
 logger = logging.getLogger("rojos.mcp")
 
@@ -49,7 +51,12 @@ class McpTool(RojoTool):
         return {"mcp": {"server": server, "tool": self.tool_name, "note": NOT_UNDOABLE}}
 
     async def execute(self, args: dict, ctx: RojoToolContext):
-        connection = mcp_pool().connection(self.link.spec, ctx.project_root)
+        spec = self.link.spec
+        connection = mcp_pool().connection(spec, ctx.project_root, _user_id(ctx))
+        refusal = await signed_out(spec, ctx)
+        if refusal:
+            connection.stop()  # its tokens were deleted: nothing may go on with them
+            raise ToolError(refusal)
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
         server = self.link.spec.name
         try:
@@ -90,6 +97,37 @@ class McpTool(RojoTool):
         return outcome.value
 
 
+def _user_id(ctx: RojoToolContext) -> int | None:
+    return getattr(ctx.user, "pk", None)
+
+
+def connect_path(spec: ServerSpec) -> str:
+    """Where a member connects their account on the server (the activity line links it)."""
+    return f"/connections/#mcp-{spec.slug}"
+
+
+async def signed_out(spec: ServerSpec, ctx: RojoToolContext) -> str | None:
+    """Why a server that asks for OAuth cannot be called in this turn (the turn's user, or
+    the shared connection, has no account on it), or None: never another member's token."""
+    if not spec.sign_in:
+        return None
+    user_id = _user_id(ctx) if spec.per_person else None
+    if spec.per_person and user_id is None:
+        return f"the MCP server {spec.name!r} acts as each member, and this call has none"
+    if await sync_to_async(account_connected)(server_id=spec.server_id, user_id=user_id):
+        return None
+    if spec.per_person:
+        return (
+            f"the MCP server {spec.name!r} acts as each member's own account, and the person "
+            f"whose turn this is has not connected theirs: they connect it at "
+            f"{connect_path(spec)} (Connect), then ask again"
+        )
+    return (
+        f"the MCP server {spec.name!r} uses a shared connection that no admin has signed in "
+        "yet: an admin connects it on the server's admin page"
+    )
+
+
 def _offered(link: McpLink, tools: list[types.Tool]) -> list[types.Tool]:
     return [t for t in tools if link.tools is None or t.name in link.tools]
 
@@ -122,20 +160,16 @@ class TurnTools(RojoToolRegistry):
         self._tools = tools
 
     async def _listing(self, link: McpLink, ctx: RojoToolContext) -> list[types.Tool]:
-        connection = mcp_pool().connection(link.spec, ctx.project_root)
         try:
+            if await signed_out(link.spec, ctx):  # the last listing: a call says how to connect
+                return _last_listed(link)
+            connection = mcp_pool().connection(link.spec, ctx.project_root, _user_id(ctx))
             return await connection.tools()
         except (McpUnavailable, MCPError, TimeoutError, httpx2.TransportError, OSError) as exc:
             logger.warning("MCP server %s: no tool list (%s)", link.spec.slug, exc)
         except (ValidationError, ValueError, RuntimeError) as exc:
             logger.warning("MCP server %s: unreadable tool list", link.spec.slug, exc_info=exc)
-        listed = []
-        for data in link.listed:
-            try:
-                listed.append(types.Tool.model_validate(data))
-            except ValidationError:
-                continue
-        return listed
+        return _last_listed(link)
 
     def _refusal(self, tool: RojoTool, ctx: RojoToolContext) -> str | None:
         if isinstance(tool, McpTool):  # enabled by the rojo's link; viewers read only
@@ -146,3 +180,14 @@ class TurnTools(RojoToolRegistry):
                 )
             return None
         return super()._refusal(tool, ctx)
+
+
+def _last_listed(link: McpLink) -> list[types.Tool]:
+    """The tools the admin last listed for the server (what a call can say it failed with)."""
+    listed = []
+    for data in link.listed:
+        try:
+            listed.append(types.Tool.model_validate(data))
+        except ValidationError:
+            continue
+    return listed

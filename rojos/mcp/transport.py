@@ -19,6 +19,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
 from .bounds import MAX_TOOLS, tools_bounded
+from .oauth import SignInNeeded
 from .process_log import StderrPipe
 from .spec import ServerSpec
 
@@ -83,6 +84,8 @@ def start_failure(spec: ServerSpec, exc: BaseException) -> str:
         why = f"the command {spec.command!r} was not found"
     elif isinstance(exc, httpx2.TransportError):
         why = f"it cannot be reached ({exc.__class__.__name__})"
+    elif isinstance(exc, SignInNeeded):
+        why = "it asks for the account to be connected again (Connect)"
     elif isinstance(exc, OAuthFlowError):
         why = f"signing in to it failed ({exc.__class__.__name__})"
     elif isinstance(exc, MCPError):

@@ -5,7 +5,8 @@ A package by subject; migrations and callers import everything from here.
 
 from .approval import PendingApproval
 from .conversation import Conversation, ConversationQuerySet, FileChange, Message, TurnRecord
-from .mcp import McpAccount, McpServer, RojoMcpServer
+from .mcp import McpAccount, McpServer, McpSignInPending, RojoMcpServer
+from .model_option import ModelOption
 from .rojo import (
     Rojo,
     default_approval_tools,
@@ -23,7 +24,9 @@ __all__ = [
     "FileChange",
     "McpAccount",
     "McpServer",
+    "McpSignInPending",
     "Message",
+    "ModelOption",
     "PendingApproval",
     "Rojo",
     "RojoMcpServer",

@@ -34,6 +34,9 @@ class Conversation(models.Model):
         related_name="conversations",
     )
     title = models.CharField(max_length=200, blank=True)
+    # The model its turns use, one the rojo offers; empty: the rojo's default
+    # (rojos.context.model_choice).
+    model = models.CharField(max_length=200, blank=True)
     # Pinned conversations head the project's list, for every member.
     pinned = models.BooleanField(default=False)
     created = models.DateTimeField(auto_now_add=True)
@@ -143,6 +146,8 @@ class Message(models.Model):
     # Fields a provider added that the app does not know, kept verbatim.
     extra = models.JSONField(default=dict, blank=True)
     usage = models.JSONField(null=True, blank=True)
+    # The model that wrote an assistant message (empty on older rows and other roles).
+    model = models.CharField(max_length=200, blank=True)
     # An assistant reply still streaming, saved now and then (drafts.Draft): shown, kept
     # after a crash, but not yet indexed for search, which would re-index the whole growing
     # text at every save. Whatever ends the reply clears it, and the final text is indexed.

@@ -42,6 +42,11 @@ class McpServer(models.Model):
         STDIO = "stdio", "stdio (a command)"
         HTTP = "http", "streamable HTTP (a URL)"
 
+    class SignIn(models.TextChoices):
+        NONE = "", "none (fixed headers)"
+        PERSON = "person", "each member signs in (OAuth)"
+        SHARED = "shared", "shared connection (an admin's account, OAuth)"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=40, unique=True)
     transport = models.CharField(max_length=10, choices=Transport.choices)
@@ -72,6 +77,32 @@ class McpServer(models.Model):
         validators=[validate_headers],
         help_text='HTTP: headers set from this app\'s environment, {"Authorization": "ENVVAR"}.',
     )
+    sign_in = models.CharField(
+        max_length=10,
+        choices=SignIn.choices,
+        default=SignIn.NONE,
+        blank=True,
+        help_text="HTTP: how Rojo signs in to the server. None: the fixed headers above. Each "
+        "member signs in: every member connects their own account (OAuth) and the server acts "
+        "as them. Shared connection: an admin signs in once (a service account) and every "
+        "member's calls act as that account.",
+    )
+    oauth_client_id = models.CharField(
+        max_length=500,
+        blank=True,
+        help_text="OAuth: a client ID registered with the server's authorization server for "
+        "Rojo (its redirect URI: <site>/connections/callback/). Empty: Rojo registers itself "
+        "where the authorization server allows it.",
+    )
+    oauth_issuer = models.URLField(
+        max_length=500,
+        blank=True,
+        help_text="OAuth, with a client ID: the authorization server (its issuer URL) the client "
+        "was registered with. The SDK sends the credentials to no other: a server that names "
+        "another authorization server gets none of them.",
+    )
+    # Sealed like the tokens (rojos.mcp.sealed); written through the admin, never shown.
+    oauth_client_secret = models.BinaryField(default=b"", blank=True, editable=False)
     trusted = models.BooleanField(
         default=False,
         help_text="Trust this server's tool annotations: its tools marked readOnlyHint run "
@@ -97,6 +128,16 @@ class McpServer(models.Model):
             raise ValidationError({"command": "a stdio server needs a command"})
         if self.transport == self.Transport.HTTP and not self.url:
             raise ValidationError({"url": "a streamable HTTP server needs a URL"})
+        if self.sign_in and self.transport != self.Transport.HTTP:
+            raise ValidationError({"sign_in": "only a streamable HTTP server signs in with OAuth"})
+        if self.oauth_client_id and not self.oauth_issuer:
+            raise ValidationError(
+                {"oauth_issuer": "name the authorization server the client ID belongs to"}
+            )
+
+    @property
+    def per_person(self) -> bool:
+        return self.sign_in == self.SignIn.PERSON
 
 
 class RojoMcpServer(models.Model):
@@ -146,7 +187,14 @@ class McpAccount(models.Model):
         related_name="mcp_accounts",
     )
     tokens = models.BinaryField(default=b"", editable=False)
+    # When the access token runs out (from its expires_in, at the write): a later process
+    # refreshes it in time, as the process that got it would.
+    tokens_expire = models.DateTimeField(null=True, blank=True, editable=False)
     client = models.BinaryField(default=b"", editable=False)
+    # What the sign-in discovered (the protected resource's and the authorization server's
+    # metadata, public documents): a later process refreshes at that token endpoint, not at
+    # a guess on the MCP server's own host.
+    discovered = models.JSONField(default=dict, blank=True, editable=False)
     created = models.DateTimeField(auto_now_add=True)
     updated = models.DateTimeField(auto_now=True)
 
@@ -162,3 +210,27 @@ class McpAccount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.user or 'shared'} on {self.server}"
+
+
+class McpSignInPending(models.Model):
+    """A sign-in under way: the browser was sent to the authorization server and has not come
+    back yet. What the SDK's flow needs to finish (the PKCE verifier, the discovered metadata,
+    the client record) is sealed in `flow`, so the callback may land on any process; the row
+    is found by a digest of the OAuth `state`, bound to the person and the login session that
+    started it, used once and valid for minutes (`rojos.mcp.connect.pending`)."""
+
+    state_digest = models.CharField(max_length=64, unique=True)
+    server = models.ForeignKey(McpServer, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    session_digest = models.CharField(max_length=64)
+    shared = models.BooleanField(default=False)  # an admin signing in the shared connection
+    flow = models.BinaryField(editable=False)
+    expires = models.DateTimeField(db_index=True)
+    created = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created"]
+        verbose_name = "MCP sign-in under way"
+
+    def __str__(self) -> str:
+        return f"{self.user} signing in to {self.server}"

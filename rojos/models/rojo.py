@@ -94,7 +94,18 @@ class Rojo(models.Model):
         validators=[validate_base_url],
         help_text="OpenAI-compatible endpoint, e.g. https://api.openai.com/v1",
     )
-    model = models.CharField(max_length=200)
+    model = models.CharField(
+        max_length=200,
+        help_text="The default model; others people may pick are its Model options.",
+    )
+    any_listed_model = models.BooleanField(
+        default=False,
+        help_text="People may also pick any model the provider lists (its /models), "
+        "refreshed from the chat's rojo bar.",
+    )
+    # The provider's model list as last fetched (rojos.context.model_listing), for the picker.
+    provider_models = models.JSONField(default=list, blank=True, editable=False)
+    provider_models_fetched = models.DateTimeField(null=True, blank=True, editable=False)
     api_key = models.CharField(
         max_length=500, blank=True, help_text="Stored on the server; never shown again."
     )

@@ -39,6 +39,7 @@ class UsageRecord(models.Model):
         related_name="usage_records",
     )
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.REPLY)
+    model = models.CharField(max_length=200, blank=True, help_text="The model that answered.")
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
     cached_tokens = models.PositiveIntegerField(default=0)

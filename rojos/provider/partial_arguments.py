@@ -15,8 +15,12 @@ import re
 NAMED_KEYS = frozenset({"path", "source", "destination"})
 # Keys (at any depth) whose string value is the text being written.
 STREAMED_KEYS = frozenset({"text", "new_text"})
+# Top-level keys whose value is a list of objects whose complete string values are kept, one
+# dict per object (update_plan's steps, drawn while the plan is written).
+LISTED_KEYS = frozenset({"plan"})
 _MAX_NAME = 4096  # a watched value longer than this is not a path worth showing
 _MAX_KEY = 128
+_MAX_ITEMS = 100  # objects kept of a listed key's list
 _SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r"}
 _SIMPLE_ESCAPES["t"] = "\t"
 _STRING_STOP = re.compile(r'["\\]')
@@ -27,13 +31,16 @@ _HEX = frozenset("0123456789abcdefABCDEF")
 class ArgumentScanner:
     """Follows a JSON object as its text arrives in fragments (`feed`).
 
-    `names` holds the complete top-level string values of NAMED_KEYS; `take_text()` gives
-    the decoded text of STREAMED_KEYS values that arrived since it was last called.
+    `names` holds the complete top-level string values of NAMED_KEYS; `items`, for each of
+    LISTED_KEYS, the complete string values of each object of its list so far; `take_text()`
+    gives the decoded text of STREAMED_KEYS values that arrived since it was last called.
     """
 
     def __init__(self) -> None:
         self.chars = 0
         self.names: dict[str, str] = {}
+        self.items: dict[str, list[dict[str, str]]] = {}
+        self._list = ""  # the LISTED_KEYS key whose list is being read
         self._stack: list[str] = []  # "o" object, "a" array
         self._expect_key = False  # in an object, before a key
         self._key = ""  # the key of the value being read, in the innermost object
@@ -71,6 +78,14 @@ class ArgumentScanner:
         if char == '"':
             self._string_start()
         elif char in "{[":
+            if self._stack == ["o"] and char == "[":
+                self._list = self._key if self._key in LISTED_KEYS else ""
+            elif self._stack == ["o", "a"] and char == "{" and self._list:
+                listed = self.items.setdefault(self._list, [])
+                if len(listed) < _MAX_ITEMS:
+                    listed.append({})
+                else:
+                    self._list = ""
             self._stack.append("o" if char == "{" else "a")
             self._expect_key = char == "{"
             if char == "{":
@@ -78,6 +93,8 @@ class ArgumentScanner:
         elif char in "}]":
             if self._stack:
                 self._stack.pop()
+            if len(self._stack) < 2:
+                self._list = ""
             self._expect_key = False
         elif char == ",":
             self._expect_key = bool(self._stack) and self._stack[-1] == "o"
@@ -92,6 +109,8 @@ class ArgumentScanner:
             self._keep = "key"
         elif depth == 1 and self._stack[0] == "o" and self._key in NAMED_KEYS:
             self._keep = "name"
+        elif self._list and self._stack == ["o", "a", "o"]:
+            self._keep = "item"
         elif self._stack and self._stack[-1] == "o" and self._key in STREAMED_KEYS:
             self._keep = "text"
             if self._texts:
@@ -164,7 +183,7 @@ class ArgumentScanner:
         elif self._keep == "key":
             if sum(map(len, self._string)) < _MAX_KEY:
                 self._string.append(text)
-        elif self._keep == "name":
+        elif self._keep in ("name", "item"):
             self._string.append(text)
             if sum(map(len, self._string)) > _MAX_NAME:
                 self._keep = ""
@@ -177,5 +196,7 @@ class ArgumentScanner:
             self._expect_key = False
         elif self._keep == "name" and self._key not in self.names:
             self.names[self._key] = "".join(self._string)
+        elif self._keep == "item":
+            self.items[self._list][-1][self._key] = "".join(self._string)
         self._string.clear()
         self._keep = ""

@@ -112,7 +112,7 @@ def reasoning_back_field(rule: str, shape: str | None) -> tuple[str | None, bool
     return ("reasoning" if shape == "reasoning" else None), False
 
 
-def reasoning_extra(rojo: Rojo, completion: Completion) -> dict:
+def reasoning_extra(rojo: Rojo, completion: Completion, *, model: str) -> dict:
     """What to store with a reply for its reasoning to go back with its calls (the field,
     whether after its tool loop too, and the model that wrote it: no other model gets it)."""
     if not (completion.reasoning and completion.tool_calls):
@@ -120,7 +120,7 @@ def reasoning_extra(rojo: Rojo, completion: Completion) -> dict:
     field, kept = reasoning_back_field(rojo.reasoning_back, completion.reasoning_shape)
     if field is None:
         return {}
-    return {"reasoning_back": field, "reasoning_kept": kept, "model": rojo.model}
+    return {"reasoning_back": field, "reasoning_kept": kept, "model": model}
 
 
 def message_to_wire(message: Message, model: str | None = None) -> dict:
@@ -189,7 +189,12 @@ def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
 
 
 def build_request(
-    rojo: Rojo, stored: list[Message], tools: list[dict], *, messages: list[dict] | None = None
+    rojo: Rojo,
+    stored: list[Message],
+    tools: list[dict],
+    *,
+    messages: list[dict] | None = None,
+    model=None,
 ) -> dict:
     """Only model, messages, tools and stream, plus what the rojo itself configures.
 
@@ -200,7 +205,9 @@ def build_request(
     but the model, the messages, the tools and streaming, which the loop depends on. Usage
     is asked for in the stream (its last chunk) unless the provider refused that before;
     `parallel_tool_calls` where the model's self-test found parallel calls broken (false) or
-    coming only when asked for (true).
+    coming only when asked for (true). `model` is the model in use
+    (rojos.context.model_choice.ModelInUse: its `name` and `stream_usage_refused`); None: the
+    rojo's default.
     """
     options = rojo.request_options or {}
     if not isinstance(options, dict):  # stored before they were validated
@@ -214,17 +221,19 @@ def build_request(
     if rojo.reasoning_effort and not {"reasoning_effort", "reasoning"}.intersection(options):
         # The one field OpenAI, Gemini, vLLM, Ollama, LM Studio and OpenRouter all take.
         request["reasoning_effort"] = rojo.reasoning_effort
+    name = rojo.model if model is None else model.name
+    refused = rojo.stream_usage_refused if model is None else model.stream_usage_refused
     if messages is None:
-        messages = request_messages(stored, system_prompt=rojo.system_prompt, model=rojo.model)
-    request.update(model=rojo.model, messages=messages, stream=True)
-    if not rojo.stream_usage_refused:
+        messages = request_messages(stored, system_prompt=rojo.system_prompt, model=name)
+    request.update(model=name, messages=messages, stream=True)
+    if not refused:
         request.setdefault("stream_options", {"include_usage": True})
     if tools:
         request["tools"] = tools
         # Two calls in one response are asked for only where the self-test saw them work
         # (and only came when asked); where they come one at a time or run together, the
         # provider is told not to make them.
-        found = rojo.capabilities(rojo.model)
+        found = rojo.capabilities(name)
         tell = found.parallel_calls is False or (found.parallel_calls and found.parallel_asked)
         if tell and found.parallel_option is not False:
             request.setdefault("parallel_tool_calls", found.parallel_calls)

@@ -14,6 +14,7 @@ from .read_path_meta import ReadPathMeta
 from .read_result import ReadResult
 from .registry import RojoToolRegistry
 from .search_text import SearchText
+from .update_plan import UpdatePlan
 from .write_text_content import WriteTextContent
 
 BUILTIN_TOOLS: tuple[type[RojoTool], ...] = (
@@ -27,6 +28,7 @@ BUILTIN_TOOLS: tuple[type[RojoTool], ...] = (
     DeletePath,
     SearchText,
     ReadResult,
+    UpdatePlan,
 )
 
 registry = RojoToolRegistry([cls() for cls in BUILTIN_TOOLS])

@@ -69,7 +69,17 @@ async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) 
 
 
 async def _run(
-    turn: Turn, *, turn_id, history: History, rojo: Rojo, ctx, tools, layer, channel, budgets
+    turn: Turn,
+    *,
+    turn_id,
+    history: History,
+    rojo: Rojo,
+    ctx,
+    tools,
+    layer,
+    channel,
+    budgets,
+    model=None,
 ) -> None:
     conversation_id = turn.conversation_id
     task = asyncio.current_task()
@@ -96,6 +106,7 @@ async def _run(
                     record_changes=True,
                     budgets=budgets,
                     role_read=True,  # turn_start's `access`, read as the turn started
+                    model=model,
                 )
             ) as events,
         ):

@@ -23,6 +23,12 @@ from rojos.agent.branches import branch_fork, branch_started
 from rojos.agent.events import StartEvent
 from rojos.agent.history import History
 from rojos.context.budgets import Budget, Left
+from rojos.context.model_choice import (
+    ModelInUse,
+    conversation_model_after,
+    model_in_use_blocking,
+    model_stored,
+)
 from rojos.errors import ServerDraining, TurnBusy, TurnNotStarted
 from rojos.mcp.spec import McpLink, rojo_mcp_links
 from rojos.models import Conversation, Message, Rojo, TurnRecord
@@ -59,6 +65,7 @@ async def turn_start(
     admission: StartSlot | None = None,
     budgets: list[Left] | None = None,
     client_key: str = "",
+    model: str = "",
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/provider/attachments.py) and start the turn's task.
@@ -82,12 +89,18 @@ async def turn_start(
     `budgets`, what is left of the budgets as the caller read them with `access`, spares the
     turn's first step reading them again (else it does). `client_key` is kept on the
     conversation, for its client to find it by if the answer never reaches it.
+
+    `model` is the model this turn asks, one the rojo offers (the caller checked:
+    rojos.context.model_choice.model_check); empty: the conversation's. It becomes the
+    conversation's model too, unless the turn is a fork (`replace`: a regenerate with
+    another model is a branch beside the other model's answer, and the conversation keeps
+    its model).
     """
     if draining():  # roject/server/graceful.py: this process takes no new turns
         raise ServerDraining("This server is restarting; send the message again in a moment.")
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
     starting = asyncio.ensure_future(
-        _turn_start(*asked, attachments, admission, budgets, client_key)
+        _turn_start(*asked, attachments, admission, budgets, client_key, model)
     )
     try:
         return await asyncio.shield(starting)
@@ -110,12 +123,13 @@ async def _turn_start(
     admission=None,
     budgets=None,
     client_key="",
+    model="",
 ) -> Turn:
     turn_id = uuid.uuid4()
     # The project's budgets in force, as the caller read them: none, no lock and no query.
     in_force = None if budgets is None else [left.budget for left in budgets]
     asked = (access, conversation, rojo, user, message, turn_id, limits, replace, attachments)
-    begun = await sync_to_async(_begin)(*asked, in_force, client_key)
+    begun = await sync_to_async(_begin)(*asked, in_force, client_key, model)
     if begun is None:
         raise TurnBusy("A reply is still running in this conversation; wait or stop it first.")
     turn = Turn(begun.conversation.pk)
@@ -168,6 +182,7 @@ async def _turn_start(
             channel=channel,
             admission=admission,
             budgets=budgets,
+            model=begun.model,
         ),
         context=contextvars.Context(),
     )
@@ -184,6 +199,7 @@ class _Begun:
     record: TurnRecord
     repair: Repair
     mcp_links: tuple[McpLink, ...]
+    model: ModelInUse
 
 
 def _turn_tools(links: tuple[McpLink, ...]) -> RojoToolRegistry:
@@ -207,6 +223,7 @@ def _begin(
     attachments: list[dict] | None = None,
     in_force: list[Budget] | None = None,
     client_key: str = "",
+    model: str = "",
 ) -> _Begun | None:
     """(Blocking) Count the user's limits, claim the conversation, load its history and
     store the user's message with the turn's record: one transaction, so that a message is
@@ -234,6 +251,7 @@ def _begin(
                 turn_heartbeat=timezone.now(),
                 turn_owner=process_owner(),
                 client_key=client_key,
+                model=model_stored(rojo, model),
             )
             history, free = History(conversation, []), True
         else:
@@ -245,6 +263,12 @@ def _begin(
             conversation=conversation, history=history, root=root, taken_over=not free
         )
         changed = ["rojo"] if conversation.rojo_id != rojo.pk else []
+        chosen = conversation_model_after(
+            conversation, rojo, model, rojo_changed=bool(changed), fork=replace is not None
+        )
+        if chosen is not None:
+            conversation.model = chosen
+            changed.append("model")
         if client_key and conversation.client_key != client_key:
             conversation.client_key = client_key  # where the client's latest message went
             changed.append("client_key")
@@ -262,7 +286,8 @@ def _begin(
         if changed:
             conversation.save(update_fields=changed)
     links = rojo_mcp_links(rojo)  # no query for a rojo loaded knowing it uses none
-    return _Begun(conversation, history, user_message, record, repair, links)
+    in_use = model_in_use_blocking(rojo, model or conversation.model)
+    return _Begun(conversation, history, user_message, record, repair, links, in_use)
 
 
 def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:

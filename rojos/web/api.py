@@ -31,6 +31,7 @@ from rojos.web.approvals_api import router as approvals_router
 from rojos.web.conversations_api import router as conversations_router
 from rojos.web.errors import error_handlers_add
 from rojos.web.files_api import router as file_edits_router
+from rojos.web.models_api import router as models_router
 from rojos.web.schemas import (
     ApprovalIn,
     ApprovalOut,
@@ -62,6 +63,7 @@ api = NinjaAPI(
 api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
 api.add_router("", conversations_router)
+api.add_router("", models_router)
 api.add_router("/approvals", approvals_router)
 api.add_router("/rojos", selftest_router)
 error_handlers_add(api)
@@ -202,6 +204,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             project_id=project_id,
             rojo=payload.rojo,
             conversation_id=payload.conversation,
+            model=payload.model,
         )
         attachments = None
         if payload.attachments:
@@ -221,6 +224,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             admission=admission,
             budgets=checked.budgets,
             client_key=payload.key,
+            model=payload.model,
         )
     except BaseException:
         admission.release_unless_handed()

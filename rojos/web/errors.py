@@ -28,6 +28,7 @@ from roject.storage import StorageError, TooLarge
 from rojos.changes.ledger import EntryExists, VersionConflict
 from rojos.changes.undo import UndoRefused
 from rojos.context.budgets import BudgetExceeded
+from rojos.context.model_listing import ModelListUnavailable
 from rojos.errors import (
     ServerDraining,
     TurnBusy,
@@ -66,6 +67,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     TooLarge: Answer(413),
     TurnLimited: Answer(429, retry_after="60"),
     BudgetExceeded: Answer(429),  # its message says when the budget resets
+    ModelListUnavailable: Answer(502),  # the provider refused its model list, or is down
 }
 
 

@@ -6,10 +6,20 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from roject.members.access import project_access
+from rojos.context.model_choice import models_offered
 from rojos.conversations.listing import PAGE_SIZE, conversation_page, cursor_of
-from rojos.models import Conversation, Rojo
+from rojos.models import Conversation, McpServer, Rojo
 from rojos.tools import registry
 from rojos.web.selectors import rojo_list
+
+
+def mcp_server_label(server: McpServer) -> str:
+    """A server as the rojo bar names it: whose account its tools act as, where it signs in."""
+    if server.sign_in == McpServer.SignIn.SHARED:
+        return f"{server.name} (shared connection)"
+    if server.sign_in == McpServer.SignIn.PERSON:
+        return f"{server.name} (your account)"
+    return server.name
 
 
 def _rojo_config(rojo: Rojo) -> dict:
@@ -20,7 +30,10 @@ def _rojo_config(rojo: Rojo) -> dict:
         "name": rojo.name,
         "model": rojo.model,
         "tools": [{"name": t.name, "writes": t.writes} for t in tools if t is not None],
-        "mcpServers": [link.server.name for link in rojo.mcp_links.all()],
+        "mcpServers": [mcp_server_label(link.server) for link in rojo.mcp_links.all()],
+        # The models people may pick in the rojo bar (static/rojo/model-picker.js).
+        "models": models_offered(rojo, list(rojo.model_options.all())),
+        "anyListed": rojo.any_listed_model,
     }
 
 
@@ -41,7 +54,8 @@ def project_page(request, project_id: int, conversation_id: int | None = None):
         "canWrite": access.can_write,
         "conversation": current.pk if current else None,
         "rojo": (current.rojo_id if current and current.rojo_id else None),
-        "rojos": [_rojo_config(rojo) for rojo in rojo_list()],
+        "rojos": [_rojo_config(rojo) for rojo in rojo_list().prefetch_related("model_options")],
+        "model": current.model if current else "",
         "writingTools": [tool.name for tool in registry if tool.writes],
         # An outside agent's calls through MCP: shown with their Undo, never continued here.
         "mcpConversation": bool(current and current.via_mcp),

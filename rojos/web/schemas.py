@@ -24,10 +24,18 @@ class RojoMcpServerOut(Schema):
     transport: str
     tools: list[str] | None = Field(description="The tools the rojo uses; null: all of them.")
     ask_before: bool = Field(description="Tools not marked read-only wait for approval.")
+    sign_in: str = Field(
+        description='"person": its tools act as each member\'s own account (connected at '
+        '/connections/); "shared": as one shared account an admin signed in; "": fixed headers.'
+    )
 
     @staticmethod
     def resolve_slug(link) -> str:
         return link.server.slug
+
+    @staticmethod
+    def resolve_sign_in(link) -> str:
+        return link.server.sign_in
 
     @staticmethod
     def resolve_name(link) -> str:
@@ -74,6 +82,7 @@ class ConversationOut(Schema):
         description="Tools allowed for the rest of this conversation: they no longer ask."
     )
     pinned: bool
+    model: str = Field(description="The model its turns ask; empty: the rojo's default.")
 
 
 class ConversationItem(ConversationOut):
@@ -130,6 +139,7 @@ class MessageOut(Schema):
     name: str
     is_error: bool
     reasoning: str
+    model: str = Field(description="The model that wrote an assistant message; else empty.")
     created: datetime
     attachments: list[dict] = Field(
         default_factory=list, description="A user message's attached files: {path, size}."
@@ -171,8 +181,9 @@ class TokensOut(Schema):
 
 
 class ContextOut(Schema):
-    window: int = Field(description="The rojo's context window, in tokens.")
+    window: int = Field(description="The context window of the conversation's model, in tokens.")
     used: int = Field(description="Estimated tokens of the next request, compacted.")
+    model: str = Field("", description="The model whose window this is.")
 
 
 class ConversationUsageOut(Schema):
@@ -238,6 +249,13 @@ class ChatIn(Schema):
         None,
         description="The id of a user message of the conversation's active branch: the "
         "message replaces it on a new branch (an edit; the same text regenerates the reply).",
+    )
+    model: str = Field(
+        "",
+        max_length=200,
+        description="The model to answer with, one the rojo offers (`GET /api/rojos/{id}/"
+        "models`); empty: the conversation's. It becomes the conversation's model, but with "
+        "`replace` (a regenerate with another model: a branch beside the other answer).",
     )
     attachments: list[str] = Field(
         default_factory=list,

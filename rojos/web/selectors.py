@@ -19,6 +19,7 @@ from roject.members.access import (
 from roject.models import Project
 from rojos.agent.branches import branch_choices, branch_messages
 from rojos.context.budgets import Left, budget_check
+from rojos.context.model_choice import model_check
 from rojos.conversations.replay import conversation_events
 from rojos.conversations.usage_report import conversation_usage
 from rojos.models import Conversation, FileChange, Message, Rojo, RojoMcpServer, TurnRecord
@@ -122,6 +123,7 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
         "waiting_approval": conversation.waiting_approval,
         "allowed_tools": conversation.allowed_tools,
         "pinned": conversation.pinned,
+        "model": conversation.model,
         "project_id": conversation.project_id,
         "messages": messages,
         "changes": changes,
@@ -146,16 +148,19 @@ class ChatContext:
 
 
 def chat_context_get(
-    *, user, project_id, rojo: int | str, conversation_id: int | None
+    *, user, project_id, rojo: int | str, conversation_id: int | None, model: str = ""
 ) -> ChatContext:
     """(Blocking) What a chat message needs before its turn starts, all in one trip to the
     database thread: the user's access to the project, the rojo, the user's and the
     project's budgets (BudgetExceeded) and the conversation of that project to continue, if
     any. The turn takes the role and the budgets read here for its first step rather than
     read them again. The per-user limits are counted as the turn starts
-    (rojos.turns.limits), in its transaction."""
+    (rojos.turns.limits), in its transaction. A `model` the rojo does not offer is refused
+    here (ModelNotOffered), before anything is stored."""
     access = project_access(user=user, project_id=project_id)
     found = rojo_get(rojo)
+    if model:
+        model_check(found, model)
     budgets = budget_check(user=user, project_id=access.project.pk)
     if conversation_id is None:
         return ChatContext(access, found, None, budgets)

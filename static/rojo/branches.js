@@ -98,6 +98,8 @@ export class Branches {
     const title = `${label}: ${failed ? "send this question again" : "ask for another reply to this question"}`;
     actions.append(button([icon("refresh"), ` ${label}`], title, () => this.resend(asked, asked.text ?? "")));
     this.element.append(actions);
+    // Others add their choices beside it (model-picker.js: "Regenerate with" another model).
+    this.chat.dispatchEvent(new CustomEvent("regenerate-offered", { detail: { actions, asked } }));
   }
 
   /** Send `text` in place of the user message `bubble`; what followed it leaves the log. */

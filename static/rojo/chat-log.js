@@ -9,6 +9,9 @@ import { stampTime } from "./message-times.js";
 import { short, toolLine } from "./render.js";
 import { visible } from "./visible.js";
 
+// Rojo's own page where a member connects their account on an MCP server (rojos/mcp/tools.py).
+const CONNECT_PATH = /\/connections\/#mcp-[A-Za-z0-9_-]+/;
+
 export class ChatLog {
   constructor(element) {
     this.element = element;
@@ -110,6 +113,7 @@ export class ChatLog {
     line.approval?.remove();
     const message = result && typeof result === "object" && "error" in result ? result.error : result;
     const outcome = line.querySelector(".outcome");
+    line.querySelector(".mcp-connect")?.remove();
     outcome.replaceChildren(...visible(ok ? " → ok" : ` → error: ${short(String(message), 200)}`));
     if (mcp) {
       // An MCP server's tool: what it changed is not in the undo ledger.
@@ -117,6 +121,15 @@ export class ChatLog {
       note.className = "mcp-note";
       note.append(...visible(` · MCP server ${mcp.server}; not undoable here`));
       outcome.append(note);
+      // A server acting as each member, which the turn's member has not connected: where to.
+      const connect = ok ? null : String(message).match(CONNECT_PATH);
+      if (connect) {
+        const link = document.createElement("a");
+        link.className = "mcp-connect";
+        link.href = connect[0];
+        link.textContent = "Connect your account";
+        outcome.after(link); // beside the outcome, which a long error cuts short
+      }
     }
     return line;
   }

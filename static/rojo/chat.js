@@ -7,6 +7,7 @@ import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { Attachments } from "./attach.js";
 import { ChatLog } from "./chat-log.js";
+import { TurnPlan } from "./plan.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
 import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
@@ -37,6 +38,7 @@ export class ChatPanel extends EventTarget {
     showTimesOnHover(this.log.element);
     this.activity = new Activity(this.log, { conversationId: () => this.conversationId });
     this.thinking = new Thinking(this.log);
+    this.plan = new TurnPlan(this.log);
     this.undo = new UndoButtons(this.log, {
       canWrite,
       conversationId: () => this.conversationId,
@@ -159,6 +161,7 @@ export class ChatPanel extends EventTarget {
         this.usagePending = turnUsageShow(this, this.turnMessage);
         break;
     }
+    this.plan.handle(event, { live: !this.history });
   }
 
   /** Tell the page whether this conversation's reply waits for an approval (its badge). */
@@ -231,8 +234,9 @@ export class ChatPanel extends EventTarget {
   }
 
   /** Send the box's text; or `text` in place of the user message `replace` (an edit, a
-   * regenerate: the conversation forks there), `before` being what the log drops for it. */
-  async send({ text: given, replace = null, before = null } = {}) {
+   * regenerate: the conversation forks there), `before` being what the log drops for it.
+   * `model`: a regenerate's other model; else the conversation's (`this.model`, the picker's). */
+  async send({ text: given, replace = null, before = null, model = null } = {}) {
     const text = (given ?? this.input.value).trim();
     if (!text || this.busy) return;
     if (!this.rojoId) {
@@ -263,6 +267,7 @@ export class ChatPanel extends EventTarget {
           replace,
           attachments,
           key,
+          model: model ?? this.model ?? "",
         },
         accept: "text/event-stream",
       });

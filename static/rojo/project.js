@@ -4,6 +4,7 @@ import { Branches } from "./branches.js";
 import { ChatPanel } from "./chat.js";
 import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
+import { ModelPicker } from "./model-picker.js";
 import { sentKeyForget, sentKeyPending } from "./sent-keys.js";
 import { shareLink } from "./share-link.js";
 import { filePanelExtras } from "./files-panel.js";
@@ -70,6 +71,13 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   isOwner: config.role === "owner",
 });
 
+const models = new ModelPicker(document.querySelector(".model-choice"), {
+  chat,
+  rojos: config.rojos,
+  canPick: !(config.mcpConversation || config.othersConversation),
+});
+models.show(initial, initial && initial.id === config.rojo ? config.model : "");
+
 // An outside agent's MCP calls are shown with their Undo, but not chatted on.
 document.querySelector(".composer").hidden = Boolean(config.mcpConversation || config.othersConversation);
 
@@ -89,6 +97,7 @@ picker.addEventListener("change", () => {
   chat.rojoId = rojo?.id ?? null;
   localStorage.setItem(storageKey, picker.value);
   showTools(rojo);
+  models.show(rojo); // another rojo: its default model, until one is picked
 });
 
 const instructionFiles = document.querySelector(".instruction-files");

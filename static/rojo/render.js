@@ -11,8 +11,14 @@ export function short(text, max = 60) {
   return `${text.slice(0, cut)}…`;
 }
 
-/** `create_directory("docs/intro")`, `write_text_content("docs/intro/index.page", …)`. */
+/** `create_directory("docs/intro")`, `write_text_content("docs/intro/index.page", …)`,
+ * `update_plan(2 of 5 done)`. */
 export function summarize(name, args) {
+  if (name === "update_plan" && Array.isArray(args?.plan)) {
+    // The plan itself is the checklist at the top of the turn (plan.js): here, how far it is.
+    const done = args.plan.filter((item) => item?.status === "done").length;
+    return `update_plan(${done} of ${args.plan.length} done)`;
+  }
   if (args && typeof args === "object" && !Array.isArray(args)) {
     const values = Object.values(args);
     if (!values.length) return `${name}()`;

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 from roject.identity.tokens import api_token_create
 from roject.members.invitations import invitation_create
 from roject.models import Role
-from rojos.models import Conversation
+from rojos.models import Conversation, McpServer
 from tests.support.accessibility import axe_violations
 from tests.support.browser import screenshot
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
@@ -63,8 +63,13 @@ def test_every_page_passes_wcag_2_2_aa_in_both_themes(
     page_for, users, project, fake_provider, scheme
 ):
     """Login, the project list, the project page with a conversation and an open file, its
-    read-only page, members (with a pending invitation), settings, API tokens, the audit log,
-    the approvals inbox and an invitation's page: no axe-core violation."""
+    read-only page, members (with a pending invitation), settings, API tokens, connected
+    accounts, the audit log, the approvals inbox and an invitation's page: no axe-core
+    violation."""
+    McpServer.objects.create(
+        name="Tracker", slug="tracker", transport="http", url="https://mcp.example.com/mcp",
+        sign_in="person",
+    )  # fmt: skip
     page = a_worked_project(page_for, users, project, fake_provider, scheme=scheme)
     conversation = Conversation.objects.get()
     invitation = invitation_create(by=users["owner"], project_id=project.pk, role=Role.VIEWER)
@@ -82,6 +87,7 @@ def test_every_page_passes_wcag_2_2_aa_in_both_themes(
         f"/projects/{project.pk}/members/",
         f"/projects/{project.pk}/settings/",
         "/tokens/",
+        "/connections/",
         f"/projects/{project.pk}/audit/",
         "/approvals/",
     ]:

@@ -8,6 +8,7 @@ from asgiref.sync import sync_to_async
 from django.urls import reverse
 
 from rojos.context.discovery import window_learn
+from rojos.context.model_choice import model_default
 from rojos.context.window import DEFAULT_WINDOW, prompt_budget, window_of
 from rojos.models import Rojo
 from tests.support.agent_run import rojo_for, run_turn
@@ -139,7 +140,7 @@ async def test_a_burst_of_first_turns_asks_the_provider_for_its_window_once(fake
     rojo = await rojo_for(fake_provider)
     copies = [await Rojo.objects.aget(pk=rojo.pk) for _ in range(20)]
 
-    await asyncio.gather(*(window_learn(copy) for copy in copies))
+    await asyncio.gather(*(window_learn(model_default(copy)) for copy in copies))
 
     assert len(fake_provider.listing_requests) == 4
     assert {copy.listed_window for copy in copies} == {12_000}

@@ -103,6 +103,7 @@ def test_json_holds_the_openai_format_messages_metadata_and_turn_outcomes(client
         "title": MESSAGES[0],
         "project": {"id": conversation.project_id, "slug": "demo-project"},
         "rojo": {"slug": "test-rojo", "name": "Test rojo", "model": "fake-model"},
+        "model": "fake-model",
         "user": "editor",
         "created": data["conversation"]["created"],
         "updated": data["conversation"]["updated"],

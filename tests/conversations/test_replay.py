@@ -16,7 +16,7 @@ from roject.models import Project
 from roject.storage import project_root, scratch_copy
 from rojos.agent.events import WireEvent
 from rojos.conversations.replay import ReplayTurn, ScratchHistory, tool_call_differences
-from rojos.models import Conversation, FileChange, Message, Rojo, TurnRecord
+from rojos.models import Conversation, FileChange, Message, ModelOption, Rojo, TurnRecord
 from rojos.provider.request import request_messages
 from tests.support.fake_provider import http_error, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import PAGE, make_rojo
@@ -531,6 +531,26 @@ def test_rerun_with_another_rojo_sends_to_its_model(story, fake_provider, real_r
     assert [request["model"] for request in fake_provider.requests] == ["other-model"] * 5
     story.conversation.refresh_from_db()
     assert story.conversation.rojo == story.rojo
+
+
+def test_rerun_asks_the_conversations_model_and_another_rojo_its_default(
+    story, fake_provider, real_root
+):
+    """A conversation on one of its rojo's other models is re-run on that model; on a rojo
+    that does not offer it, on that rojo's default."""
+    ModelOption.objects.create(rojo=story.rojo, name="picked-model")
+    Conversation.objects.filter(pk=story.conversation.pk).update(model="picked-model")
+    make_rojo(fake_provider.base_url, name="Other", slug="other-rojo", model="other-model")
+    script_matching_rerun(fake_provider)
+    script_matching_rerun(fake_provider)
+
+    same = replay(story.conversation.pk, rerun=True, format="ndjson")
+    other = replay(story.conversation.pk, rerun=True, rojo="other-rojo", format="ndjson")
+
+    assert (same.status, other.status) == (0, 0)
+    assert [request["model"] for request in fake_provider.requests] == (
+        ["picked-model"] * 5 + ["other-model"] * 5
+    )
 
 
 def test_rerun_of_a_conversation_whose_rojo_was_deleted_needs_rojo(story, fake_provider, real_root):

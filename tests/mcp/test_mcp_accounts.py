@@ -1,9 +1,13 @@
 """A person's OAuth tokens for an MCP server (`McpAccount`, through the SDK's `TokenStorage`):
 sealed in the database, readable with the key and its rotations, with no key not at all."""
 
+import io
+import tarfile
+
 import pytest
-from asgiref.sync import SyncToAsync, sync_to_async
+from asgiref.sync import SyncToAsync, async_to_sync, sync_to_async
 from cryptography.fernet import Fernet
+from django.core.management import call_command
 from django.db import IntegrityError, connection, connections
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
@@ -121,3 +125,30 @@ def test_a_removed_persons_tokens_go_with_them(server, users):
     McpAccount.objects.create(server=server, user=users["editor"], tokens=b"sealed")
     users["editor"].delete()
     assert not McpAccount.objects.exists()
+
+
+def test_a_backup_holds_the_tokens_sealed_and_its_restore_opens_them_with_the_key(
+    server, users, settings, tmp_path
+):
+    """The archive has no token in clear; restored, the tokens read with the key (and with
+    a rotation listing it second), and with no key that sealed them, not at all."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    async_to_sync(storage_of(server, users["editor"]).set_tokens)(TOKENS)
+    async_to_sync(storage_of(server, users["editor"]).set_client_info)(CLIENT)
+    path = tmp_path / "backup.tar"
+    call_command("backup", str(path), stdout=io.StringIO())
+    with tarfile.open(path) as archive:
+        whole = b"".join(
+            archive.extractfile(member).read() for member in archive if member.isfile()
+        )
+    assert b"McpAccount" in whole or b"mcpaccount" in whole  # the rows are in it, sealed
+    for secret in (b"access-4f1d9c", b"refresh-77ab02", b"client-secret-93e1"):
+        assert secret not in whole
+
+    call_command("restore", str(path), "--replace", stdout=io.StringIO())
+    [account] = McpAccount.objects.all()
+    storage = AccountTokenStorage(server_id=account.server_id, user_id=account.user_id)
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_2, KEY_1]
+    assert async_to_sync(storage.get_tokens)() == TOKENS
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_3]
+    assert async_to_sync(storage.get_tokens)() is None

@@ -8,6 +8,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from rojos.mcp.sealed import unseal
 from rojos.mcp.spec import rojo_mcp_links
 from rojos.models import McpServer, Rojo, RojoMcpServer
 from rojos.web.selectors import rojo_get
@@ -183,6 +184,7 @@ def test_rojos_api_lists_their_mcp_servers_without_secrets(client_for, users):
             "transport": "stdio",
             "tools": ["get_current_time"],
             "ask_before": True,
+            "sign_in": "",
         }
     ]
     assert SECRET not in response.text
@@ -226,3 +228,63 @@ def test_only_superusers_may_add_or_change_mcp_servers(client, db):
         client.post(reverse("admin:rojos_mcpserver_add"), server_form(slug="new")).status_code
         == 302
     )
+
+
+def test_admin_keeps_the_oauth_client_secret_sealed_and_write_only(admin_client):
+    """The client secret an admin sets is stored sealed and never shown again; a client ID
+    needs the authorization server it was registered with."""
+    fields = {
+        "transport": "http",
+        "command": "",
+        "args": "[]",
+        "url": "https://mcp.example.com/mcp",
+        "sign_in": "person",
+        "oauth_client_id": "rojo-at-tracker",
+        "set_oauth_client_secret": SECRET,
+    }
+    refused = admin_client.post(reverse("admin:rojos_mcpserver_add"), server_form(**fields))
+    assert refused.status_code == 200 and not McpServer.objects.exists()
+    fields["oauth_issuer"] = "https://auth.example.com"
+    add = admin_client.post(reverse("admin:rojos_mcpserver_add"), server_form(**fields))
+    assert add.status_code == 302
+    server = McpServer.objects.get(slug="edge")
+    assert SECRET.encode() not in bytes(server.oauth_client_secret)
+    assert unseal(server.oauth_client_secret) == SECRET.encode()
+    change_url = reverse("admin:rojos_mcpserver_change", args=[server.pk])
+    page = admin_client.get(change_url).content.decode()
+    assert SECRET not in page and "OAuth client secret" in page
+    fields["set_oauth_client_secret"] = ""  # left empty: the stored one is kept
+    assert admin_client.post(change_url, server_form(**fields)).status_code == 302
+    server.refresh_from_db()
+    assert unseal(server.oauth_client_secret) == SECRET.encode()
+    listing = admin_client.get(reverse("admin:rojos_mcpserver_changelist")).content.decode()
+    assert SECRET not in listing
+
+
+def test_create_mcp_server_registers_an_oauth_server_with_its_secret_sealed(db, monkeypatch):
+    monkeypatch.setenv("TRACKER_CLIENT_SECRET", SECRET)
+    run(
+        "create_mcp_server",
+        "--name",
+        "Tracker",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--sign-in",
+        "person",
+        "--oauth-client-id",
+        "rojo",
+        "--oauth-issuer",
+        "https://auth.example.com",
+        "--oauth-client-secret-env",
+        "TRACKER_CLIENT_SECRET",
+    )
+    tracker = McpServer.objects.get(slug="tracker")
+    assert (tracker.sign_in, tracker.oauth_client_id) == ("person", "rojo")
+    assert unseal(tracker.oauth_client_secret) == SECRET.encode()
+    assert SECRET.encode() not in bytes(tracker.oauth_client_secret)
+    monkeypatch.delenv("TRACKER_CLIENT_SECRET")
+    refused = command_error(
+        "create_mcp_server", "--name", "Wiki", "--url", "https://wiki.example.com/mcp",
+        "--sign-in", "person", "--oauth-client-id", "rojo",
+    )  # fmt: skip
+    assert "name the authorization server" in refused

@@ -80,8 +80,10 @@ async def run_turn(
     role: Role = Role.EDITOR,
     message: str = "Please help.",
     conversation: Conversation | None = None,
+    model=None,
 ) -> TurnRun:
-    """Store the user's message and drive agent_loop to its end, as turns.py does."""
+    """Store the user's message and drive agent_loop to its end, as turns.py does (asking
+    `model`, a rojos.context.model_choice.ModelInUse; None: the rojo's default)."""
     if conversation is None:
         conversation = await Conversation.objects.acreate(project=project, rojo=rojo, user=user)
     root = await asyncio.to_thread(storage.project_root_create, project.pk)
@@ -99,7 +101,8 @@ async def run_turn(
     client = await rojo_client(rojo)
     started = time.monotonic()
     try:
-        async for event in agent_loop(history=history, rojo=rojo, ctx=ctx, client=client):
+        events_of = agent_loop(history=history, rojo=rojo, ctx=ctx, client=client, model=model)
+        async for event in events_of:
             events.append(event)
             times.append(time.monotonic() - started)
     except TurnError as exc:

@@ -406,6 +406,10 @@ class FakeProvider:
         self.window: Window | None = None
         self.refuse_stream_options: Literal["openai", "fastapi"] | None = None
         self.listing_delay = 0.0  # seconds before answering a listing route
+        # More models /v1/models lists besides MODEL: each an entry such as {"id": "other",
+        # "max_model_len": 8192}; and an error it answers that route with instead.
+        self.models: list[dict[str, Any]] = []
+        self.models_refused: HttpError | None = None
         # Answers every request the script has no reply for (a model that reads its input).
         self.responder: Responder | None = None
         # Requests a Window of shape "ollama" cut silently (their index in `requests`).
@@ -415,6 +419,8 @@ class FakeProvider:
         self.requests: list[dict[str, Any]] = []
         # The other routes asked (model listings, /props, /api/show), in order.
         self.listing_requests: list[str] = []
+        # The headers of each GET among them (a model list asked with the rojo's key).
+        self.listing_headers: list[dict[str, str]] = []
         self.headers: list[dict[str, str]] = []
         # The client's (host, port) of each request: the same for requests on one connection.
         self.peers: list[tuple[str, int]] = []
@@ -443,15 +449,23 @@ class FakeProvider:
             self._script.clear()
             self.requests.clear()
             self.listing_requests.clear()
+            self.listing_headers.clear()
             self.headers.clear()
             self.peers.clear()
             self._leftovers_allowed = False
             self.window = None
             self.refuse_stream_options = None
             self.listing_delay = 0.0
+            self.models = []
+            self.models_refused = None
             self.responder = None
             self.truncated.clear()
             self.overflowed.clear()
+
+    @property
+    def models_asked(self) -> list[str | None]:
+        """The model each chat-completions request asked for, in order."""
+        return [body.get("model") for body in self.requests]
 
     def allow_leftovers(self) -> None:
         """Let the current test end with scripted replies never requested."""
@@ -509,12 +523,15 @@ class FakeProvider:
         listed = window.listed_by if window else None
         tokens = window.tokens if window else 0
         if route == "/v1/models":
+            if self.models_refused is not None:
+                return self.models_refused.status, self.models_refused.body
             model: dict[str, Any] = {"id": MODEL, "object": "model"}
             if listed == "vllm":
                 model["max_model_len"] = tokens
             elif listed == "openrouter":
                 model["context_length"] = tokens
-            return 200, {"object": "list", "data": [model]}
+            more = [{"object": "model", **entry} for entry in self.models]
+            return 200, {"object": "list", "data": [model, *more]}
         if route == "/props" and listed == "llamacpp":
             return 200, {"default_generation_settings": {"n_ctx": tokens}, "total_slots": 1}
         if route == "/api/show" and listed == "ollama" and (body or {}).get("model") == MODEL:
@@ -572,6 +589,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.provider.listing_requests.append(self._route())
+        headers = {key.lower(): value for key, value in self.headers.items()}
+        self.server.provider.listing_headers.append(headers)
         listed = self.server.provider.listing(self._route(), None)
         if listed is None:
             self._send_not_found()

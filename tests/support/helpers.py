@@ -13,7 +13,10 @@ from roject.models import Role
 from rojos.models import Message, Rojo
 from rojos.tools import RojoToolContext
 
-# The tools a new rojo gets: every built-in but delete_path, which is enabled per rojo.
+# The tools the test rojos get (make_rojo): a new rojo's, every built-in but delete_path
+# (enabled per rojo) and update_plan. Offered, update_plan adds a tool and a part of the
+# system message to every request, which the tests of other features pin; the plan's
+# tests ask for it (NEW_ROJO_TOOLS).
 DEFAULT_TOOLS = [
     "read_path_meta",
     "get_text_content",
@@ -24,6 +27,7 @@ DEFAULT_TOOLS = [
     "move_path",
     "search_text",
 ]
+NEW_ROJO_TOOLS = [*DEFAULT_TOOLS, "update_plan"]
 
 STORY = (
     "Create a directory at docs/intro and write an index.page file there with a page header "
@@ -39,6 +43,7 @@ def make_rojo(base_url: str, **fields) -> Rojo:
         "base_url": base_url,
         "model": "fake-model",
         "api_key": "sk-test-secret-key-123",
+        "tools": list(DEFAULT_TOOLS),
     }
     return Rojo.objects.create(**{**defaults, **fields})
 

@@ -105,7 +105,12 @@ def oidc_provider(asgi_server, tmp_path_factory) -> Iterator[Provider]:
     client = {
         "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET,
-        "redirect_uris": [f"{site}/oidc/callback/" for site in sites],
+        # The app's sign-in, and its MCP servers' Connect (tests/support/oauth_mcp.py).
+        "redirect_uris": [
+            f"{site}{path}"
+            for site in sites
+            for path in ("/oidc/callback/", "/connections/callback/")
+        ],
         "post_logout_redirect_uris": [f"{site}/login/" for site in sites],
     }
     (workdir / "client.json").write_text(json.dumps(client))

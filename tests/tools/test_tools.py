@@ -202,7 +202,7 @@ async def test_unknown_tool_is_named_and_available_tools_listed(ctx):
     assert error_message(result) == (
         "unknown tool 'delete_everything'; available tools: read_path_meta, "
         "get_text_content, write_text_content, list_files, create_directory, "
-        "edit_text_content, move_path, delete_path, search_text"
+        "edit_text_content, move_path, delete_path, search_text, update_plan"
     )
 
 
@@ -211,7 +211,7 @@ async def test_unknown_tool_offers_only_what_the_viewer_may_call(root):
     result = await registry.execute("nope", {}, context(root, role=Role.VIEWER))
     assert error_message(result) == (
         "unknown tool 'nope'; available tools: read_path_meta, get_text_content, list_files, "
-        "search_text"
+        "search_text, update_plan"
     )
 
 
@@ -368,6 +368,7 @@ def test_available_tools_follow_role_and_enabled(root):
         "get_text_content",
         "list_files",
         "search_text",
+        "update_plan",
     ]
     assert [t.name for t in registry.available(editor)] == ["write_text_content", "list_files"]
 
@@ -388,6 +389,7 @@ def test_builtin_registry_holds_the_builtin_tools():
         "delete_path",
         "search_text",
         "read_result",
+        "update_plan",
     ]
     assert [type(tool) for tool in registry] == list(BUILTIN_TOOLS)
 

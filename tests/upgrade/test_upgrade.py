@@ -11,6 +11,7 @@ them (search, tokens, invitations, the audit guard, replay, branches, usage, the
 a reply a crash cut off).
 """
 
+import json
 from dataclasses import dataclass
 
 import pytest
@@ -56,11 +57,30 @@ ADDED_COLUMNS = {
         "every rojo reads the project's AGENTS.md from the upgrade on, as the changelog's "
         "upgrade notes say",
     ),
+    "rojos.rojo.reasoning_effort": ("", "not sent, as before"),
+    "rojos.rojo.reasoning_back": (
+        "auto",
+        "each provider's rule, by the shape its reasoning comes in",
+    ),
+    "rojos.rojo.capability_profiles": ("{}", "no rojo was tested: turns behave as before"),
+    "rojos.rojo.any_listed_model": (False, "a rojo offers its one model, as before"),
+    "rojos.rojo.provider_models": ((), "the provider's list is asked for only on demand"),
+    "rojos.rojo.provider_models_fetched": (None, "never asked"),
+    "rojos.conversation.model": ("", "the rojo's default model, the only one there was"),
+    "rojos.message.model": ("", "not recorded before: the rojo's model then"),
+    "rojos.usagerecord.model": ("", "not recorded before: the rojo's model then"),
+    "rojos.mcpserver.sign_in": ("", "every server signs in as before: its fixed headers"),
+    "rojos.mcpserver.oauth_client_id": ("", "no credentials were registered"),
+    "rojos.mcpserver.oauth_issuer": ("", "no credentials were registered"),
+    "rojos.mcpserver.oauth_client_secret": (b"", "no credentials were registered"),
 }
 
 
 def _hashable(value):
-    """A JSON column's list as a tuple, so that the values of a column make a set."""
+    """A JSON column's list as a tuple and its object as JSON text, so that the values of a
+    column make a set."""
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
     return tuple(value) if isinstance(value, list) else value
 
 

@@ -19,7 +19,7 @@ from rojos.tools import registry
 from tests.conftest import make_user
 from tests.support.fake_provider import http_error, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import (
-    DEFAULT_TOOLS,
+    NEW_ROJO_TOOLS,
     PAGE,
     STORY,
     assert_history_valid,
@@ -29,7 +29,7 @@ from tests.support.helpers import (
     stored_history,
 )
 
-ALL_TOOLS = DEFAULT_TOOLS
+ALL_TOOLS = NEW_ROJO_TOOLS
 REPLY = "I created docs/intro/index.page with a header and an intro."
 
 

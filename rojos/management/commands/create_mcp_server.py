@@ -1,3 +1,4 @@
+import os
 import shlex
 
 from django.core.exceptions import ValidationError
@@ -8,6 +9,7 @@ from django.utils.text import slugify
 from roject.audit.log import AuditAction, audit_command
 from roject.members.projects import validation_text
 from rojos.changes.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
+from rojos.mcp.sealed import seal
 from rojos.models import McpServer
 
 
@@ -54,7 +56,22 @@ class Command(BaseCommand):
             metavar="HEADER=ENVVAR",
             help="An HTTP header, read from this app's environment.",
         )
-
+        parser.add_argument(
+            "--sign-in",
+            choices=["person", "shared"],
+            help="HTTP: OAuth, each member with their own account (person), or one shared "
+            "account an admin connects (shared); without it, the fixed headers.",
+        )
+        parser.add_argument("--oauth-client-id", default="", help="A client registered for Rojo.")
+        parser.add_argument(
+            "--oauth-issuer", default="", help="The authorization server it is registered with."
+        )
+        parser.add_argument(
+            "--oauth-client-secret-env",
+            default="",
+            metavar="ENVVAR",
+            help="The client's secret, read from this variable now and stored sealed.",
+        )
         parser.add_argument(
             "--trusted",
             action="store_true",
@@ -64,6 +81,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, name, command, url, env, env_from, header_from, trusted, **options):
         slug = slugify(name)
+        secret_env = options["oauth_client_secret_env"]
+        if secret_env and not os.environ.get(secret_env):
+            raise CommandError(f"--oauth-client-secret-env: {secret_env} is not set")
         if not slug:
             raise CommandError(f"server name {name!r} gives an empty slug")
         if McpServer.objects.filter(slug=slug).exists():
@@ -91,6 +111,10 @@ class Command(BaseCommand):
             env_from=_pairs(env_from, "--env-from"),
             url=url or "",
             headers_from=_pairs(header_from, "--header-from"),
+            sign_in=options["sign_in"] or "",
+            oauth_client_id=options["oauth_client_id"],
+            oauth_issuer=options["oauth_issuer"],
+            oauth_client_secret=seal(os.environ[secret_env].encode()) if secret_env else b"",
             trusted=trusted,
         )
         try:
@@ -112,11 +136,13 @@ def _created_details(server: McpServer) -> dict:
     """The fields set, with values; of the variables stored, the names only (secrets)."""
     fields = [
         "name", "slug", "transport", "command", "args", "env_from", "url", "headers_from",
-        "trusted",
+        "sign_in", "oauth_client_id", "oauth_issuer", "trusted",
     ]  # fmt: skip
     after = {name: getattr(server, name) for name in fields}
     details = field_changes(fields=fields, before={}, after=after, names_only=MCP_NAMES_ONLY)
     if server.env:
         details["env"] = sorted(server.env)
         details["fields"].append("env")
+    if server.oauth_client_secret:
+        details["fields"].append("oauth_client_secret")  # that it was set, never its value
     return details

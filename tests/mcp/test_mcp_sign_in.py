@@ -1,0 +1,227 @@
+"""Members signing in to an MCP server that asks for OAuth, each as themselves: Connect
+through a real authorization server (the tests' django-oauth-toolkit provider) and Rojo's
+callback, every call acting as the turn's own member, never another's; Disconnect, and a
+member's removal, deleting the tokens."""
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from asgiref.sync import SyncToAsync
+from django.db import connection, connections
+from django.test import Client
+from django.utils import timezone
+
+from roject.members.services import member_remove
+from roject.models import Role
+from rojos.mcp.accounts import AccountTokenStorage
+from rojos.mcp.pool import mcp_pool_close
+from rojos.mcp.spec import McpLink, ServerSpec
+from rojos.mcp.tools import TurnTools
+from rojos.models import McpAccount, McpServer, McpSignInPending
+from rojos.tools import RojoToolContext, ToolCall, registry
+from tests.support.oauth_mcp import protected_server_row, provider_round_trip
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
+
+
+@pytest.fixture(autouse=True)
+def storage_thread_closed():
+    """Queries made from the tools' event loop ran on asgiref's thread: its connection is
+    closed with the test, so that the test database can be dropped."""
+    yield
+    SyncToAsync.single_thread_executor.submit(connections.close_all).result(timeout=10)
+
+
+@pytest.fixture
+def tracker(oauth_mcp, db):
+    return protected_server_row(oauth_mcp, sign_in="person")
+
+
+def signed_in(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def connect(client: Client, server, *, account: str):
+    """Press Connect as the client's user and sign in at the provider as `account`."""
+    start = client.post(f"/connections/{server.slug}/connect/")
+    assert start.status_code == 302, start
+    return provider_round_trip(client, start["Location"], username=account)
+
+
+def whoami(server, user, root) -> dict:
+    """A turn of `user` calls the server's `whoami`: the outcome, as the model reads it."""
+
+    async def run():
+        link = McpLink(ServerSpec.of(server), None, False, tuple(server.listed_tools), True)
+        tools = TurnTools(registry, (link,))
+        ctx = RojoToolContext(project_id=1, project_root=root, role=Role.EDITOR, user=user)
+        try:
+            await tools.prepare(ctx)
+            outcome = await tools.run(ToolCall.parse("call_1", "tracker__whoami", {}), ctx)
+        finally:
+            await mcp_pool_close()
+        return outcome.result
+
+    return asyncio.run(run())
+
+
+def test_two_members_connect_two_accounts_and_each_call_acts_as_its_member(
+    tracker, oidc_provider, project, users, root
+):
+    """The editor signs in as the provider's alice, the owner as bob: each one's calls
+    reach the server as their own account."""
+    for member, account in (("editor", "alice"), ("owner", "bob")):
+        client = signed_in(users[member])
+        back = connect(client, tracker, account=account)
+        assert back.status_code == 302 and back["Location"] == "/connections/"
+        page = client.get("/connections/").content.decode()
+        assert "Your account on Tracker is connected." in page
+        assert 'class="disconnect"' in page
+    assert whoami(tracker, users["editor"], root) == "account:alice"
+    assert whoami(tracker, users["owner"], root) == "account:bob"
+    assert whoami(tracker, users["editor"], root) == "account:alice"  # not the pool's last
+    assert not McpSignInPending.objects.exists()  # each sign-in was used up
+
+
+def test_a_member_who_has_not_connected_is_told_how_and_gets_no_one_elses_token(
+    tracker, project, users, root
+):
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    result = whoami(tracker, users["viewer"], root)
+    assert "has not connected" in result["error"]
+    assert "/connections/#mcp-tracker" in result["error"]
+    page = signed_in(users["viewer"]).get("/connections/").content.decode()
+    assert 'id="mcp-tracker"' in page and "not connected" in page
+
+
+def test_disconnecting_deletes_the_tokens_and_stops_the_calls(tracker, project, users, root):
+    client = signed_in(users["editor"])
+    connect(client, tracker, account="alice")
+    assert whoami(tracker, users["editor"], root) == "account:alice"
+    assert client.post("/connections/tracker/disconnect/").status_code == 302
+    assert not McpAccount.objects.filter(user=users["editor"]).exists()
+    assert "has not connected" in whoami(tracker, users["editor"], root)["error"]
+
+
+def test_a_member_removed_from_their_last_project_loses_their_tokens(tracker, project, users, root):
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    connect(signed_in(users["owner"]), tracker, account="bob")
+    member_remove(by=users["owner"], project_id=project.pk, user_id=users["editor"].pk)
+    assert not McpAccount.objects.filter(user=users["editor"]).exists()
+    assert McpAccount.objects.filter(user=users["owner"]).exists()
+    assert "has not connected" in whoami(tracker, users["editor"], root)["error"]
+
+
+def test_a_deactivated_member_loses_their_tokens(tracker, project, users):
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    users["editor"].is_active = False
+    users["editor"].save()
+    assert not McpAccount.objects.filter(user=users["editor"]).exists()
+
+
+def test_the_stored_tokens_are_sealed_in_the_database(tracker, project, users):
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    storage = AccountTokenStorage(server_id=tracker.pk, user_id=users["editor"].pk)
+    tokens = asyncio.run(storage.get_tokens())
+    assert tokens is not None and tokens.access_token
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT tokens, client, discovered FROM {McpAccount._meta.db_table}")
+        stored = b"".join(str(value).encode() for row in cursor.fetchall() for value in row)
+    assert tokens.access_token.encode() not in stored
+    assert tokens.refresh_token and tokens.refresh_token.encode() not in stored
+
+
+def test_a_callback_with_another_sessions_state_connects_nothing(tracker, project, users):
+    """The state the provider brings back is honoured only in the session that began it,
+    for its own user, once."""
+    started = signed_in(users["editor"]).post("/connections/tracker/connect/")
+    from urllib.parse import parse_qs, urlsplit
+
+    state = parse_qs(urlsplit(started["Location"]).query)["state"][0]
+    for intruder in (signed_in(users["owner"]), signed_in(users["editor"])):
+        answer = intruder.get("/connections/callback/", {"state": state, "code": "stolen"})
+        assert answer.status_code == 302
+        page = intruder.get("/connections/").content.decode()
+        assert "not one you started here" in page
+    assert not McpAccount.objects.exclude(tokens=b"").exists()
+
+
+def test_connect_refuses_a_get_and_a_stranger(tracker, users):
+    client = signed_in(users["editor"])
+    assert client.get("/connections/tracker/connect/").status_code == 405
+    assert Client().post("/connections/tracker/connect/").status_code == 302  # to the login
+    assert client.post("/connections/nothing/connect/").status_code == 404
+    csrf = Client(enforce_csrf_checks=True)
+    csrf.force_login(users["editor"])
+    assert csrf.post("/connections/tracker/connect/").status_code == 403
+    assert not McpSignInPending.objects.exists()
+
+
+def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
+    oauth_mcp, project, users, root
+):
+    """A superuser connects the shared account once (from the server's admin page); every
+    member's calls act as it, and a member cannot connect or disconnect it."""
+    shared = protected_server_row(oauth_mcp, sign_in="shared")
+    member = signed_in(users["editor"])
+    assert member.post("/connections/tracker/connect/", {"shared": "1"}).status_code == 403
+    result = whoami(shared, users["editor"], root)
+    assert "shared connection that no admin has signed in" in result["error"]
+
+    users["owner"].is_superuser = users["owner"].is_staff = True
+    users["owner"].save()
+    admin = signed_in(users["owner"])
+    change = admin.get(f"/admin/rojos/mcpserver/{shared.pk}/change/").content.decode()
+    assert "not signed in" in change and 'form="mcp-shared"' in change
+    assert '<form id="mcp-shared" method="post" hidden>' in change
+    start = admin.post("/connections/tracker/connect/", {"shared": "1"})
+    back = provider_round_trip(admin, start["Location"], username="bob")
+    assert back.status_code == 302 and back["Location"] == "/admin/rojos/mcpserver/"
+    assert McpAccount.objects.get().user is None
+
+    assert whoami(shared, users["editor"], root) == "account:bob"
+    assert whoami(shared, users["viewer"], root) == "account:bob"
+    assert member.post("/connections/tracker/disconnect/", {"shared": "1"}).status_code == 403
+    assert McpAccount.objects.filter(user=None).exists()
+
+
+def test_an_expired_token_is_refreshed_by_the_sdk_in_a_later_process(tracker, project, users, root):
+    """A stored access token past its time (read by a new session, as another process
+    would) is refreshed at the authorization server found at sign-in, not asked for again."""
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    storage = AccountTokenStorage(server_id=tracker.pk, user_id=users["editor"].pk)
+    before = asyncio.run(storage.get_tokens())
+    McpAccount.objects.update(tokens_expire=timezone.now() - timedelta(minutes=1))
+    assert whoami(tracker, users["editor"], root) == "account:alice"
+    after = asyncio.run(storage.get_tokens())
+    assert after.access_token != before.access_token
+    assert McpAccount.objects.get().tokens_expire > timezone.now()
+
+
+def test_connect_to_a_server_that_cannot_be_reached_says_so(users):
+    McpServer.objects.create(
+        name="Down", slug="down", transport="http", url="http://127.0.0.1:9/mcp", sign_in="person"
+    )
+    client = signed_in(users["editor"])
+    answer = client.post("/connections/down/connect/")
+    assert answer.status_code == 302 and answer["Location"] == "/connections/"
+    page = client.get("/connections/").content.decode()
+    assert "Connecting to &#x27;Down&#x27; failed: it cannot be reached." in page
+    assert "127.0.0.1:9" not in page
+    assert not McpSignInPending.objects.exists()
+
+
+def test_client_credentials_go_to_no_authorization_server_but_their_own(oauth_mcp, users):
+    """Registered with another issuer than the one the server names (a server pointing its
+    metadata elsewhere), the admin's client credentials are dropped: no sign-in starts with
+    them, and the person is told the sign-in failed."""
+    protected_server_row(oauth_mcp, sign_in="person", oauth_issuer="https://auth.example.com")
+    client = signed_in(users["editor"])
+    answer = client.post("/connections/tracker/connect/")
+    assert answer.status_code == 302 and answer["Location"] == "/connections/"
+    page = client.get("/connections/").content.decode()
+    assert "Connecting to &#x27;Tracker&#x27; failed: its sign-in failed" in page
+    assert not McpSignInPending.objects.exists() and not McpAccount.objects.exists()
