@@ -2,6 +2,7 @@
 goes through the storage gate."""
 
 import asyncio
+from urllib.parse import quote
 
 from django.conf import settings
 from django.http import HttpRequest, StreamingHttpResponse
@@ -13,6 +14,7 @@ from roject.members.live import KEEPALIVE_SECONDS, project_subscribed, sse_event
 
 from . import storage
 from .api_answers import answers
+from .previews.capability import preview_capability
 
 router = Router(tags=["files"])
 
@@ -54,6 +56,31 @@ async def file_content(request: HttpRequest, project_id: int, path: str):
     return await asyncio.to_thread(
         storage.project_file_show, project_id=access.project.pk, path=path
     )
+
+
+class PreviewOut(Schema):
+    url: str
+    size: int
+    modifiedAt: str
+
+
+@router.get("/{project_id}/files/preview", response=answers(PreviewOut, 400, 404, 422))
+async def file_preview(request: HttpRequest, project_id: int, path: str):
+    """Where a file's preview is served (`roject/previews/`), with its size and time: an
+    address carrying a capability of the person's for this project, good for
+    ROJO_PREVIEW_SECONDS, under which the files beside it load by their relative paths."""
+    access = await aproject_access(user=request.auth, project_id=project_id)
+    root = storage.project_root_create(access.project.pk)
+    meta = await asyncio.to_thread(storage.path_meta, root, path)
+    if meta["type"] != "file":
+        raise storage.StorageError(f"{path!r} is a directory, not a file")
+    token = preview_capability(user_id=request.auth.pk, project_id=access.project.pk)
+    clean = "/".join(quote(part) for part in path.strip("/").split("/"))
+    return {
+        "url": f"/preview/{token}/{clean}",
+        "size": meta["size"],
+        "modifiedAt": meta["modifiedAt"],
+    }
 
 
 @router.get("/{project_id}/live", response=answers(None, 404, 422), tags=["live"])

@@ -282,6 +282,9 @@ ROJO_MAX_READ_BYTES = env_int("ROJO_MAX_READ_BYTES", 1024 * 1024)
 ROJO_MAX_PDF_BYTES = env_int("ROJO_MAX_PDF_BYTES", 32 * 1024 * 1024)
 ROJO_PDF_SECONDS = env_int("ROJO_PDF_SECONDS", 20)
 ROJO_PDF_MEMORY_BYTES = env_int("ROJO_PDF_MEMORY_BYTES", 1024 * 1024 * 1024)
+# How long a preview's address (roject/previews/) stays good: the file panel asks for a new
+# one at each opening and refresh.
+ROJO_PREVIEW_SECONDS = env_int("ROJO_PREVIEW_SECONDS", 15 * 60)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
 # Uploads from the file panel: the largest file, and the most one upload may bring in (a
 # file, or everything a .zip unpacks to); a .zip entry that unpacks to more than RATIO times

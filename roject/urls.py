@@ -9,6 +9,7 @@ from roject.identity.forms import AdminLoginForm
 from roject.identity.oidc import views as oidc_views
 from roject.members import views as member_views
 from roject.members.project_settings import project_settings
+from roject.previews.views import preview
 
 # The admin's login counts failures with the site's (roject/identity/login_limits.py).
 admin.site.login_form = AdminLoginForm
@@ -16,6 +17,7 @@ admin.site.login_form = AdminLoginForm
 urlpatterns = [
     path("", views.home, name="home"),
     path("", include("rojos.urls")),
+    path("preview/<str:token>/<path:path>", preview, name="file_preview"),
     path("projects/<int:project_id>/settings/", project_settings, name="project_settings"),
     path("projects/<int:project_id>/audit/", audit_views.project_audit, name="project_audit"),
     path("tokens/", views.api_tokens, name="api_tokens"),

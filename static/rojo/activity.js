@@ -32,6 +32,26 @@ export function diffNode(diff, className = "diff") {
   return pre;
 }
 
+// The built-in calls that leave a file to open (a delete leaves none, a folder is no file).
+const OPENS_A_FILE = new Set(["write_text_content", "edit_text_content", "move_path"]);
+
+/** A button per file a change left, which opens it (its preview, where it has one) in the
+ * file panel: the page listens for the `open-file` event this sends. */
+function openButtons(args) {
+  const paths = changedPaths(args);
+  const left = typeof args?.source === "string" ? paths.slice(1) : paths; // a move: where it went
+  return left.map((path) => {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "open-changed-file";
+    button.append("Open ", ...visible(path), " in the file panel");
+    button.addEventListener("click", () => {
+      button.dispatchEvent(new CustomEvent("open-file", { bubbles: true, detail: { path } }));
+    });
+    return button;
+  });
+}
+
 function section(label, body) {
   const box = document.createElement("div");
   box.className = "tool-section";
@@ -180,6 +200,7 @@ export class Activity {
     } else {
       box.append(section("Result", textBlock(resultText(result), "tool-output")));
     }
+    if (ok && change && OPENS_A_FILE.has(name)) box.append(...openButtons(line.args));
     line.append(box);
     if (line.open) this.opened(line);
   }

@@ -113,6 +113,7 @@ export class FileEditor {
     this.editButton.hidden = on || !this.canWrite;
     this.saveButton.hidden = !on;
     this.doneButton.hidden = !on;
+    this.browser.preview?.editing(on);
   }
 
   stop({ reload = false } = {}) {

@@ -2,6 +2,7 @@
 // Names show their hidden characters as escapes; a file's text, only those that reorder it.
 
 import { ApiError, getJson } from "./api.js";
+import { binaryKind, FilePreview, previewKind } from "./file-preview.js";
 import { visible } from "./visible.js";
 
 function humanSize(bytes) {
@@ -37,6 +38,7 @@ export class FileBrowser {
     this.editing = false;
     root.querySelector(".refresh-files").addEventListener("click", () => this.refresh());
     this.viewer.querySelector(".close-file").addEventListener("click", () => this.closeFile());
+    this.preview = new FilePreview(this.viewer, projectId);
   }
 
   storedExpanded() {
@@ -202,16 +204,30 @@ export class FileBrowser {
       const current = button.parentElement.dataset.path === path;
       button.toggleAttribute("aria-current", current);
     }
+    const kind = previewKind(path);
     try {
+      if (binaryKind(kind)) {
+        // A picture or a PDF: its preview only, no text.
+        const file = await getJson(this.url("/preview", path));
+        if (this.openPath !== path) return;
+        meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
+        content.replaceChildren();
+        content.classList.remove("error");
+        this.opened?.(null);
+        await this.preview.show(path, kind, { modifiedAt: file.modifiedAt });
+        return;
+      }
       const file = await getJson(this.url("/content", path));
       if (this.openPath !== path) return; // another file was opened, or this one closed, meanwhile
       meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
       content.replaceChildren(...visible(file.text, { prose: true }));
       content.classList.remove("error");
       this.opened?.(file);
+      await this.preview.show(path, kind, { text: file.text, modifiedAt: file.modifiedAt });
     } catch (error) {
       if (this.openPath !== path) return;
       meta.textContent = "";
+      this.preview.clear();
       this.opened?.(null);
       const message = error instanceof ApiError ? error.message : "Could not open the file.";
       content.replaceChildren(...visible(message));
@@ -221,6 +237,7 @@ export class FileBrowser {
 
   closeFile() {
     this.openPath = null;
+    this.preview.clear();
     this.viewer.hidden = true;
     this.opened?.(null);
   }

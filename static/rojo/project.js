@@ -148,6 +148,8 @@ const conversations = new ConversationList(document.querySelector(".conversation
 });
 new Branches(chat);
 chat.addEventListener("opened", (event) => messageReveal(chat, event.detail));
+// An activity line's "Open … in the file panel" (static/rojo/activity.js).
+chat.element.addEventListener("open-file", (event) => files.openFile(event.detail.path));
 
 // A reply waiting for approval marks its conversation in the list at once (class
 // approval-waiting and its badge); the list's poll keeps the other conversations' badges.

@@ -1,0 +1,50 @@
+"""`/preview/<capability>/<path>`: a project file as its preview shows it (`kinds.py`).
+
+Every request reads the capability, then the person's access as it is now, before anything
+of the file; a capability that is forged, expired, or no longer backed by access is a 404,
+which tells nothing of what exists. The file is read through the storage gate.
+"""
+
+import asyncio
+from urllib.parse import quote
+
+from django.contrib.auth import get_user_model
+from django.http import Http404, HttpRequest, StreamingHttpResponse
+from django.views.decorators.clickjacking import xframe_options_sameorigin
+from django.views.decorators.http import require_safe
+
+from roject import storage
+from roject.members.access import aproject_access
+from roject.server.streaming import blocking_stream
+from roject.storage import StorageError
+
+from .capability import preview_capability_read
+from .kinds import preview_type
+
+
+@require_safe
+@xframe_options_sameorigin
+async def preview(request: HttpRequest, token: str, path: str):
+    found = preview_capability_read(token)
+    if found is None:
+        raise Http404("This preview's address has expired; open the file again.")
+    user_id, project_id = found
+    user = await get_user_model().objects.filter(pk=user_id, is_active=True).afirst()
+    if user is None:
+        raise Http404("This preview's address has expired; open the file again.")
+    access = await aproject_access(user=user, project_id=project_id)  # 404 without access
+    root = storage.project_root_create(access.project.pk)
+    try:
+        produce = await asyncio.to_thread(storage.file_download_open, root, path)
+    except (StorageError, OSError):
+        raise Http404("No such file to preview.") from None
+    content_type, policy = preview_type(path)
+    response = StreamingHttpResponse(blocking_stream(produce), content_type=content_type)
+    response["Content-Security-Policy"] = policy
+    response["Referrer-Policy"] = "no-referrer"
+    response["Cache-Control"] = "private, no-store"
+    # No Cross-Origin-Resource-Policy: a sandboxed page has an opaque origin, which
+    # `same-origin` would refuse its own pictures and styles; the capability is the guard.
+    name = quote(path.rsplit("/", 1)[-1])
+    response["Content-Disposition"] = f"inline; filename*=UTF-8''{name}"
+    return response

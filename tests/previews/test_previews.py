@@ -1,0 +1,132 @@
+"""Previews' addresses, against the live ASGI server: a member gets one for a file; it serves
+the file and the files beside it with no session (a sandboxed page's requests carry none),
+each kind with its type and a policy of its own; it is refused, telling nothing, when forged,
+expired, or no longer backed by the person's access; and it reaches nothing outside the
+project's root."""
+
+import os
+
+import pytest
+from django.core import signing
+
+from roject.members.services import member_remove
+from roject.previews.capability import preview_capability
+from roject.storage import project_root_create
+from tests.support.pdfs import pdf_file
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a3e1f1740000000049454e44ae426082"
+)
+
+
+@pytest.fixture
+def root(project):
+    root = project_root_create(project.pk)
+    (root / "site").mkdir()
+    (root / "site" / "index.html").write_text(
+        '<h1>Hi</h1><img src="logo.png"><link rel="stylesheet" href="css/site.css">'
+        "<script>document.title = 'ran'</script>"
+    )
+    (root / "site" / "logo.png").write_bytes(PNG)
+    (root / "site" / "css").mkdir()
+    (root / "site" / "css" / "site.css").write_text("h1 { color: teal }")
+    (root / "site" / "report.pdf").write_bytes(pdf_file(["Page one"]))
+    (root / "site" / "tool.exe").write_bytes(b"MZ\x00\x01")
+    return root
+
+
+def address(client, project, path: str) -> str:
+    response = client.get(f"/api/projects/{project.pk}/files/preview", params={"path": path})
+    assert response.status_code == 200, response.text
+    return response.json()["url"]
+
+
+def test_a_page_and_the_files_beside_it_are_served_under_the_sandbox(
+    client_for, users, project, root
+):
+    viewer = client_for(users["viewer"])
+    response = viewer.get(
+        f"/api/projects/{project.pk}/files/preview", params={"path": "site/index.html"}
+    )
+    assert response.json()["size"] == (root / "site" / "index.html").stat().st_size
+    url = response.json()["url"]
+    assert url.startswith("/preview/") and url.endswith("/site/index.html")
+    anonymous = client_for()  # what a sandboxed page's own requests are: no session
+    page = anonymous.get(url)
+    assert page.status_code == 200
+    assert page.headers["content-type"] == "text/html; charset=utf-8"
+    policy = page.headers["content-security-policy"]
+    assert policy.startswith("sandbox;") and "default-src 'none'" in policy
+    assert "script-src" not in policy  # default-src 'none': no script at all
+    assert page.headers["x-frame-options"] == "SAMEORIGIN"
+    assert page.headers["referrer-policy"] == "no-referrer"
+    assert page.headers["x-content-type-options"] == "nosniff"
+    assert "<script>" in page.text  # served as written: the policy, not an edit, disarms it
+    base = url.rsplit("/", 1)[0]
+    logo = anonymous.get(f"{base}/logo.png")
+    assert (logo.status_code, logo.headers["content-type"], logo.content) == (200, "image/png", PNG)
+    css = anonymous.get(f"{base}/css/site.css")
+    assert css.headers["content-type"] == "text/css; charset=utf-8"
+    pdf = anonymous.get(f"{base}/report.pdf")
+    assert pdf.headers["content-type"] == "application/pdf"
+    assert not pdf.headers["content-security-policy"].startswith("sandbox")
+    assert "default-src 'none'" in pdf.headers["content-security-policy"]
+    other = anonymous.get(f"{base}/tool.exe")
+    assert other.headers["content-type"] == "application/octet-stream"
+    assert other.headers["content-security-policy"].startswith("sandbox;")
+
+
+def test_an_outsider_gets_no_address_and_a_forged_or_altered_one_serves_nothing(
+    client_for, users, project, root, settings
+):
+    outsider = client_for(users["outsider"])
+    response = outsider.get(
+        f"/api/projects/{project.pk}/files/preview", params={"path": "site/index.html"}
+    )
+    assert response.status_code == 404
+    anonymous = client_for()
+    # The outsider signs nothing: a capability for the project under their own id is refused.
+    theirs = preview_capability(user_id=users["outsider"].pk, project_id=project.pk)
+    assert anonymous.get(f"/preview/{theirs}/site/index.html").status_code == 404
+    forged = signing.dumps([users["owner"].pk, project.pk], salt="another.salt", compress=False)
+    assert anonymous.get(f"/preview/{forged}/site/index.html").status_code == 404
+    url = address(client_for(users["editor"]), project, "site/index.html")
+    token = url.split("/")[2]
+    altered = token[:-2] + ("AA" if token[-2:] != "AA" else "BB")
+    assert anonymous.get(url.replace(token, altered)).status_code == 404
+    settings.ROJO_PREVIEW_SECONDS = -1  # every address has expired
+    response = anonymous.get(url)
+    assert response.status_code == 404
+    assert "index.html" not in response.text
+
+
+def test_an_address_ends_with_the_persons_access(client_for, users, project, root):
+    url = address(client_for(users["editor"]), project, "site/index.html")
+    anonymous = client_for()
+    assert anonymous.get(url).status_code == 200
+    member_remove(by=users["owner"], project_id=project.pk, user_id=users["editor"].pk)
+    assert anonymous.get(url).status_code == 404
+    url = address(client_for(users["viewer"]), project, "site/index.html")
+    users["viewer"].is_active = False
+    users["viewer"].save()
+    assert anonymous.get(url).status_code == 404
+
+
+def test_an_address_reaches_nothing_outside_the_root(client_for, users, project, root, tmp_path):
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not the project's")
+    (root / "site" / "link").symlink_to(outside)
+    os.link(outside, root / "site" / "hard.txt")
+    url = address(client_for(users["editor"]), project, "site/index.html")
+    base, anonymous = url.rsplit("/", 1)[0], client_for()
+    for path in ("link", "hard.txt", "../../secret.txt", "%2e%2e/%2e%2e/secret.txt", "css", ""):
+        response = anonymous.get(f"{base}/{path}")
+        assert response.status_code == 404, path
+        assert "not the project's" not in response.text
+    response = client_for(users["editor"]).get(
+        f"/api/projects/{project.pk}/files/preview", params={"path": "site/css"}
+    )
+    assert response.status_code == 400
