@@ -245,7 +245,7 @@ export class ChatPanel extends EventTarget {
     if (!text || this.busy) return false;
     if (!this.rojoId) {
       this.log.addError("Pick a rojo first.");
-      return;
+      return false;
     }
     if (given === undefined) this.input.value = "";
     this.turnStarted = false;

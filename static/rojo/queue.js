@@ -28,6 +28,7 @@ export class MessageQueue {
     this.paused = true; // until a reply is seen running here: a reload sends nothing by itself
     this.stopAndSend = false;
     this.inFlight = null;
+    this.placeholder = chat.input.placeholder;
     this.editing = false; // a queued message's box is open: the queue waits for it
     this.shown = null; // the items the list shows, as JSON: it is redrawn only when they change
     this.section = document.createElement("section");
@@ -212,6 +213,9 @@ export class MessageQueue {
         ),
       );
     }
+    this.chat.input.placeholder = busy
+      ? "Type the next message (Enter queues it until the reply ends)"
+      : this.placeholder;
     const typed = Boolean(this.chat.input.value.trim());
     this.queueButton.hidden = !busy;
     this.queueButton.disabled = !typed;
