@@ -219,7 +219,6 @@ export class MessageQueue {
     const typed = Boolean(this.chat.input.value.trim());
     this.queueButton.hidden = !busy;
     this.queueButton.disabled = !typed;
-    this.stopSend.hidden = !busy;
-    this.stopSend.disabled = !typed && !items.length;
+    this.stopSend.hidden = !busy || (!typed && !items.length); // shown when there is something to send
   }
 }
