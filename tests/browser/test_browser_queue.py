@@ -204,3 +204,80 @@ def test_the_queue_waits_for_an_approval_and_after_an_error_until_sent_on(
     assert user_texts(fake_provider.requests[2])[-1] == "Now summarise it"
     expect(queue).to_be_hidden()
     assert page.console_errors == []
+
+
+def test_a_queue_stays_with_its_conversation_and_waits_after_a_plain_stop(
+    page_for, users, project, fake_provider
+):
+    """Queued in one conversation, the message is not in a new one, and is there again back
+    in its own; a plain Stop (not "Stop and send") leaves it queued until "Send queued"."""
+    make_rojo(fake_provider.base_url, approval_tools=[])
+    gate = threading.Event()
+    fake_provider.add(held_reply(gate), stream(*text_chunks("Sent on.")))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Write the report")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Working on it.")
+    send(page, "Then this")
+    queue = page.get_by_role("region", name="Queue", exact=True)
+    expect(queue.locator(".queued-text")).to_have_text(["Then this"])
+    conversation = Conversation.objects.get()
+
+    page.get_by_role("link", name="+ New conversation").click()
+    expect(page).to_have_url(f"/projects/{project.pk}/")
+    expect(page.get_by_label("Message")).to_be_editable()
+    expect(panel.locator(".queued-message")).to_have_count(0)
+    page.goto(f"/projects/{project.pk}/c/{conversation.pk}/")
+    expect(panel.locator(".busy")).to_be_visible()
+    expect(queue.locator(".queued-text")).to_have_text(["Then this"])
+
+    panel.get_by_role("button", name="Stop", exact=True).click()
+    expect(panel.locator(".chat-error.stopped")).to_be_visible()
+    gate.set()  # the held stream ends; the turn was stopped before
+    expect(queue.locator(".queue-note")).to_have_text("Stopped: the queue waits.")
+    expect(panel.locator(".busy")).to_be_hidden()
+    assert len(fake_provider.requests) == 1
+    queue.get_by_role("button", name="Send queued").click()
+    expect(panel.locator(".bubble.assistant").last).to_have_text("Sent on.")
+    assert user_texts(fake_provider.requests[1])[-1] == "Then this"
+    expect(queue).to_be_hidden()
+    assert page.console_errors == []
+
+
+def test_a_new_conversations_queue_goes_to_the_id_its_start_gives(
+    page_for, users, project, fake_provider
+):
+    """A message queued before the first reply has started (the new conversation has no id
+    yet: its request is held on the way) is kept under "new", then under the id START gives,
+    and sent after that reply."""
+    make_rojo(fake_provider.base_url, approval_tools=[])
+    gate = threading.Event()
+    fake_provider.add(held_reply(gate), stream(*text_chunks("Second answered.")))
+    page = page_for(users["editor"])
+    held = []
+    page.route("**/api/projects/*/chat", lambda route: held.append(route))
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "First")
+    send(page, "Second")  # the first is on its way: this one queues
+    queue = page.get_by_role("region", name="Queue", exact=True)
+    expect(queue.locator(".queued-text")).to_have_text(["Second"])
+    assert page.evaluate(QUEUE_KEYS) == [f"rojo-chat:queue:{project.pk}:new"]
+    for _ in range(100):  # the route's event comes with the page's next messages
+        if held:
+            break
+        page.evaluate("0")
+    assert len(held) == 1
+    held[0].continue_()
+    page.unroute("**/api/projects/*/chat")  # the queued one goes straight
+
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Working on it.")
+    conversation = Conversation.objects.get()
+    expect(page).to_have_url(f"/projects/{project.pk}/c/{conversation.pk}/")
+    assert page.evaluate(QUEUE_KEYS) == [f"rojo-chat:queue:{project.pk}:{conversation.pk}"]
+    gate.set()
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Working on it.", "Second answered."])
+    assert [user_texts(r)[-1] for r in fake_provider.requests] == ["First", "Second"]
+    assert page.evaluate(QUEUE_KEYS) == []
+    assert page.console_errors == []
