@@ -15,7 +15,10 @@ export function queueKey(projectId, conversationId) {
 export function queueRead(key) {
   try {
     const items = JSON.parse(localStorage.getItem(key) ?? "[]");
-    return Array.isArray(items) ? items.filter((item) => typeof item?.text === "string") : [];
+    if (!Array.isArray(items)) return [];
+    return items
+      .filter((item) => typeof item?.text === "string" && typeof item.id === "string")
+      .map((item) => ({ ...item, attachments: Array.isArray(item.attachments) ? item.attachments : [] }));
   } catch {
     return []; // written by something else, or cut: nothing usable queued
   }

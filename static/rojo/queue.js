@@ -8,7 +8,7 @@
 import { queueItem, queueKey, queueMove, queueRead, queueTakeFirst, queueWrite } from "./queue-store.js";
 import { queuedMessage } from "./queue-items.js";
 
-const CLEAR = 0; // a turn-finished or busy event's follow-up: after the page's other listeners
+const CLEAR = 0; // what follows a turn's end waits for the page's other listeners to see it
 
 function actionButton(label, className, title) {
   const b = document.createElement("button");
@@ -49,7 +49,10 @@ export class MessageQueue {
 
     const actions = chat.element.querySelector(".composer-actions");
     this.queueButton = actionButton("Queue", "queue-add", "Queue this message: it is sent when the reply ends");
-    this.queueButton.addEventListener("click", () => this.add(chat.input.value.trim()));
+    this.queueButton.addEventListener("click", () => {
+      this.add(chat.input.value.trim());
+      chat.input.focus(); // the button is disabled now, the box empty for the next one
+    });
     this.stopSend = actionButton("Stop and send", "stop-and-send", "Stop the reply, then send the first queued message");
     this.stopSend.addEventListener("click", () => this.stopThenSend());
     actions.querySelector(".send").before(this.stopSend, this.queueButton);
