@@ -79,6 +79,11 @@ def test_two_queued_messages_survive_a_reload_and_are_sent_in_order_after_the_re
         # older finding of the conversation list, left to it.
         found = [v for v in axe_violations(page) if not v.startswith("color-contrast: .badge")]
         assert found == [], scheme
+    page.set_viewport_size({"width": 390, "height": 800})  # a phone: nothing goes sideways
+    expect(panel.get_by_role("button", name="Stop and send")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+    screenshot(page, "queue-phone")
+    page.set_viewport_size({"width": 1280, "height": 800})
     assert len(fake_provider.requests) == 1
     expect(panel.locator(".bubble.user")).to_have_count(1)
 
