@@ -91,6 +91,7 @@ export class ChatPanel extends EventTarget {
     if (!busy && (!focus || focus === document.body || this.element.contains(focus))) {
       this.input.focus();
     }
+    this.dispatchEvent(new CustomEvent("busy", { detail: busy }));
   }
 
   /** One event of a turn, live or stored (then `this.history` is set). */
@@ -149,6 +150,7 @@ export class ChatPanel extends EventTarget {
         this.log.addSummary(data);
         break;
       case "ERROR":
+        if (!this.history) this.turnError = data.code ?? "error"; // the queue waits after one
         this.activity.endForming();
         this.log.addError(data.message, data.code);
         break;
@@ -230,27 +232,30 @@ export class ChatPanel extends EventTarget {
     await this.usagePending; // the reply's figures are shown before the turn counts as over
     this.usagePending = null;
     this.setBusy(false);
-    this.dispatchEvent(new Event("turn-finished"));
+    this.dispatchEvent(new CustomEvent("turn-finished", { detail: { error: this.turnError } }));
   }
 
   /** Send the box's text; or `text` in place of the user message `replace` (an edit, a
    * regenerate: the conversation forks there), `before` being what the log drops for it.
-   * `model`: a regenerate's other model; else the conversation's (`this.model`, the picker's). */
-  async send({ text: given, replace = null, before = null, model = null } = {}) {
+   * `model`: a regenerate's other model; else the conversation's (`this.model`, the picker's).
+   * While a reply runs the box's text is queued instead (queue.js). False: not sent. */
+  async send({ text: given, replace = null, before = null, model = null, attachments: files = null } = {}) {
     const text = (given ?? this.input.value).trim();
-    if (!text || this.busy) return;
+    if (text && this.busy && given === undefined) this.dispatchEvent(new CustomEvent("queue", { detail: text }));
+    if (!text || this.busy) return false;
     if (!this.rojoId) {
       this.log.addError("Pick a rojo first.");
-      return;
+      return false;
     }
     if (given === undefined) this.input.value = "";
     this.turnStarted = false;
+    this.turnError = null;
     this.setBusy(true);
     if (before) {
       while (before.nextSibling) before.nextSibling.remove();
       before.remove();
     }
-    const attachments = this.attach?.take(text) ?? [];
+    const attachments = files ?? this.attach?.take(text) ?? [];
     const bubble = this.log.addUser(text, attachments);
     this.sentBubble = bubble;
     this.lastEventId = 0;
@@ -275,8 +280,10 @@ export class ChatPanel extends EventTarget {
     } catch (error) {
       if (error instanceof ApiError) sentKeyForget(this.projectId);
       else if (key && (await this.openSent(key))) return; // stored, then its server died
-      if (error instanceof ApiError && error.body?.conversation) {
+      const stored = error instanceof ApiError && error.body?.conversation;
+      if (stored) {
         // Stored, but its reply could not start: the message stays, in the conversation named.
+        this.turnError = "not-started";
         this.joinConversation(error.body.conversation);
       } else {
         // Not sent (refused, or the server is out of reach): it goes back in the box.
@@ -285,7 +292,7 @@ export class ChatPanel extends EventTarget {
       }
       this.log.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
       this.setBusy(false);
-      return;
+      return Boolean(stored);
     }
     await this.consume(readEvents(response));
   }
@@ -361,6 +368,7 @@ export class ChatPanel extends EventTarget {
   /** Show a stored conversation; if a turn is running, re-attach and keep streaming it. */
   async open(conversationId) {
     this.conversationId = conversationId;
+    this.turnError = null;
     this.log.clear();
     this.activity.clear();
     const detail = await getJson(`/api/conversations/${conversationId}`);

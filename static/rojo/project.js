@@ -5,6 +5,7 @@ import { ChatPanel } from "./chat.js";
 import { ConversationList, messageReveal } from "./conversations.js";
 import { FileBrowser } from "./files.js";
 import { ModelPicker } from "./model-picker.js";
+import { MessageQueue } from "./queue.js";
 import { sentKeyForget, sentKeyPending } from "./sent-keys.js";
 import { shareLink } from "./share-link.js";
 import { filePanelExtras } from "./files-panel.js";
@@ -70,6 +71,8 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   canWrite: config.canWrite,
   isOwner: config.role === "owner",
 });
+
+new MessageQueue(chat, { projectId: config.project.id });
 
 const models = new ModelPicker(document.querySelector(".model-choice"), {
   chat,

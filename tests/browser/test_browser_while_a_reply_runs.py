@@ -1,6 +1,6 @@
 """While a reply runs, in Chromium: a forming write's preview follows its end (unless the
 reader scrolled up in it), parallel calls say "N calls at once" as soon as the second one
-forms, and the message box takes the next message while Send waits for the reply to end."""
+forms, and the message box takes the next message while the reply runs (Enter queues it)."""
 
 import itertools
 import json
@@ -134,7 +134,8 @@ def test_the_next_message_is_typed_while_a_reply_runs_and_sent_after(
     page_for, users, project, fake_provider
 ):
     """The reply waits on an approval, so it is surely still running while the next
-    message is typed: the box takes it, Enter keeps it, and it goes once the reply ends."""
+    message is typed: the box takes it, Send waits, Enter queues it (tests/browser/
+    test_browser_queue.py has the rest of the queue), and it goes once the reply ends."""
     (project_root_create(project.pk) / "a.md").write_text("old\n")
     make_rojo(fake_provider.base_url)  # a write over an existing file asks first
     fake_provider.add(
@@ -154,18 +155,16 @@ def test_the_next_message_is_typed_while_a_reply_runs_and_sent_after(
     page.keyboard.type("Now summarise it")
     expect(box).to_have_value("Now summarise it")
     expect(panel.locator(".send")).to_be_disabled()
-    box.press("Enter")  # sending waits for the reply: the text stays, nothing is sent
-    expect(box).to_have_value("Now summarise it")
+    box.press("Enter")  # queued: nothing is sent while the reply runs
+    expect(box).to_have_value("")
+    expect(panel.locator(".queued-text")).to_have_text(["Now summarise it"])
     expect(panel.locator(".bubble.user")).to_have_count(1)
     assert len(fake_provider.requests) == 1
 
     approve.click()
-    expect(panel.locator(".bubble.assistant")).to_have_text("Written.")
-    expect(panel.locator(".send")).to_be_enabled()
-    expect(box).to_have_value("Now summarise it")
-    box.press("Enter")
     expect(panel.locator(".bubble.user")).to_have_count(2)
     expect(panel.locator(".bubble.user").last).to_contain_text("Now summarise it")
-    expect(panel.locator(".bubble.assistant").last).to_have_text("Here is the summary.")
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Written.", "Here is the summary."])
+    expect(panel.locator(".send")).to_be_enabled()
     assert len(fake_provider.requests) == 3
     assert page.console_errors == []
