@@ -100,6 +100,7 @@ class RojoForm(forms.ModelForm):
             "temperature",
             "reasoning_effort",
             "reasoning_back",
+            "images",
             "max_steps",
             "context_window",
             "max_output_tokens",

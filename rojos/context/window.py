@@ -24,6 +24,8 @@ def item_chars(item: dict) -> int:
     """The characters of one request message that count towards the request's size."""
     content = item.get("content")
     size = MESSAGE_OVERHEAD_CHARS + (len(content) if isinstance(content, str) else 0)
+    for part in content if isinstance(content, list) else ():  # text and images
+        size += len(part.get("text") or "")
     for call in item.get("tool_calls") or ():
         function = call["function"]
         size += CALL_OVERHEAD_CHARS + len(function["name"]) + len(function["arguments"])
