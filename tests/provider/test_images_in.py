@@ -45,7 +45,9 @@ def test_an_uploaded_image_goes_to_a_model_that_takes_images_as_an_image_part(
     image = uploaded.json()
     assert image["type"] == "image/png" and image["size"] == len(PNG)
 
-    events = editor.chat(project.pk, rojo=rojo.slug, message="What is it?", images=[image["sha256"]])
+    events = editor.chat(
+        project.pk, rojo=rojo.slug, message="What is it?", images=[image["sha256"]]
+    )
 
     assert events[-1].type == "DONE"
     data_url = "data:image/png;base64," + base64.b64encode(PNG).decode()
@@ -60,7 +62,7 @@ def test_an_uploaded_image_goes_to_a_model_that_takes_images_as_an_image_part(
     assert asked["images"] == [image]
     # The next request sends the history's image again.
     editor.chat(project.pk, rojo=rojo.slug, message="And now?", conversation=conversation)
-    first_user = [m for m in fake_provider.requests[1]["messages"] if m["role"] == "user"][0]
+    first_user = next(m for m in fake_provider.requests[1]["messages"] if m["role"] == "user")
     assert first_user["content"][1]["image_url"]["url"] == data_url
     exported = editor.get(f"/api/conversations/{conversation}/export").json()
     stored = next(m for m in exported["messages"] if m["role"] == "user")
@@ -195,6 +197,6 @@ def test_a_model_switched_to_that_takes_no_images_gets_a_note_in_their_place(
     conversation = events[0].data["conversation"]
     editor.chat(project.pk, rojo=rojo.slug, message="Go on", conversation=conversation)
 
-    first_user = [m for m in fake_provider.requests[1]["messages"] if m["role"] == "user"][0]
+    first_user = next(m for m in fake_provider.requests[1]["messages"] if m["role"] == "user")
     assert first_user["content"][1]["type"] == "text"
     assert "does not take images" in first_user["content"][1]["text"]
