@@ -67,6 +67,8 @@ def test_an_uploaded_image_goes_to_a_model_that_takes_images_as_an_image_part(
     exported = editor.get(f"/api/conversations/{conversation}/export").json()
     stored = next(m for m in exported["messages"] if m["role"] == "user")
     assert stored["extra"]["images"] == [image]
+    transcript = editor.get(f"/api/conversations/{conversation}/export?format=markdown").text
+    assert f"image/png, {len(PNG)} bytes, sha256 `{image['sha256']}`" in transcript
 
 
 def test_the_image_is_served_as_its_type_and_never_as_a_page(client_for, users, project):
