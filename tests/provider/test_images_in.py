@@ -202,3 +202,17 @@ def test_a_model_switched_to_that_takes_no_images_gets_a_note_in_their_place(
     first_user = next(m for m in fake_provider.requests[1]["messages"] if m["role"] == "user")
     assert first_user["content"][1]["type"] == "text"
     assert "does not take images" in first_user["content"][1]["text"]
+
+
+def test_user_messages_in_a_row_join_as_parts_and_an_image_counts_towards_the_window():
+    """After a failed turn two user messages go as one: with images, as one list of parts.
+    An image part counts as IMAGE_PART_CHARS in the request's size, not as nothing."""
+    from rojos.context.window import IMAGE_PART_CHARS, item_chars
+    from rojos.provider.images import image_parts
+    from rojos.provider.request import assembled
+
+    parts = image_parts("Look", [{"sha256": "a" * 64}])
+    wire = assembled([{"role": "user", "content": "Hi"}, {"role": "user", "content": parts}])
+
+    assert wire == [{"role": "user", "content": [{"type": "text", "text": "Hi"}, *parts]}]
+    assert item_chars(wire[0]) >= IMAGE_PART_CHARS + len("HiLook")
