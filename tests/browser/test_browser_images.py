@@ -86,3 +86,39 @@ def test_a_rojo_that_takes_no_images_refuses_before_any_request(
     assert fake_provider.requests == []
     expect(page.locator(".composer .image-tray .image-thumb")).to_have_count(1)  # kept
     expect(box).to_have_value("Look")
+
+
+DROP = """(b64) => {
+  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+  const data = new DataTransfer();
+  data.items.add(new File([bytes], "dot.gif", { type: "image/gif" }));
+  const form = document.querySelector("form.composer");
+  const init = { dataTransfer: data, bubbles: true, cancelable: true };
+  form.dispatchEvent(new DragEvent("drop", init));
+}"""
+# A 1x1 red GIF.
+GIF = base64.b64decode("R0lGODlhAQABAIAAAP8AAAAAACH5BAAAAAAALAAAAAABAAEAAAICRAEAOw==")
+
+
+def test_a_dropped_image_is_attached_and_a_picked_file_that_is_no_image_is_refused(
+    page_for, users, project, fake_provider
+):
+    make_rojo(fake_provider.base_url, images=Rojo.Images.YES)
+    page = page_for(users["viewer"])
+    page.goto(f"/projects/{project.pk}/")
+    page.evaluate(DROP, base64.b64encode(GIF).decode())
+    tray = page.locator(".composer .image-tray .image-thumb")
+    expect(tray).to_have_count(1)
+
+    expect(page.get_by_role("button", name="Attach image")).to_be_visible()
+    picker = page.locator(".composer input[type=file]")
+    picker.set_input_files(
+        files=[{"name": "notes.png", "mimeType": "image/png", "buffer": b"just text"}]
+    )
+
+    expect(page.locator("rojo-chat-panel .chat-error")).to_contain_text(
+        "notes.png was not attached: that is not an image a model takes"
+    )
+    expect(tray).to_have_count(1)
+    page.get_by_role("button", name="Do not attach this image").click()
+    expect(tray).to_have_count(0)
