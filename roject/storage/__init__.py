@@ -24,7 +24,14 @@ from .files import (
     text_start,
     write_project_file,
 )
-from .images import IMAGE_TYPES, StoredImage, image_keep, image_read, image_type
+from .images import (
+    IMAGE_TYPES,
+    StoredImage,
+    image_keep,
+    image_read,
+    image_type,
+    images_remove,
+)
 from .layout import (
     project_root,
     project_root_create,
@@ -104,6 +111,7 @@ __all__ = [
     "image_keep",
     "image_read",
     "image_type",
+    "images_remove",
     "incoming_discard",
     "is_temp_file",
     "list_directory",

@@ -8,12 +8,14 @@ its message (and maybe its conversation) exists, so it is the project's. Its typ
 its first bytes, never from a name a client sent: PNG, JPEG, WebP or GIF, anything else is
 refused. Directories are 0700 and files 0600; an image is written under a temporary name
 and renamed, so a reader never sees half of one. Who may read the project is checked by
-the callers.
+the callers. An image goes when the last conversation that shows it is deleted
+(`images_remove`), and with its project.
 """
 
 import hashlib
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,3 +99,10 @@ def image_read(*, project_id: int, sha256: str) -> tuple[StoredImage, bytes]:
         data = fh.read()
     kind = image_type(data) or "application/octet-stream"
     return StoredImage(sha256=sha256, type=kind, size=len(data)), data
+
+
+def images_remove(*, project_id: int, sha256s: Iterable[str]) -> None:
+    """(Blocking) Remove kept images by name: no message of the project shows them now."""
+    for name in sha256s:
+        if isinstance(name, str) and _NAME.match(name):
+            (_images_dir(project_id) / name).unlink(missing_ok=True)

@@ -216,3 +216,21 @@ def test_user_messages_in_a_row_join_as_parts_and_an_image_counts_towards_the_wi
 
     assert wire == [{"role": "user", "content": [{"type": "text", "text": "Hi"}, *parts]}]
     assert item_chars(wire[0]) >= IMAGE_PART_CHARS + len("HiLook")
+
+
+def test_an_image_goes_with_the_last_conversation_that_shows_it(
+    client_for, users, project, fake_provider
+):
+    rojo = make_rojo(fake_provider.base_url, images=Rojo.Images.YES)
+    fake_provider.add(*(stream(*text_chunks("Red.")) for _ in range(2)))
+    editor = client_for(users["editor"])
+    sha256 = upload(editor, project, PNG).json()["sha256"]
+    chat = {"rojo": rojo.slug, "message": "Look", "images": [sha256]}
+    first = editor.chat(project.pk, **chat)[0].data["conversation"]
+    second = editor.chat(project.pk, **chat)[0].data["conversation"]
+    url = f"/api/projects/{project.pk}/images/{sha256}"
+
+    assert editor.http.delete(f"/api/conversations/{first}").status_code in (200, 204)
+    assert editor.get(url).status_code == 200  # the second still shows it
+    assert editor.http.delete(f"/api/conversations/{second}").status_code in (200, 204)
+    assert editor.get(url).status_code == 404
