@@ -68,7 +68,8 @@ async def turn_start(
     model: str = "",
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
-    files it attaches, rojos/provider/attachments.py) and start the turn's task.
+    files it attaches, rojos/provider/attachments.py, and its images by reference, those
+    with a `sha256`: rojos/provider/images.py) and start the turn's task.
 
     Raises, before storing anything, TurnLimited when the user is over a per-user limit
     (unless `limits` is False: an operator's command), BudgetExceeded when the project's
