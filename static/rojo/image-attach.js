@@ -36,7 +36,8 @@ export class ImageAttachments {
     this.projectId = projectId;
     this.onError = onError;
     this.images = []; // {sha256, type, size}, in the order attached
-    this.pending = new Set();
+    // One upload at a time: the server bounds a person's uploads under way (429 past that).
+    this.queue = Promise.resolve();
     this.tray = document.createElement("div");
     this.tray.className = "image-thumbs image-tray";
     this.tray.hidden = true;
@@ -74,10 +75,7 @@ export class ImageAttachments {
   }
 
   add(files) {
-    for (const file of files) {
-      const upload = this.upload(file).finally(() => this.pending.delete(upload));
-      this.pending.add(upload);
-    }
+    for (const file of files) this.queue = this.queue.then(() => this.upload(file));
   }
 
   async upload(file) {
@@ -123,7 +121,7 @@ export class ImageAttachments {
 
   /** The images to send (their uploads finished first), taken out of the box. */
   async take() {
-    await Promise.all([...this.pending]);
+    await this.queue;
     const taken = this.images;
     this.images = [];
     this.show();

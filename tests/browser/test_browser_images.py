@@ -88,10 +88,11 @@ def test_a_rojo_that_takes_no_images_refuses_before_any_request(
     expect(box).to_have_value("Look")
 
 
-DROP = """(b64) => {
-  const bytes = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+DROP = """([gif, png]) => {
+  const bytes = (b64) => Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
   const data = new DataTransfer();
-  data.items.add(new File([bytes], "dot.gif", { type: "image/gif" }));
+  data.items.add(new File([bytes(gif)], "dot.gif", { type: "image/gif" }));
+  data.items.add(new File([bytes(png)], "square.png", { type: "image/png" }));
   const form = document.querySelector("form.composer");
   const init = { dataTransfer: data, bubbles: true, cancelable: true };
   form.dispatchEvent(new DragEvent("drop", init));
@@ -100,15 +101,18 @@ DROP = """(b64) => {
 GIF = base64.b64decode("R0lGODlhAQABAIAAAP8AAAAAACH5BAAAAAAALAAAAAABAAEAAAICRAEAOw==")
 
 
-def test_a_dropped_image_is_attached_and_a_picked_file_that_is_no_image_is_refused(
-    page_for, users, project, fake_provider
+def test_dropped_images_are_attached_and_a_picked_file_that_is_no_image_is_refused(
+    page_for, users, project, fake_provider, settings
 ):
+    """Two images dropped at once upload one after the other: the server lets a person
+    have only so many uploads under way (here one)."""
+    settings.ROJO_UPLOAD_MAX_IN_FLIGHT = 1
     make_rojo(fake_provider.base_url, images=Rojo.Images.YES)
     page = page_for(users["viewer"])
     page.goto(f"/projects/{project.pk}/")
-    page.evaluate(DROP, base64.b64encode(GIF).decode())
+    page.evaluate(DROP, [base64.b64encode(GIF).decode(), base64.b64encode(PNG).decode()])
     tray = page.locator(".composer .image-tray .image-thumb")
-    expect(tray).to_have_count(1)
+    expect(tray).to_have_count(2)
 
     expect(page.get_by_role("button", name="Attach image")).to_be_visible()
     picker = page.locator(".composer input[type=file]")
@@ -119,6 +123,6 @@ def test_a_dropped_image_is_attached_and_a_picked_file_that_is_no_image_is_refus
     expect(page.locator("rojo-chat-panel .chat-error")).to_contain_text(
         "notes.png was not attached: that is not an image a model takes"
     )
+    expect(tray).to_have_count(2)
+    page.get_by_role("button", name="Do not attach this image").first.click()
     expect(tray).to_have_count(1)
-    page.get_by_role("button", name="Do not attach this image").click()
-    expect(tray).to_have_count(0)
