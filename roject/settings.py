@@ -286,6 +286,10 @@ ROJO_PDF_MEMORY_BYTES = env_int("ROJO_PDF_MEMORY_BYTES", 1024 * 1024 * 1024)
 # one at each opening and refresh.
 ROJO_PREVIEW_SECONDS = env_int("ROJO_PREVIEW_SECONDS", 15 * 60)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
+# Images in the message box (rojos/provider/images.py): the largest image, and the most one
+# message may carry (pasted, dropped, attached or @-mentioned together).
+ROJO_MAX_IMAGE_BYTES = env_int("ROJO_MAX_IMAGE_BYTES", 5 * 1024 * 1024)
+ROJO_MAX_IMAGES_PER_MESSAGE = env_int("ROJO_MAX_IMAGES_PER_MESSAGE", 4)
 # Uploads from the file panel: the largest file, and the most one upload may bring in (a
 # file, or everything a .zip unpacks to); a .zip entry that unpacks to more than RATIO times
 # its compressed size is refused as a likely zip bomb, and so are entries past ENTRIES.

@@ -6,7 +6,7 @@ Files with other hard links are neither read nor changed; modes do not depend on
 Errors name only the relative path the caller gave. The gate owns the layout on disk too:
 the root, the undo copies and the change lock (`layout`), snapshots and their atomic
 restores, scratch copies for re-runs, tool results too large to hand over whole
-(`results`). Nothing outside it touches a project's files.
+(`results`), images attached to messages (`images`). Nothing outside it touches a project's files.
 The functions are blocking unless async; async callers run them with `asyncio.to_thread`.
 """
 
@@ -23,6 +23,14 @@ from .files import (
     temp_files_remove,
     text_start,
     write_project_file,
+)
+from .images import (
+    IMAGE_TYPES,
+    StoredImage,
+    image_keep,
+    image_read,
+    image_type,
+    images_remove,
 )
 from .layout import (
     project_root,
@@ -76,6 +84,7 @@ from .uploads import Incoming, file_download_open, incoming_discard, upload_plac
 from .versions import file_version, same_version
 
 __all__ = [
+    "IMAGE_TYPES",
     "MAX_MATCHES",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
@@ -86,6 +95,7 @@ __all__ = [
     "ResultPart",
     "Snapshot",
     "StorageError",
+    "StoredImage",
     "TooLarge",
     "Unpacked",
     "ZipLimits",
@@ -98,6 +108,10 @@ __all__ = [
     "entry_exists",
     "file_download_open",
     "file_version",
+    "image_keep",
+    "image_read",
+    "image_type",
+    "images_remove",
     "incoming_discard",
     "is_temp_file",
     "list_directory",

@@ -100,6 +100,7 @@ class RojoForm(forms.ModelForm):
             "temperature",
             "reasoning_effort",
             "reasoning_back",
+            "images",
             "max_steps",
             "context_window",
             "max_output_tokens",
@@ -118,8 +119,9 @@ class RojoForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        if "reasoning_back" in self.fields:  # not for staff who may only view rojos
-            self.fields["reasoning_back"].required = False
+        for name in ("reasoning_back", "images"):
+            if name in self.fields:  # not for staff who may only view rojos
+                self.fields[name].required = False
         self.fields["tools"].choices = [
             (tool.name, _tool_label(tool))
             for tool in registry
@@ -132,6 +134,10 @@ class RojoForm(forms.ModelForm):
     def clean_reasoning_back(self):
         """A form that leaves it out (an older script posting the admin) keeps the default."""
         return self.cleaned_data.get("reasoning_back") or Rojo.ReasoningBack.AUTO
+
+    def clean_images(self):
+        """A form that leaves it out (an older script posting the admin) keeps the rojo's."""
+        return self.cleaned_data.get("images") or self.instance.images or Rojo.Images.AUTO
 
     def clean_request_options(self):
         """An emptied box means no options (the column holds an object, never NULL)."""

@@ -48,6 +48,7 @@ from rojos.context.window import (
 from rojos.models import Message, Rojo, UsageRecord
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Tick
+from rojos.provider.images import images_inline, images_taken
 from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.request import build_request
 from rojos.provider.stream import provider_chunks
@@ -137,6 +138,13 @@ class TurnRequests:
             model=self.model,
         )
         self.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
+        if any(isinstance(m.get("content"), list) for m in self.request["messages"]):
+            self.request["messages"] = await asyncio.to_thread(
+                images_inline,
+                self.request["messages"],
+                project_id=self.ctx.project_id,
+                taken=images_taken(self.rojo, self.model.name),
+            )
 
     async def _instructions(self) -> str:
         """The project's instruction files as they are now: the root's, and those of the

@@ -18,12 +18,17 @@ _RATIO_RANGE = (1.0, 8.0)
 # What the chat template adds around each message (role, markers), in characters.
 MESSAGE_OVERHEAD_CHARS = 16
 CALL_OVERHEAD_CHARS = 24
+# What an image part is counted as: about 1,000 tokens, what a screenshot costs with the
+# providers that say (OpenAI's tiles, Gemini's 258 per tile, Claude's width x height / 750).
+IMAGE_PART_CHARS = 3000
 
 
 def item_chars(item: dict) -> int:
     """The characters of one request message that count towards the request's size."""
     content = item.get("content")
     size = MESSAGE_OVERHEAD_CHARS + (len(content) if isinstance(content, str) else 0)
+    for part in content if isinstance(content, list) else ():  # text and images
+        size += IMAGE_PART_CHARS if part.get("type") == "image_url" else len(part.get("text") or "")
     for call in item.get("tool_calls") or ():
         function = call["function"]
         size += CALL_OVERHEAD_CHARS + len(function["name"]) + len(function["arguments"])

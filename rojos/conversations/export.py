@@ -127,6 +127,12 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
     for turn in turns:
         text = turn.user.content or ""
         lines += ["", "## You", "", _fences_closed(text)]
+        images = (turn.user.extra or {}).get("images", [])
+        if images:  # by reference: the bytes stay with the project (docs/guide.md)
+            lines.append("")
+            lines += [
+                f"- 🖼 {i['type']}, {i['size']:,} bytes, sha256 `{i['sha256']}`" for i in images
+            ]
         speaking = False
         asked, plan = {}, None  # the turn's plans asked for, and its last that worked
         for event in turn.events:

@@ -87,6 +87,13 @@ class Rojo(models.Model):
         TOOL_LOOP = "tool_loop", "within a tool loop (gpt-oss on vLLM, Qwen3 on llama.cpp)"
         NEVER = "never", "never"
 
+    class Images(models.TextChoices):
+        """Whether the rojo's models take images (rojos/provider/images.py)."""
+
+        AUTO = "auto", "as its self-test found, per model"
+        YES = "yes", "yes, every model it offers"
+        NO = "no", "no"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=200, unique=True)
     base_url = models.CharField(
@@ -148,6 +155,14 @@ class Rojo(models.Model):
         help_text="Whether the model's reasoning is sent back with its tool calls: some "
         "models need it within the tool loop (gpt-oss), DeepSeek after it too, Mistral "
         "refuses it.",
+    )
+    images = models.CharField(
+        max_length=4,
+        choices=Images.choices,
+        default=Images.AUTO,
+        help_text="Whether images attached to a message are sent to the model. Auto: to a "
+        "model whose provider self-test found it takes images; others refuse a message "
+        "with images before asking the provider.",
     )
     request_options = models.JSONField(
         default=dict,

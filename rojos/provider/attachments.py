@@ -44,21 +44,5 @@ def attachments_wire(content: str, attachments: list[dict]) -> str:
     return "\n\n".join(parts)
 
 
+# `@`-mentioned files with these names go as images (rojos/provider/images.py), not text.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp")
-
-
-def image_attachments_refuse(*, paths: list[str], images: bool | None) -> None:
-    """Refuse (StorageError) an attached image, saying whether the rojo's model takes images
-    (`images`, from its self-test). Attachments carry text, so an image is refused either
-    way; untested (None), the reading refuses it as any file that is not text."""
-    image = next((p for p in paths if p.lower().endswith(IMAGE_SUFFIXES)), None)
-    if image is None or images is None:
-        return
-    if images:
-        raise storage.StorageError(
-            f"{image!r} is an image: this rojo's model takes images (its self-test), but "
-            "attachments carry text only for now"
-        )
-    raise storage.StorageError(
-        f"{image!r} is an image, and this rojo's model does not take images (its self-test)"
-    )

@@ -24,6 +24,7 @@ from rojos.errors import TurnError
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion
 from rojos.provider.attachments import attachments_wire
+from rojos.provider.images import image_parts
 
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
 _SENT_BACK_EXTRA = ("extra_content",)
@@ -146,8 +147,9 @@ def message_to_wire(message: Message, model: str | None = None) -> dict:
             wire[field] = message.reasoning
             if not extra.get("reasoning_kept"):
                 wire[_LOOP_ONLY] = True
-    elif message.role == Message.Role.USER and extra.get("attachments"):
-        wire["content"] = attachments_wire(message.content or "", extra["attachments"])
+    elif message.role == Message.Role.USER and (extra.get("attachments") or extra.get("images")):
+        text = attachments_wire(message.content or "", extra.get("attachments") or [])
+        wire["content"] = image_parts(text, extra["images"]) if extra.get("images") else text
     else:
         wire["content"] = message.content or ""
     for key in sent_back:
@@ -182,10 +184,20 @@ def assembled(items: list[dict], *, system_prompt: str = "") -> list[dict]:
         if item["role"] == "assistant" and not (item.get("content") or item.get("tool_calls")):
             continue
         if item["role"] == "user" and wire and wire[-1]["role"] == "user":
-            wire[-1] = {**wire[-1], "content": f"{wire[-1]['content']}\n\n{item['content']}"}
+            wire[-1] = {**wire[-1], "content": _joined(wire[-1]["content"], item["content"])}
             continue
         wire.append(item)
     return wire
+
+
+def _joined(first: str | list, second: str | list) -> str | list:
+    """Two user messages' contents as one: text, or parts when either has images."""
+    if isinstance(first, str) and isinstance(second, str):
+        return f"{first}\n\n{second}"
+    as_parts = [
+        c if isinstance(c, list) else [{"type": "text", "text": c}] for c in (first, second)
+    ]
+    return as_parts[0] + as_parts[1]
 
 
 def build_request(

@@ -68,7 +68,8 @@ async def turn_start(
     model: str = "",
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
-    files it attaches, rojos/provider/attachments.py) and start the turn's task.
+    files it attaches, rojos/provider/attachments.py, and its images by reference, those
+    with a `sha256`: rojos/provider/images.py) and start the turn's task.
 
     Raises, before storing anything, TurnLimited when the user is over a per-user limit
     (unless `limits` is False: an operator's command), BudgetExceeded when the project's
@@ -275,7 +276,7 @@ def _begin(
         if replace is not None:
             history = _fork(conversation, history, replace)
             changed += ["branch", "branches"]
-        extra = {"attachments": attachments} if attachments else {}
+        extra = _attachments_extra(attachments or [])
         user_message = history.append_blocking(role=Message.Role.USER, content=message, extra=extra)
         record = TurnRecord.objects.create(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
@@ -288,6 +289,13 @@ def _begin(
     links = rojo_mcp_links(rojo)  # no query for a rojo loaded knowing it uses none
     in_use = model_in_use_blocking(rojo, model or conversation.model)
     return _Begun(conversation, history, user_message, record, repair, links, in_use)
+
+
+def _attachments_extra(attachments: list[dict]) -> dict:
+    """A user message's `extra` for its attachments: files' text, and images by reference."""
+    texts = [a for a in attachments if "sha256" not in a]
+    images = [a for a in attachments if "sha256" in a]
+    return {k: v for k, v in (("attachments", texts), ("images", images)) if v}
 
 
 def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:

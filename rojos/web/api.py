@@ -1,8 +1,6 @@
 """The JSON API and the chat stream: thin endpoints that check access, call a selector or a
 service, encode. Errors are answered in rojos/web/errors.py, schemas are in rojos/web/schemas.py."""
 
-import asyncio
-
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
@@ -17,8 +15,6 @@ from roject.identity.token_auth import session_auth, token_auth
 from roject.members.selectors import membership_list
 from rojos.changes import undo
 from rojos.conversations.search import conversation_search
-from rojos.models.capabilities import capabilities_for
-from rojos.provider.attachments import attachments_read, image_attachments_refuse
 from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
 from rojos.turns.admission import start_admit
@@ -28,9 +24,11 @@ from rojos.turns.repair import dead_turn_end
 from rojos.turns.start import turn_start
 from rojos.web import selectors
 from rojos.web.approvals_api import router as approvals_router
+from rojos.web.attached import chat_attachments
 from rojos.web.conversations_api import router as conversations_router
 from rojos.web.errors import error_handlers_add
 from rojos.web.files_api import router as file_edits_router
+from rojos.web.images_api import router as images_router
 from rojos.web.models_api import router as models_router
 from rojos.web.schemas import (
     ApprovalIn,
@@ -62,6 +60,7 @@ api = NinjaAPI(
 )
 api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
+api.add_router("/projects", images_router)
 api.add_router("", conversations_router)
 api.add_router("", models_router)
 api.add_router("/approvals", approvals_router)
@@ -206,13 +205,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             conversation_id=payload.conversation,
             model=payload.model,
         )
-        attachments = None
-        if payload.attachments:
-            images = capabilities_for(checked.rojo).images
-            image_attachments_refuse(paths=payload.attachments, images=images)
-            attachments = await asyncio.to_thread(
-                attachments_read, project_id=checked.access.project.pk, paths=payload.attachments
-            )
+        attachments = await chat_attachments(checked=checked, payload=payload)
         turn = await turn_start(
             access=checked.access,
             user=user,

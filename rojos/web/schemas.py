@@ -152,6 +152,16 @@ class MessageOut(Schema):
             for a in (message.extra or {}).get("attachments", [])
         ]
 
+    images: list[dict] = Field(
+        default_factory=list,
+        description="A user message's images: {sha256, type, size}, and `path` for a project "
+        "file it mentioned; GET /api/projects/{id}/images/{sha256} serves one.",
+    )
+
+    @staticmethod
+    def resolve_images(message) -> list[dict]:
+        return list((message.extra or {}).get("images", []))
+
 
 class ChangeOut(Schema):
     id: int
@@ -245,6 +255,12 @@ class ChatIn(Schema):
     rojo: int | str = Field(description="The rojo's id or slug.")
     message: str = Field(min_length=1, max_length=100_000)
     conversation: int | None = None
+    images: list[str] = Field(
+        default_factory=list,
+        max_length=100,
+        description="Images uploaded with POST /api/projects/{id}/images, by their sha256: "
+        "sent to the model as image parts, refused (400) before any request when it takes none.",
+    )
     replace: int | None = Field(
         None,
         description="The id of a user message of the conversation's active branch: the "

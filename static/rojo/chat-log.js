@@ -3,6 +3,7 @@
 // hidden characters show as escapes.
 
 import { attachmentChip } from "./attach.js";
+import { imageThumbs } from "./image-attach.js";
 import { copyButton } from "./copy.js";
 import { finishGrowingMarkdown, renderGrowingMarkdown } from "./markdown.js";
 import { stampTime } from "./message-times.js";
@@ -49,8 +50,9 @@ export class ChatLog {
     this.bubble = null;
   }
 
-  /** The user's message, with a chip for each file attached to it (`attachments`: paths). */
-  addUser(text, attachments = []) {
+  /** The user's message, with a chip for each file attached to it (`attachments`: paths)
+   * and a thumbnail for each image (`images`: where each is served). */
+  addUser(text, attachments = [], images = []) {
     this.closeBubble();
     const bubble = document.createElement("div");
     bubble.className = "bubble user";
@@ -62,6 +64,7 @@ export class ChatLog {
       chips.append(...attachments.map((path) => attachmentChip(path)));
       bubble.append(chips);
     }
+    if (images.length) bubble.append(imageThumbs(images));
     bubble.append(copyButton(() => bubble.text, "Copy text"));
     stampTime(bubble);
     return this.append(bubble);

@@ -6,6 +6,7 @@ import { ApiError, getJson, request } from "./api.js";
 import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { Attachments } from "./attach.js";
+import { ImageAttachments, imageUrl } from "./image-attach.js";
 import { ChatLog } from "./chat-log.js";
 import { TurnPlan } from "./plan.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
@@ -47,6 +48,7 @@ export class ChatPanel extends EventTarget {
     this.form = element.querySelector(".composer");
     this.input = element.querySelector("textarea");
     this.attach = new Attachments(element.querySelector("form.composer"), this.input, projectId);
+    this.images = new ImageAttachments(this.form, this.input, projectId, (m) => this.log.addError(m));
     this.sendButton = element.querySelector(".send");
     this.stopButton = element.querySelector(".stop");
     this.busyNote = element.querySelector(".busy");
@@ -107,7 +109,7 @@ export class ChatPanel extends EventTarget {
         if (this.history) {
           const times = this.history.times.get(data.message);
           const asked = this.history.asked.get(data.message) ?? "";
-          const bubble = this.log.addUser(asked, this.history.attached.get(data.message));
+          const bubble = this.log.addUser(asked, this.history.attached.get(data.message), this.history.imaged.get(data.message));
           bubble.dataset.message = data.message;
           if (times) stampTime(bubble, times.asked);
           this.history.replied = times?.replied;
@@ -195,6 +197,7 @@ export class ChatPanel extends EventTarget {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
       attached: new Map(messages.map((m) => [m.id, (m.attachments ?? []).map((a) => a.path)])),
+      imaged: new Map(messages.map((m) => [m.id, this.imageUrls(m)])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
       times: turnTimes(messages),
       usage,
@@ -256,7 +259,9 @@ export class ChatPanel extends EventTarget {
       before.remove();
     }
     const attachments = files ?? this.attach?.take(text) ?? [];
-    const bubble = this.log.addUser(text, attachments);
+    // A queued message (files given) carries no images: those in the box stay for the next.
+    const images = files ? [] : ((await this.images?.take()) ?? []);
+    const bubble = this.log.addUser(text, attachments, this.imageUrls({ images }));
     this.sentBubble = bubble;
     this.lastEventId = 0;
     // Where the message went comes with START: a key finds it if that never comes.
@@ -271,6 +276,7 @@ export class ChatPanel extends EventTarget {
           conversation: this.conversationId,
           replace,
           attachments,
+          images: images.map((image) => image.sha256),
           key,
           model: model ?? this.model ?? "",
         },
@@ -289,12 +295,18 @@ export class ChatPanel extends EventTarget {
         // Not sent (refused, or the server is out of reach): it goes back in the box.
         bubble.remove();
         if (!this.input.value && given === undefined) this.input.value = text;
+        this.images?.restore(images);
       }
       this.log.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
       this.setBusy(false);
       return Boolean(stored);
     }
     await this.consume(readEvents(response));
+  }
+
+  /** Where a message's images are served, for its thumbnails. */
+  imageUrls(message) {
+    return (message.images ?? []).map((image) => imageUrl(this.projectId, image.sha256));
   }
 
   /** Open the conversation the message sent with `key` went to, when no answer said
@@ -395,7 +407,7 @@ export class ChatPanel extends EventTarget {
     const own = detail.messages.find((m) => m.id === turnMessage);
     if (own) {
       const attached = (own.attachments ?? []).map((a) => a.path);
-      this.sentBubble = this.log.addUser(own.content ?? "", attached);
+      this.sentBubble = this.log.addUser(own.content ?? "", attached, this.imageUrls(own));
     }
     this.handle(first.value);
     this.setBusy(true);

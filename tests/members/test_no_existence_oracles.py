@@ -73,6 +73,8 @@ ID_ENDPOINTS = [
     ("GET", "/api/projects/{project}/files/download"),
     ("GET", "/api/projects/{project}/live"),
     ("POST", "/api/projects/{project}/files/upload?path=secret.txt"),
+    ("POST", "/api/projects/{project}/images"),
+    ("GET", "/api/projects/{project}/images/" + "0" * 64),
     ("GET", "/api/conversations/{conversation}"),
     ("GET", "/api/conversations/{conversation}/export"),
     ("GET", "/api/conversations/{conversation}/export?format=markdown"),

@@ -73,6 +73,7 @@ ADDED_COLUMNS = {
     "rojos.mcpserver.oauth_client_id": ("", "no credentials were registered"),
     "rojos.mcpserver.oauth_issuer": ("", "no credentials were registered"),
     "rojos.mcpserver.oauth_client_secret": (b"", "no credentials were registered"),
+    "rojos.rojo.images": ("auto", "its self-test says which models take images"),
 }
 
 

@@ -1,0 +1,31 @@
+"""The images attached to messages are in a backup, and a restore puts them back."""
+
+import io
+import shutil
+
+import pytest
+from django.conf import settings
+from django.core.management import call_command
+
+from roject.storage import image_keep, image_read
+from rojos.selftest.asks import red_square_png
+from tests.backup.archive_contents import archive_contents
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
+
+
+def test_a_backup_holds_a_projects_images_and_a_restore_puts_them_back(project, tmp_path):
+    png = red_square_png()
+    image = image_keep(project_id=project.pk, data=png, max_bytes=1 << 20)
+    path = tmp_path / "backup.tar"
+    call_command("backup", str(path), stdout=io.StringIO())
+
+    _, files = archive_contents(path)
+    kind, mode, size, _, _ = files[(project.pk, f"images/{image.sha256}")]
+    assert (kind, mode, size) == ("file", 0o600, len(png))
+
+    call_command("flush", interactive=False, verbosity=0)
+    for child in settings.ROJO_STORAGE_DIR.iterdir():
+        shutil.rmtree(child)
+    call_command("restore", str(path), stdout=io.StringIO())
+    assert image_read(project_id=project.pk, sha256=image.sha256)[1] == png
