@@ -1,0 +1,182 @@
+"""Questions from MCP servers during a call (elicitation): the person whose turn it is sees
+the server's form, answers it through the API, and the answer reaches the server; a decline
+and a timeout each end the call with a clear result; the turn's history keeps it all; and a
+question nobody can answer (a call with no person behind it) is declined at once."""
+
+import asyncio
+import sys
+from pathlib import Path
+
+import pytest
+
+from roject.storage import project_root_create
+from rojos.mcp.pool import mcp_pool, mcp_pool_close
+from rojos.mcp.questions import questions_to
+from rojos.mcp.spec import ServerSpec
+from rojos.models import McpServer, Message, RojoMcpServer
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.helpers import make_rojo
+from tests.support.live_server import parse_sse, read_until
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+ASKING = str(Path(__file__).resolve().parents[1] / "support" / "mcp_servers" / "asking.py")
+
+
+def asking_server(era: str = "2026") -> McpServer:
+    """The asking server, speaking the 2026 protocol (the question in the call's result) or
+    only the 2025 one (the question a request of its own, on the shared session)."""
+    return McpServer.objects.create(
+        trusted=True,
+        name="Asking",
+        slug="asking",
+        transport="stdio",
+        command=sys.executable,
+        args=[ASKING] if era == "2026" else [ASKING, "legacy"],
+    )
+
+
+ERAS = pytest.mark.parametrize("era", ["2026", "2025"])
+
+
+def _turn(project, fake_provider, settings, tool="greet", era="2026"):
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_MCP_IDLE_SECONDS = 2  # the server stops soon after the test
+    project_root_create(project.pk)
+    rojo = make_rojo(fake_provider.base_url)
+    RojoMcpServer.objects.create(rojo=rojo, server=asking_server(era))
+    fake_provider.add(
+        stream(*tool_call_chunks([(f"asking__{tool}", {})])),
+        stream(*text_chunks("Done.")),
+    )
+    return rojo
+
+
+def _asked_and_answered(client, project, rojo, answer: dict | None):
+    """Run the turn; answer the question with `answer` (None: leave it unanswered)."""
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Greet me") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "QUESTION")
+        conversation, question = seen[0].data["conversation"], seen[-1].data
+        if answer is not None:
+            sent = client.post(
+                f"/api/conversations/{conversation}/answer",
+                json={"question": question["id"], **answer},
+            )
+            assert sent.status_code == 200, sent.text
+        rest = list(events)
+    return conversation, question, rest
+
+
+def _result(events) -> dict:
+    [result] = [e.data for e in events if e.type == "TOOL_RESULT"]
+    return result
+
+
+@ERAS
+def test_the_servers_form_is_answered_and_the_answer_reaches_the_server(
+    client_for, users, project, fake_provider, settings, era
+):
+    rojo = _turn(project, fake_provider, settings, era=era)
+    editor = client_for(users["editor"])
+    answer = {"action": "accept", "content": {"name": "Ada", "times": 2}}
+    conversation, question, rest = _asked_and_answered(editor, project, rojo, answer)
+    assert question["message"] == "What is your name?"
+    assert question["mode"] == "form"
+    assert question["call"], "the question names the call it belongs to"
+    assert set(question["schema"]["properties"]) == {"name", "times"}
+    [answered] = [e.data for e in rest if e.type == "ANSWERED"]
+    assert answered["action"] == "accept"
+    result = _result(rest)
+    assert result["ok"], result
+    assert result["result"] == "Hello, Ada! Hello, Ada!"
+    stored = Message.objects.get(conversation_id=conversation, role=Message.Role.TOOL)
+    [kept] = stored.extra["questions"]
+    assert kept["message"] == "What is your name?"
+    assert kept["answer"]["content"] == {"name": "Ada", "times": 2}
+    replayed = editor.get(f"/api/conversations/{conversation}").json()["events"]
+    kinds = [e["type"] for e in replayed if e["type"] in ("TOOL_CALL", "QUESTION", "ANSWERED")]
+    assert kinds == ["TOOL_CALL", "QUESTION", "ANSWERED"], replayed
+
+
+def test_a_schema_default_fills_a_field_the_form_left_out(
+    client_for, users, project, fake_provider, settings
+):
+    rojo = _turn(project, fake_provider, settings)
+    editor = client_for(users["editor"])
+    answer = {"action": "accept", "content": {"name": "Bo"}}
+    _, _, rest = _asked_and_answered(editor, project, rojo, answer)
+    assert _result(rest)["result"] == "Hello, Bo!"
+
+
+@ERAS
+def test_a_decline_ends_the_call_with_a_clear_result(
+    client_for, users, project, fake_provider, settings, era
+):
+    rojo = _turn(project, fake_provider, settings, era=era)
+    editor = client_for(users["editor"])
+    _, _, rest = _asked_and_answered(editor, project, rojo, {"action": "decline"})
+    result = _result(rest)
+    assert result["result"] == {
+        "result": "no greeting: the user answered decline",
+        "question": "the person declined the question the server asked",
+    }
+
+
+@ERAS
+def test_a_question_left_unanswered_is_cancelled_when_its_time_runs_out(
+    client_for, users, project, fake_provider, settings, era
+):
+    settings.ROJO_ELICITATION_SECONDS = 0.5
+    rojo = _turn(project, fake_provider, settings, era=era)
+    editor = client_for(users["editor"])
+    _, question, rest = _asked_and_answered(editor, project, rojo, None)
+    assert question["seconds"] == 0.5
+    [answered] = [e.data for e in rest if e.type == "ANSWERED"]
+    assert answered["action"] == "cancel" and answered["timed_out"]
+    result = _result(rest)["result"]
+    assert result["result"] == "no greeting: the user answered cancel"
+    assert "no answer in time" in result["question"]
+
+
+def test_only_the_turns_own_user_may_answer(client_for, users, project, fake_provider, settings):
+    rojo = _turn(project, fake_provider, settings)
+    editor, owner = client_for(users["editor"]), client_for(users["owner"])
+    with editor.chat_stream(project.pk, rojo=rojo.slug, message="Greet me") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "QUESTION")
+        conversation, question = seen[0].data["conversation"], seen[-1].data["id"]
+        url = f"/api/conversations/{conversation}/answer"
+        other = owner.post(url, json={"question": question, "action": "accept", "content": {}})
+        assert other.status_code == 409, other.text
+        mine = editor.post(url, json={"question": question, "action": "cancel"})
+        assert mine.status_code == 200, mine.text
+        rest = list(events)
+    [answered] = [e.data for e in rest if e.type == "ANSWERED"]
+    assert answered["action"] == "cancel" and not answered["timed_out"]
+
+
+def test_a_url_question_is_offered_as_a_link(client_for, users, project, fake_provider, settings):
+    rojo = _turn(project, fake_provider, settings, tool="visit", era="2025")
+    editor = client_for(users["editor"])
+    _, question, rest = _asked_and_answered(editor, project, rojo, {"action": "accept"})
+    assert question["mode"] == "url"
+    assert question["url"] == "https://example.com/sign-up"
+    assert _result(rest)["result"] == "the user answered accept"
+
+
+@ERAS
+def test_a_question_nobody_can_answer_is_declined_at_once(tmp_path, era):
+    """A call with no person behind it (an outside agent's, a script's) gets a decline."""
+    spec = ServerSpec.of(asking_server(era))
+
+    async def run():
+        connection = mcp_pool().connection(spec, tmp_path)
+        try:
+            with questions_to(None):
+                return await connection.call("greet", {})
+        finally:
+            await mcp_pool_close()
+
+    result = asyncio.run(run())
+    assert result.content[0].text == "no greeting: the user answered decline"
