@@ -8,6 +8,7 @@ import { approvalPrompt } from "./approvals.js";
 import { Attachments } from "./attach.js";
 import { ChatLog } from "./chat-log.js";
 import { TurnPlan } from "./plan.js";
+import { questionAnswered, questionPlace, questionPrompt } from "./questions.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
 import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
@@ -142,6 +143,17 @@ export class ChatPanel extends EventTarget {
         );
         if (!this.history) this.approvalWaiting(true);
         break;
+      case "QUESTION": {
+        const options = { conversationId: this.conversationId, live: !this.history };
+        options.onError = (message) => this.log.addError(message);
+        questionPlace(this.log, questionPrompt(data, options), data.call);
+        break;
+      }
+      case "ANSWERED": {
+        const box = this.log.element.querySelector(`.question[data-question="${CSS.escape(data.id)}"]`);
+        if (box) questionAnswered(box, data);
+        break;
+      }
       case "TOOL_RESULT":
         this.addToolResult(data);
         break;
