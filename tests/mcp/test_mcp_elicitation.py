@@ -4,10 +4,12 @@ and a timeout each end the call with a clear result; the turn's history keeps it
 question nobody can answer (a call with no person behind it) is declined at once."""
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from roject.storage import project_root_create
 from rojos.mcp.pool import mcp_pool, mcp_pool_close
@@ -180,3 +182,29 @@ def test_a_question_nobody_can_answer_is_declined_at_once(tmp_path, era):
 
     result = asyncio.run(run())
     assert result.content[0].text == "no greeting: the user answered decline"
+
+
+def test_an_answer_through_another_process_reaches_the_turn(
+    server_process, client_for, users, project, fake_provider, settings
+):
+    """The question waits in the process running the turn; the answer, and a refusal of
+    someone else's, come through another one (over the relay's control layer)."""
+    if not os.environ.get("REDIS_URL") or connection.vendor != "postgresql":
+        pytest.skip("runs with REDIS_URL and a PostgreSQL DATABASE_URL set")
+    other = server_process(ROJO_PROVIDER_RETRIES="0")
+    rojo = _turn(project, fake_provider, settings, era="2025")
+    editor = client_for(users["editor"])
+    editor_on_two = client_for(users["editor"], base_url=other.base_url)
+    owner_on_two = client_for(users["owner"], base_url=other.base_url)
+    with editor.chat_stream(project.pk, rojo=rojo.slug, message="Greet me") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "QUESTION")
+        conversation, question = seen[0].data["conversation"], seen[-1].data["id"]
+        url = f"/api/conversations/{conversation}/answer"
+        answer = {"question": question, "action": "accept", "content": {"name": "Cy"}}
+        refused = owner_on_two.post(url, json=answer)
+        sent = editor_on_two.post(url, json=answer)
+        rest = list(events)
+    assert refused.status_code == 409, refused.text
+    assert sent.status_code == 200, sent.text
+    assert _result(rest)["result"] == "Hello, Cy!"
