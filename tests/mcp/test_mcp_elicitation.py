@@ -13,7 +13,7 @@ from django.db import connection
 
 from roject.storage import project_root_create
 from rojos.mcp.pool import mcp_pool, mcp_pool_close
-from rojos.mcp.questions import questions_to
+from rojos.mcp.questions import Answer, questions_to
 from rojos.mcp.spec import ServerSpec
 from rojos.models import McpServer, Message, RojoMcpServer
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
@@ -208,3 +208,42 @@ def test_an_answer_through_another_process_reaches_the_turn(
     assert refused.status_code == 409, refused.text
     assert sent.status_code == 200, sent.text
     assert _result(rest)["result"] == "Hello, Cy!"
+
+
+@pytest.mark.parametrize(
+    ("era", "greetings"),
+    [
+        # Each question comes with its own call: each person answers their own.
+        ("2026", ["Hello, Ann!", "Hello, Ben!"]),
+        # The questions come on the shared session, which of the two calls each belongs to
+        # is not said: neither person is asked, both are declined.
+        ("2025", ["no greeting: the user answered decline"] * 2),
+    ],
+)
+def test_questions_during_two_calls_on_a_shared_session_reach_no_wrong_person(
+    tmp_path, era, greetings
+):
+    spec = ServerSpec.of(asking_server(era))
+    asked: list[str] = []
+
+    def person(name: str):
+        async def ask(question, *, call):
+            asked.append(name)
+            return Answer(action="accept", content={"name": name})
+
+        return ask
+
+    async def call_as(connection, name: str):
+        with questions_to(person(name)):
+            return await connection.call("greet", {})
+
+    async def run():
+        connection = mcp_pool().connection(spec, tmp_path)
+        try:
+            return await asyncio.gather(call_as(connection, "Ann"), call_as(connection, "Ben"))
+        finally:
+            await mcp_pool_close()
+
+    results = asyncio.run(run())
+    assert [r.content[0].text for r in results] == greetings
+    assert sorted(asked) == (["Ann", "Ben"] if era == "2026" else [])
