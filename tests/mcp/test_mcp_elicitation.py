@@ -99,6 +99,10 @@ def test_the_servers_form_is_answered_and_the_answer_reaches_the_server(
     replayed = editor.get(f"/api/conversations/{conversation}").json()["events"]
     kinds = [e["type"] for e in replayed if e["type"] in ("TOOL_CALL", "QUESTION", "ANSWERED")]
     assert kinds == ["TOOL_CALL", "QUESTION", "ANSWERED"], replayed
+    exported = editor.get(f"/api/conversations/{conversation}/export?format=markdown").text
+    assert "- Asking asked: `What is your name?`" in exported
+    assert '- answered: accept `{"name": "Ada", "times": 2}`' in exported
+    assert "- ⚙ `asking__greet` `{}` → ok" in exported
 
 
 def test_a_schema_default_fills_a_field_the_form_left_out(
