@@ -106,6 +106,7 @@ class QuestionEvent:
     schema: dict | None = None
     url: str | None = None
     seconds: float | None = None  # None in a stored turn: answered long ago
+    user: str | None = None  # whose turn it is: only they answer (their username)
     type: Literal["QUESTION"] = "QUESTION"
 
 

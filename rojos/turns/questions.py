@@ -32,9 +32,10 @@ class Waiting:
 class TurnAsker:
     """Puts the questions of a turn's calls to the turn's user (`questions.Asker`)."""
 
-    def __init__(self, turn, user_id: int) -> None:
+    def __init__(self, turn, user) -> None:
         self.turn = turn
-        self.user_id = user_id
+        self.user_id = user.pk
+        self.username = user.get_username()
 
     async def __call__(self, question: Question, *, call: str | None) -> Answer:
         turn = self.turn
@@ -51,6 +52,7 @@ class TurnAsker:
                 schema=question.schema,
                 url=question.url,
                 seconds=seconds,
+                user=self.username,
             )
         )
         try:

@@ -92,8 +92,8 @@ async def _run(
         asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
     ]
     deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
-    if (user_id := getattr(ctx.user, "pk", None)) is not None:
-        questions_in_task(TurnAsker(turn, user_id))  # servers' questions go to the turn's user
+    if getattr(ctx.user, "pk", None) is not None:
+        questions_in_task(TurnAsker(turn, ctx.user))  # servers' questions go to the turn's user
     try:
         if turn.stop_asked:  # stopped before its task first ran
             raise asyncio.CancelledError

@@ -24,11 +24,12 @@ function eventsBefore(events, message) {
 }
 
 export class ChatPanel extends EventTarget {
-  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite, isOwner }) {
+  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite, isOwner, username }) {
     super();
     this.writingTools = new Set(writingTools);
     this.canWrite = canWrite;
     this.isOwner = isOwner;
+    this.username = username;
     this.turnMessage = null;
     this.turnChanges = [];
     this.element = element;
@@ -144,7 +145,7 @@ export class ChatPanel extends EventTarget {
         if (!this.history) this.approvalWaiting(true);
         break;
       case "QUESTION": {
-        const options = { conversationId: this.conversationId, live: !this.history };
+        const options = { conversationId: this.conversationId, live: !this.history, username: this.username };
         options.onError = (message) => this.log.addError(message);
         questionPlace(this.log, questionPrompt(data, options), data.call);
         break;

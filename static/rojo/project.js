@@ -69,6 +69,7 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   writingTools: config.writingTools,
   canWrite: config.canWrite,
   isOwner: config.role === "owner",
+  username: config.username,
 });
 
 const models = new ModelPicker(document.querySelector(".model-choice"), {

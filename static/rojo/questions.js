@@ -97,7 +97,7 @@ function linkNode(url) {
 }
 
 /** The question box for a QUESTION event; `live` adds the buttons and the countdown. */
-export function questionPrompt(data, { conversationId, onError, live }) {
+export function questionPrompt(data, { conversationId, onError, live, username }) {
   const box = document.createElement("form");
   box.className = "question";
   box.dataset.question = data.id;
@@ -121,8 +121,16 @@ export function questionPrompt(data, { conversationId, onError, live }) {
       box.append(fieldNode(name, field ?? {}, required.has(name)));
     }
   }
-  if (live) box.append(answerButtons(box, data, conversationId, onError));
+  // Only the person whose turn it is answers; anyone else following the reply sees it wait.
+  const theirs = live && data.user && username && data.user !== username;
+  if (live && !theirs) box.append(answerButtons(box, data, conversationId, onError));
   else for (const control of box.querySelectorAll("input, select")) control.disabled = true;
+  if (theirs) {
+    const wait = document.createElement("p");
+    wait.className = "question-wait";
+    wait.textContent = `Waiting for ${data.user} to answer.`;
+    box.append(wait);
+  }
   return box;
 }
 
@@ -185,6 +193,7 @@ const SAID = {
 export function questionAnswered(box, data) {
   box.classList.add("answered");
   box.querySelector(".question-actions")?.remove();
+  box.querySelector(".question-wait")?.remove();
   for (const control of box.querySelectorAll("input, select")) control.disabled = true;
   if (data.content) {
     for (const [name, value] of Object.entries(data.content)) {

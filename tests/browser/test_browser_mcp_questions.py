@@ -59,9 +59,18 @@ def test_the_servers_form_is_answered_on_the_page_and_kept(
     expect(kept.locator('[name="name"]')).to_be_disabled()
 
 
-def test_a_declined_question_says_so(page_for, users, project, fake_provider, settings):
+def test_only_the_person_whose_turn_it_is_may_answer_and_a_decline_says_so(
+    page_for, users, project, fake_provider, settings
+):
     page, question = _asked(page_for, users, project, fake_provider, settings)
+    owner = page_for(users["owner"])
+    owner.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    waiting = owner.locator("form.question")
+    expect(waiting.locator(".question-wait")).to_have_text("Waiting for editor to answer.")
+    expect(waiting.get_by_role("button")).to_have_count(0)
+    expect(waiting.locator('[name="name"]')).to_be_disabled()
     question.get_by_role("button", name="Decline").click()
+    expect(waiting.locator(".question-answer")).to_have_text("Declined")
     expect(question.locator(".question-answer")).to_have_text("Declined")
     expect(page.locator(".bubble.assistant")).to_have_text("Done.")
 
@@ -75,3 +84,4 @@ def test_a_url_question_offers_a_link_it_does_not_open(
     assert len(page.context.pages) == 1, "a link the server gave was opened for the person"
     question.get_by_role("button", name="Cancel").click()
     expect(question.locator(".question-answer")).to_have_text("Cancelled")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")

@@ -85,6 +85,7 @@ def test_the_servers_form_is_answered_and_the_answer_reaches_the_server(
     conversation, question, rest = _asked_and_answered(editor, project, rojo, answer)
     assert question["message"] == "What is your name?"
     assert question["mode"] == "form"
+    assert question["user"] == "editor", "the page shows the form to this person only"
     assert question["call"], "the question names the call it belongs to"
     assert set(question["schema"]["properties"]) == {"name", "times"}
     [answered] = [e.data for e in rest if e.type == "ANSWERED"]
