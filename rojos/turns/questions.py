@@ -59,6 +59,8 @@ class TurnAsker:
             answer = await _answer(waiting.answer, turn.task, seconds)
         finally:
             turn.questions.pop(question.id, None)
+        if turn.finished:  # stopped meanwhile: its log ended with DONE
+            return answer
         turn.publish(
             AnsweredEvent(
                 id=question.id,

@@ -2,16 +2,31 @@
 the person whose turn it is, and kept, answered, when the conversation is reopened."""
 
 import pytest
+from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
 from roject.storage import project_root_create
 from rojos.models import Conversation, RojoMcpServer
 from tests.mcp.test_mcp_elicitation import asking_server
+from tests.support.accessibility import WCAG_AA
 from tests.support.browser import screenshot
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def form_violations(page) -> list[str]:
+    """axe-core's WCAG 2.2 AA violations within the question's form (the rest of the page is
+    tests/browser/test_browser_accessibility.py's)."""
+    page.add_script_tag(url=f"{django_settings.STATIC_URL}vendor/axe-core/axe.min.js")
+    script = "tags => axe.run('form.question', {runOnly: {type: 'tag', values: tags}})"
+    results = page.evaluate(script, WCAG_AA)
+    return [
+        f"{violation['id']}: {' '.join(node['target'])}"
+        for violation in results["violations"]
+        for node in violation["nodes"]
+    ]
 
 
 def _asked(page_for, users, project, fake_provider, settings, tool="greet", era="2026"):
@@ -44,6 +59,7 @@ def test_the_servers_form_is_answered_on_the_page_and_kept(
     question.locator('[name="name"]').fill("Ada")
     question.locator('[name="times"]').fill("2")
     screenshot(page, "mcp-question")
+    assert form_violations(page) == [], "the question's form passes WCAG 2.2 AA"
     question.get_by_role("button", name="Accept").click()
 
     expect(question.locator(".question-answer")).to_have_text("Accepted")
