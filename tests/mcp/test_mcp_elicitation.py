@@ -54,12 +54,16 @@ def _turn(project, fake_provider, settings, tool="greet", era="2026"):
     return rojo
 
 
-def _asked_and_answered(client, project, rojo, answer: dict | None):
-    """Run the turn; answer the question with `answer` (None: leave it unanswered)."""
-    with client.chat_stream(project.pk, rojo=rojo.slug, message="Greet me") as response:
+def _asked_and_answered(client, project, rojo, answer: dict | None, stop=False, **chat):
+    """Run the turn; answer the question with `answer` (None: leave it unanswered; `stop`:
+    stop the turn instead)."""
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Greet me", **chat) as response:
         events = parse_sse(response.iter_lines())
         seen = read_until(events, "QUESTION")
         conversation, question = seen[0].data["conversation"], seen[-1].data
+        if stop:
+            stopped = client.post(f"/api/conversations/{conversation}/stop")
+            assert stopped.status_code == 200, stopped.text
         if answer is not None:
             sent = client.post(
                 f"/api/conversations/{conversation}/answer",
@@ -252,3 +256,28 @@ def test_questions_during_two_calls_on_a_shared_session_reach_no_wrong_person(
     results = asyncio.run(run())
     assert [r.content[0].text for r in results] == greetings
     assert sorted(asked) == (["Ann", "Ben"] if era == "2026" else [])
+
+
+def test_a_turn_stopped_while_its_question_waits_ends_and_the_session_goes_on(
+    client_for, users, project, fake_provider, settings
+):
+    """Stop ends the reply at once (the server is told cancel), and the server's session,
+    shared by the project's turns, is not left waiting: the next turn's question is asked."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_MCP_IDLE_SECONDS = 2
+    project_root_create(project.pk)
+    rojo = make_rojo(fake_provider.base_url)
+    RojoMcpServer.objects.create(rojo=rojo, server=asking_server("2025"))
+    fake_provider.add(
+        stream(*tool_call_chunks([("asking__greet", {})])),
+        stream(*tool_call_chunks([("asking__greet", {})])),
+        stream(*text_chunks("Done.")),
+    )
+    editor = client_for(users["editor"])
+    _, _, first = _asked_and_answered(editor, project, rojo, None, stop=True)
+    assert [e.type for e in first[-2:]] == ["ERROR", "DONE"]
+    assert first[-2].data["code"] == "stopped"
+    conversation = Message.objects.get(role=Message.Role.USER).conversation_id
+    answer = {"action": "accept", "content": {"name": "Di"}}
+    _, _, second = _asked_and_answered(editor, project, rojo, answer, conversation=conversation)
+    assert _result(second)["result"] == "Hello, Di!"
