@@ -371,6 +371,8 @@ ROJO_LIVE_CHECK_SECONDS = float(os.environ.get("ROJO_LIVE_CHECK_SECONDS") or 5)
 ROJO_MCP_CALL_TIMEOUT = float(os.environ.get("ROJO_MCP_CALL_TIMEOUT") or 60)
 ROJO_MCP_START_TIMEOUT = float(os.environ.get("ROJO_MCP_START_TIMEOUT") or 30)
 ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
+# How long a server's question during a call waits for the person's answer (then: cancel).
+ROJO_ELICITATION_SECONDS = float(os.environ.get("ROJO_ELICITATION_SECONDS") or 300)
 # The MCP endpoint serves the built-in tools; tools of your own (ROJO_TOOL_MODULES) too
 # only when this is on, as they are off until enabled per rojo and no rojo is behind a call.
 ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)

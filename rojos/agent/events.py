@@ -8,7 +8,7 @@ encodes; `rojos.agent.stored_events` rebuilds them from stored messages, so a re
 reopened turn shows what the live one did.
 """
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 
@@ -94,6 +94,35 @@ class ToolResultEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class QuestionEvent:
+    """An MCP server asks the person whose turn it is, during call `call` (elicitation): a
+    form (`schema`) or a URL to visit; `seconds` to answer (rojos/mcp/questions.py)."""
+
+    id: str
+    call: str | None
+    server: str
+    mode: str
+    message: str
+    schema: dict | None = None
+    url: str | None = None
+    seconds: float | None = None  # None in a stored turn: answered long ago
+    user: str | None = None  # whose turn it is: only they answer (their username)
+    type: Literal["QUESTION"] = "QUESTION"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnsweredEvent:
+    """The question's answer: accept (with the form's `content`), decline or cancel."""
+
+    id: str
+    call: str | None
+    action: str
+    content: dict | None = None
+    timed_out: bool = False
+    type: Literal["ANSWERED"] = "ANSWERED"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SummaryEvent:
     """The oldest turns were summarised to fit the model's window (the stored ones stay)."""
 
@@ -125,6 +154,8 @@ AgentEvent = (
     | ToolCallEvent
     | ApprovalRequiredEvent
     | ToolResultEvent
+    | QuestionEvent
+    | AnsweredEvent
     | SummaryEvent
 )
 TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent
@@ -139,6 +170,8 @@ WireType = Literal[
     "TOOL_CALL",
     "APPROVAL_REQUIRED",
     "TOOL_RESULT",
+    "QUESTION",
+    "ANSWERED",
     "SUMMARY",
     "ERROR",
     "DONE",
@@ -187,6 +220,8 @@ def event_data(event: TurnEvent) -> dict:
             return data
         case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
             return {"id": id_, "name": name, "args": args, "preview": preview}
+        case QuestionEvent() | AnsweredEvent():
+            return {k: v for k, v in asdict(event).items() if k != "type" and v is not None}
         case SummaryEvent(text=text, messages=messages):
             return {"text": text, "messages": messages}
         case StartEvent(conversation=conversation, message=message):

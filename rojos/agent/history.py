@@ -55,11 +55,16 @@ def unanswered_calls(messages: list[Message]) -> list[dict]:
     return []
 
 
-def _tool_message(call: dict, result: Any, *, ok: bool, mcp_server: str | None = None) -> dict:
-    """The fields of the tool message answering `call` (of a tool of `mcp_server`, if any)."""
+def _tool_message(
+    call: dict, result: Any, *, ok: bool, mcp_server: str | None = None, questions=None
+) -> dict:
+    """The fields of the tool message answering `call` (of a tool of `mcp_server`, if any,
+    with the `questions` it asked the person and their answers)."""
     extra = {"text_result": True} if isinstance(result, str) else {}
     if mcp_server is not None:
         extra["mcp_server"] = mcp_server
+    if questions:
+        extra["questions"] = questions
     return {
         "role": Message.Role.TOOL,
         "tool_call_id": call["id"],
@@ -186,8 +191,9 @@ class History:
         with_row: Callable | None = None,
         on_saved: Callable | None = None,
         mcp_server: str | None = None,
+        questions: list | None = None,
     ) -> Message:
-        fields = _tool_message(call, result, ok=ok, mcp_server=mcp_server)
+        fields = _tool_message(call, result, ok=ok, mcp_server=mcp_server, questions=questions)
         return await self.add(with_row=with_row, on_saved=on_saved, **fields)
 
     async def close_open_calls(self) -> list[dict]:

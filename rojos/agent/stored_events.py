@@ -9,9 +9,11 @@ from collections.abc import Iterable, Iterator
 
 from rojos.agent.branches import branch_messages
 from rojos.agent.events import (
+    AnsweredEvent,
     ChatEvent,
     DoneEvent,
     ErrorEvent,
+    QuestionEvent,
     ReasoningEvent,
     StartEvent,
     SummaryEvent,
@@ -50,6 +52,21 @@ def tool_message_events(
     )
 
 
+def questions_events(message: Message) -> Iterator[QuestionEvent | AnsweredEvent]:
+    """The questions a server asked during the stored call, each with its answer."""
+    for asked in (message.extra or {}).get("questions", ()):
+        answer = asked.get("answer") or {}
+        fields = {k: asked.get(k) for k in ("id", "server", "mode", "message", "schema", "url")}
+        yield QuestionEvent(call=message.tool_call_id, **fields)
+        yield AnsweredEvent(
+            id=asked.get("id"),
+            call=message.tool_call_id,
+            action=answer.get("action", "cancel"),
+            content=answer.get("content"),
+            timed_out=bool(answer.get("timed_out")),
+        )
+
+
 def message_events(
     messages: Iterable[Message], *, changes: dict[str, int] | None = None
 ) -> Iterator[tuple[Message, TurnEvent]]:
@@ -76,8 +93,11 @@ def message_events(
             change = (changes or {}).get(message.tool_call_id)
             call = calls.get(message.tool_call_id)
             place = places.get(message.tool_call_id, (0, 1))
-            for event in tool_message_events(message, call, change, place):
+            called, result = tool_message_events(message, call, change, place)
+            yield message, called
+            for event in questions_events(message):
                 yield message, event
+            yield message, result
         elif message.role == Message.Role.SUMMARY:
             covered = (message.extra or {}).get("summarised", 0)
             yield message, SummaryEvent(text=message.content or "", messages=covered)

@@ -29,6 +29,7 @@ from rojos.context.instructions import (
     joined_result,
 )
 from rojos.errors import AccessRevoked
+from rojos.mcp.questions import call_questions
 from rojos.models import Conversation, FileChange
 from rojos.tools import (
     RojoTool,
@@ -247,7 +248,9 @@ class ToolCallRunner:
         if removed:
             raise AccessRevoked(REMOVED_MESSAGE)
 
-    async def _store(self, call: dict, outcome: ToolOutcome, with_row=None) -> None:
+    async def _store(
+        self, call: dict, outcome: ToolOutcome, with_row=None, questions: list | None = None
+    ) -> None:
         tool = self.tools.get(call["function"]["name"])
         # A name the model made up is counted as "unknown": the labels stay a bounded set.
         metrics.tool_calls.labels(
@@ -261,6 +264,7 @@ class ToolCallRunner:
             with_row=with_row,
             on_saved=self._audited if with_row else None,
             mcp_server=tool.mcp_server if tool is not None else None,
+            questions=questions,
         )
 
     def _audited(self, change: FileChange) -> None:
@@ -284,14 +288,15 @@ class ToolCallRunner:
             # the start-up sweep of crash leftovers respects (roject.storage.leftovers).
             project = self.ctx.project_id
             locked = storage.changes_locked(project) if changing else contextlib.nullcontext()
-            async with locked:
-                outcome = await self.tools.run(parsed, self.ctx)
+            with call_questions(parsed.id) as asked:  # an MCP server's, kept with the result
+                async with locked:
+                    outcome = await self.tools.run(parsed, self.ctx)
             outcome = await self._paged(outcome)
             outcome = self.caps.charged(outcome, changed=changing is not None)
             if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
                 await asyncio.to_thread(self.reads.remember, read)
             outcome = await self._instructions_joined(parsed, outcome)
-            await self._store(call, outcome)
+            await self._store(call, outcome, questions=asked)
             return outcome, None
         tool, args = changing
         start = functools.partial(self._change_start, tool, args, parsed.id, message_id)

@@ -135,6 +135,7 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
             ]
         speaking = False
         asked, plan = {}, None  # the turn's plans asked for, and its last that worked
+        call_line = 0  # the line of the last call, which its result ends
         for event in turn.events:
             data = event.data
             if event.type in ("TOOL_CALL", "TOOL_RESULT") and data["name"] == PLAN_TOOL:
@@ -155,13 +156,16 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
             elif event.type == "TOOL_CALL":
                 args = json.dumps(data["args"], ensure_ascii=False)
                 lines += ["", f"- ⚙ `{data['name']}` {_inline_code(args)}"]
+                call_line = len(lines) - 1
                 speaking = False
             elif event.type == "TOOL_RESULT":
                 result = data["result"]
                 error = result.get("error") if isinstance(result, dict) else result
-                lines[-1] += " → ok" if data["ok"] else f" → error: {error}"
+                lines[call_line] += " → ok" if data["ok"] else f" → error: {error}"
                 if data.get("change") in undone:
-                    lines[-1] += " (undone)"
+                    lines[call_line] += " (undone)"
+            elif event.type in ("QUESTION", "ANSWERED"):
+                lines += _question_lines(event.type, data)
             elif event.type == "SUMMARY":
                 lines += ["", "<details><summary>Earlier conversation summarised</summary>", ""]
                 lines += [_fences_closed(data["text"]), "", "</details>"]
@@ -172,6 +176,18 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
         if plan:
             lines += ["", "**Plan**", "", *plan_lines(plan)]
     return lines
+
+
+def _question_lines(kind: str, data: dict) -> list[str]:
+    """A server's question during a call, and its answer, as sub-items of the call."""
+    if kind == "QUESTION":
+        what = data.get("url") if data.get("mode") == "url" else data.get("message")
+        return [f"  - {data['server']} asked: {_inline_code(' '.join((what or '').split()))}"]
+    if data.get("timed_out"):
+        return ["  - no answer in time (cancel)"]
+    values = data.get("content")
+    shown = f" {_inline_code(json.dumps(values, ensure_ascii=False))}" if values else ""
+    return [f"  - answered: {data['action']}{shown}"]
 
 
 def _thought(data: dict) -> str:

@@ -24,6 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import exit_hook
 from .process_log import StderrPipe
+from .questions import DECLINED, BoundAsker, asker_current, elicit_result, question_from
 from .spec import ServerSpec
 from .transport import McpUnavailable, client_make, start_failure, tools_list, url_scrubbed
 
@@ -57,6 +58,7 @@ class McpConnection:
         self._stop = asyncio.Event()
         self._wake = asyncio.Event()
         self._in_flight = 0
+        self._askers: list[BoundAsker | None] = []  # of the calls in flight (`questions`)
         self._used = 0.0
         self._tools: list[types.Tool] | None = None
         self._stale = True
@@ -93,6 +95,30 @@ class McpConnection:
             self._used = self._loop.time()
             self._wake.set()
 
+    @contextlib.contextmanager
+    def _asking(self, asker: BoundAsker | None):
+        """A call is in flight: a question on the session is its asker's if it is the only one."""
+        self._askers.append(asker)
+        try:
+            yield
+        finally:
+            self._askers.remove(asker)
+
+    async def _on_question(self, context, params: types.ElicitRequestParams) -> types.ElicitResult:
+        """(The session's task) A question from the server: to the person whose call it is
+        (`questions`), declined when nobody can answer or nobody can tell whose it is."""
+        # On a 2026 connection the SDK asks from the caller's own task: its asker is known.
+        askers = [own] if (own := asker_current()) is not None else self._askers
+        question = question_from(params, self.spec.name)
+        if len(askers) != 1 or askers[0] is None or question is None:
+            logger.info(
+                "MCP server %s asked a question nobody can answer (%d calls in flight): declined",
+                self.spec.slug,
+                len(askers),
+            )
+            return types.ElicitResult(action=DECLINED.action)
+        return elicit_result(question, await askers[0](question))
+
     def mark_stale(self) -> None:
         self._stale = True
 
@@ -102,9 +128,12 @@ class McpConnection:
         use starts the server again): a server that hangs, or keeps sending what is not
         its answer, is not left running with the session wedged on it."""
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
+        asker = asker_current()
+        if asker is not None:  # the person's time to answer is not the server's
+            timeout += settings.ROJO_ELICITATION_SECONDS
         client = await self._client()
         try:
-            with self._using():
+            with self._using(), self._asking(asker):
                 return await self._call(client, name, arguments, seconds=timeout)
         except MCPError as exc:
             if exc.error.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
@@ -189,6 +218,7 @@ class McpConnection:
                         pipe=pipe,
                         stack=stack,
                         on_message=self._on_message,
+                        on_question=self._on_question,
                         auth=self.auth,
                     )
                 )

@@ -15,6 +15,7 @@ from .accounts import account_connected
 from .connection import McpUnavailable, url_scrubbed
 from .names import model_tool_name
 from .pool import mcp_pool
+from .questions import answer_outcome, call_asked
 from .results import outcome_from_result
 from .schemas import clean_schema
 from .spec import McpLink, ServerSpec
@@ -94,6 +95,8 @@ class McpTool(RojoTool):
         outcome = outcome_from_result(result)
         if not outcome.ok:
             raise ToolError(outcome.error)
+        if (unanswered := answer_outcome(call_asked())) is not None:
+            return {"result": outcome.value, "question": unanswered}
         return outcome.value
 
 

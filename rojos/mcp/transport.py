@@ -37,6 +37,7 @@ def client_make(
     pipe: StderrPipe | None,
     stack: AsyncExitStack,
     on_message,
+    on_question=None,
     auth: httpx2.Auth | None = None,
 ) -> Client:
     """The SDK client for the server: over stdio (its stderr into `pipe`) or streamable HTTP,
@@ -59,6 +60,7 @@ def client_make(
         transport,
         cache=None,  # the tool list is kept by the connection, refreshed when the server says
         message_handler=on_message,
+        elicitation_callback=on_question,  # questions during a call (`questions`)
         client_info=types.Implementation(name="rojo-chat", version="1"),
     )
 

@@ -20,6 +20,7 @@ from rojos.errors import TurnUnreachable
 from rojos.models import Conversation
 from rojos.turns.control_layer import control_layer
 from rojos.turns.log import Turn, turn_get
+from rojos.turns.questions import NOT_ASKED, question_deliver
 from rojos.turns.relay import LAYER_ERRORS, turn_group
 from rojos.turns.repair import dead_turn_end
 
@@ -122,3 +123,32 @@ async def turn_approve(
     raise TurnUnreachable(
         "The decision could not be delivered to the reply; try again in a moment."
     )
+
+
+async def turn_answer(
+    *, conversation: Conversation, user, question_id: str, action: str, content: dict | None
+) -> str | None:
+    """Deliver `user`'s answer to a server's question in the running turn (only the turn's
+    own user may answer it), to whichever process runs the turn.
+
+    Returns why it was not delivered, or None once the turn confirmed it received it.
+    Raises TurnUnreachable when the turn did not confirm.
+    """
+    if await dead_turn_end(conversation) or not conversation.running:
+        return NOT_RUNNING
+    answer = {"question_id": question_id, "user_id": user.pk, "action": action}
+    if (here := _running_here(conversation.pk)) is not None:
+        return question_deliver(here, **answer, content=content)
+    message = {
+        "type": "turn.question",
+        "question": question_id,
+        "user": user.pk,
+        "action": action,
+        "content": content,
+    }
+    reply = await _ask(conversation.pk, message)
+    if reply is not None:
+        return None if reply.get("ok") else NOT_ASKED
+    if await _silent_turn_end(conversation, conversation.turn_heartbeat):
+        return NOT_RUNNING
+    raise TurnUnreachable("The answer could not be delivered to the reply; try again in a moment.")

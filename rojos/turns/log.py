@@ -46,6 +46,8 @@ class Turn:
         self.message_id: int | None = None
         self.error: dict = {}
         self.approvals: dict[str, asyncio.Future] = {}
+        # Servers' questions waiting for the person's answer (rojos.turns.questions).
+        self.questions: dict = {}
         self.relays: set[asyncio.Task] = set()
         self.auto_approve: bool | None = None
         # The turn's time limit, once it runs: routed approvals stop it while they wait.
@@ -149,6 +151,8 @@ class Turn:
         for message, event in message_events(since):
             if message.role != Message.Role.TOOL or message.tool_call_id in results:
                 continue  # text was streamed as it came; results sent are not sent again
+            if event.type in ("QUESTION", "ANSWERED"):
+                continue  # published live, as they came
             if isinstance(event, ToolCallEvent) and message.tool_call_id in announced:
                 continue
             self.publish(event)

@@ -32,6 +32,7 @@ from rojos.models import Conversation, Message, TurnRecord
 from rojos.turns.channel_reader import ChannelReader
 from rojos.turns.control_layer import control_layer
 from rojos.turns.events import RUN_KINDS
+from rojos.turns.questions import question_deliver
 from rojos.turns.repair import INTERRUPTED_MESSAGE, dead_turn_end
 
 logger = logging.getLogger(__name__)
@@ -99,6 +100,15 @@ async def _handle(layer, message: dict, turn, task: asyncio.Task) -> bool:
         if delivered:
             waiting.set_result(bool(message.get("approve")))
         await _ack(layer, message, ok=delivered)
+    elif kind == "turn.question":  # an answer to a server's question (rojos.turns.questions)
+        refused = question_deliver(
+            turn,
+            question_id=message.get("question"),
+            user_id=message.get("user"),
+            action=message.get("action"),
+            content=message.get("content"),
+        )
+        await _ack(layer, message, ok=refused is None)
     elif kind == "turn.follow":
         after = message["after"]
         if message.get("turn") not in (None, turn.message_id):

@@ -25,6 +25,7 @@ from rojos.agent.history import History
 from rojos.agent.loop import agent_loop
 from rojos.db import DB_DOWN, unreachable
 from rojos.errors import TurnError
+from rojos.mcp.questions import questions_in_task
 from rojos.models import Rojo, TurnRecord
 from rojos.provider.admission import start_slot_use
 from rojos.provider.clients import rojo_client
@@ -32,6 +33,7 @@ from rojos.turns.admission import StartSlot
 from rojos.turns.claims import turn_heartbeat, turn_release_blocking
 from rojos.turns.log import Turn, turn_forget_later, turn_get
 from rojos.turns.memory_trim import memory_trimmed
+from rojos.turns.questions import TurnAsker
 from rojos.turns.relay import LAYER_ERRORS, turn_group, turn_listen
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.writeback import turn_end
@@ -90,6 +92,8 @@ async def _run(
         asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
     ]
     deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
+    if getattr(ctx.user, "pk", None) is not None:
+        questions_in_task(TurnAsker(turn, ctx.user))  # servers' questions go to the turn's user
     try:
         if turn.stop_asked:  # stopped before its task first ran
             raise asyncio.CancelledError

@@ -30,6 +30,7 @@ from rojos.web.errors import error_handlers_add
 from rojos.web.files_api import router as file_edits_router
 from rojos.web.images_api import router as images_router
 from rojos.web.models_api import router as models_router
+from rojos.web.questions_api import router as questions_router
 from rojos.web.schemas import (
     ApprovalIn,
     ApprovalOut,
@@ -64,6 +65,7 @@ api.add_router("/projects", images_router)
 api.add_router("", conversations_router)
 api.add_router("", models_router)
 api.add_router("/approvals", approvals_router)
+api.add_router("", questions_router)
 api.add_router("/rojos", selftest_router)
 error_handlers_add(api)
 

@@ -9,6 +9,7 @@ import { Attachments } from "./attach.js";
 import { ImageAttachments, imageUrl } from "./image-attach.js";
 import { ChatLog } from "./chat-log.js";
 import { TurnPlan } from "./plan.js";
+import { questionAnswered, questionPlace, questionPrompt } from "./questions.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
 import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
@@ -24,11 +25,12 @@ function eventsBefore(events, message) {
 }
 
 export class ChatPanel extends EventTarget {
-  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite, isOwner }) {
+  constructor(element, { projectId, conversationId, rojoId, writingTools, canWrite, isOwner, username }) {
     super();
     this.writingTools = new Set(writingTools);
     this.canWrite = canWrite;
     this.isOwner = isOwner;
+    this.username = username;
     this.turnMessage = null;
     this.turnChanges = [];
     this.element = element;
@@ -145,6 +147,17 @@ export class ChatPanel extends EventTarget {
         );
         if (!this.history) this.approvalWaiting(true);
         break;
+      case "QUESTION": {
+        const options = { conversationId: this.conversationId, live: !this.history, username: this.username };
+        options.onError = (message) => this.log.addError(message);
+        questionPlace(this.log, questionPrompt(data, options), data.call);
+        break;
+      }
+      case "ANSWERED": {
+        const box = this.log.element.querySelector(`.question[data-question="${CSS.escape(data.id)}"]`);
+        if (box) questionAnswered(box, data);
+        break;
+      }
       case "TOOL_RESULT":
         this.addToolResult(data);
         break;

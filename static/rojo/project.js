@@ -70,6 +70,7 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   writingTools: config.writingTools,
   canWrite: config.canWrite,
   isOwner: config.role === "owner",
+  username: config.username,
 });
 
 new MessageQueue(chat, { projectId: config.project.id });

@@ -89,10 +89,10 @@ CLIENT_PASSING = [
     "auth/2025-03-26-oauth-endpoint-fallback",
     "auth/client-credentials-jwt",
     "auth/client-credentials-basic",
+    "elicitation-sep1034-client-defaults",
 ]
 # Why each of the others fails today.
 CLIENT_FAILING = {
-    "elicitation-sep1034-client-defaults": "Rojo's client answers no elicitation yet",
     # The suite's 0.1.13 authorization server for a tenant path publishes the root as its
     # `issuer`; the SDK checks it against the server it asked (RFC 8414 section 3.3) and
     # stops. Fixed in the suite's 0.1.15 (its #152), which needs a newer Node.

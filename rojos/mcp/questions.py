@@ -1,0 +1,155 @@
+"""Questions a server asks during a call (MCP elicitation): whose they are, and the answer.
+
+A question comes on the server's session, in the session's own task, not the caller's: the
+session of a server that does not sign in as each member is shared by a project's turns
+(`pool`). So a call carries its asker (the person whose turn it is) onto the session while it
+runs, and a question goes to the asker of the one call in flight. With several calls in
+flight nobody can tell whose the question is, so it is declined; so is one asked while
+nobody can answer (an outside agent's call through Rojo's endpoint, a script).
+"""
+
+import contextlib
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from contextvars import ContextVar
+from dataclasses import asdict, dataclass
+from typing import Literal
+from urllib.parse import urlsplit
+
+import mcp_types as types
+
+Action = Literal["accept", "decline", "cancel"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Question:
+    """What a server asked: a form (`schema`, top-level primitive fields) or a URL to visit."""
+
+    id: str
+    server: str
+    mode: Literal["form", "url"]
+    message: str
+    schema: dict | None = None
+    url: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Answer:
+    """The person's answer; `timed_out` when none came in time (the server gets cancel)."""
+
+    action: Action
+    content: dict | None = None
+    timed_out: bool = False
+
+
+# Asks the person whose turn it is, for the call `call` (its id, None outside a tool call).
+Asker = Callable[..., Awaitable[Answer]]
+# A call's own asker, bound to it and keeping what was asked (`call_questions`).
+BoundAsker = Callable[[Question], Awaitable[Answer]]
+
+DECLINED = Answer(action="decline")
+
+_asker: ContextVar[Asker | None] = ContextVar("mcp_question_asker", default=None)
+_call: ContextVar[tuple[str, list[dict]] | None] = ContextVar("mcp_question_call", default=None)
+
+
+@contextlib.contextmanager
+def questions_to(asker: Asker | None) -> Iterator[None]:
+    """Servers' questions in this context go to `asker` (a turn's person)."""
+    token = _asker.set(asker)
+    try:
+        yield
+    finally:
+        _asker.reset(token)
+
+
+def questions_in_task(asker: Asker) -> None:
+    """Servers' questions in the rest of this task go to `asker` (a turn's task, whose
+    context is its own)."""
+    _asker.set(asker)
+
+
+@contextlib.contextmanager
+def call_questions(call_id: str) -> Iterator[list[dict]]:
+    """The questions asked during tool call `call_id`, with their answers, as they come (what
+    its stored result keeps: `question_record`)."""
+    asked: list[dict] = []
+    token = _call.set((call_id, asked))
+    try:
+        yield asked
+    finally:
+        _call.reset(token)
+
+
+def asker_current() -> BoundAsker | None:
+    """The asker of the call running in this context, or None when nobody can answer."""
+    asker = _asker.get()
+    if asker is None:
+        return None
+    call_id, asked = _call.get() or (None, [])
+
+    async def ask(question: Question) -> Answer:
+        answer = await asker(question, call=call_id)
+        asked.append(question_record(question, answer))
+        return answer
+
+    return ask
+
+
+def call_asked() -> list[dict]:
+    """The questions asked so far during the tool call running in this context."""
+    scope = _call.get()
+    return list(scope[1]) if scope else []
+
+
+def question_record(question: Question, answer: Answer) -> dict:
+    """A question and its answer as the call's stored result keeps them."""
+    return {**asdict(question), "answer": asdict(answer)}
+
+
+def question_from(params: types.ElicitRequestParams, server: str) -> Question | None:
+    """The question the server asks, or None for one that cannot be shown: a URL that is
+    not http(s) (a `javascript:` link is never offered)."""
+    if isinstance(params, types.ElicitRequestURLParams):
+        if urlsplit(params.url).scheme not in ("http", "https"):
+            return None
+        return Question(
+            id=uuid.uuid4().hex, server=server, mode="url", message=params.message, url=params.url
+        )
+    schema = params.requested_schema
+    if not isinstance(schema, dict):
+        schema = schema.model_dump(by_alias=True, exclude_none=True)
+    return Question(
+        id=uuid.uuid4().hex, server=server, mode="form", message=params.message, schema=schema
+    )
+
+
+def defaults_applied(schema: dict | None, content: dict | None) -> dict:
+    """The form's values, with the schema's defaults for the fields left out (SEP-1034)."""
+    filled = dict(content or {})
+    for name, field in ((schema or {}).get("properties") or {}).items():
+        if name not in filled and isinstance(field, dict) and "default" in field:
+            filled[name] = field["default"]
+    return filled
+
+
+def elicit_result(question: Question, answer: Answer) -> types.ElicitResult:
+    """The answer as the server reads it: content only for an accepted form."""
+    if answer.action == "accept" and question.mode == "form":
+        content = defaults_applied(question.schema, answer.content)
+        return types.ElicitResult(action="accept", content=content)
+    return types.ElicitResult(action=answer.action)
+
+
+def answer_outcome(asked: list[dict]) -> str | None:
+    """What the tool result says when the person did not accept a question (None if every
+    question was accepted): the model should not ask the same again at once."""
+    for record in asked:
+        answer = record["answer"]
+        if answer["timed_out"]:
+            return "the question the server asked got no answer in time; the server was told cancel"
+        if answer["action"] == "decline":
+            return "the person declined the question the server asked"
+        if answer["action"] == "cancel":
+            return "the person cancelled the question the server asked"
+    return None

@@ -1,0 +1,103 @@
+"""A question an MCP server asks mid-call, on the page: its form under the call, answered by
+the person whose turn it is, and kept, answered, when the conversation is reopened."""
+
+import pytest
+from django.conf import settings as django_settings
+from playwright.sync_api import expect
+
+from roject.storage import project_root_create
+from rojos.models import Conversation, RojoMcpServer
+from tests.mcp.test_mcp_elicitation import asking_server
+from tests.support.accessibility import WCAG_AA
+from tests.support.browser import screenshot
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.helpers import make_rojo
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def form_violations(page) -> list[str]:
+    """axe-core's WCAG 2.2 AA violations within the question's form (the rest of the page is
+    tests/browser/test_browser_accessibility.py's)."""
+    page.add_script_tag(url=f"{django_settings.STATIC_URL}vendor/axe-core/axe.min.js")
+    script = "tags => axe.run('form.question', {runOnly: {type: 'tag', values: tags}})"
+    results = page.evaluate(script, WCAG_AA)
+    return [
+        f"{violation['id']}: {' '.join(node['target'])}"
+        for violation in results["violations"]
+        for node in violation["nodes"]
+    ]
+
+
+def _asked(page_for, users, project, fake_provider, settings, tool="greet", era="2026"):
+    settings.ROJO_MCP_IDLE_SECONDS = 2  # the server stops soon after the test
+    project_root_create(project.pk)
+    rojo = make_rojo(fake_provider.base_url)
+    RojoMcpServer.objects.create(rojo=rojo, server=asking_server(era))
+    fake_provider.add(
+        stream(*tool_call_chunks([(f"asking__{tool}", {})])),
+        stream(*text_chunks("Done.")),
+    )
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Greet me")
+    page.keyboard.press("Enter")
+    question = page.locator("form.question")
+    # The first use starts the server: a Python process, slow on a busy machine.
+    expect(question).to_contain_text("What" if tool == "greet" else "Sign up", timeout=30_000)
+    return page, question
+
+
+def test_the_servers_form_is_answered_on_the_page_and_kept(
+    page_for, users, project, fake_provider, settings
+):
+    page, question = _asked(page_for, users, project, fake_provider, settings)
+    expect(question).to_contain_text("The MCP server Asking asks:")
+    expect(question).to_contain_text("What is your name?")
+    expect(question.locator(".question-time")).to_contain_text("left")
+    expect(question.locator('[name="times"]')).to_have_value("1")  # the schema's default
+    question.locator('[name="name"]').fill("Ada")
+    question.locator('[name="times"]').fill("2")
+    screenshot(page, "mcp-question")
+    assert form_violations(page) == [], "the question's form passes WCAG 2.2 AA"
+    question.get_by_role("button", name="Accept").click()
+
+    expect(question.locator(".question-answer")).to_have_text("Accepted")
+    expect(question.get_by_role("button")).to_have_count(0)
+    expect(page.locator(".tool-line")).to_contain_text("ok")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+    page.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    kept = page.locator("form.question")
+    expect(kept).to_contain_text("What is your name?")
+    expect(kept.locator(".question-answer")).to_have_text("Accepted")
+    expect(kept.locator('[name="name"]')).to_have_value("Ada")
+    expect(kept.locator('[name="name"]')).to_be_disabled()
+
+
+def test_only_the_person_whose_turn_it_is_may_answer_and_a_decline_says_so(
+    page_for, users, project, fake_provider, settings
+):
+    page, question = _asked(page_for, users, project, fake_provider, settings)
+    owner = page_for(users["owner"])
+    owner.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    waiting = owner.locator("form.question")
+    expect(waiting.locator(".question-wait")).to_have_text("Waiting for editor to answer.")
+    expect(waiting.get_by_role("button")).to_have_count(0)
+    expect(waiting.locator('[name="name"]')).to_be_disabled()
+    question.get_by_role("button", name="Decline").click()
+    expect(waiting.locator(".question-answer")).to_have_text("Declined")
+    expect(question.locator(".question-answer")).to_have_text("Declined")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+
+def test_a_url_question_offers_a_link_it_does_not_open(
+    page_for, users, project, fake_provider, settings
+):
+    page, question = _asked(page_for, users, project, fake_provider, settings, "visit", "2025")
+    link = question.get_by_role("link", name="https://example.com/sign-up")
+    expect(link).to_have_attribute("rel", "noopener noreferrer")
+    assert len(page.context.pages) == 1, "a link the server gave was opened for the person"
+    question.get_by_role("button", name="Cancel").click()
+    expect(question.locator(".question-answer")).to_have_text("Cancelled")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")

@@ -1,0 +1,61 @@
+"""An MCP server whose tools ask the user something mid-call (elicitation), over stdio.
+
+`greet` asks for a name (and how many times to greet, 1 unless told) and answers with what
+came back: the greeting, or how the question was answered (declined, cancelled). `visit`
+asks the user to open a URL (only on a 2025 connection: the SDK's 2026 flow has no URL
+question). Run as `python asking.py [legacy]`: with `legacy` it serves only the 2025
+handshake, so the question comes as a request of its own mid-call; else in the call's
+`input_required` result (2026).
+"""
+
+import sys
+from typing import Annotated
+
+import anyio
+from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
+from mcp.server.runner import serve_loop
+from mcp.server.stdio import stdio_server
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+server = MCPServer("asking")
+READ_ONLY = ToolAnnotations(readOnlyHint=True)
+
+
+class Name(BaseModel):
+    name: str = Field(description="Your name")
+    times: int = Field(default=1, description="How many times to greet you")
+
+
+def ask_name() -> Elicit[Name]:
+    return Elicit("What is your name?", Name)
+
+
+@server.tool(annotations=READ_ONLY)
+async def greet(answer: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -> str:
+    """Greet the user by the name they give when asked."""
+    if answer.action == "accept":
+        return " ".join([f"Hello, {answer.data.name}!"] * answer.data.times)
+    return f"no greeting: the user answered {answer.action}"
+
+
+@server.tool(annotations=READ_ONLY)
+async def visit(ctx: Context) -> str:
+    """Ask the user to visit the sign-up page."""
+    answer = await ctx.elicit_url("Sign up first", "https://example.com/sign-up", "sign-up-1")
+    return f"the user answered {answer.action}"
+
+
+async def _legacy() -> None:
+    """Serve the handshake era only (as a server from before 2026 does)."""
+    low = server._lowlevel_server
+    async with stdio_server() as (read, write), low.lifespan(low) as state:
+        options = low.create_initialization_options()
+        await serve_loop(low, read, write, lifespan_state=state, init_options=options)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["legacy"]:
+        anyio.run(_legacy)
+    else:
+        server.run()
