@@ -191,6 +191,9 @@ def test_a_long_reply_streams_without_stalling_the_page(
         page.keyboard.press("Enter")
         first = page.locator(".bubble.assistant h4").first
         expect(first).to_have_text("Section 1")
+        # Kept once a later block has begun (until then it is the growing tail, drawn again
+        # each frame): the element taken now must be the one still there at the end.
+        expect(page.locator(".bubble.assistant h4").nth(1)).to_have_text("Section 2")
         first.evaluate("h => { window.firstHeading = h; }")
         expect(page.locator("rojo-chat-panel .busy")).to_be_hidden(timeout=60_000)
 
