@@ -173,7 +173,7 @@ def test_a_remote_follower_of_a_turn_waiting_20s_for_approval_keeps_following(
         assert "TOOL_CALL" in kinds and kinds[-3:] == ["TOOL_RESULT", "CHAT", "DONE"]
     else:
         assert kinds == ["TOOL_RESULT", "CHAT", "DONE"]
-    assert rest[0].id == seen[-1].id + 1
+        assert rest[0].id == seen[-1].id + 1
 
 
 def test_while_redis_is_down_a_reattach_is_told_and_stop_says_try_again(
