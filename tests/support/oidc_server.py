@@ -101,7 +101,7 @@ def oidc_provider(asgi_server, tmp_path_factory) -> Iterator[Provider]:
     """django-oauth-toolkit's OIDC provider in its own process, for the whole session."""
     workdir = tmp_path_factory.mktemp("oidc-provider")
     (workdir / "key.pem").write_text(_rsa_key_pem())
-    sites = ["http://testserver", asgi_server]
+    sites = ["http://testserver", "https://testserver", asgi_server]
     client = {
         "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET,
@@ -121,6 +121,9 @@ def oidc_provider(asgi_server, tmp_path_factory) -> Iterator[Provider]:
         "OIDC_PROVIDER_KEY": str(workdir / "key.pem"),
         "OIDC_PROVIDER_USERS": str(workdir / "users.json"),
         "OIDC_PROVIDER_CLIENT": str(workdir / "client.json"),
+        # Where the provider fetches the client ID metadata document of https://testserver/
+        # (oidc_provider/cimd.py).
+        "OIDC_PROVIDER_SITE": asgi_server,
     }
     log_path = workdir / "provider.log"
     with log_path.open("w") as log:
