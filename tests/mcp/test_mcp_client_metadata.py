@@ -3,12 +3,16 @@ Rojo known to an MCP server's authorization server: the admin's credentials firs
 document's URL as the client_id on an https site (the tests' django-oauth-toolkit provider
 supports documents and fetches Rojo's from the app), else dynamic registration."""
 
+import asyncio
+from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.test import Client
+from django.utils import timezone
 from mcp.shared.auth import OAuthClientInformationFull
 
+from rojos.mcp.accounts import AccountTokenStorage
 from rojos.models import McpAccount, McpSignInPending
 from tests.mcp.test_mcp_sign_in import signed_in, storage_thread_closed, whoami  # noqa: F401
 from tests.support.helpers import audited
@@ -100,13 +104,18 @@ def test_connect_on_an_https_site_signs_in_with_the_document_as_its_client_id(
     assert whoami(tracker, users["editor"], root) == "account:alice"
     entry = audited().get(action="mcp_account_connected")
     assert entry.details["registration"] == "client_metadata_document"
+    # A later session refreshes as the same client, with no document URL given to it.
+    storage = AccountTokenStorage(server_id=tracker.pk, user_id=users["editor"].pk)
+    assert asyncio.run(storage.get_client_info()).client_id == HTTPS_DOCUMENT
+    before = asyncio.run(storage.get_tokens())
+    McpAccount.objects.update(tokens_expire=timezone.now() - timedelta(minutes=1))
+    assert whoami(tracker, users["editor"], root) == "account:alice"
+    assert asyncio.run(storage.get_tokens()).access_token != before.access_token
 
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.backend
-def test_connect_on_an_http_site_offers_no_document_and_registers_dynamically(
-    oauth_mcp, users
-):
+def test_connect_on_an_http_site_offers_no_document_and_registers_dynamically(oauth_mcp, users):
     """The same provider, the site on plain http: the SDK is not given the document, so it
     goes to dynamic registration, which this provider does not offer: the member is told."""
     tracker = protected_server_row(oauth_mcp, sign_in="person", preregistered=False)

@@ -3,8 +3,10 @@ tests/support/oidc_provider/), in a process of its own on a free port, and the a
 to sign in with it.
 
 `oidc_provider` starts it once per session with a confidential client whose redirect URIs
-are the test client's (http://testserver) and the live server's; `oidc` points the app at
-it for one test and gives the provider's users back their default claims.
+are the test client's (http:// and https://testserver) and the live server's; it also knows
+clients by their client ID metadata document, fetched from the live server
+(oidc_provider/cimd.py). `oidc` points the app at it for one test and gives the provider's
+users back their default claims.
 """
 
 import html
