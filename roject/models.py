@@ -205,6 +205,8 @@ class AuditAction(models.TextChoices):
     FILE_DELETED = "file_deleted", "File deleted"
     SSO_UNLINKED = "sso_unlinked", "Single sign-on account unlinked"
     MEMBER_REMOVAL_FORGOTTEN = "member_removal_forgotten", "Group mapping may add a member again"
+    MCP_ACCOUNT_CONNECTED = "mcp_account_connected", "MCP account connected"
+    MCP_ACCOUNT_DISCONNECTED = "mcp_account_disconnected", "MCP account disconnected"
 
 
 class AuditEntryQuerySet(models.QuerySet):

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from rojos.web import connections, shared_pages
+from rojos.web import client_metadata, connections, shared_pages
 from rojos.web import pages as views
 from rojos.web.api import api
 
@@ -11,6 +11,13 @@ urlpatterns = [
     # register with a provider: <site>/connections/callback/.
     path("connections/", connections.connections_page, name="mcp_connections"),
     path("connections/callback/", connections.connect_callback, name="mcp_connect_callback"),
+    # Rojo's client ID metadata document: on an https site, its URL is Rojo's client_id
+    # with authorization servers that support one.
+    path(
+        "connections/client-metadata.json",
+        client_metadata.client_metadata_document,
+        name="mcp_client_metadata",
+    ),
     path("connections/<slug:slug>/connect/", connections.connect_view, name="mcp_connect"),
     path(
         "connections/<slug:slug>/disconnect/",

@@ -60,8 +60,10 @@ class SignIn:
     """How Rojo presents itself to a server's authorization server.
 
     `client_id` (and `client_secret`) are credentials an admin registered with the provider
-    beforehand; without them the SDK uses `client_metadata_url` (a client ID metadata
-    document, an https URL) where the provider supports it, else registers dynamically."""
+    beforehand; without them the SDK uses `client_metadata_url` (the URL of Rojo's client ID
+    metadata document, `metadata_document`) where the provider's metadata says it supports
+    one, else registers dynamically. The SDK refuses a `client_metadata_url` that is not
+    https with a path, so a site served over plain http gives none."""
 
     redirect_uri: str
     client_id: str = ""
@@ -92,6 +94,26 @@ class SignIn:
             grant_types=["authorization_code", "refresh_token"],
             response_types=["code"],
         )
+
+    def metadata_document(self, *, client_uri: str = "") -> dict:
+        """Rojo's client ID metadata document, published at `client_metadata_url`
+        (draft-ietf-oauth-client-id-metadata-document, MCP's SEP-991): the authorization
+        server fetches it and finds the same client Rojo would register dynamically. Its
+        `client_id` is that URL exactly; a public client (the document is public: no
+        secret, `token_endpoint_auth_method` none)."""
+        metadata = self.client_metadata()
+        document = {
+            "client_id": self.client_metadata_url,
+            "client_name": metadata.client_name,
+            # As the SDK sends them in the authorization request (pydantic's reading).
+            "redirect_uris": [str(uri) for uri in metadata.redirect_uris or ()],
+            "grant_types": list(metadata.grant_types),
+            "response_types": list(metadata.response_types),
+            "token_endpoint_auth_method": "none",
+        }
+        if client_uri:
+            document["client_uri"] = client_uri
+        return document
 
 
 class MemoryTokenStorage(TokenStorage):

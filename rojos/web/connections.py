@@ -5,7 +5,8 @@ body is read by anything of ours). Connect sends the browser to the server's aut
 server, as the SDK discovers it; the provider sends it back to /connections/callback/, which
 finishes only a sign-in this person began in this login session, once (`connect.pending`).
 The shared connection of a server is connected the same way, by a superuser, from the
-server's admin page.
+server's admin page. On an https site, Connect offers the SDK Rojo's client ID metadata
+document (`client_metadata`). A connection made and a disconnect are audited.
 """
 
 from asgiref.sync import async_to_sync
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
+from roject.audit.log import audit_actor
 from rojos.mcp.accounts import account_connected
 from rojos.mcp.connect.flow import (
     ConnectError,
@@ -29,6 +31,8 @@ from rojos.mcp.connect.flow import (
 from rojos.mcp.pool import mcp_account_sessions_stop
 from rojos.mcp.spec import ServerSpec
 from rojos.models import McpServer
+
+from .client_metadata import client_sign_in
 
 
 def _server(slug: str, *, shared: bool = False) -> McpServer:
@@ -74,13 +78,15 @@ def connect_view(request, slug: str):
     server = _server(slug, shared=shared)
     if not request.session.session_key:
         request.session.save()
+    site = client_sign_in(request)
     try:
         url = async_to_sync(sign_in_begin)(
             spec=ServerSpec.of(server),
             user_id=request.user.pk,
             shared=shared,
             session_key=request.session.session_key,
-            redirect_uri=request.build_absolute_uri(reverse("mcp_connect_callback")),
+            redirect_uri=site.redirect_uri,
+            client_metadata_url=site.client_metadata_url,
         )
     except ConnectError as exc:
         messages.error(request, str(exc))
@@ -119,6 +125,7 @@ def connect_callback(request):
             user_id=request.user.pk,
             code=request.GET["code"],
             iss=request.GET.get("iss"),
+            actor=audit_actor(request),
         )
     except ConnectError as exc:
         messages.error(request, str(exc))
@@ -137,7 +144,7 @@ def disconnect_view(request, slug: str):
         raise PermissionDenied("Only a superuser disconnects a server's shared account.")
     server = _server(slug, shared=shared)
     user_id = None if shared else request.user.pk
-    account_forget(spec=ServerSpec.of(server), user_id=user_id)
+    account_forget(spec=ServerSpec.of(server), user_id=user_id, actor=audit_actor(request))
     mcp_account_sessions_stop(server.slug, user_id)
     messages.success(request, f"{server.name} is disconnected.")
     return _back(request, shared)

@@ -1,14 +1,17 @@
 """Members signing in to an MCP server that asks for OAuth, each as themselves: Connect
 through a real authorization server (the tests' django-oauth-toolkit provider) and Rojo's
 callback, every call acting as the turn's own member, never another's; Disconnect, and a
-member's removal, deleting the tokens."""
+member's removal, deleting the tokens; connecting and disconnecting in the audit log."""
 
 import asyncio
+import json
 from datetime import timedelta
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from asgiref.sync import SyncToAsync
 from django.db import connection, connections
+from django.forms.models import model_to_dict
 from django.test import Client
 from django.utils import timezone
 
@@ -20,7 +23,9 @@ from rojos.mcp.spec import McpLink, ServerSpec
 from rojos.mcp.tools import TurnTools
 from rojos.models import McpAccount, McpServer, McpSignInPending
 from rojos.tools import RojoToolContext, ToolCall, registry
+from tests.support.helpers import audited
 from tests.support.oauth_mcp import protected_server_row, provider_round_trip
+from tests.support.oidc_server import CLIENT_ID, CLIENT_SECRET
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
@@ -138,8 +143,6 @@ def test_a_callback_with_another_sessions_state_connects_nothing(tracker, projec
     """The state the provider brings back is honoured only in the session that began it,
     for its own user, once."""
     started = signed_in(users["editor"]).post("/connections/tracker/connect/")
-    from urllib.parse import parse_qs, urlsplit
-
     state = parse_qs(urlsplit(started["Location"]).query)["state"][0]
     for intruder in (signed_in(users["owner"]), signed_in(users["editor"])):
         answer = intruder.get("/connections/callback/", {"state": state, "code": "stolen"})
@@ -225,3 +228,66 @@ def test_client_credentials_go_to_no_authorization_server_but_their_own(oauth_mc
     page = client.get("/connections/").content.decode()
     assert "Connecting to &#x27;Tracker&#x27; failed: its sign-in failed" in page
     assert not McpSignInPending.objects.exists() and not McpAccount.objects.exists()
+
+
+def _entries(*actions: str) -> list[tuple]:
+    """(action, actor, object, details) of the audit entries of `actions`, oldest first."""
+    found = audited().filter(action__in=actions).order_by("at", "pk")
+    return [(e.action, e.actor_name, e.object_repr, e.details) for e in found]
+
+
+def _no_secret_in_the_log(*secrets: str) -> None:
+    written = json.dumps([model_to_dict(entry) for entry in audited()], default=str)
+    for secret in secrets:
+        assert secret not in written
+
+
+def test_a_member_connecting_and_disconnecting_is_audited(tracker, project, users):
+    """One entry each, by the member, naming the server and their own account, and how Rojo
+    was known to the provider; no token, secret or client ID in them."""
+    client = signed_in(users["editor"])
+    connect(client, tracker, account="alice")
+    tokens = asyncio.run(
+        AccountTokenStorage(server_id=tracker.pk, user_id=users["editor"].pk).get_tokens()
+    )
+    own = {"server": "tracker", "account": "own"}
+    assert _entries("mcp_account_connected") == [
+        ("mcp_account_connected", "editor", "Tracker", {**own, "registration": "preregistered"})
+    ]
+    assert client.post("/connections/tracker/disconnect/").status_code == 302
+    assert client.post("/connections/tracker/disconnect/").status_code == 302  # nothing left
+    assert _entries("mcp_account_connected", "mcp_account_disconnected")[1:] == [
+        ("mcp_account_disconnected", "editor", "Tracker", own)
+    ]
+    for entry in audited():
+        assert (entry.object_type, entry.object_id) == ("rojos.mcpserver", str(tracker.pk))
+        assert entry.address == "127.0.0.1" and entry.project_id is None
+    _no_secret_in_the_log(tokens.access_token, tokens.refresh_token, CLIENT_SECRET, CLIENT_ID)
+
+
+def test_an_admin_connecting_and_disconnecting_the_shared_account_is_audited(
+    oauth_mcp, project, users
+):
+    protected_server_row(oauth_mcp, sign_in="shared")
+    users["owner"].is_superuser = users["owner"].is_staff = True
+    users["owner"].save()
+    admin = signed_in(users["owner"])
+    start = admin.post("/connections/tracker/connect/", {"shared": "1"})
+    provider_round_trip(admin, start["Location"], username="bob")
+    assert admin.post("/connections/tracker/disconnect/", {"shared": "1"}).status_code == 302
+    shared = {"server": "tracker", "account": "shared"}
+    assert _entries("mcp_account_connected", "mcp_account_disconnected") == [
+        ("mcp_account_connected", "owner", "Tracker", {**shared, "registration": "preregistered"}),
+        ("mcp_account_disconnected", "owner", "Tracker", shared),
+    ]
+
+
+def test_a_failed_sign_in_is_not_audited_as_a_connection(tracker, project, users):
+    client = signed_in(users["editor"])
+    started = client.post("/connections/tracker/connect/")
+    state = parse_qs(urlsplit(started["Location"]).query)["state"][0]
+    client.get("/connections/callback/", {"state": state, "code": "made-up"})
+    assert (
+        "Connecting to &#x27;Tracker&#x27; failed" in client.get("/connections/").content.decode()
+    )
+    assert _entries("mcp_account_connected") == []

@@ -3,7 +3,9 @@ in with the tests' real authorization server (the OIDC provider, django-oauth-to
 person's browser round trip through Rojo's Connect.
 
 The provider's confidential client stands for the client an admin registered for Rojo: its
-redirect URIs include <site>/connections/callback/ (tests/support/oidc_server.py).
+redirect URIs include <site>/connections/callback/ (tests/support/oidc_server.py). Without
+it, the provider knows Rojo by its client ID metadata document, which it fetches from the
+app (tests/support/oidc_provider/cimd.py), and offers no dynamic registration.
 """
 
 import os
@@ -70,18 +72,28 @@ def oauth_mcp(oidc_provider, tmp_path_factory) -> Iterator[ProtectedServer]:
             process.wait(timeout=10)
 
 
-def protected_server_row(oauth_mcp: ProtectedServer, *, sign_in: str, **fields) -> McpServer:
-    """The server as an admin registers it: OAuth, with the provider's client for Rojo."""
+def protected_server_row(
+    oauth_mcp: ProtectedServer, *, sign_in: str, preregistered: bool = True, **fields
+) -> McpServer:
+    """The server as an admin registers it: OAuth, with the provider's client for Rojo
+    (`preregistered` False: no credentials, Rojo makes itself known to the provider)."""
+    credentials = (
+        {
+            "oauth_client_id": CLIENT_ID,
+            "oauth_issuer": fields.pop("oauth_issuer", oauth_mcp.issuer),
+            "oauth_client_secret": seal(CLIENT_SECRET.encode()),
+        }
+        if preregistered
+        else {}
+    )
     return McpServer.objects.create(
         name=fields.pop("name", "Tracker"),
         slug=fields.pop("slug", "tracker"),
         transport=McpServer.Transport.HTTP,
         url=oauth_mcp.url,
         sign_in=sign_in,
-        oauth_client_id=CLIENT_ID,
-        oauth_issuer=fields.pop("oauth_issuer", oauth_mcp.issuer),
-        oauth_client_secret=seal(CLIENT_SECRET.encode()),
         listed_tools=[{"name": "whoami", "inputSchema": {"type": "object"}}],
+        **credentials,
         **fields,
     )
 

@@ -3,8 +3,10 @@ tests/support/oidc_provider/), in a process of its own on a free port, and the a
 to sign in with it.
 
 `oidc_provider` starts it once per session with a confidential client whose redirect URIs
-are the test client's (http://testserver) and the live server's; `oidc` points the app at
-it for one test and gives the provider's users back their default claims.
+are the test client's (http:// and https://testserver) and the live server's; it also knows
+clients by their client ID metadata document, fetched from the live server
+(oidc_provider/cimd.py). `oidc` points the app at it for one test and gives the provider's
+users back their default claims.
 """
 
 import html
@@ -101,7 +103,7 @@ def oidc_provider(asgi_server, tmp_path_factory) -> Iterator[Provider]:
     """django-oauth-toolkit's OIDC provider in its own process, for the whole session."""
     workdir = tmp_path_factory.mktemp("oidc-provider")
     (workdir / "key.pem").write_text(_rsa_key_pem())
-    sites = ["http://testserver", asgi_server]
+    sites = ["http://testserver", "https://testserver", asgi_server]
     client = {
         "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET,
@@ -121,6 +123,9 @@ def oidc_provider(asgi_server, tmp_path_factory) -> Iterator[Provider]:
         "OIDC_PROVIDER_KEY": str(workdir / "key.pem"),
         "OIDC_PROVIDER_USERS": str(workdir / "users.json"),
         "OIDC_PROVIDER_CLIENT": str(workdir / "client.json"),
+        # Where the provider fetches the client ID metadata document of https://testserver/
+        # (oidc_provider/cimd.py).
+        "OIDC_PROVIDER_SITE": asgi_server,
     }
     log_path = workdir / "provider.log"
     with log_path.open("w") as log:

@@ -6,6 +6,7 @@ answers without asking for a sign-in (the account's tokens still good, or refres
 browser. Otherwise the SDK discovers, registers where it must, and builds the authorization
 URL, where the flow pauses (`provider`); what it needs to finish is kept sealed
 (`pending`). `sign_in_finish` runs at Rojo's callback, in whichever process it lands.
+A finished sign-in and a disconnect are audited (`audit`).
 """
 
 import asyncio
@@ -16,14 +17,17 @@ from pathlib import Path
 import httpx2
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.db import transaction
 from mcp.client.auth import OAuthFlowError
 from mcp.shared.exceptions import MCPError
 
+from roject.audit.log import AuditAction, AuditActor
 from roject.errors import AppError
 
 from ..accounts import account_disconnect
 from ..spec import ServerSpec
 from ..transport import client_make
+from .audit import account_audit, registration_of
 from .pending import Pending, pending_store, pending_take
 from .provider import account_provider
 
@@ -42,11 +46,21 @@ async def sign_in_begin(
     shared: bool,
     session_key: str,
     redirect_uri: str,
+    client_metadata_url: str | None = None,
 ) -> str | None:
     """Where to send the person's browser to sign in, or None when the account is signed
-    in already. `user_id` started it; the account is theirs, or the shared one."""
+    in already. `user_id` started it; the account is theirs, or the shared one.
+
+    `client_metadata_url`, the https URL of Rojo's client ID metadata document, is offered
+    to a provider that supports one when no credentials were set (the admin's win); the
+    SDK refuses an http one, so a site served over http passes None and registers
+    dynamically where the provider allows it."""
     provider = account_provider(
-        spec=spec, user_id=None if shared else user_id, redirect_uri=redirect_uri, pausing=True
+        spec=spec,
+        user_id=None if shared else user_id,
+        redirect_uri=redirect_uri,
+        pausing=True,
+        client_metadata_url=client_metadata_url,
     )
     try:
         # A server that does not answer does not hold the person's request for long.
@@ -87,10 +101,17 @@ def sign_in_pending(*, user_id: int, session_key: str, state: str) -> Pending:
 
 
 async def sign_in_finish(
-    *, spec: ServerSpec, pending: Pending, user_id: int, code: str, iss: str | None
+    *,
+    spec: ServerSpec,
+    pending: Pending,
+    user_id: int,
+    code: str,
+    iss: str | None,
+    actor: AuditActor,
 ) -> None:
     """Finish the sign-in with the code the browser brought back: the SDK's token exchange,
-    the tokens sealed into the account (the person's, or the shared one)."""
+    the tokens sealed into the account (the person's, or the shared one), `actor`'s
+    connection audited."""
     provider = account_provider(
         spec=spec,
         user_id=None if pending.shared else user_id,
@@ -101,12 +122,29 @@ async def sign_in_finish(
     except (OAuthFlowError, httpx2.HTTPError, ValueError) as exc:
         logger.warning("finishing the sign-in to MCP server %s failed", spec.slug, exc_info=exc)
         raise ConnectError(_why(spec, exc)) from None
+    await sync_to_async(account_audit)(
+        action=AuditAction.MCP_ACCOUNT_CONNECTED,
+        actor=actor,
+        spec=spec,
+        shared=pending.shared,
+        details={"registration": registration_of(spec=spec, flow=pending.flow)},
+    )
 
 
-def account_forget(*, spec: ServerSpec, user_id: int | None) -> bool:
+def account_forget(*, spec: ServerSpec, user_id: int | None, actor: AuditActor) -> bool:
     """(Blocking) Disconnect: the account's tokens deleted (sessions holding them stop at
-    their next call, which finds no account)."""
-    return account_disconnect(server_id=spec.server_id, user_id=user_id)
+    their next call, which finds no account), audited in the same transaction when there
+    was one; whether there was."""
+    with transaction.atomic():
+        forgotten = account_disconnect(server_id=spec.server_id, user_id=user_id)
+        if forgotten:
+            account_audit(
+                action=AuditAction.MCP_ACCOUNT_DISCONNECTED,
+                actor=actor,
+                spec=spec,
+                shared=user_id is None,
+            )
+    return forgotten
 
 
 def _why(spec: ServerSpec, exc: BaseException) -> str:

@@ -89,6 +89,7 @@ class AccountProvider(OAuthClientProvider):
             storage=storage,
             redirect_handler=self._visit,
             callback_handler=self._returned,
+            client_metadata_url=sign_in.client_metadata_url,
         )
         self.storage = storage
         self.pausing = pausing
@@ -118,6 +119,7 @@ class AccountProvider(OAuthClientProvider):
                 "scope": context.client_metadata.scope,
                 "protocol_version": context.protocol_version,
                 "client": client.model_dump(mode="json", exclude_none=True) if client else None,
+                "client_metadata_url": context.client_metadata_url,
                 "discovered": discovered_of(context),
             },
         )
@@ -160,15 +162,25 @@ def _state_of(authorization_url: str) -> str:
 
 
 def account_provider(
-    *, spec: ServerSpec, user_id: int | None, redirect_uri: str = "", pausing: bool = False
+    *,
+    spec: ServerSpec,
+    user_id: int | None,
+    redirect_uri: str = "",
+    pausing: bool = False,
+    client_metadata_url: str | None = None,
 ) -> AccountProvider:
     """The provider for the person's account on the server (`user_id` None: the shared one),
-    with the admin's client credentials, bound to their authorization server, when set."""
+    with the admin's client credentials, bound to their authorization server, when set.
+
+    `client_metadata_url` (Connect's, on an https site) is the URL of Rojo's client ID
+    metadata document: the SDK uses it where the provider supports one and no credentials
+    were set or registered before; the SDK refuses any but an https URL."""
     secret = unseal(spec.oauth_client_secret) if spec.oauth_client_secret else None
     sign_in = SignIn(
         redirect_uri=redirect_uri or UNUSED_REDIRECT_URI,
         client_id=spec.oauth_client_id,
         client_secret=(secret or b"").decode(),
+        client_metadata_url=client_metadata_url,
         issuer=spec.oauth_issuer or None,
     )
     storage = AccountTokenStorage(

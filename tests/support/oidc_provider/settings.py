@@ -56,4 +56,11 @@ OAUTH2_PROVIDER = {
     # The consent page shows until the user has allowed the client once (and again after
     # a logout, which deletes the user's tokens).
     "REQUEST_APPROVAL_PROMPT": "auto",
+    # Client ID metadata documents (Rojo's, fetched from the app: cimd.py), fetched again
+    # at each use and never backed off, so that each test sees the document it serves.
+    "CIMD_ENABLED": True,
+    "CIMD_METADATA_FETCHER": "tests.support.oidc_provider.cimd.SiteFetcher",
+    "CIMD_METADATA_MIN_AGE_SECONDS": 0,
+    "CIMD_METADATA_MAX_AGE_SECONDS": 0,
+    "CIMD_FAILURE_BACKOFF_SECONDS": 0,
 }
