@@ -2,6 +2,7 @@
 // downloads it (GET /api/projects/{id}/pdfs/{sha256}?name=: members only, served as a
 // download, never as a page of the app). The same chip shows in the box and in the bubble.
 
+import { icon } from "./icons.js";
 import { visible } from "./visible.js";
 
 export const PDF_TYPE = "application/pdf";
@@ -27,6 +28,6 @@ export function pdfChip(projectId, pdf) {
   const count = document.createElement("span");
   count.className = "pdf-pages";
   count.textContent = ` · ${pages}`;
-  link.append("📄 ", ...visible(pdf.name), count);
+  link.append(icon("document"), " ", ...visible(pdf.name), count);
   return link;
 }

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from rojos.models import Rojo
 from rojos.selftest.asks import red_square_png
+from tests.support.accessibility import axe_violations
 from tests.support.browser import screenshot
 from tests.support.fake_provider import stream, text_chunks
 from tests.support.helpers import make_rojo
@@ -49,7 +50,7 @@ def test_a_dropped_pdf_reaches_the_model_as_text_and_stays_a_chip_through_reload
     box.fill("What rose?")
     page.evaluate(DROP, [base64.b64encode(REPORT).decode(), base64.b64encode(PNG).decode()])
     tray = page.locator(".composer .image-tray")
-    expect(tray.locator(".pdf-chip")).to_have_text("📄 report.pdf · 2 pages")
+    expect(tray.locator(".pdf-chip")).to_have_text("report.pdf · 2 pages")
     expect(tray.locator(".image-thumb")).to_have_count(1)
     screenshot(page, "pdf-dropped")
     box.press("Enter")
@@ -63,18 +64,19 @@ def test_a_dropped_pdf_reaches_the_model_as_text_and_stays_a_chip_through_reload
     expect(tray.locator(".pdf-chip")).to_have_count(0)
     page.reload()  # the conversation is opened again from what is stored
     chip = panel.locator(".bubble.user .pdf-chip")
-    expect(chip).to_have_text("📄 report.pdf · 2 pages")
+    expect(chip).to_have_text("report.pdf · 2 pages")
     expect(panel.locator(".bubble.user .image-thumb")).to_have_count(1)
     downloaded = page.request.get(chip.get_attribute("href"))
     assert downloaded.status == 200 and downloaded.body() == REPORT
     assert downloaded.headers["content-type"] == "application/pdf"
     screenshot(page, "pdf-in-the-bubble")
+    assert axe_violations(page) == []  # the chip's name, contrast and link
 
     # A regenerate asks the same question with the same PDF and image.
     panel.get_by_role("button", name="Ask for another reply to this question").click()
     expect(panel.locator(".bubble.assistant")).to_have_text("Reply 2.")
     assert user_content(fake_provider.requests[1]) == asked
-    expect(panel.locator(".bubble.user .pdf-chip")).to_have_text("📄 report.pdf · 2 pages")
+    expect(panel.locator(".bubble.user .pdf-chip")).to_have_text("report.pdf · 2 pages")
     # An edit changes the text and keeps them too.
     panel.get_by_role("button", name="Edit and send again").click()
     panel.get_by_label("Edited text").fill("When?")
@@ -85,7 +87,7 @@ def test_a_dropped_pdf_reaches_the_model_as_text_and_stays_a_chip_through_reload
         image,
     ]
     page.reload()
-    expect(panel.locator(".bubble.user .pdf-chip")).to_have_text("📄 report.pdf · 2 pages")
+    expect(panel.locator(".bubble.user .pdf-chip")).to_have_text("report.pdf · 2 pages")
     assert page.console_errors == []
 
 
@@ -114,7 +116,8 @@ def test_a_picked_pdf_that_cannot_be_read_is_refused_in_the_box(
         files=[{"name": "ok.pdf", "mimeType": "application/pdf", "buffer": REPORT}]
     )
     chips = page.locator(".composer .image-tray .pdf-chip")
-    expect(chips).to_have_text("📄 ok.pdf · 2 pages")
+    expect(chips).to_have_text("ok.pdf · 2 pages")
+    assert axe_violations(page) == []  # the tray's chip and its remove button
     page.get_by_role("button", name="Do not attach this PDF").click()
     expect(chips).to_have_count(0)
 
