@@ -290,6 +290,10 @@ ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
 # message may carry (pasted, dropped, attached or @-mentioned together).
 ROJO_MAX_IMAGE_BYTES = env_int("ROJO_MAX_IMAGE_BYTES", 5 * 1024 * 1024)
 ROJO_MAX_IMAGES_PER_MESSAGE = env_int("ROJO_MAX_IMAGES_PER_MESSAGE", 4)
+# PDFs dropped, pasted or attached in the message box (rojos/provider/attachments.py): the
+# most one message may carry; each is within ROJO_MAX_PDF_BYTES, their text within
+# ROJO_MAX_READ_BYTES with the message's other attached files.
+ROJO_MAX_PDFS_PER_MESSAGE = env_int("ROJO_MAX_PDFS_PER_MESSAGE", 4)
 # Uploads from the file panel: the largest file, and the most one upload may bring in (a
 # file, or everything a .zip unpacks to); a .zip entry that unpacks to more than RATIO times
 # its compressed size is refused as a likely zip bomb, and so are entries past ENTRIES.

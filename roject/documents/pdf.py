@@ -73,7 +73,17 @@ def pdf_text(data: bytes, *, name: str, max_bytes: int, note: str = "") -> str:
     """The PDF's text for the model: `[page N of M]` before each page's text, cut at
     `max_bytes` (UTF-8) with a note naming the pages left out and, if given, how to read on
     (`note`). A page with no text (a scan) says so."""
+    return pdf_read(data, name=name, max_bytes=max_bytes, note=note)[0]
+
+
+def pdf_read(data: bytes, *, name: str, max_bytes: int, note: str = "") -> tuple[str, int]:
+    """The PDF's text as `pdf_text` gives it, and how many pages it has (for a chip that
+    names them)."""
     pages, count = pdf_pages(data, name=name, max_chars=max_bytes)
+    return _text(pages, count, max_bytes=max_bytes, note=note), count
+
+
+def _text(pages: list[str], count: int, *, max_bytes: int, note: str) -> str:
     room = max_bytes - len(note.encode()) - 120  # what the cut leaves the note
     parts, size = [], 0
     for number, text in enumerate(pages, start=1):

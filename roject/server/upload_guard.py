@@ -12,7 +12,7 @@ these answers closes the connection (`Connection: close`), so the client stops s
 
 The limit is, for the upload endpoint, ROJO_UPLOAD_MAX_FILE_BYTES for a file (the body is
 the file) and ROJO_UPLOAD_MAX_BYTES for a .zip to unpack, for the image endpoint
-ROJO_MAX_IMAGE_BYTES; for everything else what Django
+ROJO_MAX_IMAGE_BYTES, for the PDF endpoint ROJO_MAX_PDF_BYTES; for everything else what Django
 would read anyway: DATA_UPLOAD_MAX_MEMORY_SIZE, plus FRAMING_BYTES for a form's multipart
 boundaries (Django counts only the fields). Who may upload at all is decided before any of
 this, from the headers (roject/server/upload_gate.py). /mcp/ has its own limit
@@ -31,6 +31,8 @@ from roject.server.metrics import upload_bytes
 UPLOAD_PATH = re.compile(r"^/api/projects/\d+/files/upload$")
 # An image for the message box (rojos/web/images_api.py): an upload too, of one image.
 IMAGE_PATH = re.compile(r"^/api/projects/\d+/images$")
+# A PDF for the message box (rojos/web/pdfs_api.py): an upload of one PDF.
+PDF_PATH = re.compile(r"^/api/projects/\d+/pdfs$")
 # Room for a multipart form's boundaries and part headers, which Django does not count.
 FRAMING_BYTES = 1 << 20
 # What the API reads as a yes for a flag in the query string (pydantic's words for true).
@@ -38,9 +40,11 @@ _YES = frozenset({"1", "on", "t", "true", "y", "yes"})
 
 
 def is_upload(scope) -> bool:
-    """Whether the request is an upload (POST to the upload or the image endpoint)."""
+    """Whether the request is an upload (POST to the upload, the image or the PDF endpoint)."""
     path = scope["path"]
-    return scope["method"] == "POST" and bool(UPLOAD_PATH.match(path) or IMAGE_PATH.match(path))
+    return scope["method"] == "POST" and any(
+        pattern.match(path) for pattern in (UPLOAD_PATH, IMAGE_PATH, PDF_PATH)
+    )
 
 
 def _length(scope) -> int | None:
@@ -59,6 +63,8 @@ def _limit(scope) -> tuple[int | None, str]:
     """The path's body limit (None: none) and what its refusal calls the body."""
     if is_upload(scope) and IMAGE_PATH.match(scope["path"]):
         return settings.ROJO_MAX_IMAGE_BYTES, "image"
+    if is_upload(scope) and PDF_PATH.match(scope["path"]):
+        return settings.ROJO_MAX_PDF_BYTES, "PDF"
     if is_upload(scope):
         if _unpacks(scope):
             return settings.ROJO_UPLOAD_MAX_BYTES, "upload"

@@ -6,7 +6,8 @@ Files with other hard links are neither read nor changed; modes do not depend on
 Errors name only the relative path the caller gave. The gate owns the layout on disk too:
 the root, the undo copies and the change lock (`layout`), snapshots and their atomic
 restores, scratch copies for re-runs, tool results too large to hand over whole
-(`results`), images attached to messages (`images`). Nothing outside it touches a project's files.
+(`results`), images and PDFs attached to messages (`images`, `pdfs`, on `kept`). Nothing
+outside it touches a project's files.
 The functions are blocking unless async; async callers run them with `asyncio.to_thread`.
 """
 
@@ -59,6 +60,7 @@ from .paths import (
     resolve_entry,
     resolved_relative,
 )
+from .pdfs import pdf_keep, pdf_read, pdfs_remove
 from .reading import MAX_MATCHES, read_lines, search_text
 from .restores import snapshot_path_restore, snapshot_restore
 from .results import (
@@ -119,6 +121,9 @@ __all__ = [
     "open_regular_file",
     "path_meta",
     "paths_under",
+    "pdf_keep",
+    "pdf_read",
+    "pdfs_remove",
     "project_file_show",
     "project_files_list",
     "project_leftovers_remove",

@@ -1,7 +1,7 @@
 """A project's storage read out as a backup's entries, and a restore's entries put in place.
 
-A backup holds, per project, `root/` (the files), `undo/` (the copies undo restores) and
-`images/` (the images attached to messages):
+A backup holds, per project, `root/` (the files), `undo/` (the copies undo restores),
+`images/` and `pdfs/` (the images and PDFs attached to messages):
 every directory, regular file and symbolic link, with its mode and modification time. It
 leaves out what is no data: `changes.lock`, `incoming/` (uploads not moved in yet: an upload
 is placed under the change lock, which the backup holds) and the temporary names of a write
@@ -30,7 +30,7 @@ from .paths import StorageError, is_temp_file
 
 Kind = Literal["dir", "file", "link"]
 # The parts of a project's directory a backup holds.
-PARTS = ("root", "undo", "images")  # images: those attached to messages (images.py)
+PARTS = ("root", "undo", "images", "pdfs")  # images, pdfs: attached to messages (kept.py)
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -125,8 +125,8 @@ def _mode(st: os.stat_result) -> int:
 
 
 def entry_path_checked(path: str) -> PurePosixPath:
-    """The entry's path if it is one a backup writes: relative, under root/, undo/ or
-    images/, with no empty, `.` or `..` part."""
+    """The entry's path if it is one a backup writes: relative, under root/, undo/,
+    images/ or pdfs/, with no empty, `.` or `..` part."""
     pure = PurePosixPath(path)
     parts = path.split("/")
     if (

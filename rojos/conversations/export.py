@@ -127,12 +127,15 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
     for turn in turns:
         text = turn.user.content or ""
         lines += ["", "## You", "", _fences_closed(text)]
-        images = (turn.user.extra or {}).get("images", [])
-        if images:  # by reference: the bytes stay with the project (docs/guide.md)
-            lines.append("")
-            lines += [
-                f"- 🖼 {i['type']}, {i['size']:,} bytes, sha256 `{i['sha256']}`" for i in images
-            ]
+        # Images and PDFs by reference: the bytes stay with the project (docs/guide.md); a
+        # PDF's text as the model read it is in the JSON export.
+        extra = turn.user.extra or {}
+        attached = [
+            f"- 🖼 {i['type']}, {i['size']:,} bytes, sha256 `{i['sha256']}`"
+            for i in extra.get("images", [])
+        ] + [f"- 📄 {_pdf_line(pdf)}" for pdf in extra.get("pdfs", [])]
+        if attached:
+            lines += ["", *attached]
         speaking = False
         asked, plan = {}, None  # the turn's plans asked for, and its last that worked
         call_line = 0  # the line of the last call, which its result ends
@@ -176,6 +179,12 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
         if plan:
             lines += ["", "**Plan**", "", *plan_lines(plan)]
     return lines
+
+
+def _pdf_line(pdf: dict) -> str:
+    pages = f"{pdf['pages']} page{'' if pdf['pages'] == 1 else 's'}"
+    size = f"{pdf['size']:,} bytes"
+    return f"{_inline_code(pdf['name'])}, PDF, {pages}, {size}, sha256 `{pdf['sha256']}`"
 
 
 def _question_lines(kind: str, data: dict) -> list[str]:

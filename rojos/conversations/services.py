@@ -55,7 +55,8 @@ async def conversation_delete(
     (ConversationBusy after a while). The files it changed stay as they are; their change
     records stay too, without the conversation, so they can still be undone from the
     project's side. The tool results kept for it (too large to hand over whole) go too, and
-    the images its messages attached that no other conversation of the project shows."""
+    the images and PDFs its messages attached that no other conversation of the project
+    shows."""
     if await _running(conversation.pk):
         await turn_stop(conversation=conversation)
         deadline = time.monotonic() + _STOP_WAIT_SECONDS
@@ -70,14 +71,15 @@ async def _running(conversation_id: int) -> bool:
     return await Conversation.objects.running().filter(pk=conversation_id).aexists()
 
 
-def _images_of(messages) -> set[str]:
-    """The images (by sha256) the messages refer to."""
-    found = messages.filter(extra__has_key="images").values_list("extra", flat=True)
-    return {image["sha256"] for extra in found for image in extra["images"]}
+def _kept_of(messages, key: str) -> set[str]:
+    """The kept files (by sha256) the messages refer to under `key`: images, pdfs."""
+    found = messages.filter(extra__has_key=key).values_list("extra", flat=True)
+    return {kept["sha256"] for extra in found for kept in extra[key]}
 
 
 def _delete(conversation: Conversation, actor: AuditActor) -> None:
-    images = _images_of(Message.objects.filter(conversation=conversation))
+    own = Message.objects.filter(conversation=conversation)
+    images, pdfs = _kept_of(own, "images"), _kept_of(own, "pdfs")
     with transaction.atomic():
         deleted, _ = Conversation.objects.filter(pk=conversation.pk).delete()
         if deleted:  # not when another request deleted it first
@@ -90,10 +92,14 @@ def _delete(conversation: Conversation, actor: AuditActor) -> None:
             )
     # After the commit: a result kept for it is of no use once the conversation is gone.
     storage.results_remove(project_id=conversation.project_id, conversation_id=conversation.pk)
-    if images:  # and its images, unless another conversation of the project shows them
-        others = Message.objects.filter(conversation__project_id=conversation.project_id)
-        unused = images - _images_of(others)
+    # And its images and PDFs, unless another conversation of the project shows them.
+    others = Message.objects.filter(conversation__project_id=conversation.project_id)
+    if images:
+        unused = images - _kept_of(others, "images")
         storage.images_remove(project_id=conversation.project_id, sha256s=unused)
+    if pdfs:
+        unused = pdfs - _kept_of(others, "pdfs")
+        storage.pdfs_remove(project_id=conversation.project_id, sha256s=unused)
 
 
 def conversation_branch_switch(*, conversation: Conversation, message_id) -> int:

@@ -28,6 +28,8 @@ from rojos.provider.images import image_parts
 
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
 _SENT_BACK_EXTRA = ("extra_content",)
+# What a user message may attach: files' text, images, uploaded PDFs' text.
+_ATTACHED = ("attachments", "images", "pdfs")
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -147,8 +149,9 @@ def message_to_wire(message: Message, model: str | None = None) -> dict:
             wire[field] = message.reasoning
             if not extra.get("reasoning_kept"):
                 wire[_LOOP_ONLY] = True
-    elif message.role == Message.Role.USER and (extra.get("attachments") or extra.get("images")):
-        text = attachments_wire(message.content or "", extra.get("attachments") or [])
+    elif message.role == Message.Role.USER and any(extra.get(k) for k in _ATTACHED):
+        attached = [*(extra.get("attachments") or []), *(extra.get("pdfs") or [])]
+        text = attachments_wire(message.content or "", attached)
         wire["content"] = image_parts(text, extra["images"]) if extra.get("images") else text
     else:
         wire["content"] = message.content or ""

@@ -68,8 +68,8 @@ async def turn_start(
     model: str = "",
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
-    files it attaches, rojos/provider/attachments.py, and its images by reference, those
-    with a `sha256`: rojos/provider/images.py) and start the turn's task.
+    files it attaches, rojos/provider/attachments.py, and its images and uploaded PDFs by
+    reference, by their `type`: rojos/provider/images.py) and start the turn's task.
 
     Raises, before storing anything, TurnLimited when the user is over a per-user limit
     (unless `limits` is False: an operator's command), BudgetExceeded when the project's
@@ -292,10 +292,14 @@ def _begin(
 
 
 def _attachments_extra(attachments: list[dict]) -> dict:
-    """A user message's `extra` for its attachments: files' text, and images by reference."""
-    texts = [a for a in attachments if "sha256" not in a]
-    images = [a for a in attachments if "sha256" in a]
-    return {k: v for k, v in (("attachments", texts), ("images", images)) if v}
+    """A user message's `extra` for its attachments: files' text, images by reference, and
+    uploaded PDFs by reference with their text."""
+    kinds = {"attachments": [], "images": [], "pdfs": []}
+    for attached in attachments:
+        kind = attached.get("type", "")
+        key = "images" if kind.startswith("image/") else "pdfs" if kind else "attachments"
+        kinds[key].append(attached)
+    return {key: found for key, found in kinds.items() if found}
 
 
 def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:

@@ -30,6 +30,7 @@ from rojos.web.errors import error_handlers_add
 from rojos.web.files_api import router as file_edits_router
 from rojos.web.images_api import router as images_router
 from rojos.web.models_api import router as models_router
+from rojos.web.pdfs_api import router as pdfs_router
 from rojos.web.questions_api import router as questions_router
 from rojos.web.schemas import (
     ApprovalIn,
@@ -62,6 +63,7 @@ api = NinjaAPI(
 api.add_router("/projects", files_router)
 api.add_router("/projects", file_edits_router)
 api.add_router("/projects", images_router)
+api.add_router("/projects", pdfs_router)
 api.add_router("", conversations_router)
 api.add_router("", models_router)
 api.add_router("/approvals", approvals_router)

@@ -162,6 +162,17 @@ class MessageOut(Schema):
     def resolve_images(message) -> list[dict]:
         return list((message.extra or {}).get("images", []))
 
+    pdfs: list[dict] = Field(
+        default_factory=list,
+        description="A user message's uploaded PDFs: {sha256, type, name, size, pages}; "
+        "GET /api/projects/{id}/pdfs/{sha256}?name= downloads one.",
+    )
+
+    @staticmethod
+    def resolve_pdfs(message) -> list[dict]:
+        pdfs = (message.extra or {}).get("pdfs", [])
+        return [{k: v for k, v in pdf.items() if k != "text"} for pdf in pdfs]
+
 
 class ChangeOut(Schema):
     id: int
@@ -251,6 +262,11 @@ class StopOut(Schema):
     stopping: bool = Field(description="False when no reply was running.")
 
 
+class PdfIn(Schema):
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    name: str = Field("", max_length=1000, description="How the message shows it.")
+
+
 class ChatIn(Schema):
     rojo: int | str = Field(description="The rojo's id or slug.")
     message: str = Field(min_length=1, max_length=100_000)
@@ -260,6 +276,12 @@ class ChatIn(Schema):
         max_length=100,
         description="Images uploaded with POST /api/projects/{id}/images, by their sha256: "
         "sent to the model as image parts, refused (400) before any request when it takes none.",
+    )
+    pdfs: list[PdfIn] = Field(
+        default_factory=list,
+        max_length=100,
+        description="PDFs uploaded with POST /api/projects/{id}/pdfs: their text, with "
+        "`[page N of M]` markers, goes to the model with the message, within the read limit.",
     )
     replace: int | None = Field(
         None,

@@ -50,18 +50,19 @@ export class ChatLog {
     this.bubble = null;
   }
 
-  /** The user's message, with a chip for each file attached to it (`attachments`: paths)
-   * and a thumbnail for each image (`images`: where each is served). */
-  addUser(text, attachments = [], images = []) {
+  /** The user's message, with a chip for each file attached to it (`attachments`: paths),
+   * a thumbnail for each image (`images`: where each is served) and a chip for each PDF
+   * (`pdfs`: chips made by pdf-chip.js). */
+  addUser(text, attachments = [], images = [], pdfs = []) {
     this.closeBubble();
     const bubble = document.createElement("div");
     bubble.className = "bubble user";
     bubble.text = text; // as typed: the conversation's title is made from it
     bubble.append(...visible(text, { prose: true }));
-    if (attachments.length) {
+    if (attachments.length || pdfs.length) {
       const chips = document.createElement("div");
       chips.className = "attachment-chips";
-      chips.append(...attachments.map((path) => attachmentChip(path)));
+      chips.append(...attachments.map((path) => attachmentChip(path)), ...pdfs);
       bubble.append(chips);
     }
     if (images.length) bubble.append(imageThumbs(images));

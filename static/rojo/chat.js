@@ -7,6 +7,7 @@ import { Activity } from "./activity.js";
 import { approvalPrompt } from "./approvals.js";
 import { Attachments } from "./attach.js";
 import { ImageAttachments, imageUrl } from "./image-attach.js";
+import { pdfChip } from "./pdf-chip.js";
 import { ChatLog } from "./chat-log.js";
 import { TurnPlan } from "./plan.js";
 import { questionAnswered, questionPlace, questionPrompt } from "./questions.js";
@@ -111,7 +112,7 @@ export class ChatPanel extends EventTarget {
         if (this.history) {
           const times = this.history.times.get(data.message);
           const asked = this.history.asked.get(data.message) ?? "";
-          const bubble = this.log.addUser(asked, this.history.attached.get(data.message), this.history.imaged.get(data.message));
+          const bubble = this.addUser(asked, this.history.byId.get(data.message));
           bubble.dataset.message = data.message;
           if (times) stampTime(bubble, times.asked);
           this.history.replied = times?.replied;
@@ -209,8 +210,7 @@ export class ChatPanel extends EventTarget {
   replay(events, { messages, changes, usage }) {
     this.history = {
       asked: new Map(messages.map((m) => [m.id, m.content ?? ""])),
-      attached: new Map(messages.map((m) => [m.id, (m.attachments ?? []).map((a) => a.path)])),
-      imaged: new Map(messages.map((m) => [m.id, this.imageUrls(m)])),
+      byId: new Map(messages.map((m) => [m.id, m])),
       undone: new Set(changes.filter((c) => c.undone).map((c) => c.id)),
       times: turnTimes(messages),
       usage,
@@ -271,10 +271,8 @@ export class ChatPanel extends EventTarget {
       while (before.nextSibling) before.nextSibling.remove();
       before.remove();
     }
-    const attachments = files ?? this.attach?.take(text) ?? [];
-    // A queued message (files given) carries no images: those in the box stay for the next.
-    const images = files ? [] : ((await this.images?.take()) ?? []);
-    const bubble = this.log.addUser(text, attachments, this.imageUrls({ images }));
+    const { attachments, images, pdfs, fromBox } = await this.attachedFor(text, files, replace, before);
+    const bubble = this.addUser(text, { attachments: attachments.map((path) => ({ path })), images, pdfs });
     this.sentBubble = bubble;
     this.lastEventId = 0;
     // Where the message went comes with START: a key finds it if that never comes.
@@ -290,6 +288,7 @@ export class ChatPanel extends EventTarget {
           replace,
           attachments,
           images: images.map((image) => image.sha256),
+          pdfs: pdfs.map(({ sha256, name }) => ({ sha256, name })),
           key,
           model: model ?? this.model ?? "",
         },
@@ -308,7 +307,7 @@ export class ChatPanel extends EventTarget {
         // Not sent (refused, or the server is out of reach): it goes back in the box.
         bubble.remove();
         if (!this.input.value && given === undefined) this.input.value = text;
-        this.images?.restore(images);
+        if (fromBox) this.images?.restore({ images, pdfs });
       }
       this.log.addError(error instanceof ApiError ? error.message : "The server could not be reached.");
       this.setBusy(false);
@@ -317,9 +316,43 @@ export class ChatPanel extends EventTarget {
     await this.consume(readEvents(response));
   }
 
-  /** Where a message's images are served, for its thumbnails. */
-  imageUrls(message) {
-    return (message.images ?? []).map((image) => imageUrl(this.projectId, image.sha256));
+  /** What a message sends besides its text: the paths it `@`-mentions, its images and PDFs.
+   * A queued message (`files` given) carries no images or PDFs: those in the box stay for
+   * the next. An edit or a regenerate (`replace`) keeps what the message it replaces had
+   * (a mentioned file while its `@path` stays in the text); else they come from the box. */
+  async attachedFor(text, files, replace, before) {
+    if (files) return { attachments: files, images: [], pdfs: [], fromBox: false };
+    const had = replace !== null ? before?.attached : null;
+    if (had) {
+      const mentioned = [...had.attachments.map((a) => a.path), ...had.images.filter((i) => i.path).map((i) => i.path)];
+      return {
+        attachments: mentioned.filter((path) => text.includes(`@${path}`)),
+        images: had.images.filter((image) => !image.path), // uploaded: a mentioned one goes by its path
+        pdfs: had.pdfs,
+        fromBox: false,
+      };
+    }
+    const attachments = this.attach?.take(text) ?? [];
+    const { images = [], pdfs = [] } = (await this.images?.take()) ?? {};
+    return { attachments, images, pdfs, fromBox: true };
+  }
+
+  /** A user's bubble for `message` ({attachments, images, pdfs} as the API lists them),
+   * which keeps them for an edit or a regenerate (`attachedFor`). */
+  addUser(text, message = {}) {
+    const attached = {
+      attachments: message.attachments ?? [],
+      images: message.images ?? [],
+      pdfs: message.pdfs ?? [],
+    };
+    const bubble = this.log.addUser(
+      text,
+      attached.attachments.map((a) => a.path),
+      attached.images.map((image) => imageUrl(this.projectId, image.sha256)),
+      attached.pdfs.map((pdf) => pdfChip(this.projectId, pdf)),
+    );
+    bubble.attached = attached;
+    return bubble;
   }
 
   /** Open the conversation the message sent with `key` went to, when no answer said
@@ -418,10 +451,7 @@ export class ChatPanel extends EventTarget {
     const turnMessage = first.value.data.message;
     this.replay(eventsBefore(detail.events, turnMessage), detail);
     const own = detail.messages.find((m) => m.id === turnMessage);
-    if (own) {
-      const attached = (own.attachments ?? []).map((a) => a.path);
-      this.sentBubble = this.log.addUser(own.content ?? "", attached, this.imageUrls(own));
-    }
+    if (own) this.sentBubble = this.addUser(own.content ?? "", own);
     this.handle(first.value);
     this.setBusy(true);
     this.dispatchEvent(new CustomEvent("opened", { detail }));

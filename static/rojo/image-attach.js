@@ -1,9 +1,11 @@
-// Images in the message box: pasted, dropped or picked with the Attach image button. Each
-// is uploaded at once (POST /api/projects/{id}/images: the server checks its type by its
-// bytes and its size) and shown as a thumbnail above the box; the message names them by
-// their sha256. A thumbnail in a user's bubble is the image served back by the app.
+// Images and PDFs in the message box: pasted, dropped or picked with the Attach button. Each
+// is uploaded at once (POST /api/projects/{id}/images or /pdfs: the server checks its type by
+// its bytes and its size, and that a PDF's reader opens it) and shown above the box, an image
+// as a thumbnail, a PDF as a chip with its name and pages; the message names them by their
+// sha256. A thumbnail in a user's bubble is the image served back by the app.
 
 import { csrfToken } from "./api.js";
+import { PDF_TYPE, isPdf, pdfChip } from "./pdf-chip.js";
 
 const TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif"];
 
@@ -36,6 +38,7 @@ export class ImageAttachments {
     this.projectId = projectId;
     this.onError = onError;
     this.images = []; // {sha256, type, size}, in the order attached
+    this.pdfs = []; // {sha256, type, name, size, pages}, in the order attached
     // One upload at a time: the server bounds a person's uploads under way (429 past that).
     this.queue = Promise.resolve();
     this.tray = document.createElement("div");
@@ -44,13 +47,13 @@ export class ImageAttachments {
     input.before(this.tray);
     this.picker = document.createElement("input");
     this.picker.type = "file";
-    this.picker.accept = TYPES.join(",");
+    this.picker.accept = [...TYPES, PDF_TYPE, ".pdf"].join(",");
     this.picker.multiple = true;
     this.picker.hidden = true;
     const button = document.createElement("button");
     button.type = "button";
     button.className = "attach-image";
-    button.textContent = "Attach image";
+    button.textContent = "Attach image or PDF";
     button.addEventListener("click", () => this.picker.click());
     this.picker.addEventListener("change", () => {
       this.add([...this.picker.files]);
@@ -58,7 +61,9 @@ export class ImageAttachments {
     });
     form.querySelector(".composer-actions")?.prepend(button, this.picker);
     input.addEventListener("paste", (event) => {
-      const files = [...(event.clipboardData?.files ?? [])].filter((f) => f.type.startsWith("image/"));
+      const files = [...(event.clipboardData?.files ?? [])].filter(
+        (f) => f.type.startsWith("image/") || isPdf(f),
+      );
       if (!files.length) return;
       event.preventDefault();
       this.add(files);
@@ -79,58 +84,71 @@ export class ImageAttachments {
   }
 
   async upload(file) {
+    const pdf = isPdf(file);
+    const what = file.name || (pdf ? "The PDF" : "The image");
+    const url = pdf
+      ? `/api/projects/${this.projectId}/pdfs?name=${encodeURIComponent(file.name || "document.pdf")}`
+      : `/api/projects/${this.projectId}/images`;
     let response;
     try {
-      response = await fetch(`/api/projects/${this.projectId}/images`, {
+      response = await fetch(url, {
         method: "POST",
         headers: { "Content-Type": "application/octet-stream", "X-CSRFToken": csrfToken() },
         body: file,
         credentials: "same-origin",
       });
     } catch {
-      return this.onError(`${file.name || "The image"} could not be uploaded: the server could not be reached.`);
+      return this.onError(`${what} could not be uploaded: the server could not be reached.`);
     }
     const body = await response.json().catch(() => ({}));
     if (!response.ok) {
-      return this.onError(`${file.name || "The image"} was not attached: ${body.detail ?? response.statusText}`);
+      return this.onError(`${what} was not attached: ${body.detail ?? response.statusText}`);
     }
-    if (!this.images.some((image) => image.sha256 === body.sha256)) this.images.push(body);
+    const list = pdf ? this.pdfs : this.images;
+    if (!list.some((kept) => kept.sha256 === body.sha256)) list.push(body);
     this.show();
   }
 
   show() {
-    this.tray.hidden = !this.images.length;
-    this.tray.replaceChildren(
-      ...this.images.map((image) => {
-        const item = imageThumbs([imageUrl(this.projectId, image.sha256)]).firstChild;
-        const remove = document.createElement("button");
-        remove.type = "button";
-        remove.textContent = "×";
-        remove.setAttribute("aria-label", "Do not attach this image");
-        remove.addEventListener("click", () => {
-          this.images = this.images.filter((other) => other !== image);
-          this.show();
-        });
-        const wrap = document.createElement("span");
-        wrap.className = "image-tray-item";
-        wrap.append(item, remove);
-        return wrap;
-      }),
+    this.tray.hidden = !this.images.length && !this.pdfs.length;
+    const images = this.images.map((image) =>
+      this.removable(imageThumbs([imageUrl(this.projectId, image.sha256)]).firstChild, image, "image"),
     );
+    const pdfs = this.pdfs.map((pdf) => this.removable(pdfChip(this.projectId, pdf), pdf, "PDF"));
+    this.tray.replaceChildren(...images, ...pdfs);
   }
 
-  /** The images to send (their uploads finished first), taken out of the box. */
+  /** `item` in the tray, with a button that takes `kept` (an image or a PDF) out. */
+  removable(item, kept, what) {
+    const remove = document.createElement("button");
+    remove.type = "button";
+    remove.textContent = "×";
+    remove.setAttribute("aria-label", `Do not attach this ${what}`);
+    remove.addEventListener("click", () => {
+      this.images = this.images.filter((other) => other !== kept);
+      this.pdfs = this.pdfs.filter((other) => other !== kept);
+      this.show();
+    });
+    const wrap = document.createElement("span");
+    wrap.className = "image-tray-item";
+    wrap.append(item, remove);
+    return wrap;
+  }
+
+  /** The images and PDFs to send (their uploads finished first), taken out of the box. */
   async take() {
     await this.queue;
-    const taken = this.images;
+    const taken = { images: this.images, pdfs: this.pdfs };
     this.images = [];
+    this.pdfs = [];
     this.show();
     return taken;
   }
 
-  /** Put images back in the box (the message was not sent). */
-  restore(images) {
+  /** Put images and PDFs back in the box (the message was not sent). */
+  restore({ images = [], pdfs = [] }) {
     this.images = [...images, ...this.images];
+    this.pdfs = [...pdfs, ...this.pdfs];
     this.show();
   }
 }

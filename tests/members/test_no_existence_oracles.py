@@ -75,6 +75,8 @@ ID_ENDPOINTS = [
     ("POST", "/api/projects/{project}/files/upload?path=secret.txt"),
     ("POST", "/api/projects/{project}/images"),
     ("GET", "/api/projects/{project}/images/" + "0" * 64),
+    ("POST", "/api/projects/{project}/pdfs"),
+    ("GET", "/api/projects/{project}/pdfs/" + "0" * 64),
     ("GET", "/api/conversations/{conversation}"),
     ("GET", "/api/conversations/{conversation}/export"),
     ("GET", "/api/conversations/{conversation}/export?format=markdown"),

@@ -39,3 +39,16 @@ def pdf_file(pages: list[str]) -> bytes:
         xref,
     )
     return bytes(out)
+
+
+def pdf_encrypted(pages: list[str], password: str) -> bytes:
+    """`pdf_file(pages)` encrypted by pypdf's own writer, opened only with `password`."""
+    from io import BytesIO
+
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(BytesIO(pdf_file(pages))))
+    writer.encrypt(user_password=password, owner_password=password, algorithm="RC4-128")
+    out = BytesIO()
+    writer.write(out)
+    return out.getvalue()
