@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .kept import kept_read, kept_remove, kept_write
 from .paths import StorageError, TooLarge
 
-_PART = "images"
+_PART = "images"  # one of kept.PARTS
 # The types a model's image parts take, each known by how its bytes begin.
 _SIGNATURES = (
     (b"\x89PNG\r\n\x1a\n", "image/png"),

@@ -18,8 +18,12 @@ from pathlib import Path
 
 from .entries import temp_name
 from .layout import UNDO_MODE, directory_make, project_dir
+from .paths import is_temp_file
 
 _NAME = re.compile(r"^[0-9a-f]{64}$")
+# The parts files are kept in (a part's module names itself here, so that the sweep of what
+# crashes leave knows them all).
+PARTS = ("images", "pdfs")
 _FILE_MODE = 0o600
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
@@ -63,3 +67,21 @@ def kept_remove(*, project_id: int, part: str, sha256s: Iterable[str]) -> None:
     for name in sha256s:
         if isinstance(name, str) and _NAME.match(name):
             (directory / name).unlink(missing_ok=True)
+
+
+def kept_partials(*, project_id: int, older_than: float) -> list[Path]:
+    """The temporary files of kept writes cut off (a killed process) before `older_than`, a
+    time: a young one may be being written now (kept writes take no lock)."""
+    found = []
+    for part in PARTS:
+        try:
+            with os.scandir(project_dir(project_id) / part) as scan:
+                found += [
+                    Path(entry.path)
+                    for entry in scan
+                    if is_temp_file(entry.name)
+                    and entry.stat(follow_symlinks=False).st_mtime < older_than
+                ]
+        except FileNotFoundError:
+            continue
+    return sorted(found)

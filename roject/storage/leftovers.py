@@ -6,7 +6,9 @@ wrote a file leaves the temporary file beside its target; one killed during a re
 its scratch copy in the system's temporary directory. None of them is ever read as data,
 but they hold space a full disk needs. An upload or unpack cut off (a killed process, a
 bug) leaves its file or directory in incoming/; those older than INCOMING_SECONDS are
-removed too (a live one is written to, or moved in, well within that). Tool results kept
+removed too (a live one is written to, or moved in, well within that), and so are the
+temporary files of images and PDFs a message attaches whose write was cut off (`kept`: those
+writes take no lock, so age tells). Tool results kept
 for read_result older than ROJO_KEPT_RESULT_DAYS go as well (roject.storage.results).
 
 A server process, as it starts, sweeps every project on a thread of its own (undo/,
@@ -32,6 +34,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from .kept import kept_partials
 from .layout import project_dir, project_root
 from .locks import change_lock_open
 from .paths import is_temp_file
@@ -113,6 +116,7 @@ def project_leftovers_remove(
         except BlockingIOError:
             return None
         found = _undo_partials(project_id) + _incoming_old(project_id)
+        found += kept_partials(project_id=project_id, older_than=time.time() - INCOMING_SECONDS)
         found += results_old(project_id)
         if recorded is not None:
             found += _unrecorded(project_id, recorded)

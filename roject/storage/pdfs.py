@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from .kept import kept_read, kept_remove, kept_write
 from .paths import StorageError, TooLarge
 
-_PART = "pdfs"
+_PART = "pdfs"  # one of kept.PARTS
 _MAGIC = b"%PDF-"
 
 

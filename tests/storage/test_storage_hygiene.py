@@ -318,3 +318,27 @@ def test_old_incoming_leftovers_are_removed_at_first_use_and_by_the_command(
     call_command("storage_cleanup", stdout=out)
     assert f"removed {old_file.relative_to(storage_dir)}" in out.getvalue().splitlines()
     assert sorted(p.name for p in incoming.iterdir()) == [young.name]
+
+
+@pytest.mark.django_db
+def test_a_cut_off_write_of_an_attached_file_is_removed_once_old(storage_dir, project):
+    """An image or PDF write cut off by a killed process leaves its temporary file in images/
+    or pdfs/: `manage.py storage_cleanup` removes one over an hour old, and keeps a young
+    one (a write now) and every kept file."""
+    from roject.storage.entries import temp_name
+
+    images, pdfs = (storage_dir / str(project.pk) / part for part in ("images", "pdfs"))
+    images.mkdir(parents=True)
+    pdfs.mkdir()
+    hour_ago = time.time() - leftovers.INCOMING_SECONDS - 60
+    old, young = images / temp_name(), pdfs / temp_name()
+    kept = images / ("a" * 64)
+    for path in (old, young, kept):
+        path.write_bytes(b"bytes")
+    os.utime(old, (hour_ago, hour_ago))
+    os.utime(kept, (hour_ago, hour_ago))
+    out = io.StringIO()
+    call_command("storage_cleanup", stdout=out)
+    assert f"removed {old.relative_to(storage_dir)}" in out.getvalue().splitlines()
+    assert sorted(images.iterdir()) == [kept]
+    assert sorted(pdfs.iterdir()) == [young]
