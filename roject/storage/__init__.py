@@ -33,6 +33,8 @@ from .images import (
     image_type,
     images_remove,
 )
+from .kept import PARTS as KEPT_PARTS
+from .kept import kept_remove, kept_unused
 from .layout import (
     project_root,
     project_root_create,
@@ -87,6 +89,7 @@ from .versions import file_version, same_version
 
 __all__ = [
     "IMAGE_TYPES",
+    "KEPT_PARTS",
     "MAX_MATCHES",
     "TEMP_PREFIX",
     "TEMP_SUFFIX",
@@ -116,6 +119,8 @@ __all__ = [
     "images_remove",
     "incoming_discard",
     "is_temp_file",
+    "kept_remove",
+    "kept_unused",
     "list_directory",
     "move_path",
     "open_regular_file",

@@ -34,7 +34,11 @@ def kept_write(*, project_id: int, part: str, data: bytes) -> str:
     directory = project_dir(project_id) / part
     directory_make(directory.parent)
     directory_make(directory, UNDO_MODE)
-    if not (directory / name).is_file():
+    if (directory / name).is_file():
+        # Kept again (the same file attached anew): now in use, whatever its age, for the
+        # sweep of files no message refers to (`kept_unused`).
+        os.utime(directory / name)
+    else:
         temporary = directory / temp_name()
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
         fd = os.open(temporary, flags, _FILE_MODE)
@@ -85,3 +89,20 @@ def kept_partials(*, project_id: int, older_than: float) -> list[Path]:
         except FileNotFoundError:
             continue
     return sorted(found)
+
+
+def kept_unused(*, project_id: int, part: str, used: set[str], older_than: float) -> list[Path]:
+    """The files kept in `part` that no message refers to (`used`, by name), last kept before
+    `older_than` (a time): an upload waits in the message box until it is sent, and one sent
+    now is in `used` only once its message is stored."""
+    try:
+        with os.scandir(project_dir(project_id) / part) as scan:
+            return sorted(
+                Path(entry.path)
+                for entry in scan
+                if _NAME.match(entry.name)
+                and entry.name not in used
+                and entry.stat(follow_symlinks=False).st_mtime < older_than
+            )
+    except FileNotFoundError:
+        return []

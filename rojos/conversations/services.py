@@ -71,15 +71,16 @@ async def _running(conversation_id: int) -> bool:
     return await Conversation.objects.running().filter(pk=conversation_id).aexists()
 
 
-def _kept_of(messages, key: str) -> set[str]:
-    """The kept files (by sha256) the messages refer to under `key`: images, pdfs."""
+def kept_referenced(messages, key: str) -> set[str]:
+    """(Blocking) The kept files (by sha256) the messages refer to under `key`: images,
+    pdfs."""
     found = messages.filter(extra__has_key=key).values_list("extra", flat=True)
     return {kept["sha256"] for extra in found for kept in extra[key]}
 
 
 def _delete(conversation: Conversation, actor: AuditActor) -> None:
     own = Message.objects.filter(conversation=conversation)
-    images, pdfs = _kept_of(own, "images"), _kept_of(own, "pdfs")
+    images, pdfs = kept_referenced(own, "images"), kept_referenced(own, "pdfs")
     with transaction.atomic():
         deleted, _ = Conversation.objects.filter(pk=conversation.pk).delete()
         if deleted:  # not when another request deleted it first
@@ -95,10 +96,10 @@ def _delete(conversation: Conversation, actor: AuditActor) -> None:
     # And its images and PDFs, unless another conversation of the project shows them.
     others = Message.objects.filter(conversation__project_id=conversation.project_id)
     if images:
-        unused = images - _kept_of(others, "images")
+        unused = images - kept_referenced(others, "images")
         storage.images_remove(project_id=conversation.project_id, sha256s=unused)
     if pdfs:
-        unused = pdfs - _kept_of(others, "pdfs")
+        unused = pdfs - kept_referenced(others, "pdfs")
         storage.pdfs_remove(project_id=conversation.project_id, sha256s=unused)
 
 

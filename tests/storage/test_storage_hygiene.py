@@ -342,3 +342,43 @@ def test_a_cut_off_write_of_an_attached_file_is_removed_once_old(storage_dir, pr
     assert f"removed {old.relative_to(storage_dir)}" in out.getvalue().splitlines()
     assert sorted(images.iterdir()) == [kept]
     assert sorted(pdfs.iterdir()) == [young]
+
+
+@pytest.mark.django_db
+def test_images_and_pdfs_uploaded_but_never_sent_go_after_a_day(storage_dir, project, users):
+    """`storage_cleanup` removes a kept image or PDF no message refers to once a day old; one
+    a message shows, a young upload (waiting in a message box) and one kept again today
+    stay; `--dry-run` removes nothing."""
+    from roject.storage import image_keep, pdf_keep
+    from rojos.management.commands.storage_cleanup import UNSENT_SECONDS
+    from rojos.models import Conversation, Message
+    from rojos.selftest.asks import red_square_png
+    from tests.support.pdfs import pdf_file
+
+    png, big = red_square_png(), 10**7
+    shown = image_keep(project_id=project.pk, data=png, max_bytes=big).sha256
+    unsent_pdf = pdf_keep(project_id=project.pk, data=pdf_file(["one page"]), max_bytes=big)
+    young = pdf_keep(project_id=project.pk, data=pdf_file(["another"]), max_bytes=big)
+    conversation = Conversation.objects.create(project=project, user=users["editor"])
+    Message.objects.create(
+        conversation=conversation, position=0, role="user", content="See",
+        extra={"images": [{"sha256": shown, "type": "image/png", "size": len(png)}]},
+    )  # fmt: skip
+    day_ago = time.time() - UNSENT_SECONDS - 60
+    kept = storage_dir / str(project.pk)
+    for path in (kept / "images" / shown, kept / "pdfs" / unsent_pdf):
+        os.utime(path, (day_ago, day_ago))
+
+    out = io.StringIO()
+    call_command("storage_cleanup", "--dry-run", stdout=out)
+    assert f"would remove {project.pk}/pdfs/{unsent_pdf}" in out.getvalue().splitlines()
+    assert (kept / "pdfs" / unsent_pdf).exists()
+
+    call_command("storage_cleanup", stdout=io.StringIO())
+    assert sorted(p.name for p in (kept / "pdfs").iterdir()) == [young]
+    assert sorted(p.name for p in (kept / "images").iterdir()) == [shown]
+
+    os.utime(kept / "pdfs" / young, (day_ago, day_ago))
+    pdf_keep(project_id=project.pk, data=pdf_file(["another"]), max_bytes=big)  # again today
+    call_command("storage_cleanup", stdout=io.StringIO())
+    assert sorted(p.name for p in (kept / "pdfs").iterdir()) == [young]

@@ -1,18 +1,27 @@
 """manage.py storage_cleanup: remove what crashes left on the storage, saying what."""
 
+import time
+from pathlib import Path
+
+from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from roject import storage
 
-from ...models import FileChange
+from ...conversations.services import kept_referenced
+from ...models import FileChange, Message
+
+# An image or PDF uploaded waits in the message box until it is sent: one no message refers
+# to is removed only once this old (kept again, it counts as new).
+UNSENT_SECONDS = 24 * 3600
 
 
 class Command(BaseCommand):
     help = (
-        "Remove partial undo snapshots, uploads and unpacked archives left in incoming/ (older "
-        "than an hour), snapshots no change record names (older than an "
-        "hour), temporary files of cut-off writes and scratch copies of crashed re-runs; "
-        "prints each path removed."
+        "Remove partial undo snapshots, uploads and unpacked archives left in incoming/ "
+        "(older than an hour), snapshots no change record names (older than an hour), "
+        "images and PDFs uploaded but never sent (older than a day), temporary files of "
+        "cut-off writes and scratch copies of crashed re-runs; prints each path removed."
     )
 
     def add_arguments(self, parser):
@@ -33,6 +42,7 @@ class Command(BaseCommand):
             if removed is None:
                 busy.append(project_id)
                 continue
+            removed += self._unsent(project_id, dry_run=dry_run)
             for path in removed:
                 self.stdout.write(f"{verb} {path}")
             count += len(removed)
@@ -43,3 +53,23 @@ class Command(BaseCommand):
             self.stderr.write(f"project {project_id} is changing files now; run again later")
         entries = "entries" if count != 1 else "entry"
         self.stdout.write(f"{count} {entries} {'would be removed' if dry_run else 'removed'}")
+
+    def _unsent(self, project_id: int, *, dry_run: bool) -> list[str]:
+        """The project's kept images and PDFs no message refers to, over UNSENT_SECONDS old."""
+        messages = Message.objects.filter(conversation__project_id=project_id)
+        older_than = time.time() - UNSENT_SECONDS
+        found = []
+        for part in storage.KEPT_PARTS:
+            unused = storage.kept_unused(
+                project_id=project_id,
+                part=part,
+                used=kept_referenced(messages, part),
+                older_than=older_than,
+            )
+            if not dry_run:
+                storage.kept_remove(
+                    project_id=project_id, part=part, sha256s=[p.name for p in unused]
+                )
+            found += unused
+        base = Path(settings.ROJO_STORAGE_DIR)
+        return [str(path.relative_to(base)) for path in found]
