@@ -113,10 +113,13 @@ def account_disconnect(*, server_id: int, user_id: int | None) -> bool:
     return bool(deleted)
 
 
-def accounts_of_user_delete(*, user_id: int) -> int:
-    """(Blocking) Delete every account of the person (left every project, or deactivated)."""
-    deleted, _kinds = McpAccount.objects.filter(user_id=user_id).delete()
-    return deleted
+def accounts_of_user_delete(*, user_id: int) -> list[tuple[int, str, str]]:
+    """(Blocking) Delete every account of the person (left every project, or deactivated);
+    the servers they were on, as (id, slug, name)."""
+    accounts = McpAccount.objects.filter(user_id=user_id)
+    servers = list(accounts.values_list("server_id", "server__slug", "server__name"))
+    accounts.delete()
+    return servers
 
 
 def accounts_reseal() -> tuple[int, int]:

@@ -16,7 +16,7 @@ from django.test import Client
 from django.utils import timezone
 
 from roject.members.services import member_remove
-from roject.models import Role
+from roject.models import AuditAction, AuditEntry, Role
 from rojos.mcp.accounts import AccountTokenStorage
 from rojos.mcp.pool import mcp_pool_close
 from rojos.mcp.spec import McpLink, ServerSpec
@@ -118,6 +118,7 @@ def test_a_member_removed_from_their_last_project_loses_their_tokens(tracker, pr
     assert not McpAccount.objects.filter(user=users["editor"]).exists()
     assert McpAccount.objects.filter(user=users["owner"]).exists()
     assert "has not connected" in whoami(tracker, users["editor"], root)["error"]
+    assert system_disconnects() == [("tracker", "editor", "left their last project")]
 
 
 def test_a_deactivated_member_loses_their_tokens(tracker, project, users):
@@ -125,6 +126,17 @@ def test_a_deactivated_member_loses_their_tokens(tracker, project, users):
     users["editor"].is_active = False
     users["editor"].save()
     assert not McpAccount.objects.filter(user=users["editor"]).exists()
+    assert system_disconnects() == [("tracker", "editor", "deactivated")]
+    users["editor"].save()  # saved again: nothing left to disconnect, nothing audited
+    assert len(system_disconnects()) == 1
+
+
+def system_disconnects() -> list[tuple[str, str, str]]:
+    """The disconnects the system audited (no person acted): server, member, why."""
+    entries = AuditEntry.objects.filter(
+        action=AuditAction.MCP_ACCOUNT_DISCONNECTED, actor_kind=AuditEntry.ActorKind.SYSTEM
+    ).order_by("pk")
+    return [(e.details["server"], e.details["member"], e.details["why"]) for e in entries]
 
 
 def test_the_stored_tokens_are_sealed_in_the_database(tracker, project, users):
