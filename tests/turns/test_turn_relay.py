@@ -217,7 +217,10 @@ async def test_a_slow_remote_follower_gets_its_backlog_late_rather_than_never(
     # would relay through it, unheard by any server process on Redis.
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, layer)
     monkeypatch.setattr(turn_relay, "BATCH_EVENTS", 1)
-    fake_provider.add(stream(*text_chunks("w " * 50, pieces=50)))
+    # Paced (2.5 s in all): the turn is still streaming while the follower sleeps, however
+    # late a loaded machine lets the follow begin. An instant turn could end before the
+    # follow, whose backlog then comes joined, in fewer messages than the channel holds.
+    fake_provider.add(stream(*text_chunks("w " * 50, pieces=50), delay=0.05))
     conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
 
     relayed = []
