@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from . import client as http
-from .server import USAGE_PATH, Server
+from .server import CALLGRIND_PATH, USAGE_PATH, Server
 
 
 def _app(provider_url: str):
@@ -50,7 +50,14 @@ def _app(provider_url: str):
 
     app = web.Application()
     app.cleanup_ctx.append(session_open)
+
+    async def callgrind(request):
+        from . import callgrind
+
+        return web.json_response(callgrind.control(request.query_string))
+
     app.router.add_get(USAGE_PATH, usage)
+    app.router.add_get(CALLGRIND_PATH, callgrind)
     app.router.add_post("/{tail:.*}", relay)
     return app
 
@@ -67,21 +74,22 @@ def main() -> None:
     web.run_app(_app(sys.argv[1]), sock=sock, print=None, access_log=None, backlog=2048)
 
 
-def floor_start(env: dict[str, str], provider_url: str, log) -> Server:
-    """Start `python -m bench.floor` beside the app, and wait until it answers."""
+def floor_start(env: dict[str, str], provider_url: str, log, *, wrapper: list[str] = ()) -> Server:
+    """Start `python -m bench.floor` beside the app, and wait until it answers (`wrapper`:
+    as bench.server.server_start's)."""
     import subprocess
     import urllib.error
 
     with log.open("a") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bench.floor", provider_url],
+            [*wrapper, sys.executable, "-m", "bench.floor", provider_url],
             env={**os.environ, **env},
             stdout=subprocess.PIPE,
             stderr=log_file,
             text=True,
         )
     server = Server(process=process, host="127.0.0.1", port=int(process.stdout.readline()))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + (900 if wrapper else 30)
     while True:
         try:
             server.cpu_ns()

@@ -1,0 +1,283 @@
+"""Instructions per streamed chunk, the app beside the floor: counted, so any load will do.
+
+`python -m bench.instructions [--chunks 40,240] [--rounds 1]` runs the app's server and the
+floor relay (bench/floor.py) under callgrind (bench/callgrind.py) and streams one reply at a
+time through each, in lockstep: the provider sends a chunk only once the client has
+received the one before, so every chunk crosses the server alone (one read, one event, one
+write), however slow valgrind and the machine make it, and the count is the same run after
+run. A reply of N1 chunks and one of N2 are counted; what the second costs more, divided by
+N2 - N1, is the instructions per chunk (the turn's start and end cancel out), and what is
+left of the first is the start and end of a turn.
+
+The server's time-driven work is left out: a draft of the reply is saved every
+ROJO_DRAFT_SECONDS (5 s: every 250 chunks at 50 a second) and the claim kept every
+ROJO_TURN_HEARTBEAT_SECONDS (2 s), here set to an hour so that valgrind's slowness does not
+multiply them. Instructions are user space only: a write's kernel part is not counted, so
+the ratio to the floor is higher than the CPU time's (bench/per_chunk.py), where the kernel's
+share, the same for both, dilutes it. Skips, saying why, without valgrind or a C compiler. With
+BENCH_KEEP_CALLGRIND=<dir>, the counts' files are kept there, for callgrind_annotate.
+"""
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import callgrind
+from . import client as http
+from .env import ROOT, project_new, rojo_new, standalone_world
+from .provider import BenchProvider, _StampingHandler
+from .server import CALLGRIND_PATH, CALLS_PATH
+from .starts import app_opener, floor_opener
+
+LOCKSTEP_TIMEOUT = 600  # seconds a chunk waits for the client to have the one before
+
+
+class _LockstepHandler(_StampingHandler):
+    """Sends a stream's chunks one at a time: each once the client has the one before."""
+
+    def _send_stream(self, reply) -> None:
+        steps: threading.Semaphore = self.server.steps
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        *content, finish = reply.chunks
+        try:
+            for number, item in enumerate(content):
+                if number and not steps.acquire(timeout=LOCKSTEP_TIMEOUT):
+                    raise TimeoutError("the client did not take a chunk in time")
+                self._write_chunk(f"data: {json.dumps(item)}\n\n")
+            if not steps.acquire(timeout=LOCKSTEP_TIMEOUT):
+                raise TimeoutError("the client did not take the last chunk in time")
+            tail = b"".join(  # the end in one write: it arrives in one read
+                b"%x\r\n%s\r\n" % (len(text), text)
+                for text in (f"data: {json.dumps(finish)}\n\n".encode(), b"data: [DONE]\n\n")
+            )
+            self.wfile.write(tail + b"0\r\n\r\n")
+        except ConnectionError:
+            self.close_connection = True
+
+
+class LockstepProvider(BenchProvider):
+    """The bench provider (paced-<n>-0 scenarios), its chunks sent in lockstep with `step`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._server.RequestHandlerClass = _LockstepHandler
+        self._server.steps = threading.Semaphore(0)
+
+    def step(self) -> None:
+        """The client has a chunk: the stream may send its next."""
+        self._server.steps.release()
+
+
+@dataclass
+class Counted:
+    """A server's instructions per chunk, a figure per round, and a turn's start and end."""
+
+    name: str
+    per_chunk_rounds: list[float]
+    turns: list[int]  # a whole turn of TURN_CHUNKS chunks, from its request to the idle server
+
+    @property
+    def per_chunk(self) -> float:
+        return _median(self.per_chunk_rounds)
+
+    @property
+    def per_turn(self) -> float:
+        """A turn's count less its chunks': its start and end."""
+        return _median(self.turns) - TURN_CHUNKS * self.per_chunk
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
+
+
+# A round's reply: WARM chunks, the WINDOW counted, then a few more; a whole turn's count is
+# of a reply of TURN_CHUNKS.
+WARM, WINDOW, TURN_CHUNKS = 20, 200, 20
+
+
+def model(chunks: int) -> str:
+    return f"paced-{chunks}-0"
+
+
+class _Counter:
+    def __init__(self, server, out_dir: Path, provider: LockstepProvider) -> None:
+        self.server, self.out_dir, self.provider = server, out_dir, provider
+        self.dumps = 0
+
+    def get(self, action: str) -> None:
+        callgrind.wait_idle(self.server.process.pid)  # what came before is done
+        answer = self.server._get(f"{CALLGRIND_PATH}?{action}", timeout=600)
+        if "error" in answer:
+            raise RuntimeError(f"callgrind control: {answer['error']}")
+
+    def dump(self) -> int:
+        self.dumps += 1
+        label = f"dump-{self.dumps}"
+        self.get(label)
+        return callgrind.dumped_total(self.out_dir, self.server.process.pid, label)
+
+    def per_chunk(self, opener, window: int) -> float:
+        """The server's instructions per chunk while a reply streams: counted from the
+        WARM-th chunk's arrival to `window` chunks later (the provider waiting meanwhile for
+        the client, the server for the provider: the count holds nothing else)."""
+        counted = []
+        marks = {WARM: lambda: self.get("zero"), WARM + window: lambda: counted.append(self.dump())}
+        asyncio.run(_stream(opener, WARM + window + 5, self.provider, marks))
+        return counted[0] / window
+
+    def turn(self, opener) -> int:
+        """The server's instructions for a whole reply of TURN_CHUNKS chunks, from before its
+        request to the end of the work it does after the reply (the process idle again)."""
+        self.get("zero")
+        asyncio.run(_stream(opener, TURN_CHUNKS, self.provider))
+        return self.dump()
+
+
+async def _stream(opener, chunks: int, provider: LockstepProvider, marks=None) -> None:
+    """Stream a reply of `chunks`, calling marks[n] (if any) once the n-th has arrived."""
+    received = 0
+    async for _arrived, sent in opener(model(chunks)):
+        if sent is not None:
+            received += 1
+            if marks and received in marks:
+                marks[received]()
+            provider.step()
+    if received != chunks:
+        raise RuntimeError(f"{received} of {chunks} chunks arrived")
+
+
+def instructions(window: int = WINDOW, rounds: int = 3) -> list[Counted] | str:
+    """The floor's and the app's counts ([floor, app]), or why they cannot be taken."""
+    if reason := callgrind.missing():
+        return reason
+    from .floor import floor_start
+    from .server import server_start
+
+    with standalone_world() as (environ, _bench_provider, scratch, fixtures):
+        provider = LockstepProvider()
+        library = callgrind.control_library(scratch)
+        out_dir = scratch / "callgrind"
+        out_dir.mkdir()
+        for n in (TURN_CHUNKS, WARM + window + 5):
+            rojo_new(model(n), provider.base_url, model(n))
+        project_id = project_new("instructions").pk
+        environ = {
+            **environ,
+            callgrind.LIBRARY_ENV: str(library),
+            "PYTHONHASHSEED": "0",
+            # Time-driven work, which valgrind's slowness would multiply: left out.
+            "ROJO_DRAFT_SECONDS": "3600",
+            "ROJO_TURN_HEARTBEAT_SECONDS": "3600",
+            "ROJO_MALLOC_TRIM_SECONDS": "0",
+        }
+        log = scratch / "server.log"
+        wrapper = callgrind.valgrind_command(out_dir)
+        results = []
+        try:
+            for name in ("floor", "app"):
+                if name == "floor":
+                    server = floor_start(environ, provider.base_url, log, wrapper=wrapper)
+                    opener = floor_opener(server)
+                else:
+                    server = server_start(environ, log, wrapper=wrapper)
+                    target = http.Target(
+                        "127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token
+                    )
+                    opener = app_opener(target, project_id)
+                try:
+                    counter = _Counter(server, out_dir, provider)
+                    for n in (TURN_CHUNKS, TURN_CHUNKS):  # warm: lazy imports, caches, firsts
+                        asyncio.run(_stream(opener, n, provider))
+                    counter.get("start")
+                    per_chunk = [counter.per_chunk(opener, window) for _ in range(rounds)]
+                    turns = [counter.turn(opener) for _ in range(rounds)]
+                    results.append(Counted(name, per_chunk, turns))
+                finally:
+                    server.stop()
+        finally:
+            provider.close()
+            if keep := os.environ.get("BENCH_KEEP_CALLGRIND"):  # for callgrind_annotate
+                shutil.copytree(out_dir, keep, dirs_exist_ok=True)
+            if os.environ.get("BENCH_KEEP_LOG"):
+                print(log.read_text()[-3000:])
+    return results
+
+
+def calls_per_chunk(window: int = WINDOW, top: int = 40) -> None:
+    """Print where the app's event loop spends each chunk, by function: calls per chunk
+    (counted, so exact) and CPU per chunk (cProfile's, inflated by it), in the window that
+    `instructions` counts; no valgrind needed."""
+    from .server import server_start
+
+    with standalone_world() as (environ, _bench_provider, scratch, fixtures):
+        provider = LockstepProvider()
+        rojo_new(model(WARM + window + 5), provider.base_url, model(WARM + window + 5))
+        project_id = project_new("calls").pk
+        environ = {**environ, "ROJO_DRAFT_SECONDS": "3600", "ROJO_TURN_HEARTBEAT_SECONDS": "3600"}
+        server = server_start(environ, scratch / "server.log")
+        try:
+            target = http.Target("127.0.0.1", server.port, fixtures.session_key, "")
+            target.csrf_token = fixtures.csrf_token
+            opener = app_opener(target, project_id)
+            taken = []
+
+            def get(action: str) -> None:
+                callgrind.wait_idle(server.process.pid)
+                taken.append(server._get(f"{CALLS_PATH}?{action}", timeout=60))
+
+            marks = {WARM: lambda: get("zero"), WARM + window: lambda: get("take")}
+            asyncio.run(_stream(opener, WARM + window + 5, provider))  # warm
+            asyncio.run(_stream(opener, WARM + window + 5, provider, marks))
+        finally:
+            server.stop()
+            provider.close()
+    rows = sorted(
+        ((calls / window, own / window * 1e6, key) for key, (calls, own, _) in taken[1].items()),
+        key=lambda row: -row[1],
+    )
+    print(f"{'calls/chunk':>11} {'own µs/chunk':>12}  function")
+    for calls, own_us, key in rows[:top]:
+        print(f"{calls:11.2f} {own_us:12.2f}  {key.replace(str(ROOT), '.')}")
+    total_calls = sum(row[0] for row in rows)
+    print(f"{total_calls:11.2f} {sum(row[1] for row in rows):12.2f}  (all)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--window", type=int, default=WINDOW, help="the chunks counted")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--calls", action="store_true", help="the app's calls per chunk, by function (cProfile)"
+    )
+    parser.add_argument("--top", type=int, default=40, help="with --calls: the functions shown")
+    args = parser.parse_args()
+    if args.calls:
+        calls_per_chunk(args.window, args.top)
+        return
+    started = time.monotonic()
+    results = instructions(args.window, args.rounds)
+    if isinstance(results, str):
+        print(f"skipped: {results}")
+        return
+    floor = results[0].per_chunk
+    for counted in results:
+        rounds = ", ".join(f"{value:,.0f}" for value in counted.per_chunk_rounds)
+        print(
+            f"{counted.name:>6}: {counted.per_chunk:9,.0f} instructions/chunk "
+            f"{counted.per_chunk / floor:5.2f}x floor ({rounds}); a turn's start and end "
+            f"{counted.per_turn:11,.0f}"
+        )
+    print(f"took {time.monotonic() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
