@@ -64,7 +64,10 @@ async def provider_chunks(
                     if data is None:
                         yield []
                         continue
-                    lines, rest = _lines(rest + data)
+                    buffer = rest + data  # its complete lines, and the unfinished rest
+                    lines = buffer.splitlines()  # (\n, \r\n or \r)
+                    unfinished = lines and not buffer.endswith((b"\n", b"\r"))
+                    rest = lines.pop() if unfinished else b""
                     chunks: list[dict] = []
                     try:
                         done = _parse_lines(lines, chunks, client.api_key)
@@ -155,14 +158,6 @@ def _checked(chunk: Any, secret: str | None) -> Any:
         metrics.provider_errors.labels(kind="stream").inc()
         raise refusal_of(chunk["error"], None, message) or ProviderError(message)
     return chunk
-
-
-def _lines(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """The complete lines in `buffer` (ended by \\n, \\r\\n or \\r), and the unfinished rest."""
-    lines = buffer.splitlines()
-    if lines and not buffer.endswith((b"\n", b"\r")):
-        return lines, lines.pop()
-    return lines, b""
 
 
 _NOT_JSON = "The provider sent a stream chunk that is not valid JSON."

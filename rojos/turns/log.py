@@ -81,8 +81,11 @@ class Turn:
             self.events.append("REASONING", event.text)  # a run, as CHAT chunks are
         else:
             self.events.append(event.type, event_data(event))
-        if self._waiting:
-            self._wake()
+        if self._waiting:  # (not a call of _wake for every chunk)
+            waiting, self._waiting = self._waiting, []
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
 
     def _wake(self) -> None:
         waiting, self._waiting = self._waiting, []
@@ -197,11 +200,14 @@ class Turn:
         if position > self.events.seq:
             position = 0
         events = self.events
+        loop = asyncio.get_running_loop()
         while True:
             if position >= events.seq:  # all sent; more may have come while the last batch was
                 if self.finished:
                     return
-                await self.changed()
+                waiting = loop.create_future()  # as changed() waits, without its coroutine
+                self._waiting.append(waiting)
+                await waiting
                 continue
             event = events.after(position)
             batch = [event]
