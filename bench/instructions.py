@@ -1,21 +1,25 @@
 """Instructions per streamed chunk, the app beside the floor: counted, so any load will do.
 
-`python -m bench.instructions [--chunks 40,240] [--rounds 1]` runs the app's server and the
+`python -m bench.instructions [--window 200] [--rounds 3]` runs the app's server and the
 floor relay (bench/floor.py) under callgrind (bench/callgrind.py) and streams one reply at a
 time through each, in lockstep: the provider sends a chunk only once the client has
 received the one before, so every chunk crosses the server alone (one read, one event, one
 write), however slow valgrind and the machine make it, and the count is the same run after
-run. A reply of N1 chunks and one of N2 are counted; what the second costs more, divided by
-N2 - N1, is the instructions per chunk (the turn's start and end cancel out), and what is
-left of the first is the start and end of a turn.
+run. Each round counts `window` chunks in the middle of a reply (from the WARM-th chunk's
+arrival on, the server idle at both ends): no start, no end, nothing but chunks. A whole
+reply of TURN_CHUNKS is counted too, less its chunks: a turn's start and end. `--calls`
+prints where the app's loop spends each chunk, by function (cProfile), without valgrind.
+Section 14 of the report (`python -m bench.run --only instructions`).
 
 The server's time-driven work is left out: a draft of the reply is saved every
-ROJO_DRAFT_SECONDS (5 s: every 250 chunks at 50 a second) and the claim kept every
-ROJO_TURN_HEARTBEAT_SECONDS (2 s), here set to an hour so that valgrind's slowness does not
-multiply them. Instructions are user space only: a write's kernel part is not counted, so
-the ratio to the floor is higher than the CPU time's (bench/per_chunk.py), where the kernel's
-share, the same for both, dilutes it. Skips, saying why, without valgrind or a C compiler. With
-BENCH_KEEP_CALLGRIND=<dir>, the counts' files are kept there, for callgrind_annotate.
+ROJO_DRAFT_SECONDS (5 s: every 250 chunks at 50 a second), the claim kept every
+ROJO_TURN_HEARTBEAT_SECONDS (2 s) and malloc_trim called every ROJO_MALLOC_TRIM_SECONDS,
+here set to an hour or off so that valgrind's slowness does not multiply them. Instructions
+are user space only: a read's and a write's kernel part is not counted, so the ratio to the
+floor is higher than the CPU time's (bench/per_chunk.py), where the kernel's share, about the
+same for both, dilutes it. Skips, saying why, without valgrind, a C compiler or valgrind's
+headers. With BENCH_KEEP_CALLGRIND=<dir>, the counts' files are kept there, for
+callgrind_annotate.
 """
 
 import argparse
@@ -32,6 +36,7 @@ from . import callgrind
 from . import client as http
 from .env import ROOT, project_new, rojo_new, standalone_world
 from .provider import BenchProvider, _StampingHandler
+from .report import Section
 from .server import CALLGRIND_PATH, CALLS_PATH
 from .starts import app_opener, floor_opener
 
@@ -156,17 +161,30 @@ async def _stream(opener, chunks: int, provider: LockstepProvider, marks=None) -
 
 
 def instructions(window: int = WINDOW, rounds: int = 3) -> list[Counted] | str:
-    """The floor's and the app's counts ([floor, app]), or why they cannot be taken."""
+    """In a standalone world: the floor's and the app's counts ([floor, app]), or why they
+    cannot be taken."""
+    if reason := callgrind.missing():
+        return reason
+    with standalone_world() as (environ, _bench_provider, scratch, fixtures):
+        return instructions_count(environ, scratch, fixtures, window=window, rounds=rounds)
+
+
+def instructions_count(
+    environ: dict[str, str], scratch: Path, fixtures, *, window: int = WINDOW, rounds: int = 3
+) -> list[Counted] | str:
+    """The floor's and the app's counts ([floor, app]) in the world set up in this process
+    (`environ`, `scratch`, the bench user's `fixtures`), or why they cannot be taken."""
     if reason := callgrind.missing():
         return reason
     from .floor import floor_start
     from .server import server_start
 
-    with standalone_world() as (environ, _bench_provider, scratch, fixtures):
-        provider = LockstepProvider()
+    provider = LockstepProvider()
+    out_dir = scratch / "callgrind"
+    log = scratch / "server.log"
+    try:
         library = callgrind.control_library(scratch)
-        out_dir = scratch / "callgrind"
-        out_dir.mkdir()
+        out_dir.mkdir(exist_ok=True)
         for n in (TURN_CHUNKS, WARM + window + 5):
             rojo_new(model(n), provider.base_url, model(n))
         project_id = project_new("instructions").pk
@@ -179,37 +197,63 @@ def instructions(window: int = WINDOW, rounds: int = 3) -> list[Counted] | str:
             "ROJO_TURN_HEARTBEAT_SECONDS": "3600",
             "ROJO_MALLOC_TRIM_SECONDS": "0",
         }
-        log = scratch / "server.log"
         wrapper = callgrind.valgrind_command(out_dir)
         results = []
-        try:
-            for name in ("floor", "app"):
-                if name == "floor":
-                    server = floor_start(environ, provider.base_url, log, wrapper=wrapper)
-                    opener = floor_opener(server)
-                else:
-                    server = server_start(environ, log, wrapper=wrapper)
-                    target = http.Target(
-                        "127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token
-                    )
-                    opener = app_opener(target, project_id)
-                try:
-                    counter = _Counter(server, out_dir, provider)
-                    for n in (TURN_CHUNKS, TURN_CHUNKS):  # warm: lazy imports, caches, firsts
-                        asyncio.run(_stream(opener, n, provider))
-                    counter.get("start")
-                    per_chunk = [counter.per_chunk(opener, window) for _ in range(rounds)]
-                    turns = [counter.turn(opener) for _ in range(rounds)]
-                    results.append(Counted(name, per_chunk, turns))
-                finally:
-                    server.stop()
-        finally:
-            provider.close()
-            if keep := os.environ.get("BENCH_KEEP_CALLGRIND"):  # for callgrind_annotate
-                shutil.copytree(out_dir, keep, dirs_exist_ok=True)
-            if os.environ.get("BENCH_KEEP_LOG"):
-                print(log.read_text()[-3000:])
+        for name in ("floor", "app"):
+            if name == "floor":
+                server = floor_start(environ, provider.base_url, log, wrapper=wrapper)
+                opener = floor_opener(server)
+            else:
+                server = server_start(environ, log, wrapper=wrapper)
+                target = http.Target(
+                    "127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token
+                )
+                opener = app_opener(target, project_id)
+            try:
+                counter = _Counter(server, out_dir, provider)
+                for n in (TURN_CHUNKS, TURN_CHUNKS):  # warm: lazy imports, caches, firsts
+                    asyncio.run(_stream(opener, n, provider))
+                counter.get("start")
+                per_chunk = [counter.per_chunk(opener, window) for _ in range(rounds)]
+                turns = [counter.turn(opener) for _ in range(rounds)]
+                results.append(Counted(name, per_chunk, turns))
+            finally:
+                server.stop()
+    finally:
+        provider.close()
+        if keep := os.environ.get("BENCH_KEEP_CALLGRIND"):  # for callgrind_annotate
+            shutil.copytree(out_dir, keep, dirs_exist_ok=True)
+        shutil.rmtree(out_dir, ignore_errors=True)
+        if os.environ.get("BENCH_KEEP_LOG"):
+            print(log.read_text()[-3000:])
     return results
+
+
+def instructions_section(results: list[Counted] | str) -> Section:
+    """Section 14: the counts beside each other, or why there are none."""
+    section = Section(
+        "14. Instructions per chunk",
+        "User-space instructions the server executes per streamed chunk, counted by "
+        "valgrind's callgrind (`bench/instructions.py`), so the same on a busy machine as on "
+        f"a quiet one: {WINDOW} chunks in the middle of a reply, sent in lockstep (the "
+        "provider sends a chunk once the client has the one before: each crosses alone), on "
+        "the app and on the floor relay; the median of 3 rounds. A turn's start and end: a "
+        f"whole reply of {TURN_CHUNKS} chunks less its chunks. Time-driven work (drafts, "
+        "heartbeats, malloc_trim) is left out; the kernel's part of each read and write is not "
+        "counted, so the ratio runs higher than section 10's CPU time ratio.",
+    )
+    if isinstance(results, str):
+        section.add("instructions", "not measured", note=results)
+        return section
+    floor, app = results
+    for counted in results:
+        rounds = ", ".join(f"{value:,.0f}" for value in counted.per_chunk_rounds)
+        section.add(f"{counted.name}_instructions_per_chunk", f"{counted.per_chunk:,.0f}",
+                    note=f"rounds: {rounds}")  # fmt: skip
+    section.add("app_vs_floor_instructions_per_chunk", f"{app.per_chunk / floor.per_chunk:.2f}x")
+    for counted in results:
+        section.add(f"{counted.name}_turn_start_and_end", f"{counted.per_turn / 1e6:.1f} M")
+    return section
 
 
 def calls_per_chunk(window: int = WINDOW, top: int = 40) -> None:
