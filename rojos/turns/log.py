@@ -178,7 +178,12 @@ class Turn:
             return
         future = asyncio.get_running_loop().create_future()
         self._waiting.append(future)
-        await future
+        try:
+            await future
+        except asyncio.CancelledError:  # a relay's wait_for that timed out: not kept until
+            with contextlib.suppress(ValueError):  # the next event (an hour's approval wait)
+                self._waiting.remove(future)
+            raise
 
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
         """Events numbered above `after`, then each new one until the turn is done."""
