@@ -4,7 +4,8 @@
 it. Any POST is sent on to the provider's /chat/completions as it came, and the provider's
 answer streamed back byte for byte: no parsing, no database, no session. What the app costs
 beyond it is the price of what it does (history, tools, sessions, events). GET
-/__bench__/usage answers the process's CPU time in ns, as bench/server.py's does.
+/__bench__/usage answers the process's CPU time in ns, as bench/server.py's does. With
+BENCH_FLOOR_LOOP=uvloop it runs on uvloop (not a dependency), the floor of uvloop's variants.
 """
 
 import asyncio
@@ -71,7 +72,12 @@ def main() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     print(sock.getsockname()[1], flush=True)
-    web.run_app(_app(sys.argv[1]), sock=sock, print=None, access_log=None, backlog=2048)
+    loop = None
+    if os.environ.get("BENCH_FLOOR_LOOP") == "uvloop":  # the floor of the uvloop variants
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    web.run_app(_app(sys.argv[1]), sock=sock, print=None, access_log=None, backlog=2048, loop=loop)
 
 
 def floor_start(env: dict[str, str], provider_url: str, log, *, wrapper: list[str] = ()) -> Server:
