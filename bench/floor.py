@@ -4,7 +4,8 @@
 it. Any POST is sent on to the provider's /chat/completions as it came, and the provider's
 answer streamed back byte for byte: no parsing, no database, no session. What the app costs
 beyond it is the price of what it does (history, tools, sessions, events). GET
-/__bench__/usage answers the process's CPU time in ns, as bench/server.py's does.
+/__bench__/usage answers the process's CPU time in ns, as bench/server.py's does. With
+BENCH_FLOOR_LOOP=uvloop it runs on uvloop (not a dependency), the floor of uvloop's variants.
 """
 
 import asyncio
@@ -16,7 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 from . import client as http
-from .server import USAGE_PATH, Server
+from .server import CALLGRIND_PATH, USAGE_PATH, Server
 
 
 def _app(provider_url: str):
@@ -50,7 +51,14 @@ def _app(provider_url: str):
 
     app = web.Application()
     app.cleanup_ctx.append(session_open)
+
+    async def callgrind(request):
+        from . import callgrind
+
+        return web.json_response(callgrind.control(request.query_string))
+
     app.router.add_get(USAGE_PATH, usage)
+    app.router.add_get(CALLGRIND_PATH, callgrind)
     app.router.add_post("/{tail:.*}", relay)
     return app
 
@@ -64,24 +72,30 @@ def main() -> None:
     sock.bind(("127.0.0.1", 0))
     sock.listen(2048)
     print(sock.getsockname()[1], flush=True)
-    web.run_app(_app(sys.argv[1]), sock=sock, print=None, access_log=None, backlog=2048)
+    loop = None
+    if os.environ.get("BENCH_FLOOR_LOOP") == "uvloop":  # the floor of the uvloop variants
+        import uvloop
+
+        loop = uvloop.new_event_loop()
+    web.run_app(_app(sys.argv[1]), sock=sock, print=None, access_log=None, backlog=2048, loop=loop)
 
 
-def floor_start(env: dict[str, str], provider_url: str, log) -> Server:
-    """Start `python -m bench.floor` beside the app, and wait until it answers."""
+def floor_start(env: dict[str, str], provider_url: str, log, *, wrapper: list[str] = ()) -> Server:
+    """Start `python -m bench.floor` beside the app, and wait until it answers (`wrapper`:
+    as bench.server.server_start's)."""
     import subprocess
     import urllib.error
 
     with log.open("a") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bench.floor", provider_url],
+            [*wrapper, sys.executable, "-m", "bench.floor", provider_url],
             env={**os.environ, **env},
             stdout=subprocess.PIPE,
             stderr=log_file,
             text=True,
         )
     server = Server(process=process, host="127.0.0.1", port=int(process.stdout.readline()))
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + (900 if wrapper else 30)
     while True:
         try:
             server.cpu_ns()

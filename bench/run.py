@@ -36,7 +36,7 @@ REPORT = env.ROOT / "docs" / "performance.md"
 # The sections after the first two, in the report's order.
 RUN = (
     *("concurrency", "big_files", "database", "window", "conversations", "slow_clients"),
-    *("sqlite_memory", "floor", "stream_memory", "scale_out", "backup_memory"),
+    *("sqlite_memory", "floor", "stream_memory", "scale_out", "backup_memory", "instructions"),
 )
 # Sections that take minutes each: run with --long (or --only); otherwise the report keeps
 # their last figures. Section 8 is issue #17's ten clients that never read, on two servers
@@ -46,6 +46,8 @@ LONG = {
     "sqlite_memory": (9, "`python -m bench.run --only sqlite_memory`, about 8 minutes"),
     # Issue #34's 1 GiB storage backed up and restored (3 GiB of scratch disk).
     "backup_memory": (13, "`python -m bench.run --only backup_memory`, about 3 minutes"),
+    # Issue #38's instructions per chunk, counted under valgrind: load-independent.
+    "instructions": (14, "`python -m bench.run --only instructions`, about 2 minutes"),
 }
 
 # Conversations at once, each level on a fresh server process. More at once: section 11
@@ -224,6 +226,13 @@ class Bench:
         print("\n# 13. Backup and restore memory", flush=True)
         return backup_memory_section(measure(1), measure(64 if self.quick else 1024))
 
+    def instructions(self) -> Section:
+        from .instructions import instructions_count, instructions_section
+
+        print("\n# 14. Instructions per chunk", flush=True)
+        world = (self.environ, self.log.parent, self.fixtures)
+        return instructions_section(instructions_count(*world, rounds=1 if self.quick else 3))
+
     def stream_memory(self) -> Section:
         from .stream_memory import STREAMS, stream_memory_all, stream_memory_section
 
@@ -304,7 +313,7 @@ def main(argv: list[str] | None = None) -> None:
         "--only",
         choices=[
             *("database", "window", "conversations", "slow_clients", "sqlite_memory"),
-            *("stream_memory", "scale_out", "backup_memory"),
+            *("stream_memory", "scale_out", "backup_memory", "instructions"),
         ],
         help="run one section and replace it in docs/performance.md (the rest stays)",
     )

@@ -16,6 +16,7 @@ sampler (bench/sampler.py) took so far.
 """
 
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -34,6 +35,8 @@ TRIM_PATH = "/__bench__/trim"
 HEAP_PATH = "/__bench__/heap"
 CROSSINGS_PATH = "/__bench__/crossings"
 PROFILE_RESET_PATH = "/__bench__/profile-reset"
+CALLGRIND_PATH = "/__bench__/callgrind"  # ?start, ?zero, ?dump-<label>: bench/callgrind.py
+CALLS_PATH = "/__bench__/calls"  # ?zero, ?take: the event loop's calls, by function
 
 _snapshots: list = []  # tracemalloc's, one per call of MEMORY_PATH
 
@@ -124,6 +127,31 @@ def _crossings_taken() -> dict:
     return {"total": sum(taken.values()), "calls": taken}
 
 
+_profiles: list = []  # the profiler counting the loop's calls since CALLS_PATH?zero
+
+
+def _calls(action: str) -> dict:
+    """Count the event loop thread's calls by function (cProfile, on CPU time) from ?zero;
+    ?take stops and answers them: {"path:line(function)": [calls, own s, with callees s]}."""
+    import cProfile
+    import pstats
+
+    profile = _profiles.pop() if _profiles else None
+    if profile is not None:
+        profile.disable()
+    if action == "zero":
+        profile = cProfile.Profile(time.process_time)
+        _profiles.append(profile)
+        profile.enable()
+        return {"done": action}
+    if action != "take" or profile is None:
+        return {"error": f"{action!r}: ?zero, then ?take"}
+    return {
+        f"{path}:{line}({name})": [calls, own, total]
+        for (path, line, name), (_, calls, own, total, _) in pstats.Stats(profile).stats.items()
+    }
+
+
 _gc_pauses: list[tuple[int, float]] = []
 _gc_started = 0.0
 
@@ -143,7 +171,8 @@ def _application():
     gc.callbacks.append(_gc_timer)
     if os.environ.get("BENCH_COUNT_CROSSINGS"):
         _crossings_count()
-    paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, CROSSINGS_PATH, HEAP_PATH, PROFILE_RESET_PATH)
+    paths = (USAGE_PATH, MEMORY_PATH, TRIM_PATH, CROSSINGS_PATH, HEAP_PATH, PROFILE_RESET_PATH,
+             CALLGRIND_PATH, CALLS_PATH)  # fmt: skip
 
     async def application(scope, receive, send):
         if scope["type"] == "http" and scope["path"] in paths:
@@ -159,6 +188,12 @@ def _application():
                 from . import sampler
 
                 usage = {"samples_dropped": sampler.reset()}
+            elif scope["path"] == CALLGRIND_PATH:
+                from . import callgrind
+
+                usage = callgrind.control(scope["query_string"].decode())
+            elif scope["path"] == CALLS_PATH:
+                usage = _calls(scope["query_string"].decode())
             else:
                 usage = {"cpu_ns": time.process_time_ns(), "gc_pauses": _gc_pauses}
             body = json.dumps(usage).encode()
@@ -192,9 +227,23 @@ def _serve_uvicorn(sock: socket.socket, variant: str) -> None:
         _application(), log_level="warning", lifespan="off", loop=loop, http=http,
         access_log=False,
     )  # fmt: skip
+    server = uvicorn.Server(config)
+    if os.environ.get("BENCH_CALLGRIND_LIB"):  # counted: its tick would blur the count
+        server.main_loop = functools.partial(_main_loop_slow, server)
     # uvicorn re-raises the SIGINT it was stopped with, once it has shut down.
     with contextlib.suppress(KeyboardInterrupt):
-        uvicorn.Server(config).run(sockets=[sock])
+        server.run(sockets=[sock])
+
+
+async def _main_loop_slow(server) -> None:
+    """uvicorn's main loop, its tick (the Date header, a look for the end) once a second
+    instead of ten times: under callgrind (bench/callgrind.py) ten ticks a second of a
+    valgrind-slow, load-long count added up to a million instructions, as many as the
+    whole per-turn spread, and with the load, not with the work counted."""
+    import asyncio
+
+    while not await server.on_tick(0):  # noqa: ASYNC110 (uvicorn's own loop, slower)
+        await asyncio.sleep(1)
 
 
 def _serve_daphne(sock: socket.socket) -> None:
@@ -294,15 +343,19 @@ class Server:
                 self.process.wait()
 
 
-def server_start(env: dict[str, str], log: Path, tree: Path | None = None) -> Server:
+def server_start(
+    env: dict[str, str], log: Path, tree: Path | None = None, *, wrapper: list[str] = ()
+) -> Server:
     """Start `python -m bench.server`, its output going to `log`, and wait until it answers.
 
     With `tree`, the app and the bench server of that checkout (a baseline to compare with).
+    With `wrapper`, the command that runs it (valgrind's: bench/callgrind.py), which may
+    take minutes to start it.
     """
     tree_env = {"PYTHONPATH": str(tree)} if tree else {}
     with log.open("a") as log_file:
         process = subprocess.Popen(
-            [sys.executable, "-m", "bench.server"],
+            [*wrapper, sys.executable, "-m", "bench.server"],
             cwd=tree,
             env={**os.environ, **env, **tree_env},
             stdout=subprocess.PIPE,
@@ -311,7 +364,8 @@ def server_start(env: dict[str, str], log: Path, tree: Path | None = None) -> Se
         )
     port = int(process.stdout.readline())
     server = Server(process=process, host="127.0.0.1", port=port)
-    deadline = time.monotonic() + 90  # a loaded machine, or tracemalloc, starts it slowly
+    # A loaded machine, or tracemalloc, starts it slowly; valgrind much more so.
+    deadline = time.monotonic() + (900 if wrapper else 90)
     while True:
         try:
             server.cpu_ns()

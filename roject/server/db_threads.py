@@ -195,3 +195,11 @@ class PooledThreadsASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         async with db_context():
             await super().__call__(scope, receive, send)
+
+    @classmethod
+    def chunk_bytes(cls, data):
+        """Django's, without a generator for a part that fits one message (every streamed
+        event): the generator's making and two resumptions came once per chunk of a reply."""
+        if 0 < len(data) <= cls.chunk_size:
+            return ((data, True),)
+        return super().chunk_bytes(data)

@@ -136,7 +136,12 @@ class WriteTimeout:
             return
         connection = _Connection(send)
 
+        flow = connection.flow
+
         async def bounded_send(message: dict) -> None:
+            if flow is not None and not flow.write_paused:  # uvicorn's, with room: as may_wait
+                await send(message)  # what connection.write does under uvicorn, once per chunk
+                return
             if not connection.may_wait():
                 await connection.write(message)
                 return

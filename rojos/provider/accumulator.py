@@ -21,6 +21,8 @@ _KNOWN_DELTA_KEYS = frozenset(
     {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"}
 )
 _KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
+# The keys of nearly every streamed delta: text and nothing else to look for.
+_TEXT_KEYS = frozenset({"role", "content"})
 _ID_ALPHABET = string.ascii_letters + string.digits
 
 
@@ -172,6 +174,8 @@ class StreamAccumulator:
             if len(self.text_parts) == _FOLD:
                 self._text_blocks.append("".join(self.text_parts))
                 self.text_parts.clear()
+        if delta.keys() <= _TEXT_KEYS:  # no reasoning, calls or extra keys to look for
+            return text
         reasoning = delta.get("reasoning_content")
         if reasoning and isinstance(reasoning, str):
             self._reason(reasoning, "reasoning_content")

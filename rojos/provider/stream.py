@@ -64,7 +64,10 @@ async def provider_chunks(
                     if data is None:
                         yield []
                         continue
-                    lines, rest = _lines(rest + data)
+                    buffer = rest + data  # its complete lines, and the unfinished rest
+                    lines = buffer.splitlines()  # (\n, \r\n or \r)
+                    unfinished = lines and not buffer.endswith((b"\n", b"\r"))
+                    rest = lines.pop() if unfinished else b""
                     chunks: list[dict] = []
                     try:
                         done = _parse_lines(lines, chunks, client.api_key)
@@ -94,14 +97,21 @@ async def provider_chunks(
 
 
 def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> bool:
-    """Parse SSE lines into `chunks`; True once [DONE] is read (what follows is ignored)."""
+    """Parse SSE lines into `chunks`; True once [DONE] is read (what follows is ignored).
+    (Once per chunk: a plain chunk is parsed and checked here, without the helpers' calls.)"""
     for line in lines:
         if line.startswith(b"data:"):
             payload = line[5:].strip()
             if payload == b"[DONE]":
                 return True
             if payload:
-                chunks.append(_checked(_parse_chunk(payload), secret))
+                try:
+                    chunk = orjson.loads(payload)  # a few times faster than json.loads
+                except ValueError:
+                    raise ProviderError(_NOT_JSON) from None
+                if type(chunk) is not dict or "error" in chunk:
+                    chunk = _checked(chunk, secret)
+                chunks.append(chunk)
         elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
             text = line[6:].strip().decode(errors="replace")
             metrics.provider_errors.labels(kind="stream").inc()
@@ -150,16 +160,4 @@ def _checked(chunk: Any, secret: str | None) -> Any:
     return chunk
 
 
-def _lines(buffer: bytes) -> tuple[list[bytes], bytes]:
-    """The complete lines in `buffer` (ended by \\n, \\r\\n or \\r), and the unfinished rest."""
-    lines = buffer.splitlines()
-    if lines and not buffer.endswith((b"\n", b"\r")):
-        return lines, lines.pop()
-    return lines, b""
-
-
-def _parse_chunk(data: bytes) -> dict:
-    try:
-        return orjson.loads(data)  # a few times faster than json.loads, once per chunk
-    except ValueError:
-        raise ProviderError("The provider sent a stream chunk that is not valid JSON.") from None
+_NOT_JSON = "The provider sent a stream chunk that is not valid JSON."

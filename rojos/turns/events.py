@@ -100,6 +100,9 @@ class TurnEvents:
         self._kinds: list[WireType] = []
         self._data: list[dict | _Run] = []
         self.seq = 0  # the last event's number (and the count of events)
+        # The last event's text when it is a chunk of a run: what a follower that keeps up
+        # asks for next, given without finding and decoding it in the run.
+        self._last_text: str | None = None
 
     def append(self, kind: WireType, data: dict | str) -> None:
         """Add the next event: a CHAT or REASONING event by its text alone, any other by its
@@ -111,8 +114,10 @@ class TurnEvents:
                 run = _Run()
                 self._entry(kind, run)
             run.add(data)
+            self._last_text = data
         else:
             self._entry(kind, data)
+            self._last_text = None
 
     def _entry(self, kind: WireType, data: dict | _Run) -> None:
         self._starts.append(self.seq)
@@ -130,6 +135,8 @@ class TurnEvents:
         CATCH_UP_BYTES at most.
         """
         seq = after + 1
+        if seq == self.seq and self._last_text is not None:  # the chunk just published
+            return WireEvent(seq, self._kinds[-1], {"text": self._last_text})
         if seq > self.seq or seq < 1:
             return None
         index = self._find(seq)

@@ -57,7 +57,9 @@ class Turn:
         self.begun = False  # its task has started running (turns.turn_run)
         self.stop_asked = False  # a Stop came before it had
         self.interrupted = False  # its process shuts down (rojos.turns.shutdown)
-        self._changed = asyncio.Event()
+        # Followers waiting for the next event: a future each, woken by publish (an Event
+        # made anew for every chunk cost more than the follower's write of it).
+        self._waiting: list[asyncio.Future] = []
 
     def stop(self) -> None:
         """Stop the turn: cancel its task, or, before the task first ran (a task cancelled
@@ -79,8 +81,17 @@ class Turn:
             self.events.append("REASONING", event.text)  # a run, as CHAT chunks are
         else:
             self.events.append(event.type, event_data(event))
-        self._changed.set()
-        self._changed = asyncio.Event()
+        if self._waiting:  # (not a call of _wake for every chunk)
+            waiting, self._waiting = self._waiting, []
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
+
+    def _wake(self) -> None:
+        waiting, self._waiting = self._waiting, []
+        for future in waiting:
+            if not future.done():  # a follower that gave up waiting (wait_for's timeout)
+                future.set_result(None)
 
     @property
     def seq(self) -> int:
@@ -159,11 +170,20 @@ class Turn:
 
     def finish(self) -> None:
         self.finished = True
-        self._changed.set()
+        self._wake()
 
     async def changed(self) -> None:
-        """Wait for the next event (or the end)."""
-        await self._changed.wait()
+        """Wait for the next event (or the end; at once once the turn is finished)."""
+        if self.finished:
+            return
+        future = asyncio.get_running_loop().create_future()
+        self._waiting.append(future)
+        try:
+            await future
+        except asyncio.CancelledError:  # a relay's wait_for that timed out: not kept until
+            with contextlib.suppress(ValueError):  # the next event (an hour's approval wait)
+                self._waiting.remove(future)
+            raise
 
     async def follow(self, after: int = 0) -> AsyncIterator[WireEvent]:
         """Events numbered above `after`, then each new one until the turn is done."""
@@ -185,17 +205,21 @@ class Turn:
         if position > self.events.seq:
             position = 0
         events = self.events
+        loop = asyncio.get_running_loop()
         while True:
-            event = events.after(position)
-            if event is None:  # all sent; more may have come while the last batch was
+            if position >= events.seq:  # all sent; more may have come while the last batch was
                 if self.finished:
                     return
-                await self._changed.wait()
+                waiting = loop.create_future()  # as changed() waits, without its coroutine
+                self._waiting.append(waiting)
+                await waiting
                 continue
+            event = events.after(position)
             batch = [event]
-            while (event := events.after(event.seq)) is not None:
+            while event.seq < events.seq:
+                event = events.after(event.seq)
                 batch.append(event)
-            position = batch[-1].seq
+            position = event.seq
             yield batch
 
 

@@ -7,9 +7,10 @@ import threading
 import pytest
 from asgiref.sync import sync_to_async
 from django.contrib.auth.models import User
+from django.core.handlers.asgi import ASGIHandler
 from django.db import DatabaseError, connections
 
-from roject.server.db_threads import DbThreadPool, db_context
+from roject.server.db_threads import DbThreadPool, PooledThreadsASGIHandler, db_context
 
 
 async def _thread() -> threading.Thread:
@@ -212,3 +213,12 @@ def test_streaming_replies_hold_no_pooled_connection(
     assert lent <= 2  # this test's own connection, and maybe a heartbeat's
     assert len(outcomes) == replies
     assert all(kinds[-1] == "DONE" and "ERROR" not in kinds for kinds in outcomes)
+
+
+@pytest.mark.parametrize("size", [0, 1, 65536, 65537, 3 * 65536 + 5])
+def test_a_response_part_is_cut_into_messages_as_django_cuts_it(size):
+    """One message for a part that fits (every streamed event), without Django's generator."""
+    data = b"x" * size
+    assert ASGIHandler.chunk_size == 65536
+    ours = list(PooledThreadsASGIHandler.chunk_bytes(data))
+    assert ours == list(ASGIHandler.chunk_bytes(data))

@@ -8,6 +8,8 @@ events were published.
 
 import asyncio
 
+import pytest
+
 from rojos.agent.events import ChatEvent, DoneEvent, StartEvent, ToolCallEvent
 from rojos.turns.log import Turn
 
@@ -58,3 +60,28 @@ async def test_a_follower_re_attaching_mid_turn_gets_what_it_missed_in_one_batch
         turn.publish(ChatEvent(text=text))
     batch = await _next(turn.follow_batches(after=2))
     assert [(e.seq, e.data["text"]) for e in batch] == [(3, "c"), (4, "d")]
+
+
+async def test_a_waiter_wakes_at_the_next_event_and_at_once_once_the_turn_is_finished():
+    turn = Turn(conversation_id=1)
+    waiting = asyncio.ensure_future(turn.changed())
+    await asyncio.sleep(0)
+    assert not waiting.done()
+
+    turn.publish(ChatEvent(text="Hi"))
+    await asyncio.wait_for(waiting, 1)
+    turn.finish()
+    await asyncio.wait_for(turn.changed(), 1)
+
+
+async def test_a_wait_given_up_is_not_kept_until_the_next_event():
+    """A relay pings its follower when nothing came for a while (wait_for's timeout): a
+    turn waiting an hour for an approval must not collect a waiter per ping."""
+    turn = Turn(conversation_id=1)
+    for _ in range(3):
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(turn.changed(), 0.01)
+    assert turn._waiting == []
+    follower = turn.follow_batches()
+    turn.publish(ChatEvent(text="still there"))
+    assert [e.data for e in await _next(follower)] == [{"text": "still there"}]
