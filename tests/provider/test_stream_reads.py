@@ -2,6 +2,7 @@
 and what comes out is the reply, chunk for chunk, however the reads cut it."""
 
 import asyncio
+import gc
 import json
 
 import pytest
@@ -48,3 +49,37 @@ async def test_pieces_cut_big_reads_and_keep_every_byte():
 
     assert [len(p) for p in pieces] == [READ_MAX, READ_MAX, 5, 4]
     assert b"".join(pieces) == b"a" * (2 * READ_MAX + 5) + b"tail"
+
+
+async def test_each_read_of_the_providers_socket_takes_at_most_recv_max(fake_provider):
+    """asyncio's transport reads into a new buffer of its max_size (256 KiB): above the
+    allocator's mmap threshold, every chunk's read mapped and unmapped one."""
+    from urllib.parse import urlsplit
+
+    from rojos.provider.body import RECV_MAX
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    fake_provider.add(stream(text_chunks("Hello there, how are you?", pieces=5)))
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    client = await rojo_client(rojo)
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}], "stream": True}
+    port = urlsplit(fake_provider.base_url).port
+
+    def to_the_provider() -> list:
+        return [
+            o
+            for o in gc.get_objects()
+            if isinstance(o, asyncio.Transport)
+            and not o.is_closing()
+            and (o.get_extra_info("peername") or (None, None))[1] == port
+        ]
+
+    texts = []
+    async for batch in provider_chunks(client, request):
+        texts += [c["choices"][0]["delta"].get("content") or "" for c in batch]
+        transports = to_the_provider()
+        assert transports
+        assert [t.max_size for t in transports] == [RECV_MAX] * len(transports)
+    assert "".join(texts) == "Hello there, how are you?"
