@@ -67,11 +67,16 @@ async def test_each_read_of_the_providers_socket_takes_at_most_recv_max(fake_pro
     request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}], "stream": True}
     port = urlsplit(fake_provider.base_url).port
 
+    loop = asyncio.get_running_loop()
+
     def to_the_provider() -> list:
+        """This loop's open connections to the provider (the pool is the loop's: another
+        test's loop may have left connections of its own, never read from here)."""
         return [
             o
             for o in gc.get_objects()
             if isinstance(o, asyncio.Transport)
+            and getattr(o, "_loop", None) is loop
             and not o.is_closing()
             and (o.get_extra_info("peername") or (None, None))[1] == port
         ]
