@@ -97,6 +97,7 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
     one, the compaction that finds a summary is due (sizes, stubs, cuts, the choice of the
     turns to summarise) and the request built meanwhile, the model call left out.
     """
+    from roject.storage import project_root_create
     from rojos.agent.history import History
     from rojos.agent.requests import TurnRequests
     from rojos.provider.request import build_request
@@ -105,7 +106,9 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
     project = project_new(f"window {messages} {summary} {time.monotonic_ns()}")
     conversation = _conversation(rojo, user, project, messages, summary=summary)
     tools = [registry.get(name).definition for name in rojo.tools]
-    ctx = RojoToolContext(project_id=project.pk, project_root=None, user=user)
+    # A root of its own: the preparation reads the project's instruction files (AGENTS.md).
+    root = project_root_create(project.pk)
+    ctx = RojoToolContext(project_id=project.pk, project_root=root, user=user)
 
     async def prepare(requests: TurnRequests) -> None:
         if summary:
