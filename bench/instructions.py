@@ -250,6 +250,9 @@ CHANGES = (
     ("the provider's socket read at most 32 KiB at a time (asyncio's 256 KiB buffer was "
      "mapped, remapped and unmapped for every chunk: 8.2 system calls per chunk, now 5.2; "
      "the floor's 7.0)", 174_966),
+    ("the chat's response written by the turn's own task while it has every event, a read's "
+     "chunks at once as the turn waits for the next (no wake-up of the response's task, no "
+     "loop pass, no generators on its side: 2 loop passes a chunk, as the floor's)", 154_693),
 )  # fmt: skip
 
 
@@ -283,14 +286,14 @@ def instructions_section(results: list[Counted] | str) -> Section:
     )
     section.notes += [
         f"Issue #38, instructions per chunk of the app before and after each change: {steps}.",
-        "What is left (`python -m bench.instructions --calls`): about 200 calls per chunk, a "
-        "third of them the event loop's: a chunk takes three loop passes in the app (the "
-        "provider's read wakes the turn's task, whose event wakes the follower's, which "
-        "writes) against two in the floor, whose one task reads and writes; the turn's "
-        "chunks cross three async generators (provider_chunks, TurnRequests.stream, "
-        "agent_loop) and the follower's two (follow_batches, the response's body), about "
-        "1,600 instructions each (two more measured +3,150). Each ASGI middleware level the "
-        "follower's wait sits under costs about 110 (ten more: +1,100).",
+        "What is left (`python -m bench.instructions --calls`): about 175 calls per chunk. "
+        "Before the last change a chunk took three loop passes in the app (the provider's "
+        "read woke the turn's task, whose event woke the response's, which wrote) against "
+        "two in the floor, whose one task reads and writes; now two, as the floor. The "
+        "turn's chunks still cross three async generators (provider_chunks, "
+        "TurnRequests.stream, agent_loop), about 1,600 instructions each (two more measured "
+        "+3,150); the rest is the work the floor does not do: parsing each chunk, the "
+        "accumulator, the turn's log, encoding the event.",
         "On uvloop (`python -m bench.instructions --loop uvloop`, uvloop installed by hand: "
         "the app as BENCH_SERVER=uvicorn-uvloop, the floor with BENCH_FLOOR_LOOP=uvloop), "
         "same code as the 176,076 above: floor 53,691, app 121,293 instructions per chunk "

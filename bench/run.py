@@ -28,7 +28,7 @@ from .sections_scale import (
 )
 from .sections_stream import MANY_STREAMS, latency_section, loop_section
 from .sections_window import window_section
-from .starts import BURST_MODEL, RUNNING_MODEL
+from .starts import BURST_MODEL, PACED_MODEL, RUNNING_MODEL
 from .steady import steady_model
 
 REPORT = env.ROOT / "docs" / "performance.md"
@@ -110,6 +110,7 @@ class Bench:
         env.rojo_new("paced-200", url, f"paced-100-20-together-{MANY_STREAMS}")
         env.rojo_new("tool-paced", url, "tool-paced-100-20")
         env.rojo_new(RUNNING_MODEL, url, RUNNING_MODEL)
+        env.rojo_new(PACED_MODEL, url, PACED_MODEL)
         env.rojo_new(BURST_MODEL, url, BURST_MODEL)
         for streams in (50, MANY_STREAMS):  # bench/steady.py's, quick and full
             env.rojo_new(steady_model(streams), url, steady_model(streams))
@@ -261,7 +262,7 @@ class Bench:
         on BENCH_BASELINE_TREE's server, when set)."""
         from .floor import floor_start
         from .sections_floor import app_figures, floor_section
-        from .starts import app_opener, burst, floor_figures
+        from .starts import app_opener, burst, floor_figures, paced_cpu_ms
         from .steady import steady_per_chunk
 
         print("\n# 10. Against the floor, and turn starts", flush=True)
@@ -280,6 +281,7 @@ class Bench:
                 streams = 50 if self.quick else MANY_STREAMS
                 steady = asyncio.run(steady_per_chunk(server, opener, streams=streams))
                 app["per_chunk_us"] = steady.per_chunk_us
+                app["paced_cpu_ms"] = asyncio.run(paced_cpu_ms(server, opener))
             app["bursts"][label] = asyncio.run(burst(server, opener))
             self._server_stop()
         return floor_section(figures, app)

@@ -22,6 +22,8 @@ RUNNING, BURST = 50, 200
 RUNNING_MODEL = "paced-400-20"  # 8 s: outlasts the slowest burst measured so far (3.4 s)
 BURST_MODEL, BURST_CHUNKS = "paced-20-20", 20
 SEQUENTIAL_RUNS = 20
+# A paced conversation (issue #38): a reply of 500 chunks 20 ms apart (10 s), alone.
+PACED_MODEL, PACED_RUNS = "paced-500-20", 2
 
 # (arrived ns, the provider's stamp in ns or None) for each chunk of one stream.
 Opener = Callable[[str], AsyncIterator[tuple[int, int | None]]]
@@ -134,6 +136,7 @@ class FloorFigures:
     per_chunk_us: float = 0.0  # 200 streams, once all started (bench/steady.py)
     per_chunk_with_starts_us: float = 0.0  # paced-100-20, 200 streams, starts included
     per_stream_kib: float = 0.0  # peak RSS above idle, 200 streams, per stream
+    paced_cpu_ms: float = 0.0  # one PACED_MODEL conversation at a time, start and end included
     burst: BurstResult | None = None
 
 
@@ -176,6 +179,7 @@ async def floor_figures(floor, concurrent: int) -> FloorFigures:
     )
     steady = await steady_per_chunk(floor, floor_opener(floor), streams=concurrent)
     figures.per_chunk_us = steady.per_chunk_us
+    figures.paced_cpu_ms = await paced_cpu_ms(floor, floor_opener(floor))
     figures.burst = await burst(floor, floor_opener(floor))
     return figures
 
@@ -188,6 +192,18 @@ async def _sequential_cpu_ms(server, open_stream: Opener, runs: int) -> float:
     for _ in range(runs):
         await _one(open_stream, BURST_MODEL, BurstResult(), None)
     return (await asyncio.to_thread(server.cpu_ns) - before) / 1e6 / runs
+
+
+async def paced_cpu_ms(server, open_stream: Opener) -> float:
+    """Server CPU per PACED_MODEL conversation, each alone, its start and its end (what the
+    server does after the last chunk) included; the median of PACED_RUNS."""
+    spent = []
+    for _ in range(PACED_RUNS):
+        before = await asyncio.to_thread(server.cpu_ns)
+        await _one(open_stream, PACED_MODEL, BurstResult(), None)
+        await asyncio.sleep(0.3)  # the turn's end is stored after its last event
+        spent.append((await asyncio.to_thread(server.cpu_ns) - before) / 1e6)
+    return median(spent)
 
 
 async def _crossings(server, open_stream: Opener) -> dict:

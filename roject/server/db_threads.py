@@ -30,6 +30,8 @@ from django.conf import settings
 from django.core.handlers.asgi import ASGIHandler
 from django.db import connections
 
+from roject.server.direct_writes import DirectStream
+
 logger = logging.getLogger(__name__)
 
 _STOP = None  # a worker that takes it from the queue closes its connections and ends
@@ -195,6 +197,11 @@ class PooledThreadsASGIHandler(ASGIHandler):
     async def __call__(self, scope, receive, send):
         async with db_context():
             await super().__call__(scope, receive, send)
+
+    async def send_response(self, response, send):
+        if isinstance(response, DirectStream):  # its parts may be written by their producer
+            response.bind(send)
+        await super().send_response(response, send)
 
     @classmethod
     def chunk_bytes(cls, data):

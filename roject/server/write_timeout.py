@@ -20,6 +20,10 @@ closed (SO_LINGER 0): a closed socket's kernel buffer, up to several MB, still t
 its unsent data out to a client that reads at last, which then sees a stream that stops
 mid-event, instead of a reset it can re-attach after at once. A turn outlives its
 connection, so the client re-attaches from its Last-Event-ID when it reads again.
+
+Under uvicorn, the request's scope says whether a write now would go out without waiting
+(`rojo.write_ready`): a streamed chat's chunks are then written by the turn's own task
+(roject/server/direct_writes.py).
 """
 
 import asyncio
@@ -31,6 +35,8 @@ import struct
 
 from django.conf import settings
 from django.core.exceptions import RequestAborted
+
+from roject.server.direct_writes import WRITE_READY
 
 logger = logging.getLogger(__name__)
 
@@ -137,6 +143,9 @@ class WriteTimeout:
         connection = _Connection(send)
 
         flow = connection.flow
+        if flow is not None:  # a write while it is not paused goes out at once (bounded_send)
+            ready = {WRITE_READY: lambda: not flow.write_paused}
+            scope["extensions"] = {**(scope.get("extensions") or {}), **ready}  # a copy: ours
 
         async def bounded_send(message: dict) -> None:
             if flow is not None and not flow.write_paused:  # uvicorn's, with room: as may_wait

@@ -20,6 +20,7 @@ from rojos.context.model_choice import ModelInUse, model_default
 from rojos.errors import StepLimitReached
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.body import Idle
 from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 
@@ -54,6 +55,7 @@ async def agent_loop(
     budgets: list[Left] | None = None,
     role_read: bool = False,
     model: ModelInUse | None = None,
+    idle: Idle | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Run the rojo on a history that ends with the user's message.
 
@@ -71,6 +73,9 @@ async def agent_loop(
 
     `model` is the model the turn asks (rojos.context.model_choice: the conversation's, or a
     regenerate's); None: the rojo's default. Each reply records the model that wrote it.
+
+    `idle` is called before each wait for the provider's next bytes and as each response
+    ends: the events yielded so far are all for now (the turn writes them out then).
     """
     model = model or model_default(rojo)
     runner = ToolCallRunner(
@@ -101,7 +106,7 @@ async def agent_loop(
         thinking = Thinking(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
-            chunks = requests.stream(tick=deltas.quiet_spell)
+            chunks = requests.stream(tick=deltas.quiet_spell, idle=idle)
             async with contextlib.aclosing(chunks):
                 async for batch in chunks:
                     if type(batch) is not list:  # a summary made to fit the window

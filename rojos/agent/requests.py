@@ -47,7 +47,7 @@ from rojos.context.window import (
 )
 from rojos.models import Message, Rojo, UsageRecord
 from rojos.provider.accumulator import Completion, StreamAccumulator
-from rojos.provider.body import Tick
+from rojos.provider.body import Idle, Tick
 from rojos.provider.images import images_inline, images_taken
 from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.request import build_request
@@ -171,10 +171,13 @@ class TurnRequests:
             summaries=summaries,
         )
 
-    async def stream(self, *, tick: Tick | None = None) -> AsyncIterator[list[dict] | SummaryEvent]:
+    async def stream(
+        self, *, tick: Tick | None = None, idle: Idle | None = None
+    ) -> AsyncIterator[list[dict] | SummaryEvent]:
         """The chunks of the step's response, a list per network read (an empty one after
-        each quiet spell of tick()'s seconds, stream_body.Tick); before them, the SUMMARY
-        of any turns that had to be summarised to fit the window."""
+        each quiet spell of tick()'s seconds, stream_body.Tick; `idle` before each read that
+        waits, provider_chunks'); before them, the SUMMARY of any turns that had to be
+        summarised to fit the window."""
         if not self.opened:
             self.opened = True
             await window_learn(self.model)
@@ -194,7 +197,7 @@ class TurnRequests:
         while True:
             started = False
             try:
-                chunks = provider_chunks(self.client, request, tick=tick)
+                chunks = provider_chunks(self.client, request, tick=tick, idle=idle)
                 async with contextlib.aclosing(chunks):
                     async for batch in chunks:
                         started = started or bool(batch)  # an empty one: a quiet spell

@@ -21,6 +21,8 @@ Read = Callable[[], Awaitable[bytes | None]]
 # Asked before each read: how long a quiet spell may last before the read returns None;
 # None: the read waits as long as it takes (no timer: most reads of a stream need none).
 Tick = Callable[[], float | None]
+# Called before a read that will wait for the provider: what came so far is all for now.
+Idle = Callable[[], None]
 
 # The most bytes one read returns. A provider faster than the turn fills the transport's
 # buffer; taking it all at once (~250 KB) would parse ~1,700 chunks into dicts together, a
@@ -36,23 +38,31 @@ async def _pieces(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
 
 
 class _Body:
-    """aiohttp's stream of one response, and how much of it was read."""
+    """aiohttp's stream of one response, how much of it was read, and what to call before
+    a read waits (body_reader's `idle`)."""
 
-    def __init__(self, content: aiohttp.StreamReader) -> None:
+    def __init__(self, content: aiohttp.StreamReader, idle: Idle | None = None) -> None:
         self.content = content
         self.consumed = 0
+        self.idle = idle
 
     async def read(self) -> bytes:
         data = await self.content.read(READ_MAX)
         self.consumed += len(data)
         return data
 
-    async def read_or_tick(self, tick: Tick) -> bytes | None:
+    async def read_or_tick(self, tick: Tick | None) -> bytes | None:
         """The next bytes, or None once tick()'s seconds passed without any. Cancelling
         aiohttp's wait for data loses nothing: what arrives stays in its buffer for the next
         read."""
         content = self.content
-        if content.total_bytes > self.consumed or content.is_eof() or (seconds := tick()) is None:
+        seconds = None
+        if content.total_bytes == self.consumed and not content.is_eof():  # it will wait
+            if self.idle is not None:
+                self.idle()
+            if tick is not None:
+                seconds = tick()
+        if seconds is None:
             # Something is there already, or no quiet spell to watch for: no timer. (Read
             # here, not through read(): one coroutine fewer on every read's way back.)
             data = await content.read(READ_MAX)
@@ -120,23 +130,34 @@ def _recv_bounded(transport) -> None:
 
 @contextlib.contextmanager
 def body_reader(
-    response: httpx2.Response, timeout: float | None, tick: Tick | None = None
+    response: httpx2.Response,
+    timeout: float | None,
+    tick: Tick | None = None,
+    idle: Idle | None = None,
 ) -> Iterator[Read]:
     """A function returning the body's next bytes as they arrive, and b"" at its end.
 
     `timeout` is the longest silence allowed between two network reads (None: no limit).
     With `tick` (asked before each read), a read that waited that long for nothing returns
     None, so the reader can show what it has meanwhile (aiohttp's transport only; httpx2's
-    reads are not cut). A read that tick() gives None waits with no timer.
+    reads are not cut). A read that tick() gives None waits with no timer. `idle` is called
+    before each read that will wait (httpx2's: before every read).
     """
     adapter = getattr(response.stream, "_stream", None)  # httpx2's bound stream -> adapter's
     aiohttp_response = getattr(adapter, "_aiohttp_response", None)
     if not isinstance(aiohttp_response, aiohttp.ClientResponse):
-        yield functools.partial(anext, _pieces(response.aiter_bytes()), b"")
+        pieces = _pieces(response.aiter_bytes())
+
+        async def read_pieces() -> bytes:
+            if idle is not None:
+                idle()
+            return await anext(pieces, b"")
+
+        yield read_pieces
         return
-    body = _Body(aiohttp_response.content)
+    body = _Body(aiohttp_response.content, idle)
     connection = aiohttp_response.connection  # None once the whole body has arrived
-    read = functools.partial(body.read_or_tick, tick) if tick else body.read
+    read = functools.partial(body.read_or_tick, tick) if tick or idle else body.read
     if connection is not None and connection.protocol is not None:
         _recv_bounded(connection.protocol.transport)
     if connection is None or connection.protocol is None or not timeout:

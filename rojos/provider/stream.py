@@ -23,13 +23,17 @@ from django.conf import settings
 from rojos import metrics
 from rojos.errors import ProviderError
 from rojos.provider.admission import admitted
-from rojos.provider.body import Read, Tick, body_reader
+from rojos.provider.body import Idle, Read, Tick, body_reader
 from rojos.provider.failures import failure_message, mid_stream_message, scrub
 from rojos.provider.refusals import refusal_of
 
 
 async def provider_chunks(
-    client: openai.AsyncOpenAI, request: dict, *, tick: Tick | None = None
+    client: openai.AsyncOpenAI,
+    request: dict,
+    *,
+    tick: Tick | None = None,
+    idle: Idle | None = None,
 ) -> AsyncIterator[list[dict]]:
     """Yield the parsed chunks of one streaming chat completion, a list per network read.
 
@@ -37,6 +41,8 @@ async def provider_chunks(
     generator once per read instead of once per chunk. With `tick`, an empty list comes
     after each quiet spell of tick()'s seconds, asked before each read (the loop then shows
     forming tool calls; tick() is None while there is none, and the read needs no timer).
+    `idle` is called before each read that will wait, and as the stream ends: what the
+    reader was given so far is all there is for now (a turn writes it to its followers).
 
     The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
     and error types) as the plain JSON body it already is: the typed `create` would first
@@ -55,7 +61,7 @@ async def provider_chunks(
                 yield [_checked(json.loads(await response.aread()), client.api_key)]
                 return
             rest = b""
-            with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick) as read:
+            with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick, idle) as read:
                 first = True
                 while (data := await read()) != b"":
                     if first and data:  # the time to the first chunk: a test a read
@@ -81,6 +87,8 @@ async def provider_chunks(
                         await _drain(read)
                         return
         finally:
+            if idle is not None:
+                idle()
             await response.aclose()
     except openai.APIStatusError as exc:
         metrics.provider_errors.labels(kind=f"http_{exc.status_code // 100}xx").inc()

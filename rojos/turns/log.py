@@ -7,7 +7,7 @@ running turn waits for: people's decisions on its calls.
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 
 from django.conf import settings
 
@@ -60,6 +60,11 @@ class Turn:
         # Followers waiting for the next event: a future each, woken by publish (an Event
         # made anew for every chunk cost more than the follower's write of it).
         self._waiting: list[asyncio.Future] = []
+        # Followers waiting that the turn's task writes to itself while they wait
+        # (follow_batches' `direct`), woken only when it cannot; and whether chunks were
+        # published since it last did (flush() writes them).
+        self._direct: list[_Direct] = []
+        self._unwritten = False
 
     def stop(self) -> None:
         """Stop the turn: cancel its task, or, before the task first ran (a task cancelled
@@ -75,23 +80,57 @@ class Turn:
         self.stop()
 
     def publish(self, event: TurnEvent) -> None:
+        chunk = True
         if type(event) is ChatEvent:
             self.events.append("CHAT", event.text)
         elif type(event) is ReasoningEvent and not event.whole:
             self.events.append("REASONING", event.text)  # a run, as CHAT chunks are
         else:
             self.events.append(event.type, event_data(event))
+            chunk = False
         if self._waiting:  # (not a call of _wake for every chunk)
             waiting, self._waiting = self._waiting, []
             for future in waiting:
                 if not future.done():
                     future.set_result(None)
+        if self._direct:
+            if chunk:
+                self._unwritten = True  # a read's chunks go out together, at flush()
+            else:
+                self._write_direct()
+
+    def flush(self) -> None:
+        """Write the chunks published since the last write to the direct followers: the
+        turn's task is about to wait (for the provider's next bytes, or its stream ended).
+        Every other event is written as it is published."""
+        if self._unwritten:
+            self._write_direct()
+
+    def _write_direct(self) -> None:
+        """Hand each direct follower what it has not had, as one batch; one whose write
+        could not take it is woken to send it itself."""
+        self._unwritten = False
+        kept = []
+        for follower in self._direct:
+            if follower.waiting.done():  # cancelled: its response is going away
+                continue
+            batch = self._batch_after(follower.seq)
+            if follower.write(batch):
+                follower.seq = batch[-1].seq
+                kept.append(follower)
+            else:
+                follower.waiting.set_result(None)
+        self._direct = kept
 
     def _wake(self) -> None:
         waiting, self._waiting = self._waiting, []
         for future in waiting:
             if not future.done():  # a follower that gave up waiting (wait_for's timeout)
                 future.set_result(None)
+        direct, self._direct = self._direct, []
+        for follower in direct:
+            if not follower.waiting.done():
+                follower.waiting.set_result(None)
 
     @property
     def seq(self) -> int:
@@ -191,9 +230,17 @@ class Turn:
             for event in batch:
                 yield event
 
-    async def follow_batches(self, after: int = 0) -> AsyncIterator[list[WireEvent]]:
+    async def follow_batches(
+        self, after: int = 0, *, direct: Callable[[list[WireEvent]], bool] | None = None
+    ) -> AsyncIterator[list[WireEvent]]:
         """Events numbered above `after`, then the new ones until the turn is done: each
         time, all those published by then, in order (the chat stream writes them at once).
+
+        With `direct`, while the follower has all and waits, the turn's own task hands
+        what is new to direct(batch) (a chunk at flush(), any other event as it is
+        published), and the follower goes on waiting; it is woken (and gets the batch here)
+        when direct returns False. A chunk then costs no wake-up of the follower's task
+        (roject/server/direct_writes.py).
 
         What the follower missed of a run of CHAT chunks comes in events of about 64 KiB
         (each numbered as its last chunk: TurnEvents.after). An `after` this turn never gave
@@ -211,16 +258,43 @@ class Turn:
                 if self.finished:
                     return
                 waiting = loop.create_future()  # as changed() waits, without its coroutine
-                self._waiting.append(waiting)
-                await waiting
+                if direct is None:
+                    self._waiting.append(waiting)
+                    await waiting
+                    continue
+                follower = _Direct(waiting, direct, position)
+                self._direct.append(follower)
+                try:
+                    await waiting
+                finally:
+                    position = follower.seq  # what direct() took is sent
+                    with contextlib.suppress(ValueError):
+                        self._direct.remove(follower)
                 continue
-            event = events.after(position)
-            batch = [event]
-            while event.seq < events.seq:
-                event = events.after(event.seq)
-                batch.append(event)
-            position = event.seq
+            batch = self._batch_after(position)
+            position = batch[-1].seq
             yield batch
+
+    def _batch_after(self, position: int) -> list[WireEvent]:
+        """The events after `position` (below the last), as a follower gets them next."""
+        events = self.events
+        event = events.after(position)
+        batch = [event]
+        while event.seq < events.seq:
+            event = events.after(event.seq)
+            batch.append(event)
+        return batch
+
+
+class _Direct:
+    """A follower waiting while publish writes to it: its wake-up, its write, its place."""
+
+    __slots__ = ("seq", "waiting", "write")
+
+    def __init__(
+        self, waiting: asyncio.Future, write: Callable[[list[WireEvent]], bool], seq: int
+    ) -> None:
+        self.waiting, self.write, self.seq = waiting, write, seq
 
 
 _turns: dict[int, Turn] = {}  # this process's running and recently finished turns

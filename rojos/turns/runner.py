@@ -111,6 +111,7 @@ async def _run(
                     budgets=budgets,
                     role_read=True,  # turn_start's `access`, read as the turn started
                     model=model,
+                    idle=turn.flush,  # a read's chunks to the followers in one write
                 )
             ) as events,
         ):

@@ -4,7 +4,7 @@ service, encode. Errors are answered in rojos/web/errors.py, schemas are in rojo
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, StreamingHttpResponse
+from django.http import HttpRequest
 from ninja import NinjaAPI, Status, Swagger
 
 from roject.api_answers import answers
@@ -13,12 +13,14 @@ from roject.files_api import router as files_router
 from roject.identity.live_auth import checked_stream, live_access_check
 from roject.identity.token_auth import session_auth, token_auth
 from roject.members.selectors import membership_list
+from roject.server.direct_writes import DirectStream, write_ready_of
 from rojos.changes import undo
 from rojos.conversations.search import conversation_search
 from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
 from rojos.turns.admission import start_admit
 from rojos.turns.decisions import approval_decide
+from rojos.turns.log import Turn
 from rojos.turns.reattach import turn_reattach_plan
 from rojos.turns.repair import dead_turn_end
 from rojos.turns.start import turn_start
@@ -161,33 +163,29 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
 WRITE_MAX = 64 * 1024
 
 
-class _EventStream(StreamingHttpResponse):
-    """A streaming response whose body yields bytes, handed to the server as it is.
-
-    Django's passes every part through two async generators of its own and make_bytes, which
-    cost about as much as encoding the event; the body's parts are bytes already. A
-    middleware that replaces the content gets Django's way back.
-    """
-
-    def __init__(self, body, **kwargs) -> None:
-        super().__init__(body, **kwargs)
-        self._body = self._iterator  # what Django made of `body`: the body itself
-
-    def __aiter__(self):
-        if self._iterator is self._body:
-            return self._body
-        return super().__aiter__()
-
-
-def _stream(request: HttpRequest, batches) -> StreamingHttpResponse:
-    """The response streaming `batches` (lists of events): each list in one write (up to
-    WRITE_MAX), so the events due together cost one trip through Django's and the server's
-    send."""
+def _stream(request: HttpRequest, batches=None, *, turn: Turn | None = None) -> DirectStream:
+    """The response streaming `batches` (lists of events), or the `turn` followed from its
+    start: each list in one write (up to WRITE_MAX), so the events due together cost one trip
+    through Django's and the server's send. What the turn publishes while its follower has
+    all is written by the turn's own task, where the server lets it (DirectStream)."""
     content_type, encode = encoder_for(request.headers.get("Accept", ""))
 
     async def body():
         # The stream holds no database connection: the database threads keep theirs.
-        async for batch in batches:
+        writer = response.writer
+        events = batches
+
+        def direct(batch) -> bool:  # in the turn's task: the batch in one write, or False
+            if len(batch) == 1:
+                return writer.write(encode(batch[0]))
+            data = b"".join([encode(event) for event in batch])
+            return len(data) <= WRITE_MAX and writer.write(data)
+
+        if turn is not None:
+            events = turn.follow_batches(direct=direct if writer else None)
+        async for batch in events:
+            if writer is not None:
+                await writer.settled()  # a direct write that had to wait goes out first
             if len(batch) == 1:
                 yield encode(batch[0])
                 continue
@@ -200,8 +198,12 @@ def _stream(request: HttpRequest, batches) -> StreamingHttpResponse:
                     pieces, size = [], 0
             if pieces:
                 yield b"".join(pieces)
+        if writer is not None:
+            await writer.settled()
 
-    response = _EventStream(body(), content_type=content_type)
+    response = DirectStream(
+        body(), content_type=content_type, write_ready=write_ready_of(request.scope)
+    )
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
     return response
@@ -244,7 +246,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     except BaseException:
         admission.release_unless_handed()
         raise
-    return _stream(request, turn.follow_batches())
+    return _stream(request, turn=turn)
 
 
 @api.get("/conversations/{conversation_id}/stream", response=answers(None, 404, 422), tags=["chat"])
@@ -266,7 +268,7 @@ async def conversation_stream(
     after = int(last_id) if last_id.isascii() and last_id.isdigit() else after
     allowed = live_access_check(request, user=request.auth, project_id=conversation.project_id)
 
-    def followed(events) -> StreamingHttpResponse:
+    def followed(events) -> DirectStream:
         every = settings.ROJO_LIVE_CHECK_SECONDS
         return _stream(request, checked_stream(events, allowed=allowed, every=every))
 

@@ -85,3 +85,59 @@ async def test_a_wait_given_up_is_not_kept_until_the_next_event():
     follower = turn.follow_batches()
     turn.publish(ChatEvent(text="still there"))
     assert [e.data for e in await _next(follower)] == [{"text": "still there"}]
+
+
+async def test_a_direct_follower_is_written_to_by_the_turn_and_woken_only_when_that_fails():
+    """With `direct`, what is published while the follower has all goes to direct() in the
+    publishing task: the chunks of a read together at flush(), any other event at once. The
+    follower's task sleeps on; its numbering goes on from what direct() took."""
+    turn = Turn(conversation_id=1)
+    written, room = [], [True]
+
+    def direct(batch):
+        if room[0]:
+            written.append([(event.seq, event.type, event.data) for event in batch])
+        return room[0]
+
+    turn.publish(StartEvent(conversation=1, message=1))
+    batches = turn.follow_batches(direct=direct)
+    assert [e.seq for e in await _next(batches)] == [1]
+    waiting = asyncio.ensure_future(anext(batches))
+    await asyncio.sleep(0)
+    turn.publish(ChatEvent(text="Hel"))
+    turn.publish(ChatEvent(text="lo"))
+    assert written == []  # a read's chunks wait for the read to end
+    turn.flush()
+    assert written == [[(2, "CHAT", {"text": "Hel"}), (3, "CHAT", {"text": "lo"})]]
+    turn.flush()  # nothing new: nothing written
+    turn.publish(ToolCallEvent(id="c1", name="list_files", args={}, index=0, of=1))
+    assert [(seq, kind) for seq, kind, _ in written[-1]] == [(4, "TOOL_CALL")]  # at once
+    await asyncio.sleep(0)
+    assert not waiting.done()  # written for it: never woken
+    room[0] = False  # the client reads slowly now: the follower writes these itself
+    turn.publish(ChatEvent(text="!"))
+    turn.flush()
+    assert [(e.seq, e.type) for e in await asyncio.wait_for(waiting, 1)] == [(5, "CHAT")]
+    room[0] = True
+    waiting = asyncio.ensure_future(anext(batches))
+    await asyncio.sleep(0)
+    turn.publish(DoneEvent())
+    turn.finish()
+    with pytest.raises(StopAsyncIteration):  # it had all: the end, nothing more to send
+        await asyncio.wait_for(waiting, 1)
+    assert written[-1] == [(6, "DONE", {})]
+
+
+async def test_a_direct_follower_that_goes_away_is_never_written_to_again():
+    turn = Turn(conversation_id=1)
+    written = []
+    batches = turn.follow_batches(direct=lambda batch: written.append(batch) or True)
+    waiting = asyncio.ensure_future(anext(batches))
+    await asyncio.sleep(0)
+    waiting.cancel()  # the client left: its response's task is cancelled
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    turn.publish(ChatEvent(text="after"))
+    turn.flush()
+    turn.publish(DoneEvent())
+    assert written == []
