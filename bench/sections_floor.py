@@ -230,8 +230,9 @@ def floor_section(floor, app: dict) -> Section:
         "times a start's CPU on the process's one core for Python, whatever order they "
         "run in. At the 30 to 40 ms a start measured on idle machines, that is 6 to "
         "8 s, and the median start waits for about half of it (3.5 to 4.4 s, as "
-        "measured); a first chunk within 0.5 s (median) and 1 s (p99) needs at most 5 "
-        "ms a start, a sixth. The profile above has no part that big: removing every "
+        "measured); a first chunk within 1 s (median) and 2 s (p99), issue #38's targets "
+        "(#22 had 0.5 and 1 s), needs at most about 10 ms a start, a third. The profile "
+        "above has no part that big: removing every "
         "database trip of a start (25% of its CPU) would leave about 22 ms. What would "
         "get there is a start that does not go through Django's request handling and "
         "the SDK (the floor's 0.15 s is an aiohttp handler forwarding bytes), or more "
@@ -239,6 +240,26 @@ def floor_section(floor, app: dict) -> Section:
         "measured layout (one process), so they are left. The running streams' p99 "
         "during the burst waits on the same CPU: the admission gate bounds it to eight "
         "starts at a time.",
+        "Issue #38, 5 December 2026: the chat's response written by the turn's own task "
+        "while the client keeps up (roject/server/direct_writes.py; section 14: 174,966 -> "
+        "154,693 instructions a chunk). `python -m bench.per_chunk --rounds 3 --baseline "
+        "<the tree before>`, interleaved, right after a CI run (load 5.8 falling to 3.8): "
+        "floor 60.4 µs a chunk, before 77.1 µs (1.28x; rounds 78.4, 77.1, 70.4), after "
+        "61.9 µs (1.03x; rounds 79.0, 61.9, 61.9): a chunk now takes two passes of the "
+        "event loop, as the floor's, not three.",
+        "Tried and left, the same day (`python -m bench.starts --sequential 10`, two rounds "
+        "each, interleaved, load 2 to 3): the GIL's switch interval at 1 ms instead of "
+        "Python's 5 ms, so that the event loop's thread waits less behind a database "
+        "thread's ORM work during the burst: the running streams' p99 was 164 and 120 ms "
+        "against 94 and 90 ms at 5 ms, first chunk p50 2.10 and 1.93 s against 1.67 and "
+        "2.15 s: worse, the switches cost more than the waits they cut.",
+        "What holds `cpu_per_paced_conversation_vs_floor` (issue #38's 1.3x): a paced "
+        "conversation of 500 chunks is its start and end plus 500 chunks. The chunks now "
+        "cost about the floor's (above); the start and end do not: section 14 counts "
+        "34 M instructions for a turn's start and end against the floor's 1.8 M (the "
+        "request's checks, the claim, the history, the SDK's request, the stored reply, "
+        "usage and the turn's record, on the database threads), worth about 200 chunks. "
+        "The burst's targets wait on the same cost (the note on the burst above).",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(

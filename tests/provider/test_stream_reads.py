@@ -61,7 +61,9 @@ async def test_each_read_of_the_providers_socket_takes_at_most_recv_max(fake_pro
     from rojos.provider.stream import provider_chunks
     from tests.support.helpers import make_rojo
 
-    fake_provider.add(stream(text_chunks("Hello there, how are you?", pieces=5)))
+    # Paced: the body is still arriving as it is read (one that had all arrived before the
+    # read began is not read from the socket again, and its connection would keep the size).
+    fake_provider.add(stream(text_chunks("Hello there, how are you?", pieces=5), delay=0.05))
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     client = await rojo_client(rojo)
     request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}], "stream": True}
