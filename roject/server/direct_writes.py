@@ -26,8 +26,10 @@ from django.http import StreamingHttpResponse
 WRITE_READY = "rojo.write_ready"
 
 
-def write_ready_of(scope: dict) -> Callable[[], bool] | None:
-    """The server's write_ready function for a request's scope, or None (no direct writes)."""
+def write_ready_of(request) -> Callable[[], bool] | None:
+    """The server's write_ready function for a request, or None (no direct writes: another
+    server, or a request that came through WSGI, as the test client's do, with no scope)."""
+    scope = getattr(request, "scope", None) or {}
     return (scope.get("extensions") or {}).get(WRITE_READY)
 
 

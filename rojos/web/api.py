@@ -201,9 +201,7 @@ def _stream(request: HttpRequest, batches=None, *, turn: Turn | None = None) -> 
         if writer is not None:
             await writer.settled()
 
-    response = DirectStream(
-        body(), content_type=content_type, write_ready=write_ready_of(request.scope)
-    )
+    response = DirectStream(body(), content_type=content_type, write_ready=write_ready_of(request))
     response["Cache-Control"] = "no-cache, no-transform"
     response["X-Accel-Buffering"] = "no"
     return response
