@@ -136,11 +136,11 @@ def empty_cache():
 def turns_of_the_test_ended():
     """Finished turns are kept for re-attach, and ids restart after a flush: drop them per test;
     stop the turns a test left running, and wait until they have ended."""
-    from rojos.turns import log as turn_log
+    from rojos.turns import registry as turn_registry
 
     yield
     ending = []
-    for conversation_id, turn in list(turn_log._turns.items()):
+    for conversation_id, turn in list(turn_registry._turns.items()):
         task = turn.task
         if task is not None and not task.done():
             # A turn a test left running (the live server's turns outlive their requests)
@@ -153,7 +153,7 @@ def turns_of_the_test_ended():
                     loop.call_soon_threadsafe(task.cancel)
                 if loop.is_running():  # else nothing runs it (a test's own loop, done)
                     ending.append(asyncio.run_coroutine_threadsafe(asyncio.wait([task]), loop))
-        turn_log._turns.pop(conversation_id, None)
+        turn_registry._turns.pop(conversation_id, None)
     for end in ending:
         with contextlib.suppress(concurrent.futures.TimeoutError):
             end.result(timeout=15)

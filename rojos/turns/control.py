@@ -19,8 +19,9 @@ from rojos.agent.history import call_open
 from rojos.errors import TurnUnreachable
 from rojos.models import Conversation
 from rojos.turns.control_layer import control_layer
-from rojos.turns.log import Turn, turn_get
+from rojos.turns.log import Turn
 from rojos.turns.questions import NOT_ASKED, question_deliver
+from rojos.turns.registry import turn_get
 from rojos.turns.relay import LAYER_ERRORS, turn_group
 from rojos.turns.repair import dead_turn_end
 

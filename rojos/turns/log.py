@@ -25,9 +25,6 @@ from rojos.agent.stored_events import message_events
 from rojos.models import Message, TurnRecord
 from rojos.turns.events import TurnEvents
 
-# How long a finished turn's events stay available to re-attaching clients.
-KEEP_FINISHED_SECONDS = 120
-
 
 class Turn:
     """The numbered events of one turn, and a way to follow them as they come."""
@@ -295,31 +292,3 @@ class _Direct:
         self, waiting: asyncio.Future, write: Callable[[list[WireEvent]], bool], seq: int
     ) -> None:
         self.waiting, self.write, self.seq = waiting, write, seq
-
-
-_turns: dict[int, Turn] = {}  # this process's running and recently finished turns
-
-
-def turn_get(conversation_id: int) -> Turn | None:
-    """The running or recently finished turn of a conversation in this process."""
-    return _turns.get(conversation_id)
-
-
-def turns_running() -> list[Turn]:
-    """This process's turns whose task runs."""
-    return [turn for turn in _turns.values() if turn.task is not None and not turn.finished]
-
-
-def turn_register(turn: Turn) -> None:
-    """Make the turn the one re-attaching clients of its conversation follow."""
-    _turns[turn.conversation_id] = turn
-
-
-def turn_forget_later(turn: Turn) -> None:
-    """Drop a finished turn's log once re-attaching clients no longer need it."""
-    asyncio.get_running_loop().call_later(KEEP_FINISHED_SECONDS, _forget, turn)
-
-
-def _forget(turn: Turn) -> None:
-    if _turns.get(turn.conversation_id) is turn:
-        del _turns[turn.conversation_id]

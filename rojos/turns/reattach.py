@@ -1,7 +1,7 @@
 """Which turn answers a re-attach: only the conversation's current one, and an `after` only
 if it counts that turn's events.
 
-A process keeps a finished turn's log KEEP_FINISHED_SECONDS (rojos.turns.log), and the
+A process keeps a finished turn's log KEEP_FINISHED_SECONDS (rojos.turns.registry), and the
 conversation may have started its next turn meanwhile, in another process. An `after`
 counts the events of one turn: answered from another turn's log, a client was shown the tail
 of the previous reply as this one's, and followers of a killed turn the previous reply as if
@@ -14,7 +14,8 @@ its START (numbered 1: the whole turn again), never a tail counted in another tu
 from dataclasses import dataclass
 
 from rojos.models import TurnRecord
-from rojos.turns.log import Turn, turn_get
+from rojos.turns.log import Turn
+from rojos.turns.registry import turn_get
 
 
 @dataclass(frozen=True, slots=True)

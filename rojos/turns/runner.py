@@ -31,9 +31,10 @@ from rojos.provider.admission import start_slot_use
 from rojos.provider.clients import rojo_client
 from rojos.turns.admission import StartSlot
 from rojos.turns.claims import turn_heartbeat, turn_release_blocking
-from rojos.turns.log import Turn, turn_forget_later, turn_get
+from rojos.turns.log import Turn
 from rojos.turns.memory_trim import memory_trimmed
 from rojos.turns.questions import TurnAsker
+from rojos.turns.registry import turn_forget_later, turn_get
 from rojos.turns.relay import LAYER_ERRORS, turn_group, turn_listen
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.writeback import turn_end

@@ -9,7 +9,8 @@ written, its conversation given up), with the INTERRUPTED status and a message s
 import asyncio
 import logging
 
-from .log import Turn, turns_running
+from .log import Turn
+from .registry import turns_running
 
 logger = logging.getLogger(__name__)
 

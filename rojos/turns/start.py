@@ -40,7 +40,8 @@ from rojos.turns.budget_starts import project_budget_start_check
 from rojos.turns.claims import turn_claim_blocking
 from rojos.turns.control_layer import control_layer
 from rojos.turns.limits import turn_limits_check
-from rojos.turns.log import Turn, turn_register
+from rojos.turns.log import Turn
+from rojos.turns.registry import turn_register
 from rojos.turns.relay import turn_group
 from rojos.turns.repair import Repair, conversation_repair
 from rojos.turns.runner import turn_end_record, turn_run

@@ -12,7 +12,7 @@ import asyncio
 import pytest
 
 from roject.server.direct_writes import DirectStream, DirectWriter
-from rojos.turns.log import turn_get
+from rojos.turns.registry import turn_get
 from tests.support.fake_provider import stream, text_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, wait_until

@@ -13,7 +13,7 @@ import pytest
 
 from rojos.models import Conversation
 from rojos.turns.events import CATCH_UP_BYTES, JOIN_AFTER
-from rojos.turns.log import turn_get
+from rojos.turns.registry import turn_get
 from tests.support.fake_provider import stream, text_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, wait_until

@@ -44,6 +44,10 @@ SCRATCH_ROUNDS = 40
 # snapshot and scratch tests go on past their rounds, up to this many tries, until that many
 # copies were taken, so that a fast swapper cannot leave them with nothing to check.
 COPY_TRIES = 4000
+# The swapper's pause after each swap, level by level, for a test that needs some copies taken
+# under the race: none at first, then slower until one succeeds. Each level still swaps while
+# the copies run; only how often a copy can complete between two swaps changes.
+SWAP_PAUSES = (0.0, 0.001, 0.01, 0.05)
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -268,9 +272,10 @@ def test_undo_copies_neither_read_nor_restore_outside_the_root(arena):
             storage.snapshot_discard(snapshot)
 
     # A snapshot of two entries needs `d` real for both: at full speed a busy machine's
-    # walk has had all 4,000 refused (rightly); then the swapper pauses 1 ms after each swap,
-    # still racing every snapshot that spans one.
-    for pause in (0.0, 0.001):
+    # walk has had all 4,000 refused (rightly), and under CI's load once all 4,000 again with
+    # a pause of 1 ms; so the swapper slows down level by level (still swapping during the
+    # snapshots, racing every one that spans a swap) until one copy was taken.
+    for pause in SWAP_PAUSES:
         with Swapper(root, pause=pause):
             for tries in range(COPY_TRIES):
                 if tries >= UNDO_ROUNDS and copied:
@@ -290,20 +295,23 @@ def test_a_scratch_copy_holds_nothing_from_outside(arena):
     before = fingerprint(outside)
     texts, failures = [], []
 
-    with Swapper(root):
-        for tries in range(COPY_TRIES):
-            if tries >= SCRATCH_ROUNDS and texts:
-                break
-            try:
-                with storage.scratch_copy(root) as copy:
-                    texts.extend(
-                        p.read_text()
-                        for dirpath, _, names in os.walk(copy)
-                        for p in (Path(dirpath) / n for n in names)
-                        if p.is_file() and not p.is_symlink()
-                    )
-            except storage.StorageError as exc:  # an entry changed type while copied
-                failures.append(str(exc))
+    for pause in SWAP_PAUSES:
+        with Swapper(root, pause=pause):
+            for tries in range(COPY_TRIES):
+                if tries >= SCRATCH_ROUNDS and texts:
+                    break
+                try:
+                    with storage.scratch_copy(root) as copy:
+                        texts.extend(
+                            p.read_text()
+                            for dirpath, _, names in os.walk(copy)
+                            for p in (Path(dirpath) / n for n in names)
+                            if p.is_file() and not p.is_symlink()
+                        )
+                except storage.StorageError as exc:  # an entry changed type while copied
+                    failures.append(str(exc))
+        if texts:
+            break
 
     assert fingerprint(outside) == before
     assert texts and [t for t in texts if "SECRET" in t] == []
