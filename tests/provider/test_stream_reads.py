@@ -73,11 +73,13 @@ async def test_each_read_of_the_providers_socket_takes_at_most_recv_max(fake_pro
 
     def to_the_provider() -> list:
         """This loop's open connections to the provider (the pool is the loop's: another
-        test's loop may have left connections of its own, never read from here)."""
+        test's loop may have left connections of its own, never read from here). By the
+        object's real type: isinstance asks a lazy object (an earlier test's request.user)
+        its __class__, which loads it, a database query from this loop."""
         return [
             o
             for o in gc.get_objects()
-            if isinstance(o, asyncio.Transport)
+            if issubclass(type(o), asyncio.Transport)
             and getattr(o, "_loop", None) is loop
             and not o.is_closing()
             and (o.get_extra_info("peername") or (None, None))[1] == port
