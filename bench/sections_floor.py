@@ -181,7 +181,17 @@ def floor_section(floor, app: dict) -> Section:
         "The database threads: ROJO_DB_THREADS (8) long-lived threads, each keeping its "
         "SQLite connection; sized by running this burst with 2, 4, 8, 16 and 32 threads, "
         "twice, on the shared machine: 8 gave the shortest first chunk both times, and more "
-        "threads cost more CPU (GIL contention: 2.6 s for the burst at 8, 3.6 s at 32).",
+        "threads cost more CPU (GIL contention: 2.6 s for the burst at 8, 3.6 s at 32). "
+        "Again on a quiet machine (5 December 2026, `ROJO_DB_THREADS=<n> python -m "
+        "bench.starts --sequential 10`, one burst a line, the sizes interleaved, load 0.1 to "
+        "1.7): first chunk p50 at 8 threads 2.02, 1.81, 1.76, 2.11 s, at 4 1.74, 1.69, 1.59, "
+        "1.78 s, at 3 1.81, 1.89 s; the running streams' p99 at 8 107, 131, 82, 135 ms, at 4 "
+        "72, 67, 58, 77 ms, at 3 45, 48 ms (2 threads: 1.80 s and 52 ms, and one burst of "
+        "3.36 s and 155 ms with the machine busy before it). Fewer threads leave the event "
+        "loop waiting less for the GIL behind the ORM. Not changed yet: the pool's size is "
+        "also how many calls can wait at once on a lock or a busy database before the rest "
+        "queue, and a lane holding a transaction across calls needs a free thread to finish "
+        "it; a smaller default needs that looked at first (left for issue #38).",
         "The middlewares on the loop and the auth without trips, measured by hand (`python -m "
         "bench.starts`, before/after trees in interleaved rounds, each on a fresh server): "
         "server CPU per conversation of `paced-20-20` one at a time, 60 each, three rounds at "
