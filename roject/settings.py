@@ -135,8 +135,14 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
 
 # The threads every request's and turn's database calls run on (roject/server/db_threads.py): as
 # many calls can wait at once (SQLite busy, a row lock, a database out of reach) before the
-# others queue behind them.
-ROJO_DB_THREADS = int(os.environ.get("ROJO_DB_THREADS") or 8)
+# others queue behind them. SQLite's: 3, as its writers take turns on one lock anyway and its
+# reads wait on nothing, while each thread more fights the event loop for the GIL (a burst's
+# running streams waited twice as long at 8: docs/performance.md, section 10); PostgreSQL's
+# trips wait on the network, which more threads overlap.
+ROJO_DB_THREADS = int(
+    os.environ.get("ROJO_DB_THREADS")
+    or (3 if DATABASES["default"]["ENGINE"] == "roject.server.sqlite_backend" else 8)
+)
 # Turn starts under way at once per process, the rest waiting in order of arrival
 # (rojos/turns/admission.py); a start holds its place at most this many seconds.
 ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 8))

@@ -180,13 +180,34 @@ async def db_context(pool: DbThreadPool | None = None) -> AsyncIterator[None]:
         yield
 
 
+def _request_started_without_a_trip() -> None:
+    """Take Django's two receivers off request_started: they are sync, so each request's
+    start was a trip to a database thread (the signal's asend) to run them, on whichever
+    thread was free, not on the ones the request's calls would use. Here they have nothing
+    to do: close_old_connections' work is each call's (_connections_tidy: a failed
+    connection closed, a pooled one lent back; SQLite's are kept, as CONN_MAX_AGE None
+    says), and reset_queries only empties a DEBUG log bounded by Django anyway.
+    request_finished keeps them: it runs in the response's close, a trip Django makes in
+    any case."""
+    from django.core.signals import request_started
+    from django.db import close_old_connections, reset_queries
+
+    request_started.disconnect(reset_queries)
+    request_started.disconnect(close_old_connections)
+
+
 class PooledThreadsASGIHandler(ASGIHandler):
     """Django's ASGI handler, each request in a lane of its own on the database threads.
 
     Django's own ThreadSensitiveContext inside it then finds one entered and changes nothing.
     Its middlewares are Django's, their hooks on the event loop where they do no I/O
-    (roject/server/loop_middleware.py).
+    (roject/server/loop_middleware.py), and its request_started signal costs no trip
+    (_request_started_without_a_trip).
     """
+
+    def __init__(self) -> None:
+        _request_started_without_a_trip()
+        super().__init__()
 
     def load_middleware(self, is_async=False):
         from roject.server.loop_middleware import loop_twins_loaded

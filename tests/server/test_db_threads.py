@@ -169,6 +169,54 @@ def test_a_connection_broken_in_a_call_is_replaced_for_the_next(
             pool.close()
 
 
+def test_writers_contending_through_a_pool_of_two_all_finish(scratch_database, django_db_blocker):
+    """SQLite's default pool is small (ROJO_DB_THREADS 3): a lane's transaction begins and
+    ends within one call, so the writer holding SQLite's lock always has its thread, and
+    writers waiting on the lock while holding every other thread cannot keep it from
+    finishing. Forty lanes of five write transactions each, with reads between, through
+    two threads: every row is written, no call times out on the lock."""
+    from django.db import transaction
+
+    pool = DbThreadPool(2)
+    lanes, writes = 40, 5
+
+    def write(lane: int, n: int) -> None:
+        with (
+            transaction.atomic(using=scratch_database),
+            connections[scratch_database].cursor() as cursor,
+        ):
+            cursor.execute("INSERT INTO rows (lane, n) VALUES (%s, %s)", [lane, n])
+            threading.Event().wait(0.002)  # the lock held a while: others queue on it
+
+    def count() -> int:
+        with connections[scratch_database].cursor() as cursor:
+            cursor.execute("SELECT COUNT(*) FROM rows")
+            return cursor.fetchone()[0]
+
+    async def lane(number: int) -> None:
+        async with db_context(pool):
+            for n in range(writes):
+                await sync_to_async(write)(number, n)
+                await sync_to_async(count)()
+
+    def setup() -> None:
+        with connections[scratch_database].cursor() as cursor:
+            cursor.execute("CREATE TABLE rows (lane INTEGER, n INTEGER)")
+
+    async def calls() -> int:
+        async with db_context(pool):
+            await sync_to_async(setup)()
+        await asyncio.wait_for(asyncio.gather(*(lane(n) for n in range(lanes))), timeout=60)
+        async with db_context(pool):
+            return await sync_to_async(count)()
+
+    with django_db_blocker.unblock():
+        try:
+            assert asyncio.run(calls()) == lanes * writes
+        finally:
+            pool.close()
+
+
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(
     connections["default"].vendor != "postgresql", reason="PostgreSQL's connection pool"

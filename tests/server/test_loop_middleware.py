@@ -165,3 +165,18 @@ def test_an_async_endpoint_makes_one_trip_for_its_bearer_token(asgi_server, user
     response = httpx2.get(f"{asgi_server}/api/changes/999999/diff", headers=headers, timeout=30)
     assert response.status_code == 404
     assert _auth_calls(crossings) == ["HttpBearer.__call__"]  # the token's read
+
+
+def test_a_requests_start_is_no_trip_to_a_database_thread(asgi_server, crossings):
+    """Django's request_started receivers are sync, so its handler used to cross to a
+    database thread at every request's start to run them (rojo's handler takes them off:
+    the database threads tidy their connections after each call). What is left of the
+    login page is its sync view, its template's render and the response's close, where
+    request_finished runs."""
+    response = httpx2.get(f"{asgi_server}/login/", timeout=30)
+    assert response.status_code == 200
+    assert crossings == [
+        "View.as_view.<locals>.view",
+        "SimpleTemplateResponse.render",
+        "HttpResponseBase.close",
+    ]
