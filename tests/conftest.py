@@ -44,6 +44,7 @@ BACKEND_MODULES = {
     "test_db_threads",
     "test_login_limits",  # counts in the cache
     "test_oidc_roles_concurrency",  # row locks
+    "test_prepared_queries",  # compiled by each database's backend
     "test_project_live",
     "test_reattach_turns",
     "test_relay_continuity",

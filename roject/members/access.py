@@ -7,12 +7,14 @@ that does not exist, so project ids reveal nothing; viewers read; editors and ow
 
 from dataclasses import dataclass
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from roject.errors import AppError
 from roject.models import Membership, Project, Role
 from roject.server.log_format import log_context
+from roject.server.prepared_queries import PreparedQuery
 
 
 class LoginRequired(AppError):
@@ -44,13 +46,32 @@ def _memberships(user, project_id):
     return Membership.objects.filter(user=user, project_id=object_id(project_id))
 
 
+# Every request and every tool call of a turn checks one of these (prepared: a tenth of the
+# ORM's CPU, roject/server/prepared_queries.py).
+_ROLE = PreparedQuery(
+    lambda user_id, project_id: Membership.objects.filter(
+        user_id=user_id, project_id=project_id
+    ).values_list("role", flat=True)[:1],
+    int,
+    int,
+)
+_MEMBERSHIP = PreparedQuery(
+    lambda user_id, project_id: Membership.objects.filter(
+        user_id=user_id, project_id=project_id
+    ).select_related("project")[:1],
+    int,
+    int,
+)
+
+
 def project_role(*, user, project_id) -> Role | None:
     """(Blocking) The user's role in the project now, None for a non-member; one query.
 
     For checks made while work runs on someone's behalf (a tool call, a re-run): `user` is
     a user or a user id, and is not checked for being logged in.
     """
-    role = _memberships(user, project_id).values_list("role", flat=True).first()
+    user_id = user if isinstance(user, int) else getattr(user, "pk", None)
+    role = None if user_id is None else _ROLE.first(user_id, object_id(project_id))
     return None if role is None else Role(role)
 
 
@@ -62,8 +83,7 @@ async def astill_member(*, user, project_id) -> bool:
 
 async def aproject_role(*, user, project_id) -> Role | None:
     """Async twin of project_role."""
-    role = await _memberships(user, project_id).values_list("role", flat=True).afirst()
-    return None if role is None else Role(role)
+    return await sync_to_async(project_role)(user=user, project_id=project_id)
 
 
 def _access(membership: Membership | None, *, write: bool) -> ProjectAccess:
@@ -85,7 +105,7 @@ def project_access(*, user, project_id, write: bool = False) -> ProjectAccess:
     """The user's access to the project; raises LoginRequired, Http404 or PermissionDenied."""
     _logged_in(user)
     log_context(user_id=user.pk, project_id=project_id)
-    membership = _memberships(user, project_id).select_related("project").first()
+    membership = _MEMBERSHIP.first(user.pk, object_id(project_id))
     return _access(membership, write=write)
 
 
@@ -93,5 +113,5 @@ async def aproject_access(*, user, project_id, write: bool = False) -> ProjectAc
     """Async twin of project_access, for async views."""
     _logged_in(user)
     log_context(user_id=user.pk, project_id=project_id)
-    membership = await _memberships(user, project_id).select_related("project").afirst()
+    membership = await sync_to_async(_MEMBERSHIP.first)(user.pk, object_id(project_id))
     return _access(membership, write=write)

@@ -16,6 +16,7 @@ from django.db.models import Q, Sum
 from django.utils import timezone
 
 from roject.models import Project
+from roject.server.prepared_queries import PreparedQuery
 from rojos.errors import TurnError
 from rojos.models import UsageBudget, UsageRecord
 
@@ -64,16 +65,27 @@ def _defaults(scope: str, period: str) -> tuple[int | None, Decimal | None]:
     return tokens or None, Decimal(str(cost)) if cost else None
 
 
+# A chat message's: its user's and its project's (roject/server/prepared_queries.py).
+_BOTH = PreparedQuery(
+    lambda user_id, project_id: UsageBudget.objects.filter(
+        Q(project_id=project_id) | Q(user_id=user_id)
+    ),
+    int,
+    int,
+)
+
+
 def budgets_for(*, user, project_id: int | None) -> list[Budget]:
     """(Blocking) The budgets in force for the user and project: one query."""
     user_id = getattr(user, "pk", None)
-    condition = Q(project_id=project_id) if project_id else Q(pk__in=[])
-    if user_id:
-        condition |= Q(user_id=user_id)
-    rows = {
-        ("user" if row.user_id else "project", row.period): row
-        for row in UsageBudget.objects.filter(condition)
-    }
+    if user_id and project_id:
+        found = _BOTH.all(user_id, project_id)
+    else:
+        condition = Q(project_id=project_id) if project_id else Q(pk__in=[])
+        if user_id:
+            condition |= Q(user_id=user_id)
+        found = UsageBudget.objects.filter(condition)
+    rows = {("user" if row.user_id else "project", row.period): row for row in found}
     found = []
     for scope, owner in (("user", user_id), ("project", project_id)):
         if not owner:

@@ -17,6 +17,7 @@ from roject.members.access import (
     project_access,
 )
 from roject.models import Project
+from roject.server.prepared_queries import PreparedQuery
 from rojos.agent.branches import branch_choices, branch_messages
 from rojos.context.budgets import Left, budget_check
 from rojos.context.model_choice import model_check
@@ -80,17 +81,24 @@ def conversation_access(
     return conversation, access
 
 
-def _rojo_query(ref: int | str):
-    if isinstance(ref, int) or (isinstance(ref, str) and ref.isdigit()):
-        return Rojo.objects.filter(pk=int(ref))
-    return Rojo.objects.filter(slug=ref)
+def _rojo_with_mcp_used(**lookup) -> QuerySet[Rojo]:
+    used = Exists(RojoMcpServer.objects.filter(rojo=OuterRef("pk")))
+    return Rojo.objects.filter(**lookup).annotate(mcp_used=used)[:1]
+
+
+# Every chat message reads its rojo (roject/server/prepared_queries.py).
+_ROJO_BY_PK = PreparedQuery(lambda pk: _rojo_with_mcp_used(pk=pk), int)
+_ROJO_BY_SLUG = PreparedQuery(lambda slug: _rojo_with_mcp_used(slug=slug), str)
 
 
 def rojo_get(ref: int | str) -> Rojo:
     """The rojo, knowing (`mcp_used`) whether it uses MCP servers: in the same query, so
     that a turn of one that uses none asks nothing more."""
-    used = Exists(RojoMcpServer.objects.filter(rojo=OuterRef("pk")))
-    rojo = _rojo_query(ref).annotate(mcp_used=used).first()
+    text = str(ref)
+    if text.isascii() and text.isdigit():
+        rojo = _ROJO_BY_PK.first(int(text)) if len(text) <= 18 else None
+    else:
+        rojo = _ROJO_BY_SLUG.first(text)
     if rojo is None:
         raise Http404(f"No rojo {ref!r}.")
     return rojo
@@ -137,6 +145,12 @@ def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
     }
 
 
+# A message that continues a conversation reads it (roject/server/prepared_queries.py).
+_CONVERSATION = PreparedQuery(
+    lambda pk, project_id: Conversation.objects.filter(pk=pk, project_id=project_id)[:1], int, int
+)
+
+
 @dataclass(frozen=True)
 class ChatContext:
     """What a chat message's turn starts from, read in one trip."""
@@ -164,9 +178,9 @@ def chat_context_get(
     budgets = budget_check(user=user, project_id=access.project.pk)
     if conversation_id is None:
         return ChatContext(access, found, None, budgets)
-    conversation = Conversation.objects.filter(
-        pk=object_id(conversation_id, "conversation"), project=access.project
-    ).first()
+    conversation = _CONVERSATION.first(
+        object_id(conversation_id, "conversation"), access.project.pk
+    )
     if conversation is None:
         raise Http404("No such conversation.")
     conversation_steer_check(conversation=conversation, access=access, user=user)

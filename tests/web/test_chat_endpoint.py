@@ -358,4 +358,4 @@ def test_a_turn_takes_the_role_and_budgets_its_request_read(
     assert crossings.count("chat_context_get") == 1
     assert "budgets_left" not in crossings
     # aproject_role's reads: before the call runs, and before the second step; none first.
-    assert crossings.count("QuerySet.first") == 2, crossings
+    assert crossings.count("project_role") == 2, crossings
