@@ -145,7 +145,7 @@ ROJO_DB_THREADS = int(
 )
 # Turn starts under way at once per process, the rest waiting in order of arrival
 # (rojos/turns/admission.py); a start holds its place at most this many seconds.
-ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 8))
+ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 16))
 ROJO_START_HOLD_SECONDS = float(os.environ.get("ROJO_START_HOLD_SECONDS") or 1)
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
