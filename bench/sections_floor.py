@@ -188,7 +188,8 @@ def floor_section(floor, app: dict) -> Section:
         "against 1.41, 1.46, 1.44, 1.52, 1.52 s at 8, lower in each pair; the running "
         "streams' p99 61, 57, 74, 60, 52 ms against 73, 83, 63, 75, 57 ms; at 32 the p50 "
         "1.24, 1.20, 1.31 s, the running p99 81, 65, 70 ms. The default became 16.",
-        "The database threads: ROJO_DB_THREADS (8) long-lived threads, each keeping its "
+        "The database threads: ROJO_DB_THREADS long-lived threads (8 until 5 December "
+        "2026), each keeping its "
         "SQLite connection; sized by running this burst with 2, 4, 8, 16 and 32 threads, "
         "twice, on the shared machine: 8 gave the shortest first chunk both times, and more "
         "threads cost more CPU (GIL contention: 2.6 s for the burst at 8, 3.6 s at 32). "
@@ -311,6 +312,14 @@ def floor_section(floor, app: dict) -> Section:
         "request's checks, the claim, the history, the SDK's request, the stored reply, "
         "usage and the turn's record, on the database threads), worth about 200 chunks. "
         "The burst's targets wait on the same cost (the note on the burst above).",
+        "On the machine of 5 December 2026 both ratios sit over their targets, before "
+        "that day's changes as after them: its floor relays a chunk in about 51 µs (65.5 "
+        "in the last run that met both, 1.15x and 1.12x). Measured right after a `make "
+        "bench` there, each tree on a fresh server: per chunk (`python -m bench.per_chunk "
+        "--rounds 3 --baseline <the tree before>`) floor 51.5 µs, before 69.8 µs (1.36x), "
+        "after 65.8 µs (1.28x); a paced conversation, two rounds, 142.7/140.3 and "
+        "159.9/149.1 ms (before/after). The day's changes took nothing from either; what "
+        "holds them is the paced note above and the per-chunk note at the top.",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
