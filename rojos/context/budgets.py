@@ -79,7 +79,7 @@ def budgets_for(*, user, project_id: int | None) -> list[Budget]:
     """(Blocking) The budgets in force for the user and project: one query."""
     user_id = getattr(user, "pk", None)
     if user_id and project_id:
-        found = _BOTH.all(user_id, project_id)
+        found = _BOTH.all(user_id, int(project_id))
     else:
         condition = Q(project_id=project_id) if project_id else Q(pk__in=[])
         if user_id:

@@ -4,6 +4,7 @@ a conversation only through the project access check."""
 from dataclasses import dataclass
 from typing import Any
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, QuerySet
 from django.http import Http404
@@ -30,10 +31,16 @@ _NO_CONVERSATION = "No such conversation."
 _NO_CHANGE = "No such change."
 
 
-def _conversation_query(conversation_id):
-    return Conversation.objects.select_related("project", "rojo").filter(
-        pk=object_id(conversation_id, "conversation")
-    )
+# Every request about a conversation (its stream, a stop, an approval, an undo) reads it
+# with its project and rojo (roject/server/prepared_queries.py).
+_CONVERSATION_WITH = PreparedQuery(
+    lambda pk: Conversation.objects.select_related("project", "rojo").filter(pk=pk)[:1], int
+)
+
+
+def _conversation_get(conversation_id) -> Conversation | None:
+    """(Blocking) The conversation with its project and rojo; None for no such id."""
+    return _CONVERSATION_WITH.first(object_id(conversation_id, "conversation"))
 
 
 async def aconversation_access(
@@ -42,7 +49,7 @@ async def aconversation_access(
     """The conversation and the user's access to its project; 404 for non-members."""
     if user is None or not user.is_authenticated:
         raise LoginRequired
-    conversation = await _conversation_query(conversation_id).afirst()
+    conversation = await sync_to_async(_conversation_get)(conversation_id)
     if conversation is None:
         raise Http404(_NO_CONVERSATION)
     try:
@@ -71,7 +78,7 @@ def conversation_access(
     """Sync twin of aconversation_access."""
     if user is None or not user.is_authenticated:
         raise LoginRequired
-    conversation = _conversation_query(conversation_id).first()
+    conversation = _conversation_get(conversation_id)
     if conversation is None:
         raise Http404(_NO_CONVERSATION)
     try:

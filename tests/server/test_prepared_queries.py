@@ -136,3 +136,30 @@ def test_an_or_of_the_same_marker_twice_binds_it_in_both_places(users, project):
     assert users["editor"].pk in [row.user_id for row in rows]
     assert all(row.user_id == users["editor"].pk or row.project_id == users["editor"].pk
                for row in rows)  # fmt: skip
+
+
+def test_a_conversation_comes_with_its_project_and_rojo(users, project, django_assert_num_queries):
+    """Both relations from the one query, as select_related makes them."""
+    from rojos.models import Conversation
+    from rojos.web.selectors import conversation_access
+
+    rojo = make_rojo("http://127.0.0.1:9/v1", request_options={"top_p": 0.5})
+    made = Conversation.objects.create(project=project, rojo=rojo, user=users["editor"], title="t")
+    with django_assert_num_queries(2):  # the conversation, then the user's membership
+        conversation, access = conversation_access(user=users["editor"], conversation_id=made.pk)
+        assert conversation.project.name == "Demo Project"
+        assert conversation.rojo.request_options == {"top_p": 0.5}
+    assert _fields(conversation) == _fields(Conversation.objects.get(pk=made.pk))
+    assert _fields(conversation.rojo) == _fields(rojo)
+    assert access.role == Role.EDITOR
+
+
+def test_a_conversation_whose_rojo_is_gone_has_none(users, project, django_assert_num_queries):
+    from rojos.models import Conversation
+    from rojos.web.selectors import conversation_access
+
+    made = Conversation.objects.create(project=project, rojo=None, user=users["owner"], title="t")
+    with django_assert_num_queries(2):
+        conversation, _ = conversation_access(user=users["owner"], conversation_id=made.pk)
+        assert conversation.rojo is None
+        assert conversation.project.pk == project.pk
