@@ -79,13 +79,13 @@ def budgets_for(*, user, project_id: int | None) -> list[Budget]:
     """(Blocking) The budgets in force for the user and project: one query."""
     user_id = getattr(user, "pk", None)
     if user_id and project_id:
-        found = _BOTH.all(user_id, int(project_id))
+        stored = _BOTH.all(user_id, int(project_id))
     else:
         condition = Q(project_id=project_id) if project_id else Q(pk__in=[])
         if user_id:
             condition |= Q(user_id=user_id)
-        found = UsageBudget.objects.filter(condition)
-    rows = {("user" if row.user_id else "project", row.period): row for row in found}
+        stored = UsageBudget.objects.filter(condition)
+    rows = {("user" if row.user_id else "project", row.period): row for row in stored}
     found = []
     for scope, owner in (("user", user_id), ("project", project_id)):
         if not owner:
