@@ -277,6 +277,16 @@ def floor_section(floor, app: dict) -> Section:
         "What stays on the ORM: the session's user (Django's auth backend), the inserts (the "
         "conversation, the user's message, the turn's record, the reply and its usage: 160 "
         "to 210 µs each, less than half of it compiling) and the turn's end's updates.",
+        "How much the burst's figures move from run to run on one machine (5 December "
+        "2026, `make bench` with BENCH_BASELINE_TREE=<the tree before the day's changes>, "
+        "two runs within the hour before this one, nothing else running): first chunk p50 "
+        "before/after "
+        "1.76/1.49 and 2.29/1.99 s, p99 3.52/3.14 and 4.51/3.84 s; the running streams' p99 "
+        "66.7/63.6 and 61.5/130.4 ms (and 60.1 and 71.4 ms in two runs without the before "
+        "tree); the host's speed moved as much (the burst's server CPU 3.7 and 4.8 s before). "
+        "The first chunk is lower after in every pair; the running streams' p99 is not a "
+        "figure one run decides: by hand, interleaved, 39 to 84 ms after and 54 to 100 ms "
+        "before.",
         "Why the burst's first-chunk targets are still out of reach here: a burst of 200 "
         "starts is 200 times a start's CPU on the process's one core for Python, whatever "
         "order they run in, and the running streams' and the burst's own chunks take their "
