@@ -3,7 +3,7 @@
 The chat's first check (rojos.context.budgets.budget_check) reads only recorded usage, and a reply
 records its usage when its step ends: twelve chats sent at once to a project all read the
 same, unspent budget and all started (30 tokens of budget, 135 used). Here, in the
-transaction that stores the turn (rojos.turns.start), every start of the same project takes
+transaction that stores the turn (rojos.turns.begin), every start of the same project takes
 the project's lock in turn, and counts, besides the recorded usage, each reply of the
 project still running that has recorded none yet: it reserves what its rojo may write in
 one step (rojos.context.window.output_reserve). A reply that has recorded a step reserves

@@ -234,14 +234,14 @@ async def test_a_request_cancelled_while_its_turn_is_being_claimed_still_starts_
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks("Answered.", pieces=1)))
     entered, release = threading.Event(), threading.Event()
-    real_begin = starting._begin
+    real_begin = starting.turn_begin_blocking
 
-    def slow_begin(*args):
+    def slow_begin(**kwargs):
         entered.set()
         release.wait(5)
-        return real_begin(*args)
+        return real_begin(**kwargs)
 
-    monkeypatch.setattr(starting, "_begin", slow_begin)
+    monkeypatch.setattr(starting, "turn_begin_blocking", slow_begin)
     request = asyncio.ensure_future(_start(project, users["editor"], rojo, None, "Hi"))
     await asyncio.to_thread(entered.wait, 5)
 
