@@ -13,14 +13,13 @@ from roject.files_api import router as files_router
 from roject.identity.live_auth import checked_stream, live_access_check
 from roject.identity.token_auth import session_auth, token_auth
 from roject.members.selectors import membership_list
-from roject.server.direct_writes import DirectStream, write_ready_of
+from roject.server.direct_writes import DirectStream
 from rojos.changes import undo
 from rojos.conversations.search import conversation_search
 from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
 from rojos.turns.admission import start_admit
 from rojos.turns.decisions import approval_decide
-from rojos.turns.log import Turn
 from rojos.turns.reattach import turn_reattach_plan
 from rojos.turns.repair import dead_turn_end
 from rojos.turns.start import turn_start
@@ -29,6 +28,7 @@ from rojos.web.approvals_api import router as approvals_router
 from rojos.web.attached import chat_attachments
 from rojos.web.conversations_api import router as conversations_router
 from rojos.web.errors import error_handlers_add
+from rojos.web.event_streams import event_stream, events_alone, events_listed
 from rojos.web.files_api import router as file_edits_router
 from rojos.web.images_api import router as images_router
 from rojos.web.models_api import router as models_router
@@ -47,7 +47,6 @@ from rojos.web.schemas import (
     UndoTurnIn,
 )
 from rojos.web.selftest_api import router as selftest_router
-from rojos.web.wire import encoder_for
 
 # The docs page and its schema are for logged-in users, like the rest of the API. Swagger UI
 # comes from ninja's own static files (ninja is in INSTALLED_APPS), never a CDN, and starts
@@ -158,55 +157,6 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     return {"undone": [c.pk for c in done]}
 
 
-# A batch of events is written in pieces of about this size at most, so that a client that
-# does not read still holds no more than the server's buffer (roject/server/write_timeout.py).
-WRITE_MAX = 64 * 1024
-
-
-def _stream(request: HttpRequest, batches=None, *, turn: Turn | None = None) -> DirectStream:
-    """The response streaming `batches` (lists of events), or the `turn` followed from its
-    start: each list in one write (up to WRITE_MAX), so the events due together cost one trip
-    through Django's and the server's send. What the turn publishes while its follower has
-    all is written by the turn's own task, where the server lets it (DirectStream)."""
-    content_type, encode = encoder_for(request.headers.get("Accept", ""))
-
-    async def body():
-        # The stream holds no database connection: the database threads keep theirs.
-        writer = response.writer
-        events = batches
-
-        def direct(batch) -> bool:  # in the turn's task: the batch in one write, or False
-            if len(batch) == 1:
-                return writer.write(encode(batch[0]))
-            data = b"".join([encode(event) for event in batch])
-            return len(data) <= WRITE_MAX and writer.write(data)
-
-        if turn is not None:
-            events = turn.follow_batches(direct=direct if writer else None)
-        async for batch in events:
-            if writer is not None:
-                await writer.settled()  # a direct write that had to wait goes out first
-            if len(batch) == 1:
-                yield encode(batch[0])
-                continue
-            pieces, size = [], 0
-            for event in batch:
-                pieces.append(data := encode(event))
-                size += len(data)
-                if size >= WRITE_MAX:
-                    yield b"".join(pieces)
-                    pieces, size = [], 0
-            if pieces:
-                yield b"".join(pieces)
-        if writer is not None:
-            await writer.settled()
-
-    response = DirectStream(body(), content_type=content_type, write_ready=write_ready_of(request))
-    response["Cache-Control"] = "no-cache, no-transform"
-    response["X-Accel-Buffering"] = "no"
-    return response
-
-
 @api.post(
     "/projects/{project_id}/chat",
     response=answers(None, 400, 403, 404, 409, 413, 422, 429, 500),
@@ -244,7 +194,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     except BaseException:
         admission.release_unless_handed()
         raise
-    return _stream(request, turn=turn)
+    return event_stream(request, turn=turn)
 
 
 @api.get("/conversations/{conversation_id}/stream", response=answers(None, 404, 422), tags=["chat"])
@@ -268,32 +218,19 @@ async def conversation_stream(
 
     def followed(events) -> DirectStream:
         every = settings.ROJO_LIVE_CHECK_SECONDS
-        return _stream(request, checked_stream(events, allowed=allowed, every=every))
+        return event_stream(request, checked_stream(events, allowed=allowed, every=every))
 
     plan = await turn_reattach_plan(conversation_id=conversation.pk, after=after, turn=turn)
     if plan.local is not None:
         return followed(plan.local.follow_batches(plan.after))
     if await dead_turn_end(conversation):  # its process is gone: ended now
         if plan.after:
-            return _stream(request, _listed(turn_relay.interrupted_events(plan.after)))
+            return event_stream(request, events_listed(turn_relay.interrupted_events(plan.after)))
     elif conversation.running:  # in another server process
         remote = turn_relay.turn_follow_remote(conversation.pk, plan.after, turn=plan.current)
-        return followed(_alone(remote))
+        return followed(events_alone(remote))
     # Finished, its live log elsewhere or gone: the stored turn, from its START.
-    return _stream(request, _listed(await turn_relay.stored_turn_events(conversation)))
-
-
-async def _listed(events):
-    """Events known at once (stored, or the end of an interrupted turn): one batch."""
-    events = list(events)
-    if events:
-        yield events
-
-
-async def _alone(events):
-    """Events as another process relays them: each a batch of its own."""
-    async for event in events:
-        yield [event]
+    return event_stream(request, events_listed(await turn_relay.stored_turn_events(conversation)))
 
 
 @api.post(
