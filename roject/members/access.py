@@ -48,19 +48,15 @@ def _memberships(user, project_id):
 
 # Every request and every tool call of a turn checks one of these (prepared: a tenth of the
 # ORM's CPU, roject/server/prepared_queries.py).
+def _membership_row(user_id, project_id):
+    return Membership.objects.filter(user_id=user_id, project_id=project_id)
+
+
 _ROLE = PreparedQuery(
-    lambda user_id, project_id: Membership.objects.filter(
-        user_id=user_id, project_id=project_id
-    ).values_list("role", flat=True)[:1],
-    int,
-    int,
+    lambda *ids: _membership_row(*ids).values_list("role", flat=True)[:1], int, int
 )
 _MEMBERSHIP = PreparedQuery(
-    lambda user_id, project_id: Membership.objects.filter(
-        user_id=user_id, project_id=project_id
-    ).select_related("project")[:1],
-    int,
-    int,
+    lambda *ids: _membership_row(*ids).select_related("project")[:1], int, int
 )
 
 
