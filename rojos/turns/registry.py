@@ -12,6 +12,7 @@ from rojos.turns.log import Turn
 KEEP_FINISHED_SECONDS = 120
 
 _turns: dict[int, Turn] = {}  # this process's running and recently finished turns
+_starting: set[asyncio.Future] = set()  # starts past the draining check, not yet turns
 
 
 def turn_get(conversation_id: int) -> Turn | None:
@@ -22,6 +23,19 @@ def turn_get(conversation_id: int) -> Turn | None:
 def turns_running() -> list[Turn]:
     """This process's turns whose task runs."""
     return [turn for turn in _turns.values() if turn.task is not None and not turn.finished]
+
+
+def turn_starting(start: asyncio.Future) -> None:
+    """Count a start under way until it ends (a turn registered, or refused): a shutdown
+    that began meanwhile must wait for the turn it becomes, which its list of running
+    turns, read before, lacks."""
+    _starting.add(start)
+    start.add_done_callback(_starting.discard)
+
+
+def turns_starting() -> list[asyncio.Future]:
+    """This process's starts under way (past the draining check, not yet turns)."""
+    return list(_starting)
 
 
 def turn_register(turn: Turn) -> None:

@@ -8,9 +8,10 @@ written, its conversation given up), with the INTERRUPTED status and a message s
 
 import asyncio
 import logging
+from collections.abc import Iterable
 
 from .log import Turn
-from .registry import turns_running
+from .registry import turns_running, turns_starting
 
 logger = logging.getLogger(__name__)
 
@@ -20,17 +21,32 @@ END_SECONDS = 20
 
 async def turns_drain(*, grace: float) -> None:
     """Wait up to `grace` seconds for this process's running turns, then interrupt the rest
-    and wait for them to record their end."""
+    and wait for them to record their end.
+
+    Starts under way as the drain began (past the draining check: rojos.turns.start) are
+    waited for first: the turns they become are running turns too. Read only once, before,
+    the list lacked them, and such a turn ran on past the stop, its reply cut mid-stream.
+    """
+    loop = asyncio.get_running_loop()
+    grace_ends = loop.time() + grace
+    await _settled(turns_starting(), until=grace_ends)
     running: list[Turn] = turns_running()
-    if not running:
-        return
-    logger.info("waiting for %d running turns (up to %s s)", len(running), grace)
-    tasks = [turn.task for turn in running]
-    await asyncio.wait(tasks, timeout=grace)
-    left = [turn for turn in running if not turn.finished]
+    if running:
+        logger.info("waiting for %d running turns (up to %s s)", len(running), grace)
+        await _settled((turn.task for turn in running), until=grace_ends)
+    end = loop.time() + END_SECONDS
+    await _settled(turns_starting(), until=end)  # a start slower than the grace (a busy database)
+    left = turns_running()
     if not left:
         return
     logger.warning("interrupting %d turns still running after %s s", len(left), grace)
     for turn in left:
         turn.interrupt()
-    await asyncio.wait([turn.task for turn in left], timeout=END_SECONDS)
+    await _settled((turn.task for turn in left), until=end)
+
+
+async def _settled(futures: Iterable[asyncio.Future], *, until: float) -> None:
+    """Wait for the futures until the loop's time `until` (or not at all, if none)."""
+    waited = list(futures)
+    if waited:
+        await asyncio.wait(waited, timeout=max(0.0, until - asyncio.get_running_loop().time()))

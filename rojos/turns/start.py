@@ -23,7 +23,7 @@ from rojos.turns.admission import StartSlot
 from rojos.turns.begin import turn_begin_blocking
 from rojos.turns.control_layer import control_layer
 from rojos.turns.log import Turn
-from rojos.turns.registry import turn_register
+from rojos.turns.registry import turn_register, turn_starting
 from rojos.turns.relay import turn_group
 from rojos.turns.runner import turn_end_record, turn_run
 
@@ -85,6 +85,7 @@ async def turn_start(
     starting = asyncio.ensure_future(
         _turn_start(*asked, attachments, admission, budgets, client_key, model)
     )
+    turn_starting(starting)  # a shutdown from now on waits for it (rojos.turns.shutdown)
     try:
         return await asyncio.shield(starting)
     except asyncio.CancelledError:
