@@ -25,6 +25,7 @@ from roject.server.write_timeout import WriteTimeout  # noqa: E402
 django_asgi_app = PooledThreadsASGIHandler()
 # By dotted string, as the root URLs include rojos': roject imports nothing from rojos.
 mcp_app = import_string("rojos.mcp_endpoint.app.application")
+chat_admission = import_string("rojos.web.chat_admission.ChatAdmission")
 MCP_PREFIX = "/mcp/"
 
 
@@ -47,8 +48,11 @@ class PathRouter:
 # most ROJO_CLIENT_WRITE_TIMEOUT for a client that reads;
 # bodies over their limit, or that stall, are cut before Django has read them whole
 # (roject/server/upload_guard.py), and who may upload is decided from the headers before any of an
-# upload's body is read (roject/server/upload_gate.py).
-django_app = UploadSizeGuard(UploadGate(StaticFilesHandler(django_asgi_app), django_asgi_app))
+# upload's body is read (roject/server/upload_gate.py). A chat takes its place among the
+# starts under way before Django's request path (rojos/web/chat_admission.py).
+django_app = UploadSizeGuard(
+    UploadGate(StaticFilesHandler(chat_admission(django_asgi_app)), django_asgi_app)
+)
 # An orchestrator's probes (/healthz, /readyz) and Prometheus' /metrics are answered first:
 # no Host check, no session.
 application = ProtocolTypeRouter(

@@ -26,6 +26,7 @@ from rojos.turns.start import turn_start
 from rojos.web import selectors
 from rojos.web.approvals_api import router as approvals_router
 from rojos.web.attached import chat_attachments
+from rojos.web.chat_admission import chat_slot
 from rojos.web.conversations_api import router as conversations_router
 from rojos.web.errors import error_handlers_add
 from rojos.web.event_streams import event_stream, events_alone, events_listed
@@ -168,7 +169,9 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
     Server-sent events by default; NDJSON lines with `Accept: application/x-ndjson`.
     """
     user = request.auth
-    admission = await start_admit()  # starts go a few at a time, in order (rojos.turns.admission)
+    # Starts go a few at a time, in order (rojos.turns.admission): the place is taken before
+    # Django's request path (rojos.web.chat_admission), else here.
+    admission = chat_slot(request.scope) or await start_admit()
     try:
         checked = await sync_to_async(selectors.chat_context_get)(
             user=user,

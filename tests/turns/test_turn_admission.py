@@ -101,6 +101,52 @@ def test_a_chat_waits_behind_a_start_stuck_before_its_request_until_that_ones_ho
     assert after[:2] == ["next chat sent", "place given back"] and "provider asked" in after
 
 
+def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """The place is taken before Django's request path (rojos.web.chat_admission): a chat
+    waiting for one has not had its session and user read yet, so under a burst the first
+    admitted starts do not wait for every other chat's checks. Room for one start, held by
+    a first chat stuck before its provider request until its hold ends."""
+    from roject.identity.sessions import SessionStore
+
+    settings.ROJO_START_CONCURRENCY = 1
+    settings.ROJO_START_HOLD_SECONDS = 3
+    settings.ROJO_MCP_START_TIMEOUT = 60
+    stuck = make_rojo(fake_provider.base_url, slug="stuck", name="Stuck")
+    silent = McpServer.objects.create(
+        name="Silent", slug="silent", transport="stdio", command=sys.executable,
+        args=["-c", "import time; time.sleep(120)"],
+    )  # fmt: skip
+    RojoMcpServer.objects.create(rojo=stuck, server=silent)
+    plain = make_rojo(fake_provider.base_url, slug="plain", name="Plain")
+    fake_provider.add(stream(*text_chunks("Quick.")))
+    happened: list[str] = []
+    release, load = StartSlot.release, SessionStore.load
+
+    def recorded_release(slot):
+        if not slot.released:
+            happened.append("place given back")
+        release(slot)
+
+    def recorded_load(store):
+        happened.append("session read")
+        return load(store)
+
+    monkeypatch.setattr(StartSlot, "release", recorded_release)
+    monkeypatch.setattr(SessionStore, "load", recorded_load)
+    client = client_for(users["editor"])
+
+    with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as first:
+        read_until(parse_sse(first.iter_lines()), "START")
+        happened.append("next chat sent")
+        events = client.chat(project.pk, rojo=plain.slug, message="Hi")
+
+    assert "".join(e.data.get("text", "") for e in events) == "Quick."
+    after = happened[happened.index("next chat sent") :]
+    assert after[:3] == ["next chat sent", "place given back", "session read"], after
+
+
 def test_a_start_refused_before_its_turn_gives_its_place_back(
     one_at_a_time, client_for, users, project, fake_provider, monkeypatch
 ):
@@ -124,8 +170,12 @@ def test_a_start_refused_before_its_turn_gives_its_place_back(
         f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
     )
     assert outsider.status_code == 404
+    anonymous = client_for().post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
+    )
+    assert anonymous.status_code in (401, 403)  # refused by Django's path, after its place
     # Each gave its place back as it was answered, not after the hold (60 s).
-    assert len(given_back) == 2
+    assert len(given_back) == 3
 
     events = client.chat(project.pk, rojo=rojo.pk, message="Hi")
     assert "".join(e.data.get("text", "") for e in events) == "Here."
