@@ -55,22 +55,28 @@ def test_a_start_gives_its_place_back_when_its_request_leaves_not_at_the_first_b
     assert not any(e.type == "ERROR" for events in results for e in events)
 
 
-def test_a_chat_waits_behind_a_start_stuck_before_its_request_until_that_ones_hold_ends(
-    settings, client_for, users, project, fake_provider, monkeypatch
-):
-    """Room for one start; the first is stuck before its provider request (its MCP server
-    never answers): the next chat's reply waits for the first's place, given back when its
-    hold ends, not before."""
+def _one_place_held_by_a_stuck_start(settings, fake_provider):
+    """Room for one start, held for 3 s at a time; a rojo whose start is stuck before its
+    provider request (its MCP server never answers, for the whole test), and a plain one."""
     settings.ROJO_START_CONCURRENCY = 1
     settings.ROJO_START_HOLD_SECONDS = 3
-    settings.ROJO_MCP_START_TIMEOUT = 60  # the first stays stuck for the whole test
+    settings.ROJO_MCP_START_TIMEOUT = 60
     stuck = make_rojo(fake_provider.base_url, slug="stuck", name="Stuck")
     silent = McpServer.objects.create(
         name="Silent", slug="silent", transport="stdio", command=sys.executable,
         args=["-c", "import time; time.sleep(120)"],
     )  # fmt: skip
     RojoMcpServer.objects.create(rojo=stuck, server=silent)
-    plain = make_rojo(fake_provider.base_url, slug="plain", name="Plain")
+    return stuck, make_rojo(fake_provider.base_url, slug="plain", name="Plain")
+
+
+def test_a_chat_waits_behind_a_start_stuck_before_its_request_until_that_ones_hold_ends(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """Room for one start; the first is stuck before its provider request (its MCP server
+    never answers): the next chat's reply waits for the first's place, given back when its
+    hold ends, not before."""
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
     happened: list[str] = []
     release = StartSlot.release
 
@@ -110,16 +116,7 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
     a first chat stuck before its provider request until its hold ends."""
     from roject.identity.sessions import SessionStore
 
-    settings.ROJO_START_CONCURRENCY = 1
-    settings.ROJO_START_HOLD_SECONDS = 3
-    settings.ROJO_MCP_START_TIMEOUT = 60
-    stuck = make_rojo(fake_provider.base_url, slug="stuck", name="Stuck")
-    silent = McpServer.objects.create(
-        name="Silent", slug="silent", transport="stdio", command=sys.executable,
-        args=["-c", "import time; time.sleep(120)"],
-    )  # fmt: skip
-    RojoMcpServer.objects.create(rojo=stuck, server=silent)
-    plain = make_rojo(fake_provider.base_url, slug="plain", name="Plain")
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
     fake_provider.add(stream(*text_chunks("Quick.")))
     happened: list[str] = []
     release, load = StartSlot.release, SessionStore.load
