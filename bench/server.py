@@ -131,7 +131,7 @@ _profiles: list = []  # the profiler counting the loop's calls since CALLS_PATH?
 
 
 def _calls(action: str) -> dict:
-    """Count the event loop thread's calls by function (cProfile, on CPU time) from ?zero;
+    """Count the event loop thread's calls by function (cProfile, on its own CPU time) from ?zero;
     ?take stops and answers them: {"path:line(function)": [calls, own s, with callees s]}."""
     import cProfile
     import pstats
@@ -140,7 +140,7 @@ def _calls(action: str) -> dict:
     if profile is not None:
         profile.disable()
     if action == "zero":
-        profile = cProfile.Profile(time.process_time)
+        profile = cProfile.Profile(time.thread_time)  # the loop thread's own CPU
         _profiles.append(profile)
         profile.enable()
         return {"done": action}
