@@ -18,7 +18,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 
-from asgiref.sync import sync_to_async
 from channels.exceptions import ChannelFull
 from channels.layers import get_channel_layer
 from django.conf import settings
@@ -26,14 +25,14 @@ from django.db import DatabaseError
 from redis.exceptions import RedisError
 
 from rojos import metrics
-from rojos.agent.events import DoneEvent, ErrorEvent, WireEvent, numbered
-from rojos.agent.stored_events import conversation_turns
-from rojos.models import Conversation, Message, TurnRecord
+from rojos.agent.events import WireEvent
+from rojos.models import Conversation
 from rojos.turns.channel_reader import ChannelReader
 from rojos.turns.control_layer import control_layer
+from rojos.turns.ended_events import interrupted_events, stored_turn_events
 from rojos.turns.events import RUN_KINDS
 from rojos.turns.questions import question_deliver
-from rojos.turns.repair import INTERRUPTED_MESSAGE, dead_turn_end
+from rojos.turns.repair import dead_turn_end
 
 logger = logging.getLogger(__name__)
 
@@ -285,35 +284,6 @@ async def _turn_ended(conversation_id: int, seq: int) -> list[WireEvent] | None:
     return None
 
 
-def interrupted_events(seq: int) -> list[WireEvent]:
-    """What the followers of a turn whose process is gone are told, after event `seq`."""
-    error = ErrorEvent(message=INTERRUPTED_MESSAGE, code="interrupted")
-    return [numbered(seq + 1, error), numbered(seq + 2, DoneEvent())]
-
-
 def relay_unavailable() -> WireEvent:
     """An unnumbered ERROR for a follower that cannot reach the relay; `retry` in seconds."""
     return WireEvent(0, "ERROR", {"message": RELAY_DOWN, "code": "unavailable", "retry": 2})
-
-
-async def stored_turn_events(conversation: Conversation) -> list[WireEvent]:
-    """The conversation's last turn as stored, numbered from 1: for a re-attach whose live log
-    is in another process or gone. A START numbered 1 tells a client that had events of it
-    that this is the whole turn again."""
-    return await sync_to_async(_stored_turn_events)(conversation)
-
-
-def _stored_turn_events(conversation: Conversation) -> list[WireEvent]:
-    last_user = (
-        Message.objects.filter(conversation=conversation, role=Message.Role.USER)
-        .order_by("-position")
-        .first()
-    )
-    if last_user is None:
-        return [numbered(1, DoneEvent())]
-    messages = list(
-        Message.objects.filter(conversation=conversation, position__gte=last_user.position)
-    )
-    records = list(TurnRecord.objects.filter(user_message=last_user))
-    _, events = conversation_turns(conversation, messages=messages, records=records)[-1]
-    return [numbered(seq, event) for seq, event in enumerate(events, start=1)]

@@ -20,6 +20,7 @@ from rojos.turns import control as turn_control
 from rojos.turns import relay as turn_relay
 from rojos.turns.admission import start_admit
 from rojos.turns.decisions import approval_decide
+from rojos.turns.ended_events import interrupted_events, stored_turn_events
 from rojos.turns.reattach import turn_reattach_plan
 from rojos.turns.repair import dead_turn_end
 from rojos.turns.start import turn_start
@@ -27,6 +28,7 @@ from rojos.web import selectors
 from rojos.web.approvals_api import router as approvals_router
 from rojos.web.attached import chat_attachments
 from rojos.web.chat_admission import chat_slot
+from rojos.web.chat_schemas import ChatIn
 from rojos.web.conversations_api import router as conversations_router
 from rojos.web.errors import error_handlers_add
 from rojos.web.event_streams import event_stream, events_alone, events_listed
@@ -39,7 +41,6 @@ from rojos.web.schemas import (
     ApprovalIn,
     ApprovalOut,
     ChangeDiffOut,
-    ChatIn,
     ProjectOut,
     RojoOut,
     SearchHitOut,
@@ -228,12 +229,12 @@ async def conversation_stream(
         return followed(plan.local.follow_batches(plan.after))
     if await dead_turn_end(conversation):  # its process is gone: ended now
         if plan.after:
-            return event_stream(request, events_listed(turn_relay.interrupted_events(plan.after)))
+            return event_stream(request, events_listed(interrupted_events(plan.after)))
     elif conversation.running:  # in another server process
         remote = turn_relay.turn_follow_remote(conversation.pk, plan.after, turn=plan.current)
         return followed(events_alone(remote))
     # Finished, its live log elsewhere or gone: the stored turn, from its START.
-    return event_stream(request, events_listed(await turn_relay.stored_turn_events(conversation)))
+    return event_stream(request, events_listed(await stored_turn_events(conversation)))
 
 
 @api.post(

@@ -10,7 +10,7 @@ import asyncio
 
 from rojos.provider.attachments import attachments_read, pdf_name, pdfs_check
 from rojos.provider.images import images_check, images_gather, is_image_path
-from rojos.web.schemas import ChatIn
+from rojos.web.chat_schemas import ChatIn
 from rojos.web.selectors import ChatContext
 
 

@@ -168,7 +168,7 @@ def test_a_remote_follower_of_a_turn_waiting_20s_for_approval_keeps_following(
     if kinds[0] == "START":
         # The follower asked its relay again (after 12 s of silence) just as the turn ended,
         # and its process, done with the turn, no longer answers: the follower then gets the
-        # stored turn whole, from a START numbered 1 (rojos.turns.relay: stored_turn_events).
+        # stored turn whole, from a START numbered 1 (rojos.turns.ended_events: stored_turn_events).
         assert rest[0].id == 1
         assert "TOOL_CALL" in kinds and kinds[-3:] == ["TOOL_RESULT", "CHAT", "DONE"]
     else:

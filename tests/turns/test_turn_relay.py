@@ -18,6 +18,7 @@ from rojos.models.claims import process_owner
 from rojos.turns import relay as turn_relay
 from rojos.turns import runner as turns
 from rojos.turns.claims import turn_claim_blocking
+from rojos.turns.ended_events import stored_turn_events
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.start import turn_start
 from tests.support.fake_provider import stream, text_chunks
@@ -248,7 +249,7 @@ async def test_a_reattach_to_a_turn_finished_elsewhere_gets_its_stored_events(
     await turn.task
     await conversation.arefresh_from_db()
 
-    stored = await turn_relay.stored_turn_events(conversation)
+    stored = await stored_turn_events(conversation)
 
     assert [(e.seq, e.type) for e in stored] == [(1, "START"), (2, "CHAT"), (3, "DONE")]
     assert stored[0].data == {
