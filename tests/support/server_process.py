@@ -36,6 +36,9 @@ def database_url() -> str:
     return f"postgres://{credentials}@{host}/{quote(db['NAME'], safe='')}"
 
 
+BIND_TRIES = 3
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -74,7 +77,22 @@ def server_start(
     """Start the app on a free port with `env` added; return once it answers requests.
 
     `server` is uvicorn with httptools (the production command), `serve` (the image's
-    command: the same under a graceful stop), or daphne."""
+    command: the same under a graceful stop), or daphne. A port taken between its choice
+    and the bind (by another worker's connection, say) is chosen again."""
+    for tries_left in reversed(range(BIND_TRIES)):
+        started = _launch(storage_dir=storage_dir, log_path=log_path, server=server, **env)
+        try:
+            _wait_ready(started)
+            return started
+        except BaseException:
+            started.kill()
+            if tries_left and "address already in use" in started.log():
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+def _launch(*, storage_dir: Path, log_path: Path, server: str, **env: str) -> ServerProcess:
     port = _free_port()
     full_env = {
         **os.environ,
@@ -104,13 +122,7 @@ def server_start(
         process = subprocess.Popen(
             command, cwd=django_settings.BASE_DIR, env=full_env, stdout=log, stderr=log
         )
-    server = ServerProcess(f"http://127.0.0.1:{port}", process, log_path)
-    try:
-        _wait_ready(server)
-    except BaseException:
-        server.kill()
-        raise
-    return server
+    return ServerProcess(f"http://127.0.0.1:{port}", process, log_path)
 
 
 def _wait_ready(server: ServerProcess) -> None:
