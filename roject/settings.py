@@ -147,6 +147,8 @@ ROJO_DB_THREADS = int(
 # (rojos/turns/admission.py); a start holds its place at most this many seconds.
 ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 16))
 ROJO_START_HOLD_SECONDS = float(os.environ.get("ROJO_START_HOLD_SECONDS") or 1)
+# The longest a step's writes (its reply, usage, the turn's end) wait for the starts under way.
+ROJO_END_YIELD_SECONDS = float(os.environ.get("ROJO_END_YIELD_SECONDS") or 3)
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:

@@ -3,7 +3,7 @@
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import openai
 from django.conf import settings
@@ -56,6 +56,7 @@ async def agent_loop(
     role_read: bool = False,
     model: ModelInUse | None = None,
     idle: Idle | None = None,
+    writes_wait: Callable[[], Awaitable[None]] | None = None,
 ) -> AsyncIterator[AgentEvent]:
     """Run the rojo on a history that ends with the user's message.
 
@@ -76,6 +77,9 @@ async def agent_loop(
 
     `idle` is called before each wait for the provider's next bytes and as each response
     ends: the events yielded so far are all for now (the turn writes them out then).
+    `writes_wait` is awaited once each response has streamed, before its step's writes (the
+    turn's: starts waiting on this process go first, rojos.turns.admission); a stop while it
+    waits keeps the text, as a stop during the stream does.
     """
     model = model or model_default(rojo)
     runner = ToolCallRunner(
@@ -126,6 +130,8 @@ async def agent_loop(
                         thinking.answered()
                         for delta in deltas.due():
                             yield delta
+            if writes_wait is not None:
+                await writes_wait()
             completion = accumulator.result(taken=history.call_ids())
             for delta in deltas.final_ids(completion.tool_calls):
                 yield delta

@@ -29,7 +29,7 @@ from rojos.mcp.questions import questions_in_task
 from rojos.models import Rojo, TurnRecord
 from rojos.provider.admission import start_slot_use
 from rojos.provider.clients import rojo_client
-from rojos.turns.admission import StartSlot
+from rojos.turns.admission import StartSlot, starts_settled
 from rojos.turns.claims import turn_heartbeat, turn_release_blocking
 from rojos.turns.log import Turn
 from rojos.turns.memory_trim import memory_trimmed
@@ -113,6 +113,7 @@ async def _run(
                     role_read=True,  # turn_start's `access`, read as the turn started
                     model=model,
                     idle=turn.flush,  # a read's chunks to the followers in one write
+                    writes_wait=starts_settled,  # the starts waiting go first
                 )
             ) as events,
         ):

@@ -7,10 +7,10 @@ import threading
 
 import pytest
 
-from rojos.models import McpServer, RojoMcpServer
+from rojos.models import Conversation, McpServer, RojoMcpServer
 from rojos.turns.admission import StartSlot, start_admit
-from tests.support.fake_provider import stream, text_chunks
-from tests.support.helpers import make_rojo
+from tests.support.fake_provider import Gate, stream, text_chunks
+from tests.support.helpers import make_rojo, stored_history
 from tests.support.live_server import parse_sse, read_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -142,6 +142,116 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
     assert "".join(e.data.get("text", "") for e in events) == "Quick."
     after = happened[happened.index("next chat sent") :]
     assert after[:3] == ["next chat sent", "place given back", "session read"], after
+
+
+def _reply_held_while_a_start_waits(settings, fake_provider, monkeypatch, *, yield_seconds):
+    """A reply streams whole while another chat's start holds the only place (stuck before
+    its provider request for its hold of 3 s): what happened, in order, and the reply's
+    conversation, its events read to DONE or to the stop `stop(client, conversation)`."""
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
+    settings.ROJO_END_YIELD_SECONDS = yield_seconds
+    happened: list[str] = []
+    release = StartSlot.release
+
+    def recorded_release(slot):
+        if not slot.released:
+            happened.append("place given back")
+        release(slot)
+
+    monkeypatch.setattr(StartSlot, "release", recorded_release)
+    opened = threading.Event()
+    fake_provider.add(stream(text_chunks("Part one.", finish=None), Gate(opened),
+                             text_chunks(" Part two.")))  # fmt: skip
+    return stuck, plain, happened, opened
+
+
+def _texts(events) -> str:
+    return "".join(e.data.get("text", "") for e in events if e.type == "CHAT")
+
+
+def test_a_replys_writes_wait_for_the_starts_under_way(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """Under a burst of starts the replies that end meanwhile are stored once the starts
+    are through (rojos.turns.admission.starts_settled): their text streams whole at once,
+    only their message, usage and end wait, and the CPU goes to the starts first."""
+    stuck, plain, happened, opened = _reply_held_while_a_start_waits(
+        settings, fake_provider, monkeypatch, yield_seconds=60
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
+        events = parse_sse(reply.iter_lines())
+        seen = read_until(events, "CHAT")
+        conversation = seen[0].data["conversation"]
+        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
+            read_until(parse_sse(other.iter_lines()), "START")  # it holds the only place
+            happened.append("place taken")
+            opened.set()
+            seen += read_until(events, "CHAT")
+            happened.append("text whole")
+            seen += list(events)
+            happened.append("done")
+
+    assert _texts(seen) == "Part one. Part two." and seen[-1].type == "DONE"
+    after = happened[happened.index("place taken") + 1 :]
+    assert after == ["text whole", "place given back", "done"], happened
+    history = stored_history(conversation)
+    assert [(m.role, m.content, m.draft) for m in history] == [
+        ("user", "Hi", False), ("assistant", "Part one. Part two.", False),
+    ]  # fmt: skip
+    assert Conversation.objects.get(pk=conversation).turn_id is None
+
+
+def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    stuck, plain, happened, opened = _reply_held_while_a_start_waits(
+        settings, fake_provider, monkeypatch, yield_seconds=0.2
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
+        events = parse_sse(reply.iter_lines())
+        seen = read_until(events, "CHAT")
+        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
+            read_until(parse_sse(other.iter_lines()), "START")
+            happened.append("place taken")
+            opened.set()
+            seen += list(events)
+            happened.append("done")
+
+    assert _texts(seen) == "Part one. Part two." and seen[-1].type == "DONE"
+    # Done before the stuck start's hold (3 s) ended.
+    assert happened[happened.index("place taken") + 1 :] == ["done"], happened
+
+
+def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    stuck, plain, happened, opened = _reply_held_while_a_start_waits(
+        settings, fake_provider, monkeypatch, yield_seconds=60
+    )
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
+        events = parse_sse(reply.iter_lines())
+        seen = read_until(events, "CHAT")
+        conversation = seen[0].data["conversation"]
+        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
+            read_until(parse_sse(other.iter_lines()), "START")
+            happened.append("place taken")
+            opened.set()
+            seen += read_until(events, "CHAT")
+            stopped = client.post(f"/api/conversations/{conversation}/stop")
+            seen += list(events)
+            happened.append("done")
+
+    assert stopped.status_code == 200
+    assert [e.type for e in seen[-2:]] == ["ERROR", "DONE"] and seen[-2].data["code"] == "stopped"
+    assert happened[happened.index("place taken") + 1 :] == ["done"], happened  # as it waited
+    history = stored_history(conversation)
+    assert [(m.role, m.content, m.draft) for m in history] == [
+        ("user", "Hi", False), ("assistant", "Part one. Part two.", False),
+    ]  # fmt: skip
+    assert Conversation.objects.get(pk=conversation).turn_id is None
 
 
 def test_a_start_refused_before_its_turn_gives_its_place_back(
