@@ -6,40 +6,33 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
-from pathlib import Path, PurePosixPath
 
 from roject import storage
-from roject.members.access import aproject_role, project_role
+from roject.members.access import aproject_role
 from roject.models import Role
-from roject.storage import DiskFull, StorageError
+from roject.storage import DiskFull
 from rojos import metrics
 from rojos.agent.approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
 from rojos.agent.caps import TurnCaps
+from rojos.agent.changing_calls import ChangeRevoked, ChangeStale, change_start, changing_call
 from rojos.agent.events import AgentEvent, ToolResultEvent
 from rojos.agent.history import History
 from rojos.agent.kept_results import outcome_paged
 from rojos.agent.read_versions import ReadVersions, read_paths
 from rojos.changes.file_audit import tool_change_audit
 from rojos.changes.ledger import change_published
-from rojos.changes.undo import change_finish, cut_off_changes_finish
-from rojos.context.instructions import (
-    folders_entered,
-    folders_of,
-    instruction_files_read,
-    joined_result,
-)
+from rojos.changes.undo import change_finish
+from rojos.context.instructions import instructions_joined
 from rojos.errors import AccessRevoked
 from rojos.mcp.questions import call_questions
-from rojos.models import Conversation, FileChange
+from rojos.models import FileChange
 from rojos.tools import (
     RojoTool,
     RojoToolContext,
     RojoToolRegistry,
     ToolCall,
-    ToolError,
     ToolOutcome,
 )
-from rojos.tools.schema import validate
 
 REVOKED_OUTCOME = ToolOutcome.failure(
     "your role in this project no longer lets you change its files (you were removed "
@@ -52,46 +45,6 @@ REMOVED_OUTCOME = ToolOutcome.failure(
 )
 # The turn's ERROR once its user is found removed from the project.
 REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was stopped."
-
-
-class _Revoked(Exception):
-    """The person the turn runs for may no longer change the project's files."""
-
-
-class _Stale(Exception):
-    """A file the turn read changed since; the message says so to the model."""
-
-
-def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
-    """The tool and valid arguments of a call that may change files, else None."""
-    tool = tools.get(call.name)
-    if tool is None or not tool.writes or not tool.undoable or call.args is None:
-        return None
-    try:
-        validate(call.args, tool.parameters)
-        tool.changed_paths(call.args)
-    except (ToolError, KeyError, TypeError):
-        return None  # the registry reports the bad arguments
-    return tool, call.args
-
-
-def cut_off_writes_clean(root: Path, calls: list[dict], tools: RojoToolRegistry) -> None:
-    """(Blocking) Remove what writes cut off by a crash left next to their targets.
-
-    Hold the project's change lock: every write to a project runs under it.
-    """
-    directories = set()
-    for call in calls:
-        changing = changing_call(tools, ToolCall.of(call))
-        if changing is None:
-            continue
-        tool, args = changing
-        for path in tool.changed_paths(args):
-            directories.add(str(PurePosixPath(path).parent))
-            if tool.follows_links:  # a write through a link writes next to its target
-                with contextlib.suppress(StorageError, OSError):
-                    directories.add(str(storage.resolved_relative(root, path).parent))
-    storage.temp_files_remove(root, directories)
 
 
 @dataclass(kw_only=True)
@@ -299,15 +252,18 @@ class ToolCallRunner:
             await self._store(call, outcome, questions=asked)
             return outcome, None
         tool, args = changing
-        start = functools.partial(self._change_start, tool, args, parsed.id, message_id)
+        start = functools.partial(
+            change_start, ctx=self.ctx, history=self.history, reads=self.reads, tool=tool,
+            args=args, call_id=parsed.id, message_id=message_id,
+        )  # fmt: skip
         try:
             async with storage.changes_locked(self.ctx.project_id, then=start) as change:
                 return await self._execute_recorded(call, parsed, change)
-        except _Revoked:  # raised by start, before the call ran
+        except ChangeRevoked:  # raised by start, before the call ran
             await self._store(call, REVOKED_OUTCOME)
             return REVOKED_OUTCOME, None
         # Likewise: the file changed since the turn read it, or the snapshot would not fit.
-        except (_Stale, DiskFull) as refusal:
+        except (ChangeStale, DiskFull) as refusal:
             refused = ToolOutcome.failure(str(refusal))
             await self._store(call, refused)
             return refused, None
@@ -341,83 +297,12 @@ class ToolCallRunner:
         return outcome, kept[0].pk if kept else None
 
     async def _instructions_joined(self, parsed: ToolCall, outcome: ToolOutcome) -> ToolOutcome:
-        """The outcome, naming the folders' instruction files that join with this call: the
-        first of the conversation to work in a folder that has one (its next request sends
-        them, rojos.context.instructions)."""
+        """The outcome, naming the instruction files that join with this call (never an MCP
+        server's call: its paths are not the project's)."""
         tool = self.tools.get(parsed.name)
-        if not (outcome.ok and self.instruction_names) or tool is None or tool.mcp_server:
+        if tool is None or tool.mcp_server:
             return outcome
-        entered = folders_entered(self.history.messages)
-        new = [folder for folder in folders_of(parsed.args) if folder not in entered]
-        if not new:
-            return outcome
-        files = await asyncio.to_thread(
-            instruction_files_read,
-            project_root=self.ctx.project_root,
-            names=list(self.instruction_names),
-            folders=new,
-        )
-        if not files:
-            return outcome
-        return ToolOutcome.success(joined_result(outcome.value, [f.path for f in files]))
-
-    def _take_snapshot(self, tool: RojoTool, args: dict) -> storage.Snapshot:
-        root = self.ctx.project_root
-        paths = tool.changed_paths(args)
-        if tool.follows_links:
-            paths = [str(storage.resolved_relative(root, p)) for p in paths]
-        return storage.snapshot_take(self.ctx.project_id, root, paths)
-
-    def _change_start(
-        self, tool: RojoTool, args: dict, call_id: str, message_id
-    ) -> FileChange | None:
-        """(Blocking) Copy the paths' state aside and make the change's record, unfinished.
-
-        First, the person the turn runs for must still be allowed to write: a turn keeps
-        running after its user was removed from the project or made a viewer (_Revoked).
-
-        When the call may replace or remove something, the record is stored now, so that a
-        crash during the call cannot lose the copy of what was there. A call that only
-        creates paths is recorded with its result: cut off, it leaves a new path and nothing
-        lost. None when a path cannot be read: the call then fails on it, so there is
-        nothing to undo. DiskFull when the copy would not fit: the call is refused.
-        """
-        user = self.ctx.user
-        if user is not None:
-            role = project_role(user=user, project_id=self.ctx.project_id)
-            if role is None or not role.can_write:
-                raise _Revoked
-        # What a crash cut off is recorded as it left the files, before this call changes them.
-        cut_off_changes_finish(project_id=self.ctx.project_id, root=self.ctx.project_root)
-        if self.reads.seen and (stale := self.reads.stale(tool.changed_paths(args))):
-            raise _Stale(stale)
-        try:
-            snapshot = self._take_snapshot(tool, args)
-        except DiskFull:
-            raise  # a change that could not be undone is not made
-        except (StorageError, OSError):
-            return None
-        change = FileChange(
-            project_id=self.ctx.project_id,
-            conversation=self.history.conversation if self.history.conversation.pk else None,
-            message_id=message_id,
-            tool_call_id=call_id,
-            author_id=getattr(user, "pk", user),
-            origin=_origin(self.history.conversation),
-            tool=tool.name,
-            paths=snapshot.paths,
-            before=snapshot.existed,
-            after=None,
-            created_parents=snapshot.missing_parents,
-            key=snapshot.key,
-        )
-        if hasattr(user, "get_username"):
-            change.author = user  # held, so that publishing the change asks no query
-        if any(snapshot.existed):
-            change.save()
-        return change
-
-
-def _origin(conversation: Conversation) -> str:
-    """Whose call this is in the ledger: an outside agent's through MCP, or a rojo's."""
-    return FileChange.Origin.MCP if conversation.via_mcp else FileChange.Origin.ROJO
+        return await instructions_joined(
+            outcome, args=parsed.args, messages=self.history.messages,
+            names=self.instruction_names, project_root=self.ctx.project_root,
+        )  # fmt: skip

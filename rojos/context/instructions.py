@@ -9,6 +9,7 @@ nothing, one over the bound is cut with a note, a binary or undecodable one is l
 a note, so that a broken file never stops a turn.
 """
 
+import asyncio
 import json
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -16,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from roject import storage
 from roject.storage import StorageError
 from rojos.models import Message
+from rojos.tools import ToolOutcome
 
 # Each file is cut at this size; what all of them send together stops at the total.
 MAX_FILE_BYTES = 16_000
@@ -140,3 +142,28 @@ def joined_result(value, paths: list[str]):
         end = "\n" if value.endswith("\n") else "\n\n"
         return f"{value}{end}[{note}]"
     return {"result": value, "instructions": note}
+
+
+async def instructions_joined(
+    outcome: ToolOutcome,
+    *,
+    args: dict | None,
+    messages: list[Message],
+    names: tuple[str, ...],
+    project_root: Path,
+) -> ToolOutcome:
+    """A successful call's outcome, naming the folders' instruction files (`names`) that join
+    with it: the first of the conversation (`messages`) to work in a folder that has one
+    (its next request sends them)."""
+    if not (outcome.ok and names):
+        return outcome
+    entered = folders_entered(messages)
+    new = [folder for folder in folders_of(args) if folder not in entered]
+    if not new:
+        return outcome
+    files = await asyncio.to_thread(
+        instruction_files_read, project_root=project_root, names=list(names), folders=new
+    )
+    if not files:
+        return outcome
+    return ToolOutcome.success(joined_result(outcome.value, [f.path for f in files]))

@@ -19,8 +19,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from roject import storage
+from rojos.agent.changing_calls import cut_off_writes_clean
 from rojos.agent.history import History
-from rojos.agent.tool_calls import cut_off_writes_clean
 from rojos.changes import undo
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from rojos.models.claims import dead_claim

@@ -21,7 +21,7 @@ from roject.storage import (
     temp_files_remove,
     write_project_file,
 )
-from rojos.agent.tool_calls import cut_off_writes_clean
+from rojos.agent.changing_calls import cut_off_writes_clean
 from rojos.tools import registry
 from tests.support.storage_resolvers import RESOLVERS, resolver_use
 
