@@ -151,11 +151,17 @@ def section_carried(report: str, earlier: str, number: int, how: str) -> str:
 
 
 def section_replaced(report: str, section: Section) -> str:
-    """The report with `section` in place of the one of the same title (else at the end)."""
+    """The report with `section` in place of the one of the same title (else at the end);
+    a section `make bench` does not run keeps the line that says so."""
     heading = f"## {section.title}"
     new = "\n".join(section_markdown(section)).rstrip() + "\n"
     start = report.find(heading)
     if start < 0:
         return report.rstrip() + "\n\n" + new
     end = report.find("\n## ", start + len(heading))
+    old = report[start : end if end >= 0 else None]
+    mark = next((line for line in old.splitlines() if line.startswith("_Not run by")), None)
+    if mark is not None:
+        title, _, body = new.partition("\n")
+        new = f"{title}\n\n{mark}\n{body}"
     return report[:start] + new + ("\n" + report[end + 1 :] if end >= 0 else "")
