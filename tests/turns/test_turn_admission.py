@@ -2,6 +2,7 @@
 provider request leaves, once it is refused, or once it has held it too long."""
 
 import asyncio
+import contextlib
 import sys
 import threading
 
@@ -145,9 +146,9 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
 
 
 def _reply_held_while_a_start_waits(settings, fake_provider, monkeypatch, *, yield_seconds):
-    """A reply streams whole while another chat's start holds the only place (stuck before
-    its provider request for its hold of 3 s): what happened, in order, and the reply's
-    conversation, its events read to DONE or to the stop `stop(client, conversation)`."""
+    """Room for one start, which a stuck rojo's start holds for 3 s, and a reply of the plain
+    rojo in two parts, the second sent once `opened` is set; `happened` records each place
+    given back."""
     stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
     settings.ROJO_END_YIELD_SECONDS = yield_seconds
     happened: list[str] = []
@@ -165,6 +166,21 @@ def _reply_held_while_a_start_waits(settings, fake_provider, monkeypatch, *, yie
     return stuck, plain, happened, opened
 
 
+@contextlib.contextmanager
+def _beside_the_held_place(client, project, stuck, plain, happened, opened):
+    """The plain rojo's reply, its first part read, while the stuck rojo's start holds the
+    only place; then its provider sends the rest. Yields the reply's events, those read so
+    far and its conversation."""
+    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
+        events = parse_sse(reply.iter_lines())
+        seen = read_until(events, "CHAT")
+        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
+            read_until(parse_sse(other.iter_lines()), "START")  # it holds the only place
+            happened.append("place taken")
+            opened.set()
+            yield events, seen, seen[0].data["conversation"]
+
+
 def _texts(events) -> str:
     return "".join(e.data.get("text", "") for e in events if e.type == "CHAT")
 
@@ -179,18 +195,12 @@ def test_a_replys_writes_wait_for_the_starts_under_way(
         settings, fake_provider, monkeypatch, yield_seconds=60
     )
     client = client_for(users["editor"])
-    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
-        events = parse_sse(reply.iter_lines())
-        seen = read_until(events, "CHAT")
-        conversation = seen[0].data["conversation"]
-        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
-            read_until(parse_sse(other.iter_lines()), "START")  # it holds the only place
-            happened.append("place taken")
-            opened.set()
-            seen += read_until(events, "CHAT")
-            happened.append("text whole")
-            seen += list(events)
-            happened.append("done")
+    held = _beside_the_held_place(client, project, stuck, plain, happened, opened)
+    with held as (events, seen, conversation):
+        seen += read_until(events, "CHAT")
+        happened.append("text whole")
+        seen += list(events)
+        happened.append("done")
 
     assert _texts(seen) == "Part one. Part two." and seen[-1].type == "DONE"
     after = happened[happened.index("place taken") + 1 :]
@@ -209,15 +219,10 @@ def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(
         settings, fake_provider, monkeypatch, yield_seconds=0.2
     )
     client = client_for(users["editor"])
-    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
-        events = parse_sse(reply.iter_lines())
-        seen = read_until(events, "CHAT")
-        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
-            read_until(parse_sse(other.iter_lines()), "START")
-            happened.append("place taken")
-            opened.set()
-            seen += list(events)
-            happened.append("done")
+    held = _beside_the_held_place(client, project, stuck, plain, happened, opened)
+    with held as (events, seen, _):
+        seen += list(events)
+        happened.append("done")
 
     assert _texts(seen) == "Part one. Part two." and seen[-1].type == "DONE"
     # Done before the stuck start's hold (3 s) ended.
@@ -231,18 +236,12 @@ def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(
         settings, fake_provider, monkeypatch, yield_seconds=60
     )
     client = client_for(users["editor"])
-    with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
-        events = parse_sse(reply.iter_lines())
-        seen = read_until(events, "CHAT")
-        conversation = seen[0].data["conversation"]
-        with client.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as other:
-            read_until(parse_sse(other.iter_lines()), "START")
-            happened.append("place taken")
-            opened.set()
-            seen += read_until(events, "CHAT")
-            stopped = client.post(f"/api/conversations/{conversation}/stop")
-            seen += list(events)
-            happened.append("done")
+    held = _beside_the_held_place(client, project, stuck, plain, happened, opened)
+    with held as (events, seen, conversation):
+        seen += read_until(events, "CHAT")
+        stopped = client.post(f"/api/conversations/{conversation}/stop")
+        seen += list(events)
+        happened.append("done")
 
     assert stopped.status_code == 200
     assert [e.type for e in seen[-2:]] == ["ERROR", "DONE"] and seen[-2].data["code"] == "stopped"
