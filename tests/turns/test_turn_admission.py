@@ -145,12 +145,15 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
     assert after[:3] == ["next chat sent", "place given back", "session read"], after
 
 
-def _reply_held_while_a_start_waits(settings, fake_provider, monkeypatch, *, yield_seconds):
-    """Room for one start, which a stuck rojo's start holds for 3 s, and a reply of the plain
-    rojo in two parts, the second sent once `opened` is set; `happened` records each place
-    given back."""
+@contextlib.contextmanager
+def _reply_beside_a_held_place(settings, fake_provider, monkeypatch, client, project, *, wait):
+    """Room for one start, which a stuck rojo's start holds for 3 s; a reply's writes wait
+    for the starts at most `wait` seconds (ROJO_END_YIELD_SECONDS). A reply of the plain
+    rojo in two parts: once its first is read and the stuck start holds the place, its
+    provider sends the rest. Yields what happened (each place given back, in order), the
+    reply's events, those read so far and its conversation."""
     stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
-    settings.ROJO_END_YIELD_SECONDS = yield_seconds
+    settings.ROJO_END_YIELD_SECONDS = wait
     happened: list[str] = []
     release = StartSlot.release
 
@@ -163,14 +166,6 @@ def _reply_held_while_a_start_waits(settings, fake_provider, monkeypatch, *, yie
     opened = threading.Event()
     fake_provider.add(stream(text_chunks("Part one.", finish=None), Gate(opened),
                              text_chunks(" Part two.")))  # fmt: skip
-    return stuck, plain, happened, opened
-
-
-@contextlib.contextmanager
-def _beside_the_held_place(client, project, stuck, plain, happened, opened):
-    """The plain rojo's reply, its first part read, while the stuck rojo's start holds the
-    only place; then its provider sends the rest. Yields the reply's events, those read so
-    far and its conversation."""
     with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
         events = parse_sse(reply.iter_lines())
         seen = read_until(events, "CHAT")
@@ -178,7 +173,16 @@ def _beside_the_held_place(client, project, stuck, plain, happened, opened):
             read_until(parse_sse(other.iter_lines()), "START")  # it holds the only place
             happened.append("place taken")
             opened.set()
-            yield events, seen, seen[0].data["conversation"]
+            yield happened, events, seen, seen[0].data["conversation"]
+
+
+def _assert_stored_whole(conversation: int) -> None:
+    """The reply is stored whole, no longer a draft, and the conversation given up."""
+    history = stored_history(conversation)
+    assert [(m.role, m.content, m.draft) for m in history] == [
+        ("user", "Hi", False), ("assistant", "Part one. Part two.", False),
+    ]  # fmt: skip
+    assert Conversation.objects.get(pk=conversation).turn_id is None
 
 
 def _texts(events) -> str:
@@ -191,12 +195,11 @@ def test_a_replys_writes_wait_for_the_starts_under_way(
     """Under a burst of starts the replies that end meanwhile are stored once the starts
     are through (rojos.turns.admission.starts_settled): their text streams whole at once,
     only their message, usage and end wait, and the CPU goes to the starts first."""
-    stuck, plain, happened, opened = _reply_held_while_a_start_waits(
-        settings, fake_provider, monkeypatch, yield_seconds=60
-    )
     client = client_for(users["editor"])
-    held = _beside_the_held_place(client, project, stuck, plain, happened, opened)
-    with held as (events, seen, conversation):
+    beside = _reply_beside_a_held_place(
+        settings, fake_provider, monkeypatch, client, project, wait=60
+    )
+    with beside as (happened, events, seen, conversation):
         seen += read_until(events, "CHAT")
         happened.append("text whole")
         seen += list(events)
@@ -205,22 +208,17 @@ def test_a_replys_writes_wait_for_the_starts_under_way(
     assert _texts(seen) == "Part one. Part two." and seen[-1].type == "DONE"
     after = happened[happened.index("place taken") + 1 :]
     assert after == ["text whole", "place given back", "done"], happened
-    history = stored_history(conversation)
-    assert [(m.role, m.content, m.draft) for m in history] == [
-        ("user", "Hi", False), ("assistant", "Part one. Part two.", False),
-    ]  # fmt: skip
-    assert Conversation.objects.get(pk=conversation).turn_id is None
+    _assert_stored_whole(conversation)
 
 
 def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(
     settings, client_for, users, project, fake_provider, monkeypatch
 ):
-    stuck, plain, happened, opened = _reply_held_while_a_start_waits(
-        settings, fake_provider, monkeypatch, yield_seconds=0.2
-    )
     client = client_for(users["editor"])
-    held = _beside_the_held_place(client, project, stuck, plain, happened, opened)
-    with held as (events, seen, _):
+    beside = _reply_beside_a_held_place(
+        settings, fake_provider, monkeypatch, client, project, wait=0.2
+    )
+    with beside as (happened, events, seen, _):
         seen += list(events)
         happened.append("done")
 
@@ -232,12 +230,11 @@ def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(
 def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(
     settings, client_for, users, project, fake_provider, monkeypatch
 ):
-    stuck, plain, happened, opened = _reply_held_while_a_start_waits(
-        settings, fake_provider, monkeypatch, yield_seconds=60
-    )
     client = client_for(users["editor"])
-    held = _beside_the_held_place(client, project, stuck, plain, happened, opened)
-    with held as (events, seen, conversation):
+    beside = _reply_beside_a_held_place(
+        settings, fake_provider, monkeypatch, client, project, wait=60
+    )
+    with beside as (happened, events, seen, conversation):
         seen += read_until(events, "CHAT")
         stopped = client.post(f"/api/conversations/{conversation}/stop")
         seen += list(events)
@@ -246,11 +243,7 @@ def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(
     assert stopped.status_code == 200
     assert [e.type for e in seen[-2:]] == ["ERROR", "DONE"] and seen[-2].data["code"] == "stopped"
     assert happened[happened.index("place taken") + 1 :] == ["done"], happened  # as it waited
-    history = stored_history(conversation)
-    assert [(m.role, m.content, m.draft) for m in history] == [
-        ("user", "Hi", False), ("assistant", "Part one. Part two.", False),
-    ]  # fmt: skip
-    assert Conversation.objects.get(pk=conversation).turn_id is None
+    _assert_stored_whole(conversation)
 
 
 def test_a_start_refused_before_its_turn_gives_its_place_back(
