@@ -3,6 +3,7 @@ provider request leaves, once it is refused, or once it has held it too long."""
 
 import asyncio
 import contextlib
+import functools
 import sys
 import threading
 
@@ -56,6 +57,18 @@ def test_a_start_gives_its_place_back_when_its_request_leaves_not_at_the_first_b
     assert not any(e.type == "ERROR" for events in results for e in events)
 
 
+def _places_given_back(monkeypatch, record) -> None:
+    """Call `record(slot)` as each place is given back (once per place)."""
+    release = StartSlot.release
+
+    def recorded_release(slot):
+        if not slot.released:
+            record(slot)
+        release(slot)
+
+    monkeypatch.setattr(StartSlot, "release", recorded_release)
+
+
 def _one_place_held_by_a_stuck_start(settings, fake_provider):
     """Room for one start, held for 3 s at a time; a rojo whose start is stuck before its
     provider request (its MCP server never answers, for the whole test), and a plain one."""
@@ -79,18 +92,12 @@ def test_a_chat_waits_behind_a_start_stuck_before_its_request_until_that_ones_ho
     hold ends, not before."""
     stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
     happened: list[str] = []
-    release = StartSlot.release
-
-    def recorded_release(slot):
-        if not slot.released:
-            happened.append("place given back")
-        release(slot)
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
 
     def quick(body):
         happened.append("provider asked")
         return stream(*text_chunks("Quick."))
 
-    monkeypatch.setattr(StartSlot, "release", recorded_release)
     fake_provider.add(quick)
     client = client_for(users["editor"])
 
@@ -120,18 +127,13 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
     stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
     fake_provider.add(stream(*text_chunks("Quick.")))
     happened: list[str] = []
-    release, load = StartSlot.release, SessionStore.load
-
-    def recorded_release(slot):
-        if not slot.released:
-            happened.append("place given back")
-        release(slot)
+    load = SessionStore.load
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
 
     def recorded_load(store):
         happened.append("session read")
         return load(store)
 
-    monkeypatch.setattr(StartSlot, "release", recorded_release)
     monkeypatch.setattr(SessionStore, "load", recorded_load)
     client = client_for(users["editor"])
 
@@ -145,24 +147,26 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
     assert after[:3] == ["next chat sent", "place given back", "session read"], after
 
 
+@pytest.fixture
+def reply_beside_a_held_place(settings, client_for, users, project, fake_provider, monkeypatch):
+    """`(wait)` -> a context: room for one start, which a stuck rojo's start holds for 3 s;
+    a reply's writes wait for the starts at most `wait` seconds (ROJO_END_YIELD_SECONDS). A
+    reply of the plain rojo in two parts: once its first is read and the stuck start holds
+    the place, its provider sends the rest. Yields the editor's client, what happened (each
+    place given back, in order), the reply's events, those read so far and its
+    conversation."""
+    return functools.partial(
+        _reply_beside_a_held_place, settings, fake_provider, monkeypatch,
+        client_for(users["editor"]), project,
+    )  # fmt: skip
+
+
 @contextlib.contextmanager
 def _reply_beside_a_held_place(settings, fake_provider, monkeypatch, client, project, *, wait):
-    """Room for one start, which a stuck rojo's start holds for 3 s; a reply's writes wait
-    for the starts at most `wait` seconds (ROJO_END_YIELD_SECONDS). A reply of the plain
-    rojo in two parts: once its first is read and the stuck start holds the place, its
-    provider sends the rest. Yields what happened (each place given back, in order), the
-    reply's events, those read so far and its conversation."""
     stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
     settings.ROJO_END_YIELD_SECONDS = wait
     happened: list[str] = []
-    release = StartSlot.release
-
-    def recorded_release(slot):
-        if not slot.released:
-            happened.append("place given back")
-        release(slot)
-
-    monkeypatch.setattr(StartSlot, "release", recorded_release)
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
     opened = threading.Event()
     fake_provider.add(stream(text_chunks("Part one.", finish=None), Gate(opened),
                              text_chunks(" Part two.")))  # fmt: skip
@@ -173,7 +177,7 @@ def _reply_beside_a_held_place(settings, fake_provider, monkeypatch, client, pro
             read_until(parse_sse(other.iter_lines()), "START")  # it holds the only place
             happened.append("place taken")
             opened.set()
-            yield happened, events, seen, seen[0].data["conversation"]
+            yield client, happened, events, seen, seen[0].data["conversation"]
 
 
 def _assert_stored_whole(conversation: int) -> None:
@@ -189,17 +193,11 @@ def _texts(events) -> str:
     return "".join(e.data.get("text", "") for e in events if e.type == "CHAT")
 
 
-def test_a_replys_writes_wait_for_the_starts_under_way(
-    settings, client_for, users, project, fake_provider, monkeypatch
-):
+def test_a_replys_writes_wait_for_the_starts_under_way(reply_beside_a_held_place):
     """Under a burst of starts the replies that end meanwhile are stored once the starts
     are through (rojos.turns.admission.starts_settled): their text streams whole at once,
     only their message, usage and end wait, and the CPU goes to the starts first."""
-    client = client_for(users["editor"])
-    beside = _reply_beside_a_held_place(
-        settings, fake_provider, monkeypatch, client, project, wait=60
-    )
-    with beside as (happened, events, seen, conversation):
+    with reply_beside_a_held_place(wait=60) as (_, happened, events, seen, conversation):
         seen += read_until(events, "CHAT")
         happened.append("text whole")
         seen += list(events)
@@ -211,14 +209,8 @@ def test_a_replys_writes_wait_for_the_starts_under_way(
     _assert_stored_whole(conversation)
 
 
-def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(
-    settings, client_for, users, project, fake_provider, monkeypatch
-):
-    client = client_for(users["editor"])
-    beside = _reply_beside_a_held_place(
-        settings, fake_provider, monkeypatch, client, project, wait=0.2
-    )
-    with beside as (happened, events, seen, _):
+def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(reply_beside_a_held_place):
+    with reply_beside_a_held_place(wait=0.2) as (_, happened, events, seen, _):
         seen += list(events)
         happened.append("done")
 
@@ -227,14 +219,8 @@ def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(
     assert happened[happened.index("place taken") + 1 :] == ["done"], happened
 
 
-def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(
-    settings, client_for, users, project, fake_provider, monkeypatch
-):
-    client = client_for(users["editor"])
-    beside = _reply_beside_a_held_place(
-        settings, fake_provider, monkeypatch, client, project, wait=60
-    )
-    with beside as (happened, events, seen, conversation):
+def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(reply_beside_a_held_place):
+    with reply_beside_a_held_place(wait=60) as (client, happened, events, seen, conversation):
         seen += read_until(events, "CHAT")
         stopped = client.post(f"/api/conversations/{conversation}/stop")
         seen += list(events)
@@ -250,14 +236,7 @@ def test_a_start_refused_before_its_turn_gives_its_place_back(
     one_at_a_time, client_for, users, project, fake_provider, monkeypatch
 ):
     given_back: list[StartSlot] = []
-    release = StartSlot.release
-
-    def recorded_release(slot):
-        if not slot.released:
-            given_back.append(slot)
-        release(slot)
-
-    monkeypatch.setattr(StartSlot, "release", recorded_release)
+    _places_given_back(monkeypatch, given_back.append)
     rojo = make_rojo(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks("Here.")))
     client = client_for(users["editor"])
