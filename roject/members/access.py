@@ -47,9 +47,10 @@ def _memberships(user, project_id):
 
 
 # Every request and every tool call of a turn checks one of these (prepared: a tenth of the
-# ORM's CPU, roject/server/prepared_queries.py).
+# ORM's CPU, roject/server/prepared_queries.py). An account an admin deactivated is no one's
+# member: its turn running on stops at its next step or call, as a removed member's does.
 def _membership_row(user_id, project_id):
-    return Membership.objects.filter(user_id=user_id, project_id=project_id)
+    return Membership.objects.filter(user_id=user_id, project_id=project_id, user__is_active=True)
 
 
 _ROLE = PreparedQuery(
@@ -61,7 +62,8 @@ _MEMBERSHIP = PreparedQuery(
 
 
 def project_role(*, user, project_id) -> Role | None:
-    """(Blocking) The user's role in the project now, None for a non-member; one query.
+    """(Blocking) The user's role in the project now, None for a non-member or an inactive
+    account; one query.
 
     For checks made while work runs on someone's behalf (a tool call, a re-run): `user` is
     a user or a user id, and is not checked for being logged in.

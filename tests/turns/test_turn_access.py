@@ -3,6 +3,7 @@ reads the user's role again. A member removed mid-turn reads nothing more of the
 the turn stops with a clear error; one made a viewer goes on with read tools only."""
 
 import pytest
+from django.contrib.auth import get_user_model
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
@@ -23,16 +24,18 @@ class MembershipChange(RojoTool):
     change lands between two calls of one response, or between two steps, every time."""
 
     name = "membership_change"
-    description = "Remove the caller from the project, or make them a viewer."
+    description = "Remove the caller from the project, make them a viewer, or deactivate them."
     parameters = {
         "type": "object",
-        "properties": {"to": {"type": "string", "enum": ["removed", "viewer"]}},
+        "properties": {"to": {"type": "string", "enum": ["removed", "viewer", "inactive"]}},
         "required": ["to"],
     }
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         rows = Membership.objects.filter(project_id=ctx.project_id, user=ctx.user)
-        if args["to"] == "removed":
+        if args["to"] == "inactive":  # an admin deactivated the account (a leaver)
+            await get_user_model().objects.filter(pk=ctx.user.pk).aupdate(is_active=False)
+        elif args["to"] == "removed":
             await rows.adelete()
         else:
             await rows.aupdate(role=Role.VIEWER)
@@ -63,12 +66,14 @@ def chat(client, project, rojo, message: str):
     return response.text, list(parse_sse(response.text.splitlines()))
 
 
+@pytest.mark.parametrize("to", ["removed", "inactive"])
 def test_a_member_removed_mid_response_reads_nothing_more_and_the_turn_stops(
-    client_for, users, project, rojo, root, fake_provider
+    client_for, users, project, rojo, root, fake_provider, to
 ):
-    """Before, the reads went on streaming the project's files to the removed user."""
+    """Before, the reads went on streaming the project's files to the removed user, and
+    to one whose account an admin deactivated."""
     calls = [
-        ("membership_change", {"to": "removed"}),
+        ("membership_change", {"to": to}),
         ("get_text_content", {"path": "secret.txt"}),
         ("list_files", {"path": ""}),
     ]
