@@ -50,6 +50,7 @@ BACKEND_MODULES = {
     "test_relay_continuity",
     "test_scale_out",
     "test_search",  # PostgreSQL's full-text search, SQLite's LIKE
+    "test_text_stores",  # a NUL: PostgreSQL refuses it, SQLite's substr() ends at it
     "test_tool_call_deltas_scale_out",
     "test_turn_relay",
     "test_turn_start",  # claims: row locks and the channel layer

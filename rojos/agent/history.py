@@ -27,8 +27,12 @@ INTERRUPTED = {"error": "interrupted"}
 
 
 def tool_content(result: Any) -> str:
-    """A tool result as the text of a tool message: strings as they are, the rest as JSON."""
-    return result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+    """A tool result as the text of a tool message: strings as they are (but a NUL, which no
+    store keeps: U+FFFD, as rojos.provider.wire_text does), the rest as JSON (which escapes
+    it)."""
+    if isinstance(result, str):
+        return result.replace("\x00", "\ufffd")
+    return json.dumps(result, ensure_ascii=False)
 
 
 def tool_result(message: Message) -> Any:

@@ -170,12 +170,13 @@ class StreamAccumulator:
                 elif part.get("type") == "thinking":
                     self._reason(_thinking_text(part), "thinking")
         if text:
-            self.text_parts.append(text)
-            if len(self.text_parts) == _FOLD:
-                self._text_blocks.append("".join(self.text_parts))
-                self.text_parts.clear()
+            self._text_add(text)
         if delta.keys() <= _TEXT_KEYS:  # no reasoning, calls or extra keys to look for
             return text
+        refusal = delta.get("refusal")
+        if refusal and isinstance(refusal, str):  # OpenAI's, in place of content: the reply
+            self._text_add(refusal)
+            text += refusal
         reasoning = delta.get("reasoning_content")
         if reasoning and isinstance(reasoning, str):
             self._reason(reasoning, "reasoning_content")
@@ -187,6 +188,12 @@ class StreamAccumulator:
             if key not in _KNOWN_DELTA_KEYS and value is not None:
                 self.extra[key] = value
         return text
+
+    def _text_add(self, text: str) -> None:
+        self.text_parts.append(text)
+        if len(self.text_parts) == _FOLD:
+            self._text_blocks.append("".join(self.text_parts))
+            self.text_parts.clear()
 
     def _take_call_delta(self, raw: dict) -> None:
         """Add one tool-call delta to the call it continues, or start the next call.

@@ -26,6 +26,7 @@ from rojos.provider.admission import admitted
 from rojos.provider.body import Idle, Read, Tick, body_reader
 from rojos.provider.failures import failure_message, mid_stream_message, scrub
 from rojos.provider.refusals import refusal_of
+from rojos.provider.wire_text import lenient_loads, nul_escapes_replaced
 
 
 async def provider_chunks(
@@ -113,10 +114,15 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
             if payload == b"[DONE]":
                 return True
             if payload:
+                if b"\\u0000" in payload:  # a NUL, which no store keeps (wire_text)
+                    payload = nul_escapes_replaced(payload)
                 try:
                     chunk = orjson.loads(payload)  # a few times faster than json.loads
                 except ValueError:
-                    raise ProviderError(_NOT_JSON) from None
+                    try:  # a lone surrogate, say (wire_text)
+                        chunk = lenient_loads(payload)
+                    except ValueError:
+                        raise ProviderError(_NOT_JSON) from None
                 if type(chunk) is not dict or "error" in chunk:
                     chunk = _checked(chunk, secret)
                 chunks.append(chunk)

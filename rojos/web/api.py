@@ -34,6 +34,7 @@ from rojos.web.errors import error_handlers_add
 from rojos.web.event_streams import event_stream, events_alone, events_listed
 from rojos.web.files_api import router as file_edits_router
 from rojos.web.images_api import router as images_router
+from rojos.web.json_bodies import JsonBodies
 from rojos.web.models_api import router as models_router
 from rojos.web.pdfs_api import router as pdfs_router
 from rojos.web.questions_api import router as questions_router
@@ -60,6 +61,7 @@ api = NinjaAPI(
     # A bearer token first (scripts, outside agents), else the browser's session and CSRF.
     auth=[token_auth, session_auth],
     urls_namespace="api",
+    parser=JsonBodies(),
     docs=Swagger(settings={"validatorUrl": None}),
     docs_decorator=login_required,
 )

@@ -1,0 +1,40 @@
+"""What JSON from outside (a provider's chunk, an API request's body) may carry that no store
+keeps: NUL characters and lone UTF-16 halves.
+
+A NUL (`\\u0000`) is valid JSON text, but PostgreSQL refuses it in a text column (the reply's
+save failed, and its turn with it) and SQLite's substr() ends a string at it (a draft
+appended after it lost what lay between). A surrogate escape without its other half
+(`\\ud83d`, an emoji cut in two by a gateway that counts UTF-16 units, as JavaScript does) is
+refused by orjson, which failed the whole turn. Both become U+FFFD, the replacement
+character, and the rest of the reply streams and is stored as sent.
+"""
+
+import json
+import re
+from typing import Any
+
+# A \u0000 escape: after an even number of backslashes (an odd one escapes the backslash, and
+# the text is the six characters "\u0000", as a tool call's arguments carry theirs).
+_NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def nul_escapes_replaced(payload: bytes) -> bytes:
+    """The JSON text with each NUL it encodes encoding U+FFFD instead."""
+    return _NUL_ESCAPE.sub(rb"\1\\ufffd", payload)
+
+
+def lenient_loads(payload: bytes) -> Any:
+    """JSON that orjson refused, parsed by the standard library, which lets a lone surrogate
+    through; each then becomes U+FFFD (a pair split inside one string is joined). Raises
+    ValueError for text that is not JSON at all."""
+    return _surrogates_replaced(json.loads(payload))
+
+
+def _surrogates_replaced(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_surrogates_replaced(k): _surrogates_replaced(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_surrogates_replaced(item) for item in value]
+    return value

@@ -1,0 +1,128 @@
+"""Text no store keeps, from outside: a NUL character (PostgreSQL refuses it in a text column,
+SQLite's substr() ends a string at it) and half of a UTF-16 surrogate pair (orjson refuses
+it). Each becomes U+FFFD and the rest goes on as sent (rojos.provider.wire_text); run on
+both databases (tests/conftest.py)."""
+
+import json
+
+import pytest
+
+from rojos.models import Message
+from rojos.tools import RojoTool, RojoToolContext, registry
+from tests.support.agent_run import rojo_for, run_turn, valid_history
+from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
+from tests.support.helpers import make_rojo
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+async def test_a_nul_in_a_reply_is_stored_as_a_replacement_character_drafts_and_all(
+    fake_provider, project, users, settings
+):
+    """Before: on PostgreSQL the reply's save failed, and the turn with it; on SQLite each
+    draft after the NUL lost the text between it and the draft's cut."""
+    settings.ROJO_DRAFT_SECONDS = 0
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", "content": "A\u0000B"}),
+            chunk({"content": "C"}),
+            chunk({"content": "D"}),
+            chunk({}, "stop"),
+            delay=0.1,  # each chunk in its own read, its draft written before the next
+        )
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "A\ufffdBCD"
+    assert (await valid_history(run.conversation))[-1].content == "A\ufffdBCD"
+
+
+async def test_the_text_backslash_u0000_is_left_as_it_was_written(fake_provider, project, users):
+    """Six characters, as a reply about JSON escapes has them: no NUL, nothing replaced."""
+    fake_provider.add(stream(*text_chunks("Write \\u0000 for NUL.")))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert (await valid_history(run.conversation))[-1].content == "Write \\u0000 for NUL."
+
+
+async def test_an_emoji_cut_between_two_chunks_as_utf16_halves_ends_no_turn(
+    fake_provider, project, users
+):
+    """A gateway that cuts strings by UTF-16 units (as JavaScript does) sends each half of
+    the pair in a chunk of its own; before, orjson refused the first and the turn failed."""
+    first = json.dumps(chunk({"role": "assistant", "content": "Hi \ud83d"}))
+    second = json.dumps(chunk({"content": "\ude00 there"}))
+    assert "\\ud83d" in first and "\\ude00" in second
+    fake_provider.add(stream(f"data: {first}\n\n", f"data: {second}\n\n", chunk({}, "stop")))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None, run.error
+    assert run.text == "Hi \ufffd\ufffd there"
+    assert (await valid_history(run.conversation))[-1].content == "Hi \ufffd\ufffd there"
+
+
+async def test_a_streamed_refusal_is_the_reply(fake_provider, project, users):
+    """OpenAI streams a refusal (structured outputs, which a rojo's request options may ask
+    for) in `delta.refusal`, its content null; before, the reply was empty."""
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", "content": None, "refusal": ""}),
+            chunk({"refusal": "I'm sorry, I can't help with that."}),
+            chunk({}, "stop"),
+        )
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "I'm sorry, I can't help with that."
+    stored = (await valid_history(run.conversation))[-1]
+    assert stored.content == "I'm sorry, I can't help with that."
+
+
+class NulResult(RojoTool):
+    """A tool (an MCP server's, say) whose text result holds a NUL."""
+
+    name = "nul_result"
+    description = "Answer a text with a NUL in it."
+    parameters = {"type": "object", "properties": {}}
+
+    async def execute(self, args: dict, ctx: RojoToolContext) -> str:
+        return "x\x00y"
+
+
+async def test_a_tool_result_with_a_nul_is_stored(fake_provider, project, users):
+    registry.register(NulResult())
+    try:
+        fake_provider.add(
+            stream(*tool_call_chunks([("nul_result", {})])), stream(*text_chunks("Read."))
+        )
+        rojo = await rojo_for(fake_provider, tools=["nul_result"])
+
+        run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+    finally:
+        registry.unregister("nul_result")
+
+    assert run.error is None, run.error
+    tool = [m for m in await valid_history(run.conversation) if m.role == Message.Role.TOOL]
+    assert [m.content for m in tool] == ["x\ufffdy"]
+
+
+def test_a_chat_message_with_a_nul_is_answered_not_refused_with_a_500(
+    client_for, users, project, fake_provider
+):
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Seen.")))
+
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="a\u0000b")
+
+    assert "".join(e.data.get("text", "") for e in events) == "Seen."
+    user_message = Message.objects.get(role=Message.Role.USER)
+    assert user_message.content == "a\ufffdb"
+    assert fake_provider.requests[0]["messages"][-1]["content"] == "a\ufffdb"
