@@ -3,6 +3,7 @@
 import asyncio
 import contextlib
 import dataclasses
+import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import openai
@@ -24,6 +25,8 @@ from rojos.provider.body import Idle
 from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 
+logger = logging.getLogger(__name__)
+
 
 async def _store_completion(
     draft: Draft, completion: Completion, rojo: Rojo, thinking: Thinking, model: str
@@ -41,6 +44,22 @@ async def _store_completion(
         model=model,
     )
     return dataclasses.replace(completion, text=message.content or ""), message
+
+
+async def _usage_kept(
+    requests: TurnRequests, accumulator: StreamAccumulator, history: History, kept: Message | None
+) -> None:
+    """Count what a whole response used when its step ended before its writes (a stop while
+    they waited for the starts): its usage record, the budgets' spending and the model's
+    calibration, as for a reply stored in full. A failure here is logged, not raised over
+    the stop it came with."""
+    try:
+        completion = accumulator.result(taken=history.call_ids())
+        if kept is not None:
+            completion = dataclasses.replace(completion, text=kept.content or "")
+        await requests.account(completion, kept)
+    except Exception:
+        logger.exception("the usage of a stopped reply of conversation %s", history.conversation.pk)
 
 
 async def agent_loop(
@@ -109,6 +128,7 @@ async def agent_loop(
         deltas = ToolCallDeltas(accumulator)
         thinking = Thinking(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
+        whole = False  # the response streamed to its end
         try:
             chunks = requests.stream(tick=deltas.quiet_spell, idle=idle)
             async with contextlib.aclosing(chunks):
@@ -130,6 +150,7 @@ async def agent_loop(
                         thinking.answered()
                         for delta in deltas.due():
                             yield delta
+            whole = True
             if writes_wait is not None:
                 await writes_wait()
             completion = accumulator.result(taken=history.call_ids())
@@ -138,10 +159,13 @@ async def agent_loop(
         except BaseException:
             # Keep the text and thinking the user already saw; an unfinished call is dropped.
             reasoning = "".join(accumulator.reasoning_parts)
+            kept = None
             if accumulator.text or draft.started() or reasoning:
-                await asyncio.shield(
+                kept = await asyncio.shield(
                     draft.save(accumulator.text, reasoning=reasoning, model=model.name)
                 )
+            if whole:  # stopped while its writes waited: the provider bills it all the same
+                await asyncio.shield(_usage_kept(requests, accumulator, history, kept))
             raise
         completion, message = await _store_completion(draft, completion, rojo, thinking, model.name)
         await requests.account(completion, message)

@@ -20,7 +20,10 @@ import weakref
 
 from django.conf import settings
 
-__all__ = ["StartSlot", "start_admit", "starts_settled"]
+from roject.server.draining import draining
+from rojos.errors import ServerDraining
+
+__all__ = ["StartSlot", "new_turns_taken", "start_admit", "starts_settled"]
 
 
 class _Gate:
@@ -70,8 +73,17 @@ class StartSlot:
 _gates: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Gate]" = weakref.WeakKeyDictionary()
 
 
+def new_turns_taken() -> None:
+    """ServerDraining while this process shuts down (roject/server/graceful.py): it takes no
+    new turns, and a start it would refuse waits for no place first."""
+    if draining():
+        raise ServerDraining("This server is restarting; send the message again in a moment.")
+
+
 async def start_admit() -> StartSlot:
-    """Wait for a place among the starts under way (first come, first admitted)."""
+    """Wait for a place among the starts under way (first come, first admitted);
+    ServerDraining at once while the process shuts down."""
+    new_turns_taken()
     loop = asyncio.get_running_loop()
     size = max(1, settings.ROJO_START_CONCURRENCY)
     gate = _gates.get(loop)
@@ -97,7 +109,7 @@ async def starts_settled() -> None:
     (docs/performance.md, section 10).
     """
     gate = _gates.get(asyncio.get_running_loop())
-    if gate is None or gate.settled.is_set():
+    if gate is None or gate.settled.is_set() or draining():  # a drain wants the turns done
         return
     with contextlib.suppress(TimeoutError):
         async with asyncio.timeout(settings.ROJO_END_YIELD_SECONDS):

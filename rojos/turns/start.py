@@ -11,15 +11,14 @@ import uuid
 from asgiref.sync import sync_to_async
 
 from roject.members.access import ProjectAccess
-from roject.server.draining import draining
 from rojos.agent.events import StartEvent
 from rojos.context.budgets import Left
-from rojos.errors import ServerDraining, TurnBusy, TurnNotStarted
+from rojos.errors import TurnBusy, TurnNotStarted
 from rojos.mcp.spec import McpLink
 from rojos.models import Conversation, Rojo
 from rojos.outages import UNAVAILABLE_CODE, outage_message
 from rojos.tools import RojoToolContext, RojoToolRegistry, registry
-from rojos.turns.admission import StartSlot
+from rojos.turns.admission import StartSlot, new_turns_taken
 from rojos.turns.begin import turn_begin_blocking
 from rojos.turns.control_layer import control_layer
 from rojos.turns.log import Turn
@@ -79,8 +78,7 @@ async def turn_start(
     another model is a branch beside the other model's answer, and the conversation keeps
     its model).
     """
-    if draining():  # roject/server/graceful.py: this process takes no new turns
-        raise ServerDraining("This server is restarting; send the message again in a moment.")
+    new_turns_taken()  # none while this process shuts down (roject/server/graceful.py)
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
     starting = asyncio.ensure_future(
         _turn_start(*asked, attachments, admission, budgets, client_key, model)

@@ -27,7 +27,7 @@ from rojos.turns.start import turn_start
 from rojos.web import selectors
 from rojos.web.approvals_api import router as approvals_router
 from rojos.web.attached import chat_attachments
-from rojos.web.chat_admission import chat_slot
+from rojos.web.chat_admission import chat_signed_in, chat_slot
 from rojos.web.chat_schemas import ChatIn
 from rojos.web.conversations_api import router as conversations_router
 from rojos.web.errors import error_handlers_add
@@ -183,6 +183,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             conversation_id=payload.conversation,
             model=payload.model,
         )
+        chat_signed_in(request.scope)  # its next chats take their places before Django's path
         attachments = await chat_attachments(checked=checked, payload=payload)
         turn = await turn_start(
             access=checked.access,

@@ -4,19 +4,71 @@ Django's request path: its session, user, CSRF and access checks then run in the
 Taken in the view, the place came after those: 200 chats sent at once each had their checks
 done (and their session and user read on the database threads) before the first admitted one
 went on, so every start waited for all the others' checks. Every check still runs, in the
-same order, and an unauthenticated request gives its place back as it is refused.
+same order, and a request they refuse gives its place back as it is answered.
 
 The place is taken once the request's body is in (UploadSizeGuard, outside, bounds it), so a
 client sending it slowly holds none; it is handed to the view in the ASGI scope, and given
 back here when the request ends without a turn having taken it.
+
+Only a request signed in with what a member has chatted with on this process (its session
+cookie or its bearer token, `chat_signed_in`) takes its place here. Any other, a stranger's
+first of all, goes through Django's checks first and takes its place in the view: a flood
+sent by no one who may chat never queues ahead of members' starts, nor holds the starts
+unsettled for the replies' writes (rojos.turns.admission.starts_settled).
 """
 
+import hashlib
 import re
+from collections import OrderedDict
 
+from django.conf import settings
+from django.http.cookie import parse_cookie
+
+from roject.server.draining import draining
 from rojos.turns.admission import StartSlot, start_admit
 
 CHAT_PATH = re.compile(r"/api/projects/[^/]+/chat")
 SCOPE_KEY = "rojo.start_slot"
+SIGNED_IN_KEPT = 4096  # the credentials remembered, the least recently seen forgotten first
+
+# Digests of the credentials members have chatted with on this process (the event loop's
+# thread alone reads and writes it), in the order last seen.
+_signed_in: "OrderedDict[bytes, None]" = OrderedDict()
+
+
+def _credential(scope: dict) -> bytes | None:
+    """A digest of what the request signs in with: its bearer token (which Django tries
+    alone when it is sent), else its session cookie; None for neither."""
+    cookies = []
+    for name, value in scope.get("headers", ()):
+        if name == b"authorization":
+            return hashlib.blake2b(b"token " + value, digest_size=16).digest()
+        if name == b"cookie":
+            cookies.append(value.decode("latin-1"))
+    session = parse_cookie("; ".join(cookies)).get(settings.SESSION_COOKIE_NAME)
+    if not session:
+        return None
+    return hashlib.blake2b(b"session " + session.encode(), digest_size=16).digest()
+
+
+def chat_signed_in(scope: dict) -> None:
+    """Remember the request's credential: its user has passed a chat's checks (called by the
+    chat view), so its next chats take their places before Django's request path."""
+    credential = _credential(scope)
+    if credential is None:
+        return
+    _signed_in[credential] = None
+    _signed_in.move_to_end(credential)
+    if len(_signed_in) > SIGNED_IN_KEPT:
+        _signed_in.popitem(last=False)
+
+
+def _known(scope: dict) -> bool:
+    credential = _credential(scope)
+    if credential is None or credential not in _signed_in:
+        return False
+    _signed_in.move_to_end(credential)
+    return True
 
 
 def chat_slot(scope: dict) -> StartSlot | None:
@@ -35,6 +87,8 @@ class ChatAdmission:
             scope["type"] != "http"
             or scope["method"] != "POST"
             or not CHAT_PATH.fullmatch(scope["path"])
+            or not _known(scope)
+            or draining()  # refused in the view, with no place (rojos.turns.admission)
         ):
             return await self.app(scope, receive, send)
         received = []

@@ -9,9 +9,9 @@ import threading
 
 import pytest
 
-from rojos.models import Conversation, McpServer, RojoMcpServer
+from rojos.models import Conversation, McpServer, RojoMcpServer, UsageRecord
 from rojos.turns.admission import StartSlot, start_admit
-from tests.support.fake_provider import Gate, stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, usage_chunk
 from tests.support.helpers import make_rojo, stored_history
 from tests.support.live_server import parse_sse, read_until
 
@@ -147,6 +147,83 @@ def test_a_chats_session_is_read_once_it_has_its_place_not_while_it_waits(
     assert after[:3] == ["next chat sent", "place given back", "session read"], after
 
 
+def test_a_chat_by_no_one_who_may_chat_is_refused_without_waiting_for_a_place(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """Only what a member has chatted with takes its place before Django's checks: with
+    the one place held by a stuck start, a chat with no session, a made-up session or a
+    made-up token is refused at once, and never queues ahead of members' starts."""
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
+    happened: list[str] = []
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
+    strangers = [client_for(), client_for(), client_for()]
+    strangers[1].http.cookies.set(settings.SESSION_COOKIE_NAME, "made-up-session-key")
+    strangers[2].http.headers["Authorization"] = "Bearer rojo_madeup"
+    payload = {"rojo": plain.slug, "message": "Hi"}
+
+    with client_for(users["editor"]).chat_stream(
+        project.pk, rojo=stuck.slug, message="Use the tools"
+    ) as first:
+        read_until(parse_sse(first.iter_lines()), "START")  # it holds the only place
+        for stranger in strangers:
+            answer = stranger.post(f"/api/projects/{project.pk}/chat", json=payload)
+            happened.append(f"answered {answer.status_code}")
+
+    assert happened[:3] == ["answered 401", "answered 401", "answered 401"], happened
+
+
+def test_a_chat_sent_while_the_process_drains_is_refused_without_waiting_for_a_place(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """A process shutting down takes no new turns (roject/server/graceful.py): a chat, a
+    known member's too, is answered 503 at once, not after a place it would not use."""
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
+    happened: list[str] = []
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
+    editor = client_for(users["editor"])
+
+    with editor.chat_stream(project.pk, rojo=stuck.slug, message="Use the tools") as first:
+        read_until(parse_sse(first.iter_lines()), "START")  # it holds the only place
+        monkeypatch.setattr("roject.server.draining._draining", True)
+        for client in (editor, client_for(users["owner"])):  # known, and not yet
+            answer = client.post(
+                f"/api/projects/{project.pk}/chat", json={"rojo": plain.slug, "message": "Hi"}
+            )
+            happened.append(f"answered {answer.status_code}")
+
+    assert happened[:2] == ["answered 503", "answered 503"], happened
+
+
+def test_a_members_first_chat_takes_its_place_after_its_checks(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """A credential no chat has passed the checks with yet (a member's first chat on this
+    process) has them done first, and waits for its place in the view."""
+    from roject.identity.sessions import SessionStore
+
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
+    fake_provider.add(stream(*text_chunks("Quick.")))
+    happened: list[str] = []
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
+    load = SessionStore.load
+    owner = client_for(users["owner"])
+
+    def recorded_load(store):
+        if store.session_key == owner.http.cookies[settings.SESSION_COOKIE_NAME]:
+            happened.append("session read")
+        return load(store)
+
+    monkeypatch.setattr(SessionStore, "load", recorded_load)
+    with client_for(users["editor"]).chat_stream(
+        project.pk, rojo=stuck.slug, message="Use the tools"
+    ) as first:
+        read_until(parse_sse(first.iter_lines()), "START")  # it holds the only place
+        events = owner.chat(project.pk, rojo=plain.slug, message="Hi")
+
+    assert "".join(e.data.get("text", "") for e in events) == "Quick."
+    assert happened[:2] == ["session read", "place given back"], happened
+
+
 @pytest.fixture
 def reply_beside_a_held_place(settings, client_for, users, project, fake_provider, monkeypatch):
     """`(wait)` -> a context: room for one start, which a stuck rojo's start holds for 3 s;
@@ -169,7 +246,7 @@ def _reply_beside_a_held_place(settings, fake_provider, monkeypatch, client, pro
     _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
     opened = threading.Event()
     fake_provider.add(stream(text_chunks("Part one.", finish=None), Gate(opened),
-                             text_chunks(" Part two.")))  # fmt: skip
+                             text_chunks(" Part two."), usage_chunk(1000, 500)))  # fmt: skip
     with client.chat_stream(project.pk, rojo=plain.slug, message="Hi") as reply:
         events = parse_sse(reply.iter_lines())
         seen = read_until(events, "CHAT")
@@ -219,7 +296,9 @@ def test_a_reply_waits_for_the_starts_no_longer_than_its_bound(reply_beside_a_he
     assert happened[happened.index("place taken") + 1 :] == ["done"], happened
 
 
-def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(reply_beside_a_held_place):
+def test_a_reply_stopped_while_its_writes_wait_keeps_its_text_and_counts_its_usage(
+    reply_beside_a_held_place,
+):
     with reply_beside_a_held_place(wait=60) as (client, happened, events, seen, conversation):
         seen += read_until(events, "CHAT")
         stopped = client.post(f"/api/conversations/{conversation}/stop")
@@ -230,6 +309,10 @@ def test_a_reply_stopped_while_its_writes_wait_keeps_its_text(reply_beside_a_hel
     assert [e.type for e in seen[-2:]] == ["ERROR", "DONE"] and seen[-2].data["code"] == "stopped"
     assert happened[happened.index("place taken") + 1 :] == ["done"], happened  # as it waited
     _assert_stored_whole(conversation)
+    # The response was whole: what the provider reported is counted, as for any reply.
+    usage = UsageRecord.objects.get(conversation_id=conversation)
+    assert (usage.prompt_tokens, usage.completion_tokens, usage.reported) == (1000, 500, True)
+    assert usage.message_id == stored_history(conversation)[-1].pk
 
 
 def test_a_start_refused_before_its_turn_gives_its_place_back(
@@ -251,9 +334,9 @@ def test_a_start_refused_before_its_turn_gives_its_place_back(
     anonymous = client_for().post(
         f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Hi"}
     )
-    assert anonymous.status_code in (401, 403)  # refused by Django's path, after its place
+    assert anonymous.status_code in (401, 403)  # refused by Django's path, with no place
     # Each gave its place back as it was answered, not after the hold (60 s).
-    assert len(given_back) == 3
+    assert len(given_back) == 2
 
     events = client.chat(project.pk, rojo=rojo.pk, message="Hi")
     assert "".join(e.data.get("text", "") for e in events) == "Here."
