@@ -22,6 +22,9 @@ IMAGES = "images"
 LISTING = "listing"
 OPTIONS = "options"
 CAPABILITIES = (STREAM, TOOL_CALL, PARALLEL_CALLS, USAGE, REASONING, IMAGES, LISTING, OPTIONS)
+# The reasoning shape of a model whose thinking opens in its prompt: its content is the
+# thinking, `</think>`, then the answer (rojos.provider.think_tags).
+CLOSING_THINK_TAG = "closing think tag"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

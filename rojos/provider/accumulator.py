@@ -79,14 +79,17 @@ class StreamAccumulator:
     concatenated; arguments are joined and parsed only later, by the tool registry.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, think_opened: bool = False) -> None:
+        """`think_opened`: the model's content begins inside its thinking, the opening tag
+        in its prompt (rojos.provider.think_tags; the self-test's "closing think tag")."""
         # The text so far: parts as they came, and blocks of _FOLD parts joined. A reply of
         # 100,000 chunks otherwise holds 100,000 string objects (6 MB) until it ends.
         self.text_parts: list[str] = []
         self._text_blocks: list[str] = []
         self.reasoning_parts: list[str] = []
         self.reasoning_shape: str | None = None
-        self._tags: ThinkTags | None = ThinkTags()
+        self._tags: ThinkTags | None = ThinkTags(opened=think_opened)
+        self._think_opened = think_opened
         self.calls: list[_Call] = []
         self._by_id: dict[str, _Call] = {}
         self._by_index: dict[int, _Call] = {}
@@ -141,7 +144,23 @@ class StreamAccumulator:
                 if answer:
                     self.text_parts.append(answer)
                     text += answer
+            if self._think_opened and self._tags is not None and self._tags.thinking:
+                text += self._unthought()
         return text
+
+    def _unthought(self) -> str:
+        """A reply of a model whose thinking opens in its prompt that ended with no closing
+        tag: it did not think, and what looked like thinking is its answer (unless it ran
+        out of tokens while thinking). Returns that text, now the reply's."""
+        self._tags = None
+        if self.finish_reason == "length" or self.reasoning_shape != "think":
+            return ""
+        answer = "".join(self.reasoning_parts)
+        self.reasoning_parts.clear()
+        self.reasoning_shape = None
+        if answer:
+            self._text_add(answer)
+        return answer
 
     def _reason(self, text: str, shape: str) -> None:
         self.reasoning_parts.append(text)

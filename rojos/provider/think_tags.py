@@ -6,6 +6,11 @@ stream the model's thinking inside `content`, wrapped in these tags (PROVIDERS.m
 the few characters that could still become one, and nothing else: the answer streams as it
 comes. Only a tag that opens the content counts; a reply that mentions `<think>` later (a
 page about these tags) is left as it was written.
+
+Other templates (Qwen3's *-Thinking-2507, DeepSeek-R1-0528) put the opening tag in the prompt,
+so the content is the thinking, `</think>`, then the answer. Nothing in the stream tells that
+apart from an answer until the tag comes, so the splitter starts inside the thinking only
+when told (`opened`: the provider self-test found that shape for the model).
 """
 
 _OPEN = "<think>"
@@ -21,8 +26,8 @@ class ThinkTags:
 
     __slots__ = ("held", "state")
 
-    def __init__(self) -> None:
-        self.state = _START
+    def __init__(self, *, opened: bool = False) -> None:
+        self.state = _THINK if opened else _START
         self.held = ""  # text that may still turn out to be (part of) a tag
 
     def feed(self, text: str) -> tuple[str, str]:
@@ -51,6 +56,11 @@ class ThinkTags:
         if answer:
             self.state = _ANSWER
         return answer, reasoning
+
+    @property
+    def thinking(self) -> bool:
+        """Inside the thinking still: its closing tag has not come."""
+        return self.state == _THINK
 
     @property
     def answering(self) -> bool:

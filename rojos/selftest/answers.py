@@ -20,6 +20,7 @@ _REASONING = {
     "reasoning": "a reasoning field",
     "thinking parts": "typed thinking parts in content",
     "think tags": "<think> tags in content",
+    caps.CLOSING_THINK_TAG: "thinking in content, ended by </think> (opened in the prompt)",
 }
 
 
@@ -37,6 +38,8 @@ def refusal_text(exchange: Exchange) -> str:
 
 
 def brief(text: str, length: int = 40) -> str:
+    if "</think>" in text and "<think>" not in text:  # thinking opened in the prompt
+        text = text.rpartition("</think>")[2]
     text = " ".join(_THINK.sub("", text).split())
     return repr(text if len(text) <= length else text[: length - 1] + "…")
 

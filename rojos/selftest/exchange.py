@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 import openai
 
 from rojos.errors import ProviderError
+from rojos.models.capabilities import CLOSING_THINK_TAG
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.stream import provider_chunks
 from rojos.selftest.asks import base_request
@@ -132,6 +133,8 @@ class Session:
         shape = getattr(accumulator, "reasoning_shape", None)
         if "<think>" in accumulator.text or shape == "think":
             exchange.shapes.add("think tags")
+        elif "</think>" in accumulator.text:  # the opening tag was in the prompt
+            exchange.shapes.add(CLOSING_THINK_TAG)
         if not exchange.cut:
             try:
                 exchange.completion = accumulator.result()

@@ -9,7 +9,7 @@ from rojos.models.capabilities import capabilities_for
 from rojos.selftest.exchange import Limits
 from rojos.selftest.results import profile_table
 from rojos.selftest.runner import rojo_selftest_run
-from tests.support.agent_run import API_KEY, rojo_for, run_turn
+from tests.support.agent_run import API_KEY, rojo_for, run_turn, valid_history
 from tests.support.fake_provider import chunk, http_error, stream, text_chunks, tool_call_chunks
 from tests.support.provider_profiles import use_profile
 
@@ -26,6 +26,7 @@ EXPECTED = {
     "ollama": ((W, W, W, W, W, N, W), []),
     "lmstudio": ((W, W, W, W, W, W, W), []),
     "vllm": ((W, W, W, W, W, N, W), []),
+    "vllm-think-in-prompt": ((W, W, W, W, W, N, W), []),
     "llamacpp": ((W, W, W, W, W, N, W), []),
     "llamacpp-single": ((W, W, N, W, W, N, W), []),
 }
@@ -34,6 +35,7 @@ REASONING = {
     "ollama": "reasoning",
     "lmstudio": "reasoning_content",
     "vllm": "reasoning_content",
+    "vllm-think-in-prompt": "closing think tag",
     "llamacpp": "think tags",
     "llamacpp-single": "think tags",
 }
@@ -116,6 +118,29 @@ async def test_a_refused_option_is_not_asked_for_even_where_parallel_calls_fail(
     await run_turn(project=project, rojo=rojo, user=users["editor"])
 
     assert ["parallel_tool_calls" in r for r in fake_provider.requests] == [False, False]
+
+
+async def test_thinking_opened_in_the_prompt_is_split_from_the_answer_once_tested(
+    fake_provider, project, users
+):
+    """A model whose template opens its thinking in the prompt streams the thinking, then
+    `</think>`, then the answer. Untested, that is all answer, as written; once the
+    self-test has found the shape, its turns keep the thinking apart."""
+    use_profile(fake_provider, "vllm-think-in-prompt")
+    rojo = await rojo_for(fake_provider)
+    before = await run_turn(project=project, rojo=rojo, user=users["editor"])
+    assert before.text == "17 and 25 make 42.</think>\n\n42"
+
+    await rojo_selftest_run(rojo=rojo)
+    rojo = await Rojo.objects.aget(pk=rojo.pk)
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "42"
+    assert "".join(e.text for e in run.events if type(e).__name__ == "ReasoningEvent") == (
+        "17 and 25 make 42."
+    )
+    stored = (await valid_history(run.conversation))[-1]
+    assert (stored.content, stored.reasoning) == ("42", "17 and 25 make 42.")
 
 
 async def test_a_profile_is_kept_per_model_and_an_untested_model_keeps_todays_behaviour(

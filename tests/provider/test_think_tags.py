@@ -80,3 +80,32 @@ def test_a_reply_of_only_a_tag_start_ends_with_its_text():
     assert accumulator.feed(chunk("<th")) == ""
     assert accumulator.feed(chunk("", "stop")) == "<th"
     assert accumulator.result().text == "<th"
+
+
+OPENED = "The user greets me.\nI greet back.</think>\n\nHello!"
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13, len(OPENED)])
+def test_thinking_opened_in_the_prompt_splits_at_its_closing_tag_cut_anywhere(size):
+    """The self-test found the model's thinking opens in its prompt (`think_opened`)."""
+    accumulator = StreamAccumulator(think_opened=True)
+    for i in range(0, len(OPENED), size):
+        accumulator.feed(chunk(OPENED[i : i + size]))
+    accumulator.feed(chunk("", "stop"))
+    completion = accumulator.result()
+    assert (completion.text, completion.reasoning) == (
+        "Hello!", "The user greets me.\nI greet back."
+    )  # fmt: skip
+
+
+def test_a_reply_of_such_a_model_without_the_closing_tag_did_not_think():
+    """No `</think>` by the end: what streamed as thinking was the answer after all, and the
+    end gives it as text; cut off by the token limit, it stays thinking."""
+    accumulator = StreamAccumulator(think_opened=True)
+    assert accumulator.feed(chunk("Just ")) == ""
+    assert accumulator.feed(chunk("this.", "stop")) == "Just this."
+    assert (accumulator.result().text, accumulator.result().reasoning) == ("Just this.", "")
+
+    cut = StreamAccumulator(think_opened=True)
+    cut.feed(chunk("Still thinking", "length"))
+    assert (cut.result().text, cut.result().reasoning) == ("", "Still thinking")

@@ -32,7 +32,9 @@ from tests.support.fake_provider import (
     usage_chunk,
 )
 
-Reasoning = Literal["reasoning_content", "reasoning", "thinking parts", "think tags"]
+Reasoning = Literal[
+    "reasoning_content", "reasoning", "thinking parts", "think tags", "closing think tag"
+]
 ANSWER = "42"
 THOUGHT = "17 and 25 make 42."
 
@@ -164,6 +166,13 @@ PROFILES["llamacpp-single"] = dataclasses.replace(
 )
 
 
+# vLLM serving a model whose template opens its thinking in the prompt (Qwen3's
+# *-Thinking-2507) without a reasoning parser: the content is the thinking, then `</think>`.
+PROFILES["vllm-think-in-prompt"] = dataclasses.replace(
+    PROFILES["vllm"], name="vllm-think-in-prompt", reasoning="closing think tag"
+)
+
+
 def use_profile(provider: FakeProvider, name: str) -> ProviderProfile:
     """Make the fake provider answer every unscripted request like `name`'s provider."""
     profile = PROFILES[name]
@@ -220,6 +229,8 @@ def _text(profile: ProviderProfile, body: dict, text: str, *, thinking: bool) ->
     shape = profile.reasoning if thinking else None
     if shape == "think tags":
         text = f"<think>{THOUGHT}</think>{text}"
+    if shape == "closing think tag":  # the opening tag is in the model's prompt
+        text = f"{THOUGHT}</think>\n\n{text}"
     if shape == "thinking parts":
         thought = {"type": "thinking", "thinking": [{"type": "text", "text": THOUGHT}]}
         chunks = [
