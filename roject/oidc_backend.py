@@ -53,6 +53,13 @@ class OidcBackend(OIDCAuthenticationBackend):
             logger.warning("OIDC sign-in failed: %s", exc)
             return self._refused(f"provider request failed ({type(exc).__name__})")
 
+    def get_user(self, user_id):
+        """The session's user while the account is active (as Django's ModelBackend): the
+        library's own returns it whatever its state, so a deactivated SSO user stayed
+        signed in."""
+        user = self.UserModel._default_manager.filter(pk=user_id, is_active=True).first()
+        return user
+
     def _refused(self, reason: str) -> None:
         """No user; Django then sends user_login_failed, whose audit entry gives `reason`."""
         self.request.oidc_failure = reason

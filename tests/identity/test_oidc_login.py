@@ -184,6 +184,21 @@ def test_an_inactive_account_is_refused(oidc, docs):
     assert entries(AuditAction.LOGIN) == []
 
 
+def test_an_account_deactivated_after_its_sign_in_is_signed_out_at_its_next_request(oidc, docs):
+    """As a password login's: the session's user is read again at each request, and an
+    inactive one is no one (before, the library's backend returned it all the same)."""
+    client = Client()
+    response, _ = provider_sign_in(client, username="alice")
+    assert response.status_code == 302 and client.get("/tokens/").status_code == 200
+    User.objects.filter(username="alice").update(is_active=False)
+
+    answer = client.get("/tokens/")
+    made = client.post("/tokens/", {"name": "after", "once": "x"})
+
+    assert answer.status_code == 302 and answer["Location"].startswith("/login/")
+    assert made.status_code == 302 and made["Location"].startswith("/login/")
+
+
 def test_a_token_request_the_provider_refuses_is_a_failed_login_not_an_error(oidc, docs, settings):
     client = Client()
     settings.ROJO_OIDC_CLIENT_SECRET = "not-the-secret"
