@@ -102,7 +102,7 @@ class _Reading:
         project, path = (parts[1], parts[2]) if len(parts) == 3 else ("", "")
         kind = TAR_KINDS.get(member.type)
         try:
-            entry_path_checked(path)
+            entry_path_checked(path, kind or "file")
         except StorageError as exc:
             raise BackupError(str(exc)) from exc
         if not project.isdigit() or not path or kind is None:

@@ -14,6 +14,7 @@ or links say. Only once the database's restore is committed are the projects ren
 place (a rename each: no project is ever seen half restored).
 """
 
+import logging
 import os
 import shutil
 import stat
@@ -28,9 +29,13 @@ from .entries import fsync_dir, temp_name
 from .layout import directory_make, project_dir
 from .paths import StorageError, is_temp_file
 
+logger = logging.getLogger(__name__)
+
 Kind = Literal["dir", "file", "link"]
 # The parts of a project's directory a backup holds.
 PARTS = ("root", "undo", "images", "pdfs")  # images, pdfs: attached to messages (kept.py)
+# How deep a link may be in each part: root/<…>, undo/<key>/<…>; never in images/ or pdfs/.
+_LINK_DEPTH = {"root": 2, "undo": 3}
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -114,6 +119,9 @@ def _file_entry(path: str, name: str, dir_fd: int) -> Iterator[tuple[StoredEntry
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):  # swapped since the listing
             return
+        if st.st_nlink > 1:  # a window onto a file elsewhere, which the gate never reads
+            logger.warning("backup: %s left out: it has other hard links", path)
+            return
         entry = StoredEntry(
             path=path, kind="file", mode=_mode(st), mtime=int(st.st_mtime), size=st.st_size
         )
@@ -124,9 +132,11 @@ def _mode(st: os.stat_result) -> int:
     return stat.S_IMODE(st.st_mode)
 
 
-def entry_path_checked(path: str) -> PurePosixPath:
+def entry_path_checked(path: str, kind: str = "dir") -> PurePosixPath:
     """The entry's path if it is one a backup writes: relative, under root/, undo/,
-    images/ or pdfs/, with no empty, `.` or `..` part."""
+    images/ or pdfs/, with no empty, `.` or `..` part; a link only where the app makes one
+    (inside the root, and inside an undo copy of it): a tampered archive's `root` or
+    `undo/<key>` linked to `/` would take the gate there."""
     pure = PurePosixPath(path)
     parts = path.split("/")
     if (
@@ -134,6 +144,7 @@ def entry_path_checked(path: str) -> PurePosixPath:
         or not parts
         or parts[0] not in PARTS
         or any(part in ("", ".", "..") for part in parts)
+        or (kind == "link" and len(parts) < _LINK_DEPTH.get(parts[0], len(parts) + 1))
     ):
         raise BackupEntryError(f"the archive holds a storage entry that is not allowed: {path!r}")
     return pure
@@ -154,7 +165,7 @@ class StorageStaging:
 
     def entry_place(self, project_id: int, entry: StoredEntry, content: BinaryIO | None) -> None:
         """(Blocking) Make one entry in the staging directory, from `content` for a file."""
-        relative = entry_path_checked(entry.path)
+        relative = entry_path_checked(entry.path, entry.kind)
         project = str(int(project_id))
         parent = str(PurePosixPath(project, relative).parent)
         if parent == project and project not in self._made:

@@ -35,6 +35,7 @@ def path_meta(project_root: Path, relative_path: str) -> dict:
             st = os.fstat(fd)
         finally:
             os.close(fd)
+    refuse_hard_links(st, relative_path)  # its size and time are another file's too
     kind = "directory" if stat.S_ISDIR(st.st_mode) else "file"
     return {"type": kind, "size": st.st_size, "modifiedAt": iso_utc(st.st_mtime)}
 

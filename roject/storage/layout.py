@@ -8,6 +8,7 @@ directory in it, the undo copies are kept in 0700 directories, the lock file is 
 """
 
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -15,9 +16,11 @@ from django.conf import settings
 
 from .beneath import DIRECTORY_MODE
 from .entries import temp_name
+from .paths import PathError
 
 UNDO_MODE = 0o700
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_UNDO_KEY = re.compile(r"[0-9a-f]{32}")  # uuid4().hex, as snapshots.snapshot_take names them
 
 
 def project_dir(project_id: int) -> Path:
@@ -31,7 +34,11 @@ def project_root(project_id: int) -> Path:
 
 
 def undo_dir(project_id: int, key: str) -> Path:
-    """Where the copies of one change's snapshot are kept, outside the project root."""
+    """Where the copies of one change's snapshot are kept, outside the project root.
+    PathError for a key that is not one a snapshot makes (32 hex digits: a restored row
+    naming `../../elsewhere` made an undo copy that in, then delete it)."""
+    if not _UNDO_KEY.fullmatch(key):
+        raise PathError("the change's undo copies are not where a change keeps them")
     return project_dir(project_id) / "undo" / key
 
 

@@ -199,6 +199,12 @@ def test_the_database_alone_or_some_projects(users, project, tmp_path):
         # A file under a link: written, it would land where the link points.
         ([("root", "dir", ""), ("root/out", "link", "{outside}"), ("root/out/x.txt", "file", "")],
          "has no folder"),
+        # A project's root, undo copy or attachments that is a link: the gate, undo and the
+        # attachments would work wherever it points (a link is kept only inside the root).
+        ([("root", "link", "{outside}")], "not allowed"),
+        ([("undo", "dir", ""), ("undo/" + "0" * 32, "link", "{outside}")], "not allowed"),
+        ([("root", "dir", ""), ("images", "link", "{outside}")], "not allowed"),
+        ([("pdfs", "dir", ""), ("pdfs/a.pdf", "link", "{outside}")], "not allowed"),
     ],
 )  # fmt: skip
 def test_a_storage_entry_that_would_reach_outside_is_refused(

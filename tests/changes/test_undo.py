@@ -248,6 +248,26 @@ def test_undo_is_refused_when_the_file_changed_since(run_turn, editor, root):
     assert (root / "notes.txt").read_text() == "old\n"
 
 
+def test_a_change_whose_key_leads_out_of_its_undo_copies_is_not_undone(
+    run_turn, editor, root, storage_dir
+):
+    """A restored archive's row (its digests agree: made to harm) naming `../../../outside`:
+    the undo copied that directory in, then deleted it."""
+    outside = storage_dir.parent / "outside"
+    outside.mkdir()
+    (outside / "0").write_text("SECRET outside\n")
+    build(root, {"notes.txt": "old\n"})
+    [change] = changes_of(run_turn(("write_text_content", {"path": "notes.txt", "text": "new\n"})))
+    FileChange.objects.filter(pk=change).update(key="../../../outside")
+
+    response = editor.post(f"/api/changes/{change}/undo")
+
+    assert response.status_code in (400, 409), response.content
+    assert (root / "notes.txt").read_text() == "new\n"
+    assert (outside / "0").read_text() == "SECRET outside\n"
+    assert FileChange.objects.get(pk=change).undone is None
+
+
 def test_undo_of_a_deletion_is_refused_when_the_path_was_made_again(run_turn, editor, root):
     build(root, {"notes.txt": "old\n"})
     [change] = changes_of(run_turn(("delete_path", {"path": "notes.txt"})))

@@ -5,15 +5,18 @@ The check is made on the opened descriptor (fstat), so a link made after a path 
 is caught too. Each attack goes through a real entry point: a tool call, the files API, a turn.
 """
 
+import io
 import os
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 
 from roject import storage
 from roject.storage import project_root_create
 from rojos.models import FileChange, default_tools
 from rojos.tools import registry
+from tests.backup.archive_contents import archive_contents
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import context, error_message, make_rojo
 
@@ -44,7 +47,7 @@ def linked(project, tmp_path) -> tuple[Path, Path]:
 
 
 def undo_copies(project) -> list[Path]:
-    undo = storage.undo_dir(project.pk, "any").parent
+    undo = storage.undo_dir(project.pk, "0" * 32).parent
     return sorted(undo.rglob("*")) if undo.exists() else []
 
 
@@ -77,6 +80,7 @@ CALLS = {
         {"source": "docs", "destination": "moved"},
         "docs/b.txt",
     ),
+    "look at it": ("read_path_meta", {"path": "a.txt"}, "a.txt"),  # another file's size, time
     "delete it": ("delete_path", {"path": "a.txt"}, "a.txt"),
     "delete the directory holding one": (
         "delete_path",
@@ -163,3 +167,14 @@ def test_a_scratch_copy_leaves_hard_linked_files_out(linked):
     with storage.scratch_copy(root) as copy:
         copied = sorted(str(p.relative_to(copy)) for p in copy.rglob("*"))
     assert copied == ["docs", "plain.txt"]
+
+
+def test_a_backup_leaves_hard_linked_files_out(linked, project, tmp_path):
+    """Restored, such a file would have one link and be read as the project's own."""
+    path = tmp_path / "backup.tar"
+    call_command("backup", str(path), stdout=io.StringIO())
+
+    _, files = archive_contents(path)
+
+    held = sorted(name for project_id, name in files if project_id == project.pk)
+    assert held == ["root", "root/docs", "root/plain.txt"]
