@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
 from roject import storage
+from roject.identity.tokens import aapi_token_alive
 from roject.members.access import aproject_role
 from roject.models import Role
 from roject.storage import DiskFull
@@ -45,6 +46,14 @@ REMOVED_OUTCOME = ToolOutcome.failure(
 )
 # The turn's ERROR once its user is found removed from the project.
 REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was stopped."
+# The same, for a turn asked with an API token since revoked or expired.
+TOKEN_ENDED_OUTCOME = ToolOutcome.failure(
+    "the API token this reply was asked with was revoked or has expired: nothing of this "
+    "project can be read or changed"
+)
+TOKEN_ENDED_MESSAGE = (
+    "The API token this reply was asked with was revoked or has expired, so it was stopped."
+)
 
 
 @dataclass(kw_only=True)
@@ -79,15 +88,20 @@ class ToolCallRunner:
             approver=self.approver,
         )
         self._granted = Role(self.ctx.role)  # the role the turn started with
+        self._ended = (REMOVED_OUTCOME, REMOVED_MESSAGE)  # why its user may do nothing more
         conversation_id = self.history.conversation.pk
         if self.ctx.conversation_id is None and conversation_id:
             self.ctx = replace(self.ctx, conversation_id=conversation_id)
         self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
 
     async def _role_now(self) -> Role | None:
-        """The user's role now, narrowing the context to it when it may no longer write."""
+        """The user's role now, narrowing the context to it when it may no longer write;
+        None for one removed, or whose turn's API token was revoked or has expired."""
         if self.ctx.user is None:
             return self._granted
+        if self.ctx.token_id is not None and not await aapi_token_alive(token_id=self.ctx.token_id):
+            self._ended = (TOKEN_ENDED_OUTCOME, TOKEN_ENDED_MESSAGE)
+            return None
         role = await aproject_role(user=self.ctx.user, project_id=self.ctx.project_id)
         if role is not None and self.ctx.can_write and not role.can_write:
             self.ctx = replace(self.ctx, role=role)
@@ -107,7 +121,7 @@ class ToolCallRunner:
             self.role_read = False
             return self.ctx
         if await self._role_now() is None:
-            raise AccessRevoked(REMOVED_MESSAGE)
+            raise AccessRevoked(self._ended[1])
         return self.ctx
 
     async def _refusal(self, name: str, index: int) -> tuple[ToolOutcome | None, bool]:
@@ -126,7 +140,7 @@ class ToolCallRunner:
         if writes and (role is None or not role.can_write):
             return REVOKED_OUTCOME, role is None  # the refusal of a write, as before
         if role is None:
-            return REMOVED_OUTCOME, True
+            return self._ended[0], True
         return None, False
 
     def _changing_tool(self, call: ToolCall) -> tuple[RojoTool, dict] | None:
@@ -199,7 +213,7 @@ class ToolCallRunner:
         await self._store(call, refusal)
         yield ToolResultEvent(id=parsed.id, name=parsed.name, result=refusal.result, ok=False)
         if removed:
-            raise AccessRevoked(REMOVED_MESSAGE)
+            raise AccessRevoked(self._ended[1])
 
     async def _store(
         self, call: dict, outcome: ToolOutcome, with_row=None, questions: list | None = None

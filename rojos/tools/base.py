@@ -23,6 +23,9 @@ class RojoToolContext:
     conversation_id: int | None = None
     # Whether that conversation holds such results: read_result is offered only then.
     results_kept: bool = False
+    # The API token the turn was asked with (None: a session, a command): once revoked or
+    # expired, the turn ends at its next step or call, as a removed member's does.
+    token_id: int | None = None
 
     @property
     def can_write(self) -> bool:

@@ -47,6 +47,7 @@ async def turn_start(
     budgets: list[Left] | None = None,
     client_key: str = "",
     model: str = "",
+    token_id: int | None = None,
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/provider/attachments.py, and its images and uploaded PDFs by
@@ -77,11 +78,14 @@ async def turn_start(
     conversation's model too, unless the turn is a fork (`replace`: a regenerate with
     another model is a branch beside the other model's answer, and the conversation keeps
     its model).
+
+    `token_id`, the API token the request came with: revoked or expired, it ends the turn
+    at its next step or call (rojos.agent.tool_calls), as a removal from the project does.
     """
     new_turns_taken()  # none while this process shuts down (roject/server/graceful.py)
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
     starting = asyncio.ensure_future(
-        _turn_start(*asked, attachments, admission, budgets, client_key, model)
+        _turn_start(*asked, attachments, admission, budgets, client_key, model, token_id)
     )
     turn_starting(starting)  # a shutdown from now on waits for it (rojos.turns.shutdown)
     try:
@@ -106,6 +110,7 @@ async def _turn_start(
     budgets=None,
     client_key="",
     model="",
+    token_id=None,
 ) -> Turn:
     turn_id = uuid.uuid4()
     # The project's budgets in force, as the caller read them: none, no lock and no query.
@@ -157,6 +162,7 @@ async def _turn_start(
         user=user,
         role=access.role,
         enabled=frozenset(rojo.tools or ()),
+        token_id=token_id,
     )
     turn.publish(StartEvent(conversation=turn.conversation_id, message=begun.message.pk))
     turn_register(turn)

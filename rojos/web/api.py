@@ -197,6 +197,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             budgets=checked.budgets,
             client_key=payload.key,
             model=payload.model,
+            token_id=getattr(getattr(request, "api_token", None), "pk", None),
         )
     except BaseException:
         admission.release_unless_handed()

@@ -4,10 +4,18 @@ the turn stops with a clear error; one made a viewer goes on with read tools onl
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
-from roject.models import Membership, Role
+from roject.identity.tokens import api_token_create
+from roject.models import ApiToken, Membership, Role
 from roject.storage import project_root_create
-from rojos.agent.tool_calls import REMOVED_MESSAGE, REMOVED_OUTCOME, REVOKED
+from rojos.agent.tool_calls import (
+    REMOVED_MESSAGE,
+    REMOVED_OUTCOME,
+    REVOKED,
+    TOKEN_ENDED_MESSAGE,
+    TOKEN_ENDED_OUTCOME,
+)
 from rojos.models import TurnRecord
 from rojos.tools import RojoTool, RojoToolContext, registry
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
@@ -27,13 +35,17 @@ class MembershipChange(RojoTool):
     description = "Remove the caller from the project, make them a viewer, or deactivate them."
     parameters = {
         "type": "object",
-        "properties": {"to": {"type": "string", "enum": ["removed", "viewer", "inactive"]}},
+        "properties": {
+            "to": {"type": "string", "enum": ["removed", "viewer", "inactive", "token revoked"]}
+        },
         "required": ["to"],
     }
 
     async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
         rows = Membership.objects.filter(project_id=ctx.project_id, user=ctx.user)
-        if args["to"] == "inactive":  # an admin deactivated the account (a leaver)
+        if args["to"] == "token revoked":  # its owner revoked the API token (it leaked)
+            await ApiToken.objects.filter(user_id=ctx.user.pk).aupdate(revoked=timezone.now())
+        elif args["to"] == "inactive":  # an admin deactivated the account (a leaver)
             await get_user_model().objects.filter(pk=ctx.user.pk).aupdate(is_active=False)
         elif args["to"] == "removed":
             await rows.adelete()
@@ -97,6 +109,36 @@ def test_a_member_removed_mid_response_reads_nothing_more_and_the_turn_stops(
     assert_history_valid(stored_history(conversation))
     record = TurnRecord.objects.get()
     assert (record.status, record.error_code) == (TurnRecord.Status.ERROR, "revoked")
+
+
+def test_a_turn_asked_with_an_api_token_revoked_mid_response_reads_nothing_more(
+    client_for, users, project, rojo, root, fake_provider
+):
+    """A turn outlives its request, but not the token it was asked with: a leaked token's
+    owner revokes it, and the turn it started stops at its next call, as a removal does."""
+    calls = [
+        ("membership_change", {"to": "token revoked"}),
+        ("get_text_content", {"path": "secret.txt"}),
+    ]
+    fake_provider.add(stream(*tool_call_chunks(calls, arguments="whole")))
+    client = client_for()
+    client.http.headers["Authorization"] = "Bearer " + (
+        api_token_create(user=users["editor"], name="script").secret
+    )
+
+    text, events = chat(client, project, rojo, "Read the secret")
+
+    assert SECRET.strip() not in text
+    results = [(e.data["name"], e.data["result"]) for e in events if e.type == "TOOL_RESULT"]
+    assert results == [
+        ("membership_change", {"ok": True}),
+        ("get_text_content", TOKEN_ENDED_OUTCOME.result),
+    ]
+    assert [(e.type, e.data) for e in events[-2:]] == [
+        ("ERROR", {"message": TOKEN_ENDED_MESSAGE, "code": "revoked"}),
+        ("DONE", {}),
+    ]
+    assert len(fake_provider.requests) == 1
 
 
 def test_a_member_removed_between_steps_is_stopped_before_the_next_request(
