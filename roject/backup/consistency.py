@@ -7,6 +7,11 @@ snapshot taken then holds exactly the records of the files on disk. The backup t
 locks (in project order), opens the snapshot, copies the storage, lets the locks go, and
 reads the rows from the snapshot: changes wait only while the storage is copied.
 
+A deletion's files (a conversation's kept results, images and PDFs; a deleted project's
+storage) are removed under the project's change lock too, after its commit, on a thread of
+their own when a backup holds the lock (roject.storage.removal_when_unlocked): the archive
+then has them beside the rows its snapshot still holds.
+
 Nothing else needs to pause: a turn's start is one transaction (the snapshot has it whole or
 not at all), and a streaming reply's text is stored as it grows (a draft), so the snapshot
 holds it as of then; a restore ends such a turn as interrupted (ROJO_RESTORE_HOOKS).

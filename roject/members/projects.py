@@ -69,8 +69,10 @@ def projects_delete(*, projects: QuerySet[Project], actor: AuditActor | None = N
 
 
 def _storage_remove_on_commit(project_id: int) -> None:
-    # Files cannot be rolled back: removed only when the rows are surely gone.
-    transaction.on_commit(functools.partial(storage.project_storage_remove, project_id))
+    # Files cannot be rolled back: removed only when the rows are surely gone, and not from
+    # under a backup copying them (its snapshot still has the project).
+    remove = functools.partial(storage.project_storage_remove, project_id)
+    transaction.on_commit(functools.partial(storage.removal_when_unlocked, project_id, remove))
 
 
 def validation_text(exc: ValidationError) -> str:

@@ -47,7 +47,7 @@ from .leftovers import (
     storage_project_ids,
     storage_sweep,
 )
-from .locks import change_lock_open, changes_locked, under_changes_lock
+from .locks import change_lock_open, changes_locked, removal_when_unlocked, under_changes_lock
 from .paths import (
     TEMP_PREFIX,
     TEMP_SUFFIX,
@@ -137,6 +137,7 @@ __all__ = [
     "project_storage_remove",
     "read_lines",
     "read_project_file",
+    "removal_when_unlocked",
     "reported",
     "resolve",
     "resolve_entry",

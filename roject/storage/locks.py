@@ -3,7 +3,9 @@
 import asyncio
 import contextlib
 import fcntl
+import logging
 import os
+import threading
 from collections.abc import AsyncIterator, Callable
 from typing import TypeVar
 
@@ -12,6 +14,7 @@ from asgiref.sync import sync_to_async
 from .layout import change_lock_path, directory_make
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 
 # How often a change waiting for the project's change lock tries again.
 _LOCK_POLL_SECONDS = 0.02
@@ -84,3 +87,32 @@ async def under_changes_lock(project_id: int, work: Callable[[], T]) -> T:
     """Run `work`, a blocking function (it may use the ORM), holding the change lock."""
     async with changes_locked(project_id, then=work) as value:
         return value
+
+
+def removal_when_unlocked(project_id: int, remove: Callable[[], None]) -> None:
+    """(Blocking, briefly) Run `remove`, a removal of files a deletion left unused (the file
+    system only, no ORM), holding the project's change lock: at once when it is free, else
+    on a thread of its own once it is.
+
+    A backup holds every project's change lock while it copies the storage, its database
+    snapshot already taken: a conversation's kept files or a deleted project's storage
+    removed meanwhile would leave the archive with rows whose files it lacks. The deletion
+    itself does not wait for the backup (nor hold a database thread): its files go after it.
+    """
+    fd, held, _ = _lock_then(project_id, remove)
+    if held:
+        os.close(fd)  # releases the lock
+        return
+    threading.Thread(
+        target=_removal_once_locked, args=(fd, remove), name="removal-when-unlocked", daemon=True
+    ).start()
+
+
+def _removal_once_locked(fd: int, remove: Callable[[], None]) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        remove()
+    except Exception:  # left for the storage's own sweeps; nothing else is waiting on it
+        logger.exception("a removal waiting for its project's change lock failed")
+    finally:
+        os.close(fd)

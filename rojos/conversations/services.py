@@ -91,16 +91,19 @@ def _delete(conversation: Conversation, actor: AuditActor) -> None:
                 obj=conversation,
                 details={"title": conversation.title[:80]},
             )
-    # After the commit: a result kept for it is of no use once the conversation is gone.
-    storage.results_remove(project_id=conversation.project_id, conversation_id=conversation.pk)
-    # And its images and PDFs, unless another conversation of the project shows them.
-    others = Message.objects.filter(conversation__project_id=conversation.project_id)
-    if images:
-        unused = images - kept_referenced(others, "images")
-        storage.images_remove(project_id=conversation.project_id, sha256s=unused)
-    if pdfs:
-        unused = pdfs - kept_referenced(others, "pdfs")
-        storage.pdfs_remove(project_id=conversation.project_id, sha256s=unused)
+    # After the commit: a result kept for it is of no use once the conversation is gone,
+    # nor its images and PDFs, unless another conversation of the project shows them.
+    project_id = conversation.project_id
+    others = Message.objects.filter(conversation__project_id=project_id)
+    images = images - kept_referenced(others, "images") if images else set()
+    pdfs = pdfs - kept_referenced(others, "pdfs") if pdfs else set()
+
+    def remove() -> None:
+        storage.results_remove(project_id=project_id, conversation_id=conversation.pk)
+        storage.images_remove(project_id=project_id, sha256s=images)
+        storage.pdfs_remove(project_id=project_id, sha256s=pdfs)
+
+    storage.removal_when_unlocked(project_id, remove)  # not from under a backup's copy
 
 
 def conversation_branch_switch(*, conversation: Conversation, message_id) -> int:

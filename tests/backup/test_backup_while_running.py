@@ -19,9 +19,12 @@ import pytest
 from django.conf import settings
 from django.core.management import call_command
 
-from roject.storage import digests, project_root
+from roject.backup.consistency import ChangeLocks
+from roject.members.projects import project_create, project_delete
+from roject.storage import digests, project_root, project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from tests.backup.archive_contents import archive_contents
+from tests.provider.test_pdfs_in import REPORT, upload
 from tests.support.fake_provider import Pause, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import ApiClient, parse_sse, read_until, wait_until
@@ -125,3 +128,30 @@ def test_a_backup_taken_while_replies_stream_and_files_upload_restores_whole(
         for change in FileChange.objects.filter(paths=[path], before=[True]):
             copy = storage_dir / str(project.pk) / "undo" / change.key / "0"
             assert copy.read_bytes() in BODIES  # what the upload replaced, whole
+
+
+def test_files_a_deletion_leaves_unused_go_only_once_a_backups_copy_is_done(
+    client_for, users, project, fake_provider
+):
+    """A backup holds every change lock while it copies the storage, its snapshot taken: a
+    conversation deleted meanwhile keeps its PDF on disk, and a project its storage, until
+    the copy is done (else the archive had their rows without their files); the deletion
+    itself does not wait."""
+    rojo = make_rojo(fake_provider.base_url)
+    fake_provider.add(stream(*text_chunks("Read.")))
+    editor = client_for(users["editor"])
+    sha256 = upload(editor, project.pk, REPORT).json()["sha256"]
+    chat = {"rojo": rojo.slug, "message": "Read", "pdfs": [{"sha256": sha256, "name": "r.pdf"}]}
+    conversation = editor.chat(project.pk, **chat)[0].data["conversation"]
+    kept = project_root(project.pk).parent / "pdfs" / sha256
+    doomed = project_create(name="Doomed", owner=users["owner"])
+    project_root_create(doomed.pk)
+    copying = ChangeLocks()
+    copying.hold({project.pk, doomed.pk})
+    try:
+        assert editor.http.delete(f"/api/conversations/{conversation}").status_code in (200, 204)
+        project_delete(project=doomed)
+        assert kept.exists() and project_root(doomed.pk).exists()
+    finally:
+        copying.release()
+    wait_until(lambda: not kept.exists() and not project_root(doomed.pk).parent.exists())
