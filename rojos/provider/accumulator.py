@@ -188,8 +188,11 @@ class StreamAccumulator:
                     text += part.get("text") or ""
                 elif part.get("type") == "thinking":
                     self._reason(_thinking_text(part), "thinking")
-        if text:
-            self._text_add(text)
+        if text:  # inline, not _text_add: nearly every chunk comes this way
+            self.text_parts.append(text)
+            if len(self.text_parts) == _FOLD:
+                self._text_blocks.append("".join(self.text_parts))
+                self.text_parts.clear()
         if delta.keys() <= _TEXT_KEYS:  # no reasoning, calls or extra keys to look for
             return text
         refusal = delta.get("refusal")
