@@ -95,7 +95,7 @@ def project_new(name: str):
 
     project = project_create(name=name, owner=get_user_model().objects.get(username=USERNAME))
     os.close(storage.change_lock_open(project.pk))
-    storage.undo_dir(project.pk, "first").parent.mkdir()
+    storage.undo_dir(project.pk, "0" * 32).parent.mkdir()
     return project
 
 

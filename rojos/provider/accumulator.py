@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from rojos.errors import ProviderError
 from rojos.provider.failures import mid_stream_message
 from rojos.provider.think_tags import ThinkTags
+from rojos.provider.wire_text import nul_replaced
 
 # Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
 _KNOWN_DELTA_KEYS = frozenset(
@@ -163,7 +164,7 @@ class StreamAccumulator:
         return answer
 
     def _reason(self, text: str, shape: str) -> None:
-        self.reasoning_parts.append(text)
+        self.reasoning_parts.append(nul_replaced(text))
         if self.reasoning_shape is None:
             self.reasoning_shape = shape
 
@@ -189,6 +190,8 @@ class StreamAccumulator:
                 elif part.get("type") == "thinking":
                     self._reason(_thinking_text(part), "thinking")
         if text:  # inline, not _text_add: nearly every chunk comes this way
+            if "\x00" in text:  # no store keeps a NUL (rojos.provider.wire_text)
+                text = nul_replaced(text)
             self.text_parts.append(text)
             if len(self.text_parts) == _FOLD:
                 self._text_blocks.append("".join(self.text_parts))
@@ -197,6 +200,7 @@ class StreamAccumulator:
             return text
         refusal = delta.get("refusal")
         if refusal and isinstance(refusal, str):  # OpenAI's, in place of content: the reply
+            refusal = nul_replaced(refusal)
             self._text_add(refusal)
             text += refusal
         reasoning = delta.get("reasoning_content")
@@ -265,7 +269,7 @@ class StreamAccumulator:
         if isinstance(arguments, dict):
             arguments = json.dumps(arguments)
         if isinstance(arguments, str) and arguments:
-            call.arguments.append(arguments)
+            call.arguments.append(nul_replaced(arguments))
         for key, value in raw.items():
             if key not in _KNOWN_CALL_KEYS and value is not None:
                 call.extra[key] = value

@@ -26,7 +26,7 @@ from rojos.provider.admission import admitted
 from rojos.provider.body import Idle, Read, Tick, body_reader
 from rojos.provider.failures import failure_message, mid_stream_message, scrub
 from rojos.provider.refusals import refusal_of
-from rojos.provider.wire_text import lenient_loads, nul_escapes_replaced
+from rojos.provider.wire_text import lenient_loads
 
 
 async def provider_chunks(
@@ -114,8 +114,6 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
             if payload == b"[DONE]":
                 return True
             if payload:
-                if b"\\u0000" in payload:  # a NUL, which no store keeps (wire_text)
-                    payload = nul_escapes_replaced(payload)
                 try:
                     chunk = orjson.loads(payload)  # a few times faster than json.loads
                 except ValueError:

@@ -7,6 +7,10 @@ appended after it lost what lay between). A surrogate escape without its other h
 (`\\ud83d`, an emoji cut in two by a gateway that counts UTF-16 units, as JavaScript does) is
 refused by orjson, which failed the whole turn. Both become U+FFFD, the replacement
 character, and the rest of the reply streams and is stored as sent.
+
+A chunk's NULs are replaced in the strings the accumulator keeps (a one-character search
+of each, cheaper per chunk than a search of every chunk's bytes for the escape); an API
+body's in its bytes, before it is parsed.
 """
 
 import json
@@ -16,6 +20,11 @@ from typing import Any
 # A \u0000 escape: after an even number of backslashes (an odd one escapes the backslash, and
 # the text is the six characters "\u0000", as a tool call's arguments carry theirs).
 _NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def nul_replaced(text: str) -> str:
+    """The text with each NUL replaced by U+FFFD."""
+    return text.replace("\x00", "\ufffd")
 
 
 def nul_escapes_replaced(payload: bytes) -> bytes:
