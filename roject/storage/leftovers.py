@@ -18,7 +18,9 @@ undo/; the root is not walked then). `manage.py storage_cleanup` does what the s
 and also removes the complete snapshots no change record names and the scratch copies.
 All run under the project's change lock, taken without waiting: every snapshot and write
 runs under it, so nothing removed can be in use, and a project busy now is cleaned
-another time.
+another time. A rojo can make a file of a temporary name, and directories and links, in the
+root: the walk removes each temporary file by name in the directory it holds open, never by
+a path looked up again, which a directory swapped for a link would lead outside.
 """
 
 import contextlib
@@ -34,6 +36,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from .entries import entry_remove
 from .kept import kept_partials
 from .layout import project_dir, project_root
 from .locks import change_lock_open
@@ -45,6 +48,7 @@ SCRATCH_PREFIX = "rojo-rerun-"
 INCOMING_SECONDS = 3600
 # A snapshot no record names is left alone this long: its record may be being stored now.
 UNRECORDED_SECONDS = 3600
+_DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 _cleaned: set[int] = set()  # projects this process has cleaned since it started
 
@@ -120,11 +124,11 @@ def project_leftovers_remove(
         found += results_old(project_id)
         if recorded is not None:
             found += _unrecorded(project_id, recorded)
-        if whole_root:
-            found += _root_temp_files(project_root(project_id))
         if not dry_run:
             for path in found:
                 _remove(path)
+        if whole_root:
+            found += _root_temp_files(project_root(project_id), remove=not dry_run)
         base = Path(settings.ROJO_STORAGE_DIR)
         return [str(path.relative_to(base)) for path in found]
     finally:
@@ -178,29 +182,42 @@ def _unrecorded(project_id: int, recorded: set[str]) -> list[Path]:
         return []
 
 
-def _root_temp_files(root: Path) -> list[Path]:
-    """The temporary files of writes cut off anywhere in the root (links not followed)."""
+def _root_temp_files(root: Path, *, remove: bool) -> list[Path]:
+    """The temporary files of writes cut off anywhere in the root, removed (`remove`) as
+    the walk finds them: by name in the directory it holds open, so a directory swapped for
+    a link meanwhile (a rojo can make both) cannot take the removal outside. The walk
+    follows no link."""
     if not root.is_dir():
         return []
     found = []
     for dirpath, _, filenames, dir_fd in os.fwalk(root):
         for name in filenames:
-            if is_temp_file(name):
-                try:
-                    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-                except FileNotFoundError:  # gone meanwhile
+            if not is_temp_file(name):
+                continue
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+                if not stat.S_ISREG(st.st_mode):
                     continue
-                if stat.S_ISREG(st.st_mode):
-                    found.append(Path(dirpath) / name)
+                if remove:
+                    os.unlink(name, dir_fd=dir_fd)
+            except FileNotFoundError:  # gone meanwhile
+                continue
+            found.append(Path(dirpath) / name)
     return sorted(found)
 
 
 def _remove(path: Path) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        if path.is_dir() and not path.is_symlink():
-            shutil.rmtree(path)
-        else:
-            path.unlink()
+    """Remove an entry beside the root (in undo/, incoming/, images/…): its directory opened
+    without following a link, the entry removed by name in it, a tree walked by descriptors."""
+    try:
+        dir_fd = os.open(path.parent, _DIRECTORY)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    try:
+        with contextlib.suppress(FileNotFoundError):
+            entry_remove(dir_fd, path.name)
+    finally:
+        os.close(dir_fd)
 
 
 def scratch_dir_make() -> Path:

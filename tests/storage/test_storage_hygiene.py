@@ -25,6 +25,7 @@ from roject.storage import (
 )
 from roject.storage import entries as storage_entries
 from rojos.models import FileChange, default_tools
+from tests.storage.test_storage_race import Swapper
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 
@@ -275,6 +276,65 @@ def test_storage_cleanup_prints_and_removes_what_crashes_left(storage_dir, proje
     assert not any(p.exists() for p in [*left.values(), scratch])
     assert recorded.directory.is_dir() and young.is_dir()
     assert (root / "kept.txt").read_text() == "k"
+
+
+def test_the_sweep_removes_in_the_directory_it_listed_not_one_swapped_in(
+    storage_dir, tmp_path, monkeypatch
+):
+    """A directory swapped for a link to outside after the sweep found a temporary file in
+    it: the sweep removes the file in the directory it listed (moved aside, still in the
+    root), not the file of the same name the link now leads to."""
+    root = project_root_create(1)
+    name = ".rojo-" + "0" * 32 + ".tmp"
+    (root / "d").mkdir()
+    (root / "d" / name).write_text("half a wr")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / name).write_text("SECRET\n")
+    found = leftovers.is_temp_file
+
+    def swapping(entry: str) -> bool:
+        if entry == name and (root / "d").is_dir() and not (root / "d").is_symlink():
+            (root / "d").rename(root / "moved")
+            (root / "d").symlink_to(outside, target_is_directory=True)
+        return found(entry)
+
+    monkeypatch.setattr(leftovers, "is_temp_file", swapping)
+
+    removed = leftovers.project_leftovers_remove(1, whole_root=True)
+
+    assert removed == [f"1/root/d/{name}"]
+    assert (outside / name).read_text() == "SECRET\n"
+    assert not (root / "moved" / name).exists()
+
+
+def test_the_sweep_deletes_nothing_outside_a_directory_swapped_again_and_again(tmp_path):
+    """The sweep removes a write's temporary file over and over while another process swaps
+    its directory with a link to outside (the race tests' swapper): it removes the one in
+    the root when it finds it, and never the one of the same name outside (the sweep that
+    listed by path and removed by path later deleted it in about one round in a hundred)."""
+    root = project_root_create(7)
+    (root / "d").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (root / "swap").symlink_to(outside, target_is_directory=True)
+    name = ".rojo-" + "0" * 32 + ".tmp"
+    real = os.open(root / "d", os.O_RDONLY | os.O_DIRECTORY)
+    deleted_outside = removed = 0
+    try:
+        with Swapper(root):
+            for _ in range(3000):
+                os.close(os.open(name, os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=real))
+                if not (outside / name).exists():
+                    (outside / name).write_text("SECRET\n")
+                leftovers.project_leftovers_remove(7, whole_root=True)
+                if not (outside / name).exists():
+                    deleted_outside += 1
+                removed += name not in os.listdir(real)
+    finally:
+        os.close(real)
+    assert deleted_outside == 0
+    assert removed > 0  # the walk reached `d` between swaps
 
 
 def test_a_write_over_the_full_disk_error_reads_like_the_snapshot_refusal(root, monkeypatch):
