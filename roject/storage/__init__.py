@@ -44,6 +44,7 @@ from .layout import (
 from .leftovers import (
     project_leftovers_remove,
     scratch_leftovers_remove,
+    staging_leftovers_remove,
     storage_project_ids,
     storage_sweep,
 )
@@ -158,6 +159,7 @@ __all__ = [
     "snapshot_restore",
     "snapshot_take",
     "snapshot_text",
+    "staging_leftovers_remove",
     "storage_project_ids",
     "storage_sweep",
     "temp_files_remove",

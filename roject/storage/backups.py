@@ -11,9 +11,14 @@ A restore writes into a staging directory beside the projects (a temporary name,
 listing of projects takes for one), each entry created anew (O_EXCL, O_NOFOLLOW) inside a
 directory the same restore made, so an archive cannot reach outside it whatever its names
 or links say. Only once the database's restore is committed are the projects renamed into
-place (a rename each: no project is ever seen half restored).
+place (a rename each: no project is ever seen half restored). The restore holds an flock on
+the staging directory's STAGING_LOCK from the start to the end: a restore killed meanwhile
+(SIGKILL, a lost machine) leaves the directory, and the sweep of what crashes leave removes
+it once it can take that lock (leftovers.staging_leftovers_remove), never while its restore
+runs, in whatever process.
 """
 
+import fcntl
 import logging
 import os
 import shutil
@@ -40,6 +45,8 @@ _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _BLOCK = 1 << 20
+# The file in a staging directory that says it is one, locked while its restore runs.
+STAGING_LOCK = "restore.lock"
 
 
 class BackupEntryError(StorageError):
@@ -158,6 +165,7 @@ class StorageStaging:
         directory_make(self.base)
         self.directory = self.base / temp_name()
         os.mkdir(self.directory, 0o700)
+        self._lock = _lock_hold(self.directory)
         # Directories this restore made (as "<project>/<path>"): an entry goes only into one.
         self._made: set[str] = set()
         self._modes: list[tuple[Path, int]] = []  # directories given their mode at the end
@@ -254,6 +262,21 @@ class StorageStaging:
     def discard(self) -> None:
         """(Blocking) Remove the staging directory and whatever is still in it."""
         shutil.rmtree(self.directory, ignore_errors=True)
+        os.close(self._lock)  # what a failed removal left, the sweep removes
+
+
+def _lock_hold(directory: Path) -> int:
+    """Lock a new staging directory's STAGING_LOCK, held until closed. It is locked under
+    another name and renamed: a sweep that found it unlocked would take the directory away."""
+    locking = directory / temp_name()
+    fd = os.open(locking, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        os.rename(locking, directory / STAGING_LOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _write_all(fd: int, block: bytes) -> None:

@@ -21,9 +21,13 @@ runs under it, so nothing removed can be in use, and a project busy now is clean
 another time. A rojo can make a file of a temporary name, and directories and links, in the
 root: the walk removes each temporary file by name in the directory it holds open, never by
 a path looked up again, which a directory swapped for a link would lead outside.
+
+Both also remove the staging directories that restores killed before their end left beside
+the projects (a copy of an archive's storage): one whose lock no restore holds (`backups`).
 """
 
 import contextlib
+import errno
 import fcntl
 import logging
 import os
@@ -36,6 +40,7 @@ from pathlib import Path
 
 from django.conf import settings
 
+from .backups import STAGING_LOCK
 from .entries import entry_remove
 from .kept import kept_partials
 from .layout import project_dir, project_root
@@ -62,15 +67,20 @@ def storage_sweep_soon() -> None:
 
 
 def storage_sweep() -> int:
-    """(Blocking) Remove every project's partial snapshots, old incoming/ leftovers and
-    temporary files, each project under its change lock; a project changing files now is
-    left to its first use. Returns how many entries were removed."""
+    """(Blocking) Remove the staging directories of killed restores and every project's
+    partial snapshots, old incoming/ leftovers and temporary files, each project under its
+    change lock; a project changing files now is left to its first use. Returns how many
+    entries were removed."""
     removed = 0
+    try:
+        removed += len(staging_leftovers_remove())
+    except OSError:  # best effort: the command says what is in the way
+        logger.warning("could not remove what killed restores left", exc_info=True)
     try:
         projects = storage_project_ids()
     except OSError:
         logger.warning("could not list the storage to sweep it", exc_info=True)
-        return 0
+        return removed
     for project_id in projects:
         try:
             found = project_leftovers_remove(project_id, whole_root=True)
@@ -218,6 +228,55 @@ def _remove(path: Path) -> None:
             entry_remove(dir_fd, path.name)
     finally:
         os.close(dir_fd)
+
+
+def staging_leftovers_remove(*, dry_run: bool = False) -> list[str]:
+    """(Blocking) Remove the staging directories of restores no longer running (killed);
+    returns them (or, `dry_run`, what would be removed), as paths under ROJO_STORAGE_DIR."""
+    try:
+        base = os.open(settings.ROJO_STORAGE_DIR, _DIRECTORY)
+    except FileNotFoundError:
+        return []
+    try:
+        return [
+            name
+            for name in sorted(os.listdir(base))
+            if is_temp_file(name) and _staging_left(base, name, remove=not dry_run)
+        ]
+    finally:
+        os.close(base)
+
+
+def _staging_left(base: int, name: str, *, remove: bool) -> bool:
+    """Whether `name` is a staging directory no restore holds (removed, `remove`). A
+    directory with no lock is none: a project's storage a restore set aside, or a staging
+    directory being made."""
+    try:
+        directory = os.open(name, _DIRECTORY, dir_fd=base)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):  # gone, a file, a link
+            return False
+        raise
+    try:
+        lock = os.open(STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+    except FileNotFoundError:
+        os.close(directory)
+        return False
+    try:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # its restore is running
+            return False
+        if remove:
+            for entry in os.listdir(directory):
+                with contextlib.suppress(FileNotFoundError):
+                    entry_remove(directory, entry)
+            with contextlib.suppress(FileNotFoundError):
+                os.rmdir(name, dir_fd=base)
+        return True
+    finally:
+        os.close(lock)
+        os.close(directory)
 
 
 def scratch_dir_make() -> Path:

@@ -8,6 +8,7 @@ import io
 import os
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -335,6 +336,58 @@ def test_the_sweep_deletes_nothing_outside_a_directory_swapped_again_and_again(t
         os.close(real)
     assert deleted_outside == 0
     assert removed > 0  # the walk reached `d` between swaps
+
+
+# A restore that stages a project's storage, says where, and waits to be killed.
+_RESTORE = """
+import io, sys, time
+from django.conf import settings
+settings.configure(ROJO_STORAGE_DIR=sys.argv[1])
+from roject.storage.backups import StorageStaging, StoredEntry
+staging = StorageStaging()
+staging.entry_place(1, StoredEntry(path="root", kind="dir", mode=0o755, mtime=0), None)
+private = StoredEntry(path="root/private.txt", kind="file", mode=0o644, mtime=0, size=7)
+staging.entry_place(1, private, io.BytesIO(b"SECRET\\n"))
+print(staging.directory.name, flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.django_db
+def test_the_staging_of_a_killed_restore_is_removed_and_a_running_ones_kept(storage_dir):
+    """A restore killed with SIGKILL leaves its staging directory (the archive's files):
+    the start-up sweep and `storage_cleanup` remove it, and leave alone, while it runs, the
+    one of a restore in another process, and the projects' storage a restore set aside."""
+    restore = subprocess.Popen(
+        [sys.executable, "-c", _RESTORE, str(storage_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[2],  # this checkout's roject
+    )
+    try:
+        staging = storage_dir / restore.stdout.readline().strip()
+        assert (staging / "1" / "root" / "private.txt").is_file()
+        aside = storage_dir / ".rojo-0123456789abcdef0123456789abcdef.tmp"
+        (aside / "root").mkdir(parents=True)
+
+        assert leftovers.storage_sweep() == 0
+        out = io.StringIO()
+        call_command("storage_cleanup", stdout=out)
+        assert out.getvalue().splitlines() == ["0 entries removed"]
+        assert (staging / "1" / "root" / "private.txt").is_file()
+    finally:
+        restore.kill()
+        restore.wait()
+
+    out = io.StringIO()
+    call_command("storage_cleanup", "--dry-run", stdout=out)
+    assert out.getvalue().splitlines() == [
+        f"would remove {staging.name}",
+        "1 entry would be removed",
+    ]
+    assert staging.is_dir()
+    assert leftovers.storage_sweep() == 1
+    assert not staging.exists() and (aside / "root").is_dir()
 
 
 def test_a_write_over_the_full_disk_error_reads_like_the_snapshot_refusal(root, monkeypatch):

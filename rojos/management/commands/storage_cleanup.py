@@ -21,7 +21,8 @@ class Command(BaseCommand):
         "Remove partial undo snapshots, uploads and unpacked archives left in incoming/ "
         "(older than an hour), snapshots no change record names (older than an hour), "
         "images and PDFs uploaded but never sent (older than a day), temporary files of "
-        "cut-off writes and scratch copies of crashed re-runs; prints each path removed."
+        "cut-off writes, scratch copies of crashed re-runs and the staging directories of "
+        "killed restores (never a running one's); prints each path removed."
     )
 
     def add_arguments(self, parser):
@@ -32,6 +33,9 @@ class Command(BaseCommand):
     def handle(self, *args, dry_run: bool, **options):
         verb = "would remove" if dry_run else "removed"
         count, busy = 0, []
+        for path in storage.staging_leftovers_remove(dry_run=dry_run):
+            self.stdout.write(f"{verb} {path}")
+            count += 1
         for project_id in storage.storage_project_ids():
             recorded = set(
                 FileChange.objects.filter(project_id=project_id).values_list("key", flat=True)
