@@ -38,6 +38,7 @@ BACKEND_MODULES = {
     "test_owner_approvals",
     "test_follow_batches",
     "test_turn_lifecycle",  # stops, and a table lock of each database's own
+    "test_budget_starts",  # row locks of the project and the user
     "test_cached_sessions",  # sessions in the cache: Redis, or the process's memory
     "test_channel_layer",
     "test_control_messages",

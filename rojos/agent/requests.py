@@ -185,6 +185,12 @@ class TurnRequests:
                 self.budgets = await sync_to_async(budgets_left)(
                     user=self.ctx.user, project_id=self.ctx.project_id
                 )
+        elif self.budgets:  # what the other replies recorded since counts too, not only ours
+            self.budgets = await sync_to_async(budgets_left)(
+                user=self.ctx.user,
+                project_id=self.ctx.project_id,
+                budgets=[left.budget for left in self.budgets],
+            )
         used_up = next((left for left in self.budgets if left.used_up()), None)
         if used_up is not None:  # before any model call; or a step crossed it: stop here
             crossed = self.steps > 0

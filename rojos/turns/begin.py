@@ -25,7 +25,7 @@ from rojos.context.model_choice import (
 from rojos.mcp.spec import McpLink, rojo_mcp_links
 from rojos.models import Conversation, Message, Rojo, TurnRecord
 from rojos.models.claims import process_owner
-from rojos.turns.budget_starts import project_budget_start_check
+from rojos.turns.budget_starts import budget_start_check
 from rojos.turns.claims import turn_claim_blocking
 from rojos.turns.limits import turn_limits_check
 from rojos.turns.repair import Repair, conversation_repair
@@ -76,7 +76,7 @@ def turn_begin_blocking(
     with transaction.atomic():
         if limits and user is not None:
             turn_limits_check(user=user)
-        project_budget_start_check(project_id=access.project.pk, in_force=in_force)
+        budget_start_check(user=user, project_id=access.project.pk, in_force=in_force)
         if conversation is None:
             conversation = Conversation.objects.create(
                 project=access.project,

@@ -1,15 +1,18 @@
-"""A project's budgets, counted again as each turn starts, under a lock on the project.
+"""A project's and a user's budgets, counted again as each turn starts, under a lock on each.
 
 The chat's first check (rojos.context.budgets.budget_check) reads only recorded usage, and a reply
 records its usage when its step ends: twelve chats sent at once to a project all read the
-same, unspent budget and all started (30 tokens of budget, 135 used). Here, in the
-transaction that stores the turn (rojos.turns.begin), every start of the same project takes
-the project's lock in turn, and counts, besides the recorded usage, each reply of the
-project still running that has recorded none yet: it reserves what its rojo may write in
-one step (rojos.context.window.output_reserve). A reply that has recorded a step reserves
-nothing more, so replies in flight can still pass the budget by their own usage beyond what
-they reserved (their later steps); cost budgets reserve nothing (a price is known only once
-the tokens are).
+same, unspent budget and all started (30 tokens of budget, 135 used); twelve of one user's,
+against the user's budget, as many as the user's replies at once allowed (3, or all 12 with
+no such limit: 180 tokens of 30). Here, in the transaction that stores the turn
+(rojos.turns.begin), every start of the same project takes the project's lock in turn (and
+of the same user, the user's: rojos.turns.limits takes it first), and counts, besides the
+recorded usage, each running reply of the project (of the user) that has recorded none yet:
+it reserves what its rojo may write in one step (rojos.context.window.output_reserve). A
+reply that has recorded a step reserves nothing more, so replies in flight can still pass
+the budget by their own usage beyond what they reserved (their current step: each step
+after the first reads the recorded usage again, rojos.agent.requests); cost budgets
+reserve nothing (a price is known only once the tokens are).
 """
 
 from django.db import connection
@@ -26,8 +29,9 @@ from rojos.context.budgets import (
 )
 from rojos.context.window import output_reserve, window_of
 from rojos.models import Conversation, TurnRecord, UsageRecord
+from rojos.turns.limits import user_start_lock
 
-__all__ = ["project_budget_start_check"]
+__all__ = ["budget_start_check"]
 
 
 def _project_lock(project_id: int) -> None:
@@ -45,17 +49,17 @@ def _project_lock(project_id: int) -> None:
         list(locked.filter(pk=project_id).values_list("pk"))
 
 
-def _reserved(project_id: int) -> int:
-    """(Blocking) The tokens the project's running replies that recorded no usage yet may
-    still write in their current step."""
+def _reserved(owner: dict) -> int:
+    """(Blocking) The tokens the running replies of `owner` (the project's, or the user's)
+    that recorded no usage yet may still write in their current step."""
     counted = UsageRecord.objects.filter(
         conversation=OuterRef("conversation"), created__gte=OuterRef("started")
     )
     running = (
         TurnRecord.objects.filter(
             status=TurnRecord.Status.RUNNING,
-            conversation__project_id=project_id,
             conversation__in=Conversation.objects.running(),
+            **owner,
         )
         .exclude(Exists(counted))
         .select_related("rojo")
@@ -68,6 +72,11 @@ def _reserved_refusal(left: Left) -> str:
     takes it."""
     budget = left.budget
     period = "daily" if budget.period == "day" else "monthly"
+    if budget.scope == "user":
+        return (
+            f"The replies you have running now may use the rest of your {period} budget of "
+            f"{budget.tokens:,} tokens; send again once they have finished."
+        )
     name = Project.objects.filter(pk=budget.owner).values_list("name", flat=True).first()
     return (
         f"The replies running in the project {name!r} now may use the rest of its {period} "
@@ -75,24 +84,32 @@ def _reserved_refusal(left: Left) -> str:
     )
 
 
-def project_budget_start_check(*, project_id: int, in_force: list[Budget] | None = None) -> None:
+def budget_start_check(*, user, project_id: int, in_force: list[Budget] | None = None) -> None:
     """(Blocking, in the transaction that stores the turn) Raise BudgetExceeded when a
-    budget of the project is used up, counting what its running replies reserve; nothing
-    is locked for a project without a budget. `in_force`: the budgets as the chat's first
-    check read them (else they are read here)."""
+    budget of the project or of `user` (None: a start with no user) is used up, counting
+    what their running replies reserve; nothing is locked for a project or a user without
+    a budget. `in_force`: the budgets as the chat's first check read them (else they are
+    read here)."""
     if in_force is None:
-        in_force = budgets_for(user=None, project_id=project_id)
-    budgets = [budget for budget in in_force if budget.scope == "project"]
+        in_force = budgets_for(user=user, project_id=project_id)
+    user_id = getattr(user, "pk", None)
+    budgets = [b for b in in_force if b.scope == "project" or (b.scope == "user" and user_id)]
     if not budgets:
         return
-    _project_lock(project_id)
-    reserved = None
-    for left in budgets_left(user=None, project_id=project_id, budgets=budgets):
+    scopes = {budget.scope for budget in budgets}
+    if "user" in scopes:
+        user_start_lock(user)  # before the project's, as every start takes them
+    if "project" in scopes:
+        _project_lock(project_id)
+    reserved: dict[str, int] = {}
+    for left in budgets_left(user=user, project_id=project_id, budgets=budgets):
         if left.used_up():
             raise BudgetExceeded(budget_message(left))
         if left.tokens is not None:
-            if reserved is None:
-                reserved = _reserved(project_id)
-            left.tokens -= reserved
+            scope = left.budget.scope
+            if scope not in reserved:
+                owner = {"user_id": user_id} if scope == "user" else {}
+                reserved[scope] = _reserved(owner or {"conversation__project_id": project_id})
+            left.tokens -= reserved[scope]
             if left.used_up():
                 raise BudgetExceeded(_reserved_refusal(left))

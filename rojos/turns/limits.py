@@ -23,13 +23,13 @@ def turn_limits_check(*, user) -> None:
     is over a per-user limit.
 
     Both limits are counted in one query over the user's recent and running turns, once the
-    user's lock is held (_user_lock).
+    user's lock is held (user_start_lock).
     """
     per_minute = settings.ROJO_USER_MESSAGES_PER_MINUTE
     at_once = settings.ROJO_USER_CONCURRENT_TURNS
     if not per_minute and not at_once:
         return
-    _user_lock(user)
+    user_start_lock(user)
     recent = Q(started__gte=timezone.now() - timedelta(minutes=1))
     running = Q(status=TurnRecord.Status.RUNNING, conversation__in=Conversation.objects.running())
     counts = TurnRecord.objects.filter(recent | running, user=user).aggregate(
@@ -49,7 +49,7 @@ def turn_limits_check(*, user) -> None:
         )
 
 
-def _user_lock(user) -> None:
+def user_start_lock(user) -> None:
     """Hold the user's start lock until the transaction ends, across server processes.
 
     PostgreSQL: the user's row, FOR NO KEY UPDATE (rows that refer to the user can still be
