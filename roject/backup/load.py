@@ -17,6 +17,7 @@ running are ended as interrupted).
 
 import functools
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.apps import apps
@@ -62,9 +63,30 @@ def backup_verify(*, path: Path, using: str = DEFAULT_DB_ALIAS) -> Manifest:
         raise BackupError(f"no archive at {path}") from exc
 
 
-def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB_ALIAS) -> Manifest:
+@dataclass(frozen=True, kw_only=True)
+class Restored:
+    """What a restore did: the archive's manifest, and the projects whose storage it left as
+    it was (`--replace` with an archive that carries none for them)."""
+
+    manifest: Manifest
+    storage_kept: list[int] = field(default_factory=list)
+
+    def summary(self) -> str:
+        """The manifest's line, and what the restore left or changed."""
+        lines = [self.manifest.summary()]
+        if self.storage_kept:
+            count = len(self.storage_kept)
+            lines.append(
+                f"kept the storage of {count} project{'s' if count != 1 else ''} the archive "
+                f"does not carry, as it was: {', '.join(map(str, self.storage_kept))}"
+            )
+        return "\n".join(lines)
+
+
+def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB_ALIAS) -> Restored:
     """(Blocking) Restore the archive at `path`; `replace`: delete what the installation
-    holds first (else a non-empty one is refused). Returns the archive's manifest."""
+    holds first (else a non-empty one is refused), but the storage of the projects the
+    archive carries none for and restores the rows of."""
     connection = connections[using]
     manifest = backup_verify(path=path, using=using)
     refusal = schema_refusal(manifest.header, connection)
@@ -93,7 +115,9 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
                     sequence_set(models[label], connection, high)
             ContentType.objects.clear_cache()  # its ids are the archive's now
             emit_post_migrate_signal(verbosity=0, interactive=False, db=using)
-            staging.swap_in(replace_all=replace)
+            kept = staging.swap_in(
+                replace_all=replace, keep=_projects_restored(using) - manifest.project_ids()
+            )
     except BaseException:
         staging.swap_back()  # what swap_in moved, if anything, back as it was
         raise
@@ -103,7 +127,13 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
     ContentType.objects.clear_cache()
     for hook in getattr(settings, "ROJO_RESTORE_HOOKS", ()):
         import_string(hook)()
-    return manifest
+    return Restored(manifest=manifest, storage_kept=kept)
+
+
+def _projects_restored(using: str) -> set[int]:
+    from roject.models import Project
+
+    return set(Project.objects.using(using).values_list("pk", flat=True))
 
 
 def _refuse_non_empty(models, using: str) -> None:

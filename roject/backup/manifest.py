@@ -136,6 +136,10 @@ class Manifest:
         except (KeyError, TypeError, ValueError) as exc:
             raise BackupError(f"the archive's manifest is malformed ({exc!r})") from exc
 
+    def project_ids(self) -> set[int]:
+        """The projects whose storage the archive carries (maybe empty)."""
+        return {int(pid) for pid in self.projects}
+
     def rows(self) -> int:
         return sum(int(table["rows"]) for table in self.tables)
 

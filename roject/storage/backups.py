@@ -24,6 +24,7 @@ import os
 import shutil
 import stat
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO, Literal
@@ -219,16 +220,19 @@ class StorageStaging:
         """The projects this restore has storage for."""
         return sorted(int(name) for name in os.listdir(self.directory) if name.isdigit())
 
-    def swap_in(self, *, replace_all: bool) -> None:
+    def swap_in(self, *, replace_all: bool, keep: AbstractSet[int] = frozenset()) -> list[int]:
         """(Blocking) Give the staged directories their modes and rename each project into
         place; what was there is moved aside (kept until `finish`, put back by `swap_back`).
         `replace_all`: every other project's storage is moved aside too (a restore that
-        replaces the installation)."""
+        replaces the installation), but that of the projects in `keep` (the restored
+        database has them, the archive carries no storage for them), which stays as it is.
+        Returns the projects whose storage stayed so."""
         for target, mode in reversed(self._modes):
             os.chmod(target, mode)
         staged = {str(pid) for pid in self.staged_projects()}
         present = {p.name for p in self.base.iterdir() if p.name.isdigit()}
-        for name in sorted(staged | (present if replace_all else set())):
+        kept = (present & {str(int(pid)) for pid in keep}) - staged if replace_all else set()
+        for name in sorted(staged | (present - kept if replace_all else set())):
             place = self.base / name
             aside = None
             if place.exists() or place.is_symlink():
@@ -242,6 +246,7 @@ class StorageStaging:
             fsync_dir(base)
         finally:
             os.close(base)
+        return sorted(int(name) for name in kept)
 
     def swap_back(self) -> None:
         """(Blocking) Undo `swap_in`: the projects as they were before the restore."""

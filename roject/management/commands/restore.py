@@ -19,12 +19,15 @@ class Command(BaseCommand):
         parser.add_argument(
             "--replace",
             action="store_true",
-            help="Delete what this installation holds (rows and projects' storage) first.",
+            help=(
+                "Delete what this installation holds first: every row, and the storage of "
+                "the projects the archive carries or no longer has (the others' files stay)."
+            ),
         )
 
     def handle(self, *args, file, replace, **options):
         try:
-            manifest = backup_restore(path=file, replace=replace)
+            restored = backup_restore(path=file, replace=replace)
         except (BackupError, OSError, DatabaseError) as exc:
             raise CommandError(f"restore refused: {exc}; nothing was restored") from exc
-        self.stdout.write(f"restored {file}: {manifest.summary()}")
+        self.stdout.write(f"restored {file}: {restored.summary()}")

@@ -1,0 +1,66 @@
+"""`restore --replace` replaces the storage an archive carries, and only that.
+
+A database-only archive, or one of some projects, carries no storage for the others: their
+files stay as they are when their projects are restored, and go only with a project the
+restored database no longer has (a later project given its id would find them).
+"""
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from roject.members.projects import project_create
+from roject.models import Project
+from roject.storage import project_root
+from roject.storage.layout import project_dir
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
+
+
+def restored(path, *options) -> str:
+    out = io.StringIO()
+    call_command("restore", str(path), "--replace", *options, stdout=out)
+    return out.getvalue()
+
+
+def test_a_database_only_archive_keeps_every_projects_files(users, project, tmp_path):
+    (project_root(project.pk) / "notes.md").write_text("kept\n")
+    path = tmp_path / "database.tar"
+    call_command("backup", str(path), "--database-only", stdout=io.StringIO())
+    (project_root(project.pk) / "later.md").write_text("written after the backup\n")
+
+    out = restored(path)
+
+    assert Project.objects.filter(pk=project.pk).exists()
+    assert sorted(p.name for p in project_root(project.pk).iterdir()) == ["later.md", "notes.md"]
+    assert "kept the storage of 1 project the archive does not carry" in out
+
+
+def test_a_project_the_restore_removes_loses_its_storage(users, project, tmp_path):
+    """The project made after the backup is not in the restored database: its files go."""
+    path = tmp_path / "database.tar"
+    call_command("backup", str(path), "--database-only", stdout=io.StringIO())
+    later = project_create(name="Later", owner=users["owner"])
+    (project_root(later.pk) / "later.md").write_text("later\n")
+
+    restored(path)
+
+    assert not Project.objects.filter(pk=later.pk).exists()
+    assert not project_dir(later.pk).exists()
+    assert project_root(project.pk).is_dir()
+
+
+def test_an_archive_of_some_projects_replaces_only_theirs(users, project, tmp_path):
+    other = project_create(name="Other", owner=users["owner"])
+    (project_root(project.pk) / "mine.md").write_text("archived\n")
+    (project_root(other.pk) / "theirs.md").write_text("not archived\n")
+    path = tmp_path / "some.tar"
+    call_command("backup", str(path), "--project", str(project.pk), stdout=io.StringIO())
+    (project_root(project.pk) / "after.md").write_text("after\n")
+    (project_root(other.pk) / "after.md").write_text("after\n")
+
+    restored(path)
+
+    assert sorted(p.name for p in project_root(project.pk).iterdir()) == ["mine.md"]
+    assert sorted(p.name for p in project_root(other.pk).iterdir()) == ["after.md", "theirs.md"]
