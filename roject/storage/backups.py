@@ -1,7 +1,8 @@
 """A project's storage read out as a backup's entries, and a restore's entries put in place.
 
 A backup holds, per project, `root/` (the files), `undo/` (the copies undo restores),
-`images/` and `pdfs/` (the images and PDFs attached to messages):
+`images/` and `pdfs/` (the images and PDFs attached to messages) and `results/` (the tool
+results kept for conversations, which their read_result handles name):
 every directory, regular file and symbolic link, with its mode and modification time. It
 leaves out what is no data: `changes.lock`, `incoming/` (uploads not moved in yet: an upload
 is placed under the change lock, which the backup holds) and the temporary names of a write
@@ -39,8 +40,9 @@ logger = logging.getLogger(__name__)
 
 Kind = Literal["dir", "file", "link"]
 # The parts of a project's directory a backup holds.
-PARTS = ("root", "undo", "images", "pdfs")  # images, pdfs: attached to messages (kept.py)
-# How deep a link may be in each part: root/<…>, undo/<key>/<…>; never in images/ or pdfs/.
+# images, pdfs: attached to messages (kept.py); results: tool results kept (results.py).
+PARTS = ("root", "undo", "images", "pdfs", "results")
+# How deep a link may be in each part: root/<…>, undo/<key>/<…>; never in the others.
 _LINK_DEPTH = {"root": 2, "undo": 3}
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
@@ -141,10 +143,10 @@ def _mode(st: os.stat_result) -> int:
 
 
 def entry_path_checked(path: str, kind: str = "dir") -> PurePosixPath:
-    """The entry's path if it is one a backup writes: relative, under root/, undo/,
-    images/ or pdfs/, with no empty, `.` or `..` part; a link only where the app makes one
-    (inside the root, and inside an undo copy of it): a tampered archive's `root` or
-    `undo/<key>` linked to `/` would take the gate there."""
+    """The entry's path if it is one a backup writes: relative, under one of PARTS, with
+    no empty, `.` or `..` part; a link only where the app makes one (inside the root, and
+    inside an undo copy of it): a tampered archive's `root` or `undo/<key>` linked to `/`
+    would take the gate there."""
     pure = PurePosixPath(path)
     parts = path.split("/")
     if (

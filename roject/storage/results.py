@@ -8,6 +8,7 @@ conversation is checked by its callers. Directories are 0700 and files 0600; a r
 written under a temporary name and renamed, so a reader never sees half of one. They go
 with their conversation (`results_remove`), and the storage sweep removes those older than
 ROJO_KEPT_RESULT_DAYS (`results_old`), which a deleted conversation's crash may have left.
+A backup takes them with the project's storage (`backups.PARTS`).
 """
 
 import os

@@ -205,6 +205,7 @@ def test_the_database_alone_or_some_projects(users, project, tmp_path):
         ([("undo", "dir", ""), ("undo/" + "0" * 32, "link", "{outside}")], "not allowed"),
         ([("root", "dir", ""), ("images", "link", "{outside}")], "not allowed"),
         ([("pdfs", "dir", ""), ("pdfs/a.pdf", "link", "{outside}")], "not allowed"),
+        ([("results", "dir", ""), ("results/1", "link", "{outside}")], "not allowed"),
     ],
 )  # fmt: skip
 def test_a_storage_entry_that_would_reach_outside_is_refused(
