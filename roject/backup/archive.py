@@ -16,6 +16,7 @@ entry's digest, a project's counts) is here.
 import gzip
 import hashlib
 import io
+import json
 import tarfile
 import tempfile
 import time
@@ -37,11 +38,11 @@ TAR_KINDS = {value: key for key, value in _KINDS.items()}
 
 
 def _json(value) -> bytes:
+    """A value as JSON, exact: orjson refuses an integer wider than 64 bits (a JSON field's),
+    which the standard library writes whole (and reading.py's `_parsed` reads back so)."""
     try:
         return orjson.dumps(value)
-    except TypeError:  # an integer past 64 bits in a JSON field: the standard library's
-        import json
-
+    except TypeError:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
 
 

@@ -8,6 +8,8 @@ BackupError naming what differs; gzip's and tar's own errors are words too.
 import contextlib
 import gzip
 import hashlib
+import json
+import re
 import tarfile
 import zlib
 from collections.abc import Callable, Iterator
@@ -27,6 +29,8 @@ from .manifest import HEADER_NAME, MANIFEST_NAME, Manifest
 OnEntry = Callable[[int, StoredEntry, BinaryIO | None], None]
 OnRows = Callable[[str, list[str], Iterator[list]], None]
 OnHeader = Callable[[dict], None]
+# 19 digits in a row: every integer outside [-2**63, 2**64) has them (and far fewer others).
+_WIDE_INTEGER = re.compile(rb"\d{19}")
 
 
 @contextlib.contextmanager
@@ -198,9 +202,14 @@ def _small(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
 
 
 def _parsed(data: bytes, what: str):
+    """JSON read back as it was written: orjson, but where an integer may be wider than 64
+    bits (archive.py writes those with the standard library), which orjson would read as a
+    float near it, or refuse past a double's range; the standard library keeps them exact."""
     try:
+        if _WIDE_INTEGER.search(data):
+            return json.loads(data)
         return orjson.loads(data)
-    except orjson.JSONDecodeError as exc:
+    except json.JSONDecodeError as exc:  # orjson's is one too
         raise BackupError(f"the archive's {what} is not valid JSON ({exc})") from exc
 
 
