@@ -37,6 +37,7 @@ from .tables import (
     EXCLUDED,
     MADE_BY_MIGRATE,
     backed_up_models,
+    has_sequence,
     insert_sql,
     model_label,
     row_decoder,
@@ -110,9 +111,9 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
                     manifest = archive_read(source, on_entry=staging.entry_place, on_rows=insert)
                 except StorageError as exc:  # an entry the staging refused to write
                     raise BackupError(str(exc)) from exc
-            for label, high in manifest.sequences.items():
-                if label in models:
-                    sequence_set(models[label], connection, high)
+            for label, model in models.items():  # every table's, whatever the manifest names
+                if has_sequence(model):
+                    sequence_set(model, connection, manifest.sequences.get(label, 0))
             ContentType.objects.clear_cache()  # its ids are the archive's now
             emit_post_migrate_signal(verbosity=0, interactive=False, db=using)
             kept = staging.swap_in(

@@ -4,15 +4,18 @@ The header names the format, the Rojo that wrote it, the database it came from a
 migrations applied there; it comes first so that an archive from a newer Rojo is refused
 before anything else is read. The manifest repeats the header and adds what the archive
 holds: each database member with its rows and SHA-256, each project's storage with its
-counts and one SHA-256 over its entries (names, kinds, modes, times, bytes). One digest per
+counts and one SHA-256 over its entries (names, kinds, modes, times, bytes), and each
+table's id sequence, with one SHA-256 over them all. One digest per
 project, not per file, keeps the manifest's size (and a check's memory) flat whatever the
 number of files, and still names the project whose storage differs.
 """
 
+import hashlib
 import importlib.metadata
 import re
 from dataclasses import dataclass, field
 
+import orjson
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
@@ -112,6 +115,8 @@ class Manifest:
     header_sha256: str = ""
     tables: list[dict] = field(default_factory=list)  # member, model, table, rows, sha256, bytes
     sequences: dict[str, int] = field(default_factory=dict)  # model → highest id handed out
+    # The sequences' digest as the manifest says it (sequences_digest() when written).
+    sequences_sha256: str = ""
     projects: dict[str, dict] = field(default_factory=dict)  # id → counts and sha256
 
     def as_json(self) -> dict:
@@ -120,21 +125,32 @@ class Manifest:
             "header_sha256": self.header_sha256,
             "tables": self.tables,
             "sequences": self.sequences,
+            "sequences_sha256": self.sequences_digest(),
             "projects": self.projects,
         }
 
     @classmethod
     def from_json(cls, data: dict) -> "Manifest":
         try:
+            sequences = dict(data["sequences"])
+            if not all(type(high) is int and high >= 0 for high in sequences.values()):
+                raise ValueError("an id sequence that is no count")
             return cls(
                 header=dict(data["header"]),
                 header_sha256=str(data["header_sha256"]),
                 tables=list(data["tables"]),
-                sequences=dict(data["sequences"]),
+                sequences=sequences,
+                sequences_sha256=str(data["sequences_sha256"]),
                 projects=dict(data["projects"]),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise BackupError(f"the archive's manifest is malformed ({exc!r})") from exc
+
+    def sequences_digest(self) -> str:
+        """The SHA-256 of the id sequences: the rows, the storage and the header have theirs
+        in their own members, the sequences only in the manifest, so they carry their own."""
+        data = orjson.dumps(self.sequences, option=orjson.OPT_SORT_KEYS)
+        return hashlib.sha256(data).hexdigest()
 
     def project_ids(self) -> set[int]:
         """The projects whose storage the archive carries (maybe empty)."""

@@ -1,7 +1,8 @@
 """Reading an archive (archive.py says its layout) front to back, checking it as it goes.
 
 Every member's digest and count is checked against the manifest, which must come last and
-name exactly what came before. A cut, a flipped byte or a changed file shows as a
+name exactly what came before; the id sequences, which only the manifest holds, against
+their own digest there. A cut, a flipped byte or a changed file shows as a
 BackupError naming what differs; gzip's and tar's own errors are words too.
 """
 
@@ -183,6 +184,11 @@ class _Reading:
         if len(expected) != len(self.parts):
             raise BackupError(
                 f"the archive holds {len(self.parts)} database parts, its manifest {len(expected)}"
+            )
+        if manifest.sequences_sha256 != manifest.sequences_digest():
+            raise BackupError(
+                "the archive's id sequences differ from their digest in its manifest "
+                "(corrupted or tampered)"
             )
         found = {str(pid): count.as_json() for pid, count in sorted(self.projects.items())}
         for pid in sorted(set(found) | set(manifest.projects), key=int):

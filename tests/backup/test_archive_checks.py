@@ -13,6 +13,7 @@ import tarfile
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connection
@@ -121,6 +122,40 @@ def test_rows_changed_in_the_archive_are_refused(archive, tmp_path):
 
     rewritten(archive, tampered, change)
     refused(tampered, "auth.user.jsonl' differs from its manifest")
+
+
+def test_an_id_sequence_changed_in_the_manifest_is_refused(users, tmp_path):
+    """A flipped bit turning the users' sequence from 5 to 4: restored, the next user would
+    take the id of the user deleted before the backup."""
+    gone = get_user_model().objects.create_user(username="gone")
+    assert gone.pk == 5
+    gone.delete()
+    path = tmp_path / "backup.tar"
+    call_command("backup", str(path), "--database-only", stdout=io.StringIO())
+    tampered = tmp_path / "tampered.tar"
+
+    def change(name, data):
+        if name != "rojo-backup/manifest.json":
+            return data
+        assert b'"auth.user":5' in data
+        return data.replace(b'"auth.user":5', b'"auth.user":4')
+
+    rewritten(path, tampered, change)
+    refused(tampered, "id sequences differ from their digest")
+
+
+def test_a_restore_hands_out_ids_after_every_restored_row(users, tmp_path):
+    """Even for a table the manifest names no sequence of (PostgreSQL's would start at 1)."""
+    columns, encode = row_encoder(Group)
+    path = tmp_path / "groups.tar"
+    with path.open("wb") as out:
+        header = header_make(connection, storage="none", projects=[])
+        writer = ArchiveWriter(out, header=header, compress=False)
+        writer.table_add("auth.group", "auth_group", columns, iter([encode((7, "seventh"))]))
+        writer.close()
+    installation_empty()
+    call_command("restore", str(path), stdout=io.StringIO())
+    assert Group.objects.create(name="next").pk == 8
 
 
 def test_an_archive_from_a_newer_rojo_is_refused_with_the_reason(users, tmp_path):
