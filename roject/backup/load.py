@@ -16,6 +16,7 @@ running are ended as interrupted).
 """
 
 import functools
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +33,7 @@ from roject.storage.backups import StorageStaging, storage_holds_projects
 
 from .errors import BackupError
 from .manifest import Manifest, newer_refusal, schema_refusal
+from .nuls import holds_nul, nuls_line, nuls_refused
 from .reading import archive_read
 from .tables import (
     EXCLUDED,
@@ -48,40 +50,59 @@ _BATCH_ROWS = 500
 _BATCH_CHARACTERS = 8 << 20
 
 
-def backup_verify(*, path: Path, using: str = DEFAULT_DB_ALIAS) -> Manifest:
-    """(Blocking) Check an archive whole without restoring it; its manifest, or BackupError."""
-    connection = connections[using]
+@dataclass(frozen=True, kw_only=True)
+class Checked:
+    """What a check of an archive found: its manifest, and the values it holds with a NUL
+    this database refuses, by model (nuls.py)."""
 
-    def header_check(header: dict) -> None:
-        refusal = newer_refusal(header, connection)
-        if refusal:
-            raise BackupError(refusal)
+    manifest: Manifest
+    nuls: Counter[str] = field(default_factory=Counter)
 
-    try:
-        with Path(path).open("rb") as source:
-            return archive_read(source, on_header=header_check)
-    except FileNotFoundError as exc:
-        raise BackupError(f"no archive at {path}") from exc
+    def summary(self) -> str:
+        """The manifest's line, and what a restore here changes."""
+        return "\n".join(filter(None, [self.manifest.summary(), nuls_line(self.nuls, done=False)]))
 
 
 @dataclass(frozen=True, kw_only=True)
-class Restored:
-    """What a restore did: the archive's manifest, and the projects whose storage it left as
-    it was (`--replace` with an archive that carries none for them)."""
+class Restored(Checked):
+    """What a restore did: also the projects whose storage it left as it was (`--replace`
+    with an archive that carries none for them)."""
 
-    manifest: Manifest
     storage_kept: list[int] = field(default_factory=list)
 
     def summary(self) -> str:
         """The manifest's line, and what the restore left or changed."""
-        lines = [self.manifest.summary()]
+        lines = [self.manifest.summary(), nuls_line(self.nuls, done=True)]
         if self.storage_kept:
             count = len(self.storage_kept)
             lines.append(
                 f"kept the storage of {count} project{'s' if count != 1 else ''} the archive "
                 f"does not carry, as it was: {', '.join(map(str, self.storage_kept))}"
             )
-        return "\n".join(lines)
+        return "\n".join(filter(None, lines))
+
+
+def backup_verify(*, path: Path, using: str = DEFAULT_DB_ALIAS) -> Checked:
+    """(Blocking) Check an archive whole without restoring it: what it holds, or BackupError."""
+    connection = connections[using]
+    nuls: Counter[str] = Counter()
+
+    def header_check(header: dict) -> None:
+        refusal = newer_refusal(header, connection)
+        if refusal:
+            raise BackupError(refusal)
+
+    def nuls_count(label: str, columns: list[str], rows: Iterator[list]) -> None:
+        for row in rows:
+            nuls[label] += sum(map(holds_nul, row))
+
+    on_rows = nuls_count if nuls_refused(connection) else None
+    try:
+        with Path(path).open("rb") as source:
+            manifest = archive_read(source, on_header=header_check, on_rows=on_rows)
+    except FileNotFoundError as exc:
+        raise BackupError(f"no archive at {path}") from exc
+    return Checked(manifest=manifest, nuls=+nuls)
 
 
 def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB_ALIAS) -> Restored:
@@ -89,7 +110,7 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
     holds first (else a non-empty one is refused), but the storage of the projects the
     archive carries none for and restores the rows of."""
     connection = connections[using]
-    manifest = backup_verify(path=path, using=using)
+    manifest = backup_verify(path=path, using=using).manifest
     refusal = schema_refusal(manifest.header, connection)
     if refusal:
         raise BackupError(refusal)
@@ -104,7 +125,8 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
     try:
         with transaction.atomic(using=using):
             _tables_clear(ordered, connection)
-            insert = functools.partial(_rows_insert, models, connection)
+            nuls: Counter[str] = Counter()
+            insert = functools.partial(_rows_insert, models, connection, nuls)
             with Path(path).open("rb") as source:
                 # Checked again as it is read: the archive may have changed since.
                 try:
@@ -128,7 +150,7 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
     ContentType.objects.clear_cache()
     for hook in getattr(settings, "ROJO_RESTORE_HOOKS", ()):
         import_string(hook)()
-    return Restored(manifest=manifest, storage_kept=kept)
+    return Restored(manifest=manifest, nuls=nuls, storage_kept=kept)
 
 
 def _projects_restored(using: str) -> set[int]:
@@ -172,9 +194,11 @@ def _installed(label: str) -> bool:
     return True
 
 
-def _rows_insert(models: dict, connection, label: str, columns: list[str], rows: Iterator[list]):
+def _rows_insert(
+    models: dict, connection, nuls: Counter[str], label: str, columns: list[str], rows
+) -> None:
     model = models[label]
-    decode = row_decoder(model, columns, connection)
+    decode = row_decoder(model, columns, connection, nuls)
     sql = insert_sql(model, columns, connection)
     batch: list[list] = []
     characters = 0

@@ -10,12 +10,15 @@ microseconds (Django's own serializers keep milliseconds), bytes as base64, deci
 UUIDs as strings, JSON fields as the JSON they hold. Rows are read back into the same
 fields and inserted with plain INSERTs of the columns: no `save()`, so no `auto_now` moves
 a time, no signal writes an audit entry, and the ids are the archive's.
+The one change: on PostgreSQL, which refuses it, a NUL in text or JSON becomes U+FFFD
+(nuls.py).
 """
 
 import base64
 import datetime
 import decimal
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +27,7 @@ from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
 
 from .errors import BackupError
+from .nuls import holds_nul, nuls_refused, nuls_replaced
 
 # Models never backed up ("app_label.model_name"): see the module's docstring.
 EXCLUDED = {"sessions.session"}
@@ -118,10 +122,15 @@ def row_encoder(model: type[models.Model]) -> tuple[list[str], Callable[[tuple],
 
 
 def row_decoder(
-    model: type[models.Model], columns: list[str], connection: BaseDatabaseWrapper
+    model: type[models.Model],
+    columns: list[str],
+    connection: BaseDatabaseWrapper,
+    nuls: Counter[str] | None = None,
 ) -> Callable[[list], list]:
     """A function from an archived row (values of `columns`) to the values an INSERT of
-    those columns binds on this database; BackupError when a column is not the model's."""
+    those columns binds on this database; BackupError when a column is not the model's.
+    Where the database refuses NUL in text (nuls.py), a text or JSON value holding one has
+    each made U+FFFD, and is counted in `nuls` under the model's label."""
     by_column = {field.column: field for field in columns_of(model)}
     unknown = [column for column in columns if column not in by_column]
     if unknown or len(set(columns)) != len(columns):
@@ -131,10 +140,11 @@ def row_decoder(
     fields = [by_column[column] for column in columns]
     decoders = [_DECODERS.get(_kind(field)) for field in fields]
     json_null = [isinstance(field, models.JSONField) and not field.null for field in fields]
+    label, replace = model_label(model), nuls_refused(connection)
 
     def decode(row: list) -> list:
         if len(row) != len(fields):
-            raise BackupError(f"a row of {model_label(model)} has {len(row)} values")
+            raise BackupError(f"a row of {label} has {len(row)} values")
         values = []
         for value, field, decoder, null in zip(row, fields, decoders, json_null, strict=True):
             if value is None and null:  # JSON's null in a column that holds no SQL NULL
@@ -142,6 +152,10 @@ def row_decoder(
                 continue
             if value is not None and decoder is not None:
                 value = decoder(value)
+            elif replace and holds_nul(value):  # text or JSON (others have a decoder)
+                value = nuls_replaced(value)
+                if nuls is not None:
+                    nuls[label] += 1
             values.append(field.get_db_prep_save(value, connection))
         return values
 

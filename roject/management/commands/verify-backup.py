@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, file, **options):
         try:
-            manifest = backup_verify(path=file)
+            checked = backup_verify(path=file)
         except (BackupError, OSError) as exc:
             raise CommandError(f"{file} is not a sound backup: {exc}") from exc
-        self.stdout.write(f"{file}: sound. {manifest.summary()}")
+        self.stdout.write(f"{file}: sound. {checked.summary()}")
