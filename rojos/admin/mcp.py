@@ -34,7 +34,8 @@ class McpServerForm(forms.ModelForm):
     url = forms.URLField(
         required=False,
         assume_scheme="https",
-        help_text="streamable HTTP: the endpoint, e.g. https://mcp.example.com/mcp.",
+        help_text="streamable HTTP: the endpoint, e.g. https://mcp.example.com/mcp. Another "
+        "scheme, host or port (or another Sign in) removes the accounts connected to it.",
     )
     set_env = forms.CharField(
         required=False,
@@ -156,9 +157,25 @@ class McpServerAdmin(admin.ModelAdmin):
         return request.user.is_superuser
 
     def save_model(self, request, obj, form, change):
-        """Save, and audit the change in the admin's transaction (nothing when none was)."""
+        """Save, and audit the change in the admin's transaction (nothing when none was).
+        A server moved to another origin, or signing in another way, loses its accounts:
+        their tokens were issued for the server as it was (`server_moved`)."""
+        from rojos.mcp.connect.removal import server_accounts_forget, server_moved
+
+        stored = McpServer.objects.get(pk=obj.pk) if change else None
         super().save_model(request, obj, form, change)
         details = form.audit_details(change=change)
+        if stored is not None and server_moved(before=stored, after=obj):
+            removed = server_accounts_forget(server_id=obj.pk, slug=stored.slug)
+            if removed:
+                details["accounts_removed"] = removed  # how many, never whose tokens
+                details["fields"].append("accounts")
+                messages.warning(
+                    request,
+                    f"The connected accounts on {obj} were removed ({removed}): its URL moved "
+                    "to another scheme, host or port, or it signs in another way. Members "
+                    "connect again.",
+                )
         if change and not details["fields"]:
             return
         action = AuditAction.MCP_SERVER_CHANGED if change else AuditAction.MCP_SERVER_CREATED

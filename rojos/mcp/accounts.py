@@ -122,6 +122,12 @@ def accounts_of_user_delete(*, user_id: int) -> list[tuple[int, str, str]]:
     return servers
 
 
+def accounts_of_server_delete(*, server_id: int) -> int:
+    """(Blocking) Delete every account on the server, members' and the shared one; how many."""
+    deleted, _kinds = McpAccount.objects.filter(server_id=server_id).delete()
+    return deleted
+
+
 def accounts_reseal() -> tuple[int, int]:
     """(Blocking) Seal every account's records again under the first key of
     ROJO_MCP_TOKEN_KEYS (after a new key was listed first): how many rows were sealed again,

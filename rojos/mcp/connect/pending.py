@@ -68,3 +68,8 @@ def pending_take(*, state: str, user_id: int, session_key: str) -> Pending | Non
     if opened is None:
         return None
     return Pending(server_id=row.server_id, shared=row.shared, flow=json.loads(opened))
+
+
+def pending_of_server_delete(*, server_id: int) -> None:
+    """(Blocking) Drop every sign-in under way to the server."""
+    McpSignInPending.objects.filter(server_id=server_id).delete()

@@ -5,6 +5,11 @@ and no protocol of its own.
   the authorization server's metadata) is kept with the account and set again on a new
   provider, so a later process refreshes at the token endpoint found at sign-in, never at the
   SDK's guess on the MCP server's own host.
+- **Sent only where it was issued.** A stored token goes to the server's URL only while the
+  resource its sign-in discovered still covers that URL (the SDK's rule for the resource
+  indicator, RFC 8707: same origin, a path under the resource's); else it is not used, and
+  the person is asked to connect again. The admin deletes the accounts of a server it moves
+  (`removal.server_moved`): this stands behind a URL changed any other way.
 - **Paused while a person connects.** The SDK's authorization code grant awaits the browser's
   return inside one request. Rojo's callback may land on another process, minutes later: so
   the flow is run up to the authorization URL, the PKCE verifier and the flow's context are
@@ -13,6 +18,7 @@ and no protocol of its own.
   asks for a sign-in gets `SignInNeeded`, never a redirect.
 """
 
+import logging
 from dataclasses import dataclass
 from urllib.parse import parse_qs, urlsplit
 
@@ -24,12 +30,15 @@ from mcp.shared.auth import (
     OAuthMetadata,
     ProtectedResourceMetadata,
 )
+from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from pydantic import ValidationError
 
 from ..accounts import AccountTokenStorage
 from ..oauth import SignIn, SignInNeeded
 from ..sealed import unseal
 from ..spec import ServerSpec
+
+logger = logging.getLogger("rojos.mcp")
 
 # Handed to the SDK as the code while the flow is paused: it never leaves this process.
 _NOT_YET = "rojo-sign-in-paused"
@@ -61,7 +70,22 @@ def discovered_of(context) -> dict:
         dump["server"] = context.oauth_metadata.model_dump(mode="json")
     if context.auth_server_url:
         dump["server_url"] = context.auth_server_url
+    dump["signed_in_at"] = context.server_url  # the MCP server's URL, for `discovered_covers`
     return dump
+
+
+def discovered_covers(discovered: dict, url: str) -> bool:
+    """Whether tokens from the sign-in that discovered `discovered` may go to `url`: the
+    protected resource it named covers it (or, from a server that named none, the URL
+    signed in at has its origin). Nothing to tell: no."""
+    resource = (discovered.get("resource") or {}).get("resource")
+    if not resource and discovered.get("signed_in_at"):
+        signed_in_at = urlsplit(discovered["signed_in_at"])
+        resource = f"{signed_in_at.scheme}://{signed_in_at.netloc}/"
+    if not resource:
+        return False
+    requested = resource_url_from_server_url(url)
+    return check_resource_allowed(requested_resource=requested, configured_resource=resource)
 
 
 def discovered_set(context, discovered: dict) -> None:
@@ -98,7 +122,18 @@ class AccountProvider(OAuthClientProvider):
 
     async def _initialize(self) -> None:
         await super()._initialize()
-        discovered_set(self.context, await self.storage.get_discovered())
+        discovered = await self.storage.get_discovered()
+        if self.context.current_tokens is not None and not discovered_covers(
+            discovered, self.context.server_url
+        ):
+            # Issued for another resource (the server's URL changed since): never sent.
+            logger.warning(
+                "MCP server %s: the stored tokens were issued for another URL; not sent",
+                self.storage.server_id,
+            )
+            self.context.current_tokens = None
+            return
+        discovered_set(self.context, discovered)
         # The SDK knows a token's expiry only from the answer that brought it: a stored
         # one would be sent until refused, then a whole sign-in asked for. Told when it
         # runs out, the SDK refreshes it first.
