@@ -26,10 +26,18 @@ def _opened(sealed: bytes, model: type[BaseModel]):
         return None
 
 
+class AccountGone(Exception):
+    """Tokens for an account that no longer exists (disconnected, its person removed or its
+    server moved while a session held them in memory): not kept, and not to be used."""
+
+
 class AccountTokenStorage(TokenStorage):
     """The SDK's storage for one person's account on one server (`user_id` None: the shared
-    one); the row is made at the first write. `preregistered`, the admin's client record,
-    stands before any the SDK registered."""
+    one). Only the tokens of a sign-in's finish (`makes_account`) make the row; any other
+    write (a refresh, a registration) updates the row there is and is dropped when there is
+    none, so a session holding tokens in memory never brings back an account deleted under
+    it (a refresh raises `AccountGone`). `preregistered`, the admin's client record, stands
+    before any the SDK registered."""
 
     def __init__(
         self,
@@ -37,16 +45,19 @@ class AccountTokenStorage(TokenStorage):
         server_id: int,
         user_id: int | None,
         preregistered: OAuthClientInformationFull | None = None,
+        makes_account: bool = False,
     ) -> None:
         self.server_id = server_id
         self.user_id = user_id
         self.preregistered = preregistered
+        self.makes_account = makes_account
 
     async def get_tokens(self) -> OAuthToken | None:
         return await sync_to_async(self._read)("tokens", OAuthToken)
 
     async def set_tokens(self, tokens: OAuthToken) -> None:
-        await sync_to_async(self._write)("tokens", tokens)
+        if not await sync_to_async(self._write)("tokens", tokens):
+            raise AccountGone(f"no account of user {self.user_id} on server {self.server_id}")
 
     async def get_tokens_expire(self) -> float | None:
         """When the stored access token runs out (a POSIX time), or None if it did not say."""
@@ -69,13 +80,13 @@ class AccountTokenStorage(TokenStorage):
 
     def _write_discovered(self, discovered: dict) -> None:
         with transaction.atomic():
-            account, _made = McpAccount.objects.select_for_update().get_or_create(
-                server_id=self.server_id, user_id=self.user_id
-            )
-            account.discovered = discovered
-            account.save(update_fields=["discovered", "updated"])
+            account = self._account()
+            if account is not None:
+                account.discovered = discovered
+                account.save(update_fields=["discovered", "updated"])
 
     async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
+        # With no account yet (a Connect registering), dropped: the finish keeps it.
         await sync_to_async(self._write)("client", client_info)
 
     def _read(self, column: str, model: type[BaseModel]):
@@ -83,12 +94,24 @@ class AccountTokenStorage(TokenStorage):
         sealed = account.values_list(column, flat=True).first()
         return _opened(sealed, model) if sealed else None
 
-    def _write(self, column: str, record: BaseModel) -> None:
-        sealed = seal(record.model_dump_json(exclude_none=True).encode())
-        with transaction.atomic():
+    def _account(self, *, make: bool = False) -> McpAccount | None:
+        """(In a transaction) The row, locked for the write; `make`: made if missing."""
+        if make:
             account, _made = McpAccount.objects.select_for_update().get_or_create(
                 server_id=self.server_id, user_id=self.user_id
             )
+            return account
+        found = McpAccount.objects.select_for_update()
+        return found.filter(server_id=self.server_id, user_id=self.user_id).first()
+
+    def _write(self, column: str, record: BaseModel) -> bool:
+        """Seal `record` into the account's column; whether there was an account to keep it."""
+        sealed = seal(record.model_dump_json(exclude_none=True).encode())
+        with transaction.atomic():
+            # A sign-in's tokens make the account; what it writes after them finds it.
+            account = self._account(make=self.makes_account and column == "tokens")
+            if account is None:
+                return False
             setattr(account, column, sealed)
             fields = [column, "updated"]
             if column == "tokens":
@@ -98,6 +121,7 @@ class AccountTokenStorage(TokenStorage):
                 )
                 fields.append("tokens_expire")
             account.save(update_fields=fields)
+        return True
 
 
 def account_connected(*, server_id: int, user_id: int | None) -> bool:

@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db import IntegrityError, connection, connections
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
-from rojos.mcp.accounts import AccountTokenStorage, accounts_reseal
+from rojos.mcp.accounts import AccountGone, AccountTokenStorage, accounts_reseal
 from rojos.models import McpAccount, McpServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
@@ -39,7 +39,9 @@ def server(db):
 
 
 def storage_of(server, user) -> AccountTokenStorage:
-    return AccountTokenStorage(server_id=server.pk, user_id=user.pk if user else None)
+    """The storage as a sign-in's finish has it: its writes make the account."""
+    user_id = user.pk if user else None
+    return AccountTokenStorage(server_id=server.pk, user_id=user_id, makes_account=True)
 
 
 def raw_columns() -> bytes:
@@ -77,6 +79,27 @@ async def test_each_person_and_the_shared_account_have_their_own_tokens(server, 
     assert (await shared.get_tokens()).access_token == "shared-1"
     assert await viewer.get_tokens() is None
     assert await sync_to_async(McpAccount.objects.count)() == 2
+
+
+async def test_only_a_sign_in_makes_an_account_and_a_later_write_never_brings_one_back(
+    server, users, settings
+):
+    """A refresh or a registration (any storage but a sign-in's finish) updates the account
+    there is; with none, the tokens are refused (`AccountGone`) and the client dropped."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    later = AccountTokenStorage(server_id=server.pk, user_id=users["editor"].pk)
+    with pytest.raises(AccountGone):
+        await later.set_tokens(TOKENS)
+    await later.set_client_info(CLIENT)
+    assert not await McpAccount.objects.aexists()
+
+    await storage_of(server, users["editor"]).set_tokens(TOKENS)
+    await later.set_tokens(TOKENS.model_copy(update={"access_token": "refreshed-1"}))
+    assert (await later.get_tokens()).access_token == "refreshed-1"
+    await McpAccount.objects.all().adelete()  # a Disconnect
+    with pytest.raises(AccountGone):
+        await later.set_tokens(TOKENS)
+    assert not await McpAccount.objects.aexists()
 
 
 def test_one_shared_account_per_server(server):

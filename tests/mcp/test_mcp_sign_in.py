@@ -8,17 +8,22 @@ import json
 from datetime import timedelta
 from urllib.parse import parse_qs, urlsplit
 
+import httpx2
 import pytest
-from asgiref.sync import SyncToAsync
+from asgiref.sync import SyncToAsync, sync_to_async
 from django.db import connection, connections
 from django.forms.models import model_to_dict
 from django.test import Client
 from django.utils import timezone
 
+from roject.audit.log import AuditActor
 from roject.members.services import member_remove
 from roject.models import AuditAction, AuditEntry, Role
-from rojos.mcp.accounts import AccountTokenStorage
-from rojos.mcp.pool import mcp_pool_close
+from rojos.mcp.accounts import AccountTokenStorage, account_connected
+from rojos.mcp.connect.flow import account_forget
+from rojos.mcp.connect.provider import account_provider
+from rojos.mcp.oauth import SignInNeeded
+from rojos.mcp.pool import mcp_pool, mcp_pool_close
 from rojos.mcp.spec import McpLink, ServerSpec
 from rojos.mcp.tools import TurnTools
 from rojos.models import McpAccount, McpServer, McpSignInPending
@@ -129,6 +134,107 @@ def test_a_deactivated_member_loses_their_tokens(tracker, project, users):
     assert system_disconnects() == [("tracker", "editor", "deactivated")]
     users["editor"].save()  # saved again: nothing left to disconnect, nothing audited
     assert len(system_disconnects()) == 1
+
+
+def refreshing_after(forget, *, tracker, user) -> tuple[list[str | None], bool]:
+    """A session of `user` holding their tokens in memory; `forget` deletes the account
+    (blocking), then the session's access token runs out and its next request refreshes it.
+    The Authorization headers that reached the MCP server, and whether the request ended
+    asking for a sign-in (nobody's browser is here)."""
+    spec = ServerSpec.of(tracker)
+    provider = account_provider(spec=spec, user_id=user.pk)
+    sent = []
+
+    async def record(request):
+        if str(request.url) == spec.url:
+            sent.append(request.headers.get("Authorization"))
+
+    async def run():
+        await provider._initialize()  # the session's tokens, in memory
+        await sync_to_async(forget)()
+        provider.context.token_expiry_time = 1  # ran out: the SDK refreshes first
+        async with httpx2.AsyncClient(auth=provider, event_hooks={"request": [record]}) as http:
+            await http.post(spec.url, json=PING, headers=MCP_ACCEPT)
+
+    try:
+        asyncio.run(run())
+    except SignInNeeded:
+        return sent, True
+    return sent, False
+
+
+PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def test_a_disconnect_is_not_undone_by_a_session_refreshing_its_tokens(
+    tracker, project, users, root
+):
+    """The refresh is dropped: no account comes back, and the call goes out signed out."""
+    editor = users["editor"]
+    connect(signed_in(editor), tracker, account="alice")
+
+    def disconnect():
+        spec = ServerSpec.of(tracker)
+        account_forget(spec=spec, user_id=editor.pk, actor=AuditActor(user=editor))
+
+    sent, signed_out = refreshing_after(disconnect, tracker=tracker, user=editor)
+    assert not account_connected(server_id=tracker.pk, user_id=editor.pk)
+    assert not McpAccount.objects.exists()
+    assert sent and not any(sent)  # the refreshed token never reached the server
+    assert signed_out
+    assert "has not connected" in whoami(tracker, editor, root)["error"]
+
+
+@pytest.mark.parametrize("way_out", ["deactivated", "left their last project"])
+def test_a_member_removed_stays_signed_out_though_a_session_refreshes(
+    tracker, project, users, way_out
+):
+    editor = users["editor"]
+    connect(signed_in(editor), tracker, account="alice")
+
+    def remove():
+        if way_out == "deactivated":
+            editor.is_active = False
+            editor.save()
+        else:
+            member_remove(by=users["owner"], project_id=project.pk, user_id=editor.pk)
+
+    sent, signed_out = refreshing_after(remove, tracker=tracker, user=editor)
+    assert not McpAccount.objects.exists()
+    assert sent and not any(sent) and signed_out
+    assert system_disconnects() == [("tracker", "editor", way_out)]
+
+
+def test_a_member_removed_has_their_sessions_stopped(tracker, project, users, root):
+    """Deactivation stops the person's pooled sessions of the server (as a Disconnect
+    does), and leaves another member's running."""
+    connect(signed_in(users["editor"]), tracker, account="alice")
+    connect(signed_in(users["owner"]), tracker, account="bob")
+    spec = ServerSpec.of(tracker)
+
+    async def run():
+        pool = mcp_pool()
+        editors = pool.connection(spec, root, users["editor"].pk)
+        owners = pool.connection(spec, root, users["owner"].pk)
+        try:
+            for connection in (editors, owners):
+                assert await connection.call("whoami", {}) is not None
+            await sync_to_async(deactivate)(users["editor"])
+            for _ in range(100):  # the stop is handed to the loop, and the session ends
+                if not editors.running:
+                    break
+                await asyncio.sleep(0.05)
+            return editors.running, owners.running
+        finally:
+            await mcp_pool_close()
+
+    assert asyncio.run(run()) == (False, True)
+
+
+def deactivate(user) -> None:
+    user.is_active = False
+    user.save()
 
 
 def system_disconnects() -> list[tuple[str, str, str]]:

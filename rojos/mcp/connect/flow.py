@@ -116,6 +116,7 @@ async def sign_in_finish(
         spec=spec,
         user_id=None if pending.shared else user_id,
         redirect_uri=pending.flow["redirect_uri"],
+        finishing=True,
     )
     try:
         await provider.finish(flow=pending.flow, code=code, iss=iss)

@@ -10,6 +10,10 @@ and no protocol of its own.
   indicator, RFC 8707: same origin, a path under the resource's); else it is not used, and
   the person is asked to connect again. The admin deletes the accounts of a server it moves
   (`removal.server_moved`): this stands behind a URL changed any other way.
+- **No account brought back.** Only the sign-in's finish makes the account's row; a refresh
+  by a session still holding tokens in memory after the account was deleted (a Disconnect,
+  the person removed, the server moved) is dropped (`AccountGone`), and that session is
+  signed out: its request goes without a token, and the person is asked to connect again.
 - **Paused while a person connects.** The SDK's authorization code grant awaits the browser's
   return inside one request. Rojo's callback may land on another process, minutes later: so
   the flow is run up to the authorization URL, the PKCE verifier and the flow's context are
@@ -33,7 +37,7 @@ from mcp.shared.auth import (
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
 from pydantic import ValidationError
 
-from ..accounts import AccountTokenStorage
+from ..accounts import AccountGone, AccountTokenStorage
 from ..oauth import SignIn, SignInNeeded
 from ..sealed import unseal
 from ..spec import ServerSpec
@@ -139,6 +143,17 @@ class AccountProvider(OAuthClientProvider):
         # runs out, the SDK refreshes it first.
         self.context.token_expiry_time = await self.storage.get_tokens_expire()
 
+    async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        try:
+            return await super()._handle_refresh_response(response)
+        except AccountGone:
+            logger.info(
+                "MCP server %s: a refresh for an account deleted since was dropped",
+                self.storage.server_id,
+            )
+            self.context.clear_tokens()  # the SDK goes on as signed out
+            return False
+
     async def _perform_authorization(self) -> httpx2.Request:
         if not self.pausing:
             raise SignInNeeded("the server asks for a sign-in, and nobody's browser is here")
@@ -188,7 +203,12 @@ class AccountProvider(OAuthClientProvider):
         request = await self._exchange_token_authorization_code(code, flow["verifier"])
         async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
             response = await http.send(request)
-            await self._handle_token_response(response)
+            await self._handle_token_response(response)  # makes the account (`makes_account`)
+        preregistered = self.storage.preregistered
+        if context.client_info and (
+            preregistered is None or context.client_info.client_id != preregistered.client_id
+        ):
+            await self.storage.set_client_info(context.client_info)  # registered at Connect
         await self.storage.set_discovered(flow["discovered"])
 
 
@@ -203,13 +223,15 @@ def account_provider(
     redirect_uri: str = "",
     pausing: bool = False,
     client_metadata_url: str | None = None,
+    finishing: bool = False,
 ) -> AccountProvider:
     """The provider for the person's account on the server (`user_id` None: the shared one),
     with the admin's client credentials, bound to their authorization server, when set.
 
     `client_metadata_url` (Connect's, on an https site) is the URL of Rojo's client ID
     metadata document: the SDK uses it where the provider supports one and no credentials
-    were set or registered before; the SDK refuses any but an https URL."""
+    were set or registered before; the SDK refuses any but an https URL. `finishing`: the
+    sign-in's finish, the one provider that makes the account's row."""
     secret = unseal(spec.oauth_client_secret) if spec.oauth_client_secret else None
     sign_in = SignIn(
         redirect_uri=redirect_uri or UNUSED_REDIRECT_URI,
@@ -219,7 +241,10 @@ def account_provider(
         issuer=spec.oauth_issuer or None,
     )
     storage = AccountTokenStorage(
-        server_id=spec.server_id, user_id=user_id, preregistered=sign_in.preregistered()
+        server_id=spec.server_id,
+        user_id=user_id,
+        preregistered=sign_in.preregistered(),
+        makes_account=finishing,
     )
     return AccountProvider(url=spec.url, sign_in=sign_in, storage=storage, pausing=pausing)
 

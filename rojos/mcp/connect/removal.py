@@ -42,8 +42,12 @@ def user_saved(sender, instance, **kwargs) -> None:
 
 
 def _forget(*, user_id: int, why: str, username: str = "") -> None:
+    """Delete the person's accounts, audited; once committed, this process's sessions that
+    sign in as them stop (as a Disconnect's do)."""
     with transaction.atomic():
         servers = accounts_of_user_delete(user_id=user_id)
+        slugs = [slug for _server_id, slug, _name in servers]
+        transaction.on_commit(lambda: _sessions_stop(slugs, user_id))
         if servers and not username:
             person = get_user_model().objects.filter(pk=user_id).first()
             username = person.get_username() if person else ""
@@ -55,6 +59,11 @@ def _forget(*, user_id: int, why: str, username: str = "") -> None:
                 object_repr=name,
                 details={"server": slug, "account": "own", "member": username, "why": why},
             )
+
+
+def _sessions_stop(slugs: list[str], user_id: int) -> None:
+    for slug in slugs:
+        mcp_account_sessions_stop(slug, user_id)
 
 
 def server_moved(*, before: McpServer, after: McpServer) -> bool:
