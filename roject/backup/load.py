@@ -16,6 +16,7 @@ running are ended as interrupted).
 """
 
 import functools
+import logging
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -46,6 +47,7 @@ from .tables import (
     sequence_set,
 )
 
+logger = logging.getLogger(__name__)
 _BATCH_ROWS = 500
 _BATCH_CHARACTERS = 8 << 20
 
@@ -69,6 +71,8 @@ class Restored(Checked):
     with an archive that carries none for them)."""
 
     storage_kept: list[int] = field(default_factory=list)
+    # The restore hooks that failed once it had committed: (hook, error).
+    hooks_failed: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
         """The manifest's line, and what the restore left or changed."""
@@ -148,9 +152,14 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
         staging.discard()
     staging.finish()
     ContentType.objects.clear_cache()
+    failed = []
     for hook in getattr(settings, "ROJO_RESTORE_HOOKS", ()):
-        import_string(hook)()
-    return Restored(manifest=manifest, nuls=nuls, storage_kept=kept)
+        try:  # the restore is committed: a failure here is told, not taken for its refusal
+            import_string(hook)()
+        except Exception as exc:
+            logger.exception("restore hook %s failed", hook)
+            failed.append((hook, str(exc) or type(exc).__name__))
+    return Restored(manifest=manifest, nuls=nuls, storage_kept=kept, hooks_failed=failed)
 
 
 def _projects_restored(using: str) -> set[int]:

@@ -178,6 +178,24 @@ def test_a_non_empty_installation_is_refused_unless_told(archive):
     assert [p.name for p in settings.ROJO_STORAGE_DIR.iterdir() if not p.name.isdigit()] == []
 
 
+def _hook_failing() -> None:
+    raise RuntimeError("the database went away")
+
+
+def test_a_clean_up_failing_after_the_commit_is_told_as_such(archive, settings):
+    """The restore hooks run once the restore is committed: one failing there is told as
+    what it is, not as a refusal (which said "nothing was restored" of a restored install)."""
+    settings.ROJO_RESTORE_HOOKS = [f"{__name__}._hook_failing"]
+    installation_empty()
+    out = io.StringIO()
+    with pytest.raises(CommandError) as failed:
+        call_command("restore", str(archive), stdout=out)
+    message = str(failed.value)
+    assert "nothing was restored" not in message
+    assert f"{__name__}._hook_failing failed: the database went away" in message
+    assert "restored" in out.getvalue() and get_user_model().objects.exists()
+
+
 def test_a_restore_failing_part_way_leaves_nothing(users, project, tmp_path):
     """A sound archive whose rows the database refuses (two users of one name): the rows
     before are rolled back, and the storage already staged is removed."""
