@@ -168,6 +168,22 @@ def test_an_archive_from_a_newer_rojo_is_refused_with_the_reason(users, tmp_path
     refused(path, r"made by Rojo 99\.0\.0, newer than this one .*upgrade")
 
 
+def test_an_archive_of_an_older_schema_is_not_called_restorable_by_verify(users, tmp_path):
+    """verify-backup says whether this Rojo can restore the archive: one whose schema lacks
+    a migration this database has is sound, and restore refuses it; verify says so too
+    (it said "sound" alone)."""
+    header = header_make(connection, storage="none", projects=[])
+    header["migrations"].remove(sorted(header["migrations"])[-1])
+    path = tmp_path / "older.tar"
+    with path.open("wb") as out:
+        ArchiveWriter(out, header=header, compress=False).close()
+    with pytest.raises(CommandError, match=r"is sound, but .*older schema"):
+        call_command("verify-backup", str(path), stdout=io.StringIO())
+    installation_empty()
+    with pytest.raises(CommandError, match="older schema"):
+        call_command("restore", str(path), stdout=io.StringIO())
+
+
 def test_a_non_empty_installation_is_refused_unless_told(archive):
     before = archive_contents(archive)
     with pytest.raises(CommandError, match="not empty"):

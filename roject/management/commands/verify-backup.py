@@ -1,8 +1,10 @@
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
 
 from roject.backup import BackupError, backup_verify
+from roject.backup.manifest import schema_refusal
 
 
 class Command(BaseCommand):
@@ -19,4 +21,9 @@ class Command(BaseCommand):
             checked = backup_verify(path=file)
         except (BackupError, OSError) as exc:
             raise CommandError(f"{file} is not a sound backup: {exc}") from exc
+        refusal = schema_refusal(checked.manifest.header, connection)
+        if refusal:  # sound, but restore would refuse it here: say so now
+            raise CommandError(
+                f"{file} is sound, but this installation cannot restore it: {refusal}"
+            )
         self.stdout.write(f"{file}: sound. {checked.summary()}")
