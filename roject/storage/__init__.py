@@ -44,7 +44,6 @@ from .layout import (
 from .leftovers import (
     project_leftovers_remove,
     scratch_leftovers_remove,
-    staging_leftovers_remove,
     storage_project_ids,
     storage_sweep,
 )
@@ -85,6 +84,7 @@ from .snapshots import (
     snapshot_take,
     snapshot_text,
 )
+from .staging_leftovers import staging_leftovers_remove
 from .uploads import Incoming, file_download_open, incoming_discard, upload_place, upload_receive
 from .versions import file_version, same_version
 

@@ -27,7 +27,6 @@ the projects (a copy of an archive's storage): one whose lock no restore holds (
 """
 
 import contextlib
-import errno
 import fcntl
 import logging
 import os
@@ -40,13 +39,13 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .backups import STAGING_LOCK
 from .entries import entry_remove
 from .kept import kept_partials
 from .layout import project_dir, project_root
 from .locks import change_lock_open
 from .paths import is_temp_file
 from .results import results_old
+from .staging_leftovers import staging_leftovers_remove
 
 SCRATCH_PREFIX = "rojo-rerun-"
 # An upload or unpacked archive under incoming/ untouched this long is a leftover.
@@ -228,55 +227,6 @@ def _remove(path: Path) -> None:
             entry_remove(dir_fd, path.name)
     finally:
         os.close(dir_fd)
-
-
-def staging_leftovers_remove(*, dry_run: bool = False) -> list[str]:
-    """(Blocking) Remove the staging directories of restores no longer running (killed);
-    returns them (or, `dry_run`, what would be removed), as paths under ROJO_STORAGE_DIR."""
-    try:
-        base = os.open(settings.ROJO_STORAGE_DIR, _DIRECTORY)
-    except FileNotFoundError:
-        return []
-    try:
-        return [
-            name
-            for name in sorted(os.listdir(base))
-            if is_temp_file(name) and _staging_left(base, name, remove=not dry_run)
-        ]
-    finally:
-        os.close(base)
-
-
-def _staging_left(base: int, name: str, *, remove: bool) -> bool:
-    """Whether `name` is a staging directory no restore holds (removed, `remove`). A
-    directory with no lock is none: a project's storage a restore set aside, or a staging
-    directory being made."""
-    try:
-        directory = os.open(name, _DIRECTORY, dir_fd=base)
-    except OSError as exc:
-        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):  # gone, a file, a link
-            return False
-        raise
-    try:
-        lock = os.open(STAGING_LOCK, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
-    except FileNotFoundError:
-        os.close(directory)
-        return False
-    try:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:  # its restore is running
-            return False
-        if remove:
-            for entry in os.listdir(directory):
-                with contextlib.suppress(FileNotFoundError):
-                    entry_remove(directory, entry)
-            with contextlib.suppress(FileNotFoundError):
-                os.rmdir(name, dir_fd=base)
-        return True
-    finally:
-        os.close(lock)
-        os.close(directory)
 
 
 def scratch_dir_make() -> Path:
