@@ -148,6 +148,8 @@ class OidcBackend(OIDCAuthenticationBackend):
         raise SuspiciousOperation("No free username was found for the new account.")
 
     def update_user(self, user, claims):
+        if not user.is_active:  # refused by the callback next: its groups change nothing
+            return user
         with transaction.atomic():
             if _copy_names(user, claims):
                 user.save(update_fields=["first_name", "last_name"])

@@ -184,6 +184,20 @@ def test_an_inactive_account_is_refused(oidc, docs):
     assert entries(AuditAction.LOGIN) == []
 
 
+def test_an_account_deactivated_after_its_first_sign_in_gets_no_roles_from_its_groups(oidc, docs):
+    """Its sign-ins are refused, and its groups no longer change its memberships (each
+    refused sign-in gave it the mapped role again, audited)."""
+    provider_sign_in(Client(), username="alice")
+    alice = User.objects.get(username="alice")
+    Membership.objects.filter(user=alice).delete()
+    alice.is_active = False
+    alice.save()
+
+    provider_sign_in(Client(), username="alice")
+
+    assert not Membership.objects.filter(user=alice).exists()
+
+
 def test_an_account_deactivated_after_its_sign_in_is_signed_out_at_its_next_request(oidc, docs):
     """As a password login's: the session's user is read again at each request, and an
     inactive one is no one (before, the library's backend returned it all the same)."""
