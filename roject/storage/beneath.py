@@ -73,8 +73,7 @@ class Root:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
-        # The root itself is never a link (a tampered backup's `root` pointing at `/` made
-        # every path below it resolve there); a link above it is the admin's own layout.
+        # Never a link itself (a tampered backup's `root` to `/`); one above is the admin's.
         self.fd = os.open(self.path, _DIRECTORY | os.O_CLOEXEC | os.O_NOFOLLOW)
         self._real: str | None = None
 

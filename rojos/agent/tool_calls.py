@@ -13,6 +13,13 @@ from roject.members.access import aproject_role
 from roject.models import Role
 from roject.storage import DiskFull
 from rojos import metrics
+from rojos.agent.access_ended import (
+    REMOVED_MESSAGE,
+    REMOVED_OUTCOME,
+    REVOKED_OUTCOME,
+    TOKEN_ENDED_MESSAGE,
+    TOKEN_ENDED_OUTCOME,
+)
 from rojos.agent.approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
 from rojos.agent.caps import TurnCaps
 from rojos.agent.changing_calls import ChangeRevoked, ChangeStale, change_start, changing_call
@@ -33,26 +40,6 @@ from rojos.tools import (
     RojoToolRegistry,
     ToolCall,
     ToolOutcome,
-)
-
-REVOKED_OUTCOME = ToolOutcome.failure(
-    "your role in this project no longer lets you change its files (you were removed "
-    "from it or made a viewer while this reply ran)"
-)
-REVOKED = REVOKED_OUTCOME.result
-REMOVED_OUTCOME = ToolOutcome.failure(
-    "you are no longer a member of this project (you were removed from it while this reply "
-    "ran): nothing of it can be read or changed"
-)
-# The turn's ERROR once its user is found removed from the project.
-REMOVED_MESSAGE = "You are no longer a member of this project, so this reply was stopped."
-# The same, for a turn asked with an API token since revoked or expired.
-TOKEN_ENDED_OUTCOME = ToolOutcome.failure(
-    "the API token this reply was asked with was revoked or has expired: nothing of this "
-    "project can be read or changed"
-)
-TOKEN_ENDED_MESSAGE = (
-    "The API token this reply was asked with was revoked or has expired, so it was stopped."
 )
 
 

@@ -8,12 +8,11 @@ name. It runs once per chunk, so it stays plain: no per-chunk objects or helper 
 """
 
 import json
-import secrets
-import string
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rojos.errors import ProviderError
 from rojos.provider.failures import mid_stream_message
+from rojos.provider.streamed_calls import StreamedCall, new_call_id
 from rojos.provider.think_tags import ThinkTags
 from rojos.provider.wire_text import nul_replaced
 
@@ -24,34 +23,6 @@ _KNOWN_DELTA_KEYS = frozenset(
 _KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 # The keys of nearly every streamed delta: text and nothing else to look for.
 _TEXT_KEYS = frozenset({"role", "content"})
-_ID_ALPHABET = string.ascii_letters + string.digits
-
-
-def new_call_id() -> str:
-    """An id for a tool call that arrived without one."""
-    return "call_" + "".join(secrets.choice(_ID_ALPHABET) for _ in range(24))
-
-
-@dataclass(slots=True)
-class _Call:
-    id: str | None = None
-    index: int | None = None
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-    extra: dict = field(default_factory=dict)
-
-    def arguments_text(self) -> str:
-        return "".join(self.arguments)
-
-    def looks_complete(self) -> bool:
-        text = self.arguments_text().strip()
-        if not text:
-            return False
-        try:
-            json.loads(text)
-        except ValueError:
-            return False
-        return True
 
 
 @dataclass(slots=True)
@@ -91,9 +62,9 @@ class StreamAccumulator:
         self.reasoning_shape: str | None = None
         self._tags: ThinkTags | None = ThinkTags(opened=think_opened)
         self._think_opened = think_opened
-        self.calls: list[_Call] = []
-        self._by_id: dict[str, _Call] = {}
-        self._by_index: dict[int, _Call] = {}
+        self.calls: list[StreamedCall] = []
+        self._by_id: dict[str, StreamedCall] = {}
+        self._by_index: dict[int, StreamedCall] = {}
         self.extra: dict = {}
         self.usage: dict | None = None
         self.finish_reason: str | None = None
@@ -255,7 +226,7 @@ class StreamAccumulator:
             )
             call = None if starts_new else last
         if call is None:
-            call = _Call(index=index)
+            call = StreamedCall(index=index)
             self.calls.append(call)
         if call_id and call.id is None:
             call.id = call_id

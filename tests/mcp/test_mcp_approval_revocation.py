@@ -9,7 +9,7 @@ import pytest
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
-from rojos.agent.tool_calls import REVOKED
+from rojos.agent.access_ended import REVOKED
 from rojos.models import RojoMcpServer
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo

@@ -9,7 +9,7 @@ from django.utils import timezone
 from roject.identity.tokens import api_token_create
 from roject.models import ApiToken, Membership, Role
 from roject.storage import project_root_create
-from rojos.agent.tool_calls import (
+from rojos.agent.access_ended import (
     REMOVED_MESSAGE,
     REMOVED_OUTCOME,
     REVOKED,

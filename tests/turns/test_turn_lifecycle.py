@@ -11,7 +11,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.models import Membership, Role
 from roject.storage import project_root_create
-from rojos.agent.tool_calls import REMOVED_MESSAGE, REVOKED
+from rojos.agent.access_ended import REMOVED_MESSAGE, REVOKED
 from rojos.models import Conversation, TurnRecord
 from rojos.turns import start as turn_start
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
