@@ -20,6 +20,7 @@ from django.db.models import Model
 from rojos.agent.branches import branch_messages
 from rojos.db import db_retrying
 from rojos.models import Conversation, Message
+from rojos.provider.wire_text import nul_replaced
 
 logger = logging.getLogger(__name__)
 
@@ -28,10 +29,9 @@ INTERRUPTED = {"error": "interrupted"}
 
 def tool_content(result: Any) -> str:
     """A tool result as the text of a tool message: strings as they are (but a NUL, which no
-    store keeps: U+FFFD, as rojos.provider.wire_text does), the rest as JSON (which escapes
-    it)."""
+    store keeps: rojos.provider.wire_text), the rest as JSON (which escapes it)."""
     if isinstance(result, str):
-        return result.replace("\x00", "\ufffd")
+        return nul_replaced(result)
     return json.dumps(result, ensure_ascii=False)
 
 
