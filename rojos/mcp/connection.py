@@ -26,10 +26,10 @@ from . import exit_hook
 from .process_log import StderrPipe
 from .questions import DECLINED, BoundAsker, asker_current, elicit_result, question_from
 from .spec import ServerSpec
-from .transport import McpUnavailable, client_make, start_failure, tools_list, url_scrubbed
+from .transport import McpUnavailable, client_make, secrets_scrubbed, start_failure, tools_list
 
 # Callers import these from here, as before the opening moved to `transport`.
-__all__ = ["McpConnection", "McpUnavailable", "url_scrubbed"]
+__all__ = ["McpConnection", "McpUnavailable", "secrets_scrubbed"]
 
 logger = logging.getLogger("rojos.mcp")
 
@@ -209,7 +209,11 @@ class McpConnection:
         try:
             async with AsyncExitStack() as stack:
                 if self.spec.stdio:
-                    pipe = StderrPipe(self.spec.slug, functools.partial(self._exited, self._stop))
+                    pipe = StderrPipe(
+                        self.spec.slug,
+                        functools.partial(self._exited, self._stop),
+                        functools.partial(secrets_scrubbed, self.spec),
+                    )
                     stack.callback(pipe.spawned)
                 client = await stack.enter_async_context(
                     client_make(

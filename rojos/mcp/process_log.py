@@ -17,15 +17,19 @@ logger = logging.getLogger("rojos.mcp")
 
 
 class StderrPipe:
-    """A pipe for a child's stderr; `on_end` runs (in the thread) when every writer closed."""
+    """A pipe for a child's stderr; `on_end` runs (in the thread) when every writer closed.
+    Each line is logged as `scrubbed` returns it: a server may print the key it was given."""
 
-    def __init__(self, label: str, on_end: Callable[[], None]) -> None:
+    def __init__(
+        self, label: str, on_end: Callable[[], None], scrubbed: Callable[[str], str] = str
+    ) -> None:
         read_fd, write_fd = os.pipe()
         self.label = label
         self.inode = os.fstat(write_fd).st_ino
         self.writer = os.fdopen(write_fd, "w")
         self._reader = os.fdopen(read_fd, "rb")
         self._on_end = on_end
+        self._scrubbed = scrubbed
         self._thread = threading.Thread(target=self._pump, name=f"mcp-stderr-{label}", daemon=True)
         self._thread.start()
 
@@ -34,7 +38,7 @@ class StderrPipe:
             for raw in self._reader:
                 line = raw.decode("utf-8", "replace").rstrip()
                 if line:
-                    logger.info("MCP server %s: %s", self.label, line)
+                    logger.info("MCP server %s: %s", self.label, self._scrubbed(line))
         self._on_end()
 
     def spawned(self) -> None:

@@ -12,7 +12,7 @@ from pydantic import ValidationError
 
 from ..tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolError
 from .accounts import account_connected
-from .connection import McpUnavailable, url_scrubbed
+from .connection import McpUnavailable, secrets_scrubbed
 from .names import model_tool_name
 from .pool import mcp_pool
 from .questions import answer_outcome, call_asked
@@ -80,7 +80,7 @@ class McpTool(RojoTool):
                     f"the MCP server {server!r} stopped during the call (it is started "
                     "again on the next use)"
                 ) from None
-            answered = url_scrubbed(self.link.spec, exc.error.message)
+            answered = secrets_scrubbed(self.link.spec, exc.error.message)
             raise ToolError(f"the MCP server {server!r} answered: {answered}") from None
         except (httpx2.TransportError, OSError) as exc:
             logger.warning("MCP server %s cannot be reached", server, exc_info=exc)
@@ -94,7 +94,7 @@ class McpTool(RojoTool):
             ) from None
         outcome = outcome_from_result(result)
         if not outcome.ok:
-            raise ToolError(outcome.error)
+            raise ToolError(secrets_scrubbed(self.link.spec, outcome.error))
         if (unanswered := answer_outcome(call_asked())) is not None:
             return {"result": outcome.value, "question": unanswered}
         return outcome.value

@@ -18,6 +18,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 
+from rojos.scrub import scrub
+
 from .bounds import MAX_TOOLS, tools_bounded
 from .oauth import SignInNeeded
 from .process_log import StderrPipe
@@ -96,7 +98,7 @@ def start_failure(spec: ServerSpec, exc: BaseException) -> str:
         why = f"{exc.__class__.__name__}: {exc}"[:300]
     else:
         why = exc.__class__.__name__
-    return url_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
+    return secrets_scrubbed(spec, f"the MCP server {spec.name!r} could not be started: {why}")
 
 
 def _inner(exc: BaseException) -> BaseException:
@@ -107,11 +109,30 @@ def _inner(exc: BaseException) -> BaseException:
     return exc
 
 
-def url_scrubbed(spec: ServerSpec, text: str) -> str:
-    """`text` with the server's URL (with or without its query) left out."""
-    if not spec.url:
-        return text
-    bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
-    for url in sorted({spec.url, bare}, key=len, reverse=True):
-        text = text.replace(url, "(its URL)")
+def secrets_scrubbed(spec: ServerSpec, text: str) -> str:
+    """`text` with the server's URL (with or without its query) left out, and the secrets
+    the admin gave it (`_values_scrubbed`)."""
+    if spec.url:
+        bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
+        for url in sorted({spec.url, bare}, key=len, reverse=True):
+            text = text.replace(url, "(its URL)")
+    return _values_scrubbed(spec, text)
+
+
+# A stored value's words shorter than this are left in messages: a setting ("info", "true",
+# "Bearer"), not a key.
+_SHORTEST_SECRET_WORD = 8
+
+
+def _values_scrubbed(spec: ServerSpec, text: str) -> str:
+    """`text` without the values of the server's headers and variables (stored, or read from
+    the environment), which the admin's form keeps write-only: a server that quotes the key
+    it refused, whole or masked, would otherwise show it to members, store it in the
+    history, and send it to the model's provider with the tool's error. Each word of a value
+    of at least _SHORTEST_SECRET_WORD characters is scrubbed as a provider's key is."""
+    values = {**spec.environment(), **spec.http_headers()}.values() if text else ()
+    words = {word for value in values for word in value.split()}
+    for word in sorted(words, key=len, reverse=True):
+        if len(word) >= _SHORTEST_SECRET_WORD:
+            text = scrub(text, word)
     return text

@@ -24,9 +24,10 @@ from rojos import metrics
 from rojos.errors import ProviderError
 from rojos.provider.admission import admitted
 from rojos.provider.body import Idle, Read, Tick, body_reader
-from rojos.provider.failures import failure_message, mid_stream_message, scrub
+from rojos.provider.failures import failure_message, mid_stream_message
 from rojos.provider.refusals import refusal_of
 from rojos.provider.wire_text import lenient_loads
+from rojos.scrub import scrub
 
 
 async def provider_chunks(

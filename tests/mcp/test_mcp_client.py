@@ -393,6 +393,38 @@ async def test_a_failing_servers_error_names_it_but_not_its_url(pool, root, tmp_
         assert "SECRET-KEY-123" not in error and "127.0.0.1" not in error, error
 
 
+async def test_a_servers_error_quoting_its_key_shows_no_part_of_it(pool, root, tmp_path, caplog):
+    """A server that refuses the key the admin gave it (a stored variable over stdio, a
+    stored header over HTTP) and quotes it, whole or masked, in an isError result or an MCP
+    error: the tool's error, which members see and the model's provider is sent, holds none
+    of it; nor does our log of the stdio server's stderr, where it prints the failure."""
+    caplog.set_level("INFO", logger="rojos.mcp")
+    key = "edge-Kx93Tq7Lm2Vw8Zp4"
+    stdio = await sync_to_async(edge_server)(env={"EDGE_TOKEN": key})
+    http = await asyncio.to_thread(HttpEdge, tmp_path / "http-edge.log")
+    try:
+        remote = await sync_to_async(edge_server)(
+            slug="remote", transport="http", command="", args=[], url=http.url,
+            headers={"X-Api-Key": key},
+        )  # fmt: skip
+        tools, ctx = await turn_tools(root, link(stdio), link(remote))
+        errors = []
+        for slug in ("edge", "remote"):
+            for protocol in (False, True):
+                outcome = await call(tools, ctx, f"{slug}__refuse_key", {"protocol": protocol})
+                assert not outcome.ok and "invalid key ***" in outcome.error, outcome.error
+                errors.append(outcome.error)
+        for _ in range(100):  # the stderr pipe's thread logs the server's line when it comes
+            if "MCP server edge:" in caplog.text and "refuse_key" in caplog.text:
+                break
+            await asyncio.sleep(0.05)
+        assert "refuse_key" in caplog.text
+    finally:
+        await asyncio.to_thread(http.stop)
+    for error in [*errors, caplog.text]:
+        assert key not in error and key[-4:] not in error, error
+
+
 def test_a_start_failure_message_never_holds_the_url():
     """Whatever the error (a transport error, a refusal quoting the URL, any other), the
     message of a failed start names the server and leaves its URL out."""

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.shared.exceptions import MCPError
 from mcp.types import ImageContent, TextContent, ToolAnnotations
 
 server = MCPServer("edge")
@@ -65,6 +66,21 @@ async def hang() -> str:
 def fail() -> list:
     """Answer with isError."""
     raise ToolError("the disk is on fire")
+
+
+@server.tool(annotations=READ_ONLY)
+def refuse_key(ctx: Context, protocol: bool = False) -> str:
+    """Refuse the key it was given (the X-Api-Key header over HTTP, EDGE_TOKEN over stdio),
+    quoting it whole and masked, as an isError result or, with `protocol`, as an MCP error."""
+    request = ctx.request_context.request
+    if request is not None:
+        key = request.headers.get("x-api-key", "")
+    else:
+        key = os.environ.get("EDGE_TOKEN", "")
+    message = f"invalid key {key} (a key ending in ****{key[-4:]} was expected elsewhere)"
+    if protocol:
+        raise MCPError(code=-32602, message=message)
+    raise ToolError(message)
 
 
 WIRE = os.fstat(1).st_ino  # the SDK moves the wire off fd 1 (prints go to stderr)
