@@ -11,6 +11,7 @@ from django.utils.html import format_html, format_html_join
 from roject.audit.log import AuditAction, audit_actor
 from rojos.changes.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
 from rojos.models import McpServer, RojoMcpServer
+from rojos.models.key_sources import endpoint_moved
 
 logger = logging.getLogger("rojos.mcp")
 
@@ -29,7 +30,11 @@ def _parse_pairs(text: str, what: str) -> dict[str, str]:
 
 class McpServerForm(forms.ModelForm):
     """Stored values of variables and headers are write-only: the form shows their names,
-    takes new ones (NAME=VALUE, one a line; `NAME=` removes one) and never renders values."""
+    takes new ones (NAME=VALUE, one a line; `NAME=` removes one) and never renders values.
+    Stored headers were meant for the URL's host: a URL moved to another scheme, host or
+    port keeps only those given again in the same save (`headers_dropped`)."""
+
+    headers_dropped: tuple[str, ...] = ()
 
     url = forms.URLField(
         required=False,
@@ -94,7 +99,10 @@ class McpServerForm(forms.ModelForm):
             fields=fields, before=before, after=self.cleaned_data, names_only=MCP_NAMES_ONLY
         )
         for field, what, key in (("set_env", "NAME", "env"), ("set_headers", "Header", "headers")):
-            names = sorted(_parse_pairs(self.cleaned_data.get(field) or "", what))
+            names = set(_parse_pairs(self.cleaned_data.get(field) or "", what))
+            if key == "headers":
+                names |= set(self.headers_dropped)
+            names = sorted(names)
             if names:
                 details[key] = names  # the names set or removed; their values are secrets
                 details["fields"].append(key)
@@ -106,9 +114,12 @@ class McpServerForm(forms.ModelForm):
         cleaned = super().clean()
         try:
             self.instance.env = self._merged("set_env", self.instance.env or {}, "NAME")
-            self.instance.headers = self._merged(
-                "set_headers", self.instance.headers or {}, "Header"
-            )
+            headers = self._merged("set_headers", self.instance.headers or {}, "Header")
+            if self.instance.pk and endpoint_moved(self.instance.url, cleaned.get("url") or ""):
+                given = _parse_pairs(self.cleaned_data.get("set_headers") or "", "Header")
+                self.headers_dropped = tuple(sorted(name for name in headers if name not in given))
+                headers = {name: headers[name] for name in headers if name in given}
+            self.instance.headers = headers
         except forms.ValidationError as exc:
             self.add_error(None, exc)
         secret = cleaned.get("set_oauth_client_secret") or ""
@@ -165,6 +176,12 @@ class McpServerAdmin(admin.ModelAdmin):
         stored = McpServer.objects.get(pk=obj.pk) if change else None
         super().save_model(request, obj, form, change)
         details = form.audit_details(change=change)
+        if form.headers_dropped:
+            messages.warning(
+                request,
+                f"The stored headers of {obj} were removed ({', '.join(form.headers_dropped)}): "
+                "its URL moved to another scheme, host or port. Set them again for the new one.",
+            )
         if stored is not None and server_moved(before=stored, after=obj):
             removed = server_accounts_forget(server_id=obj.pk, slug=stored.slug)
             if removed:

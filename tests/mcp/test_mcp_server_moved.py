@@ -33,6 +33,7 @@ class _Recorder(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Recording)
         self.authorizations: list[str | None] = []
+        self.headers: list[dict[str, str]] = []
 
     @property
     def url(self) -> str:
@@ -40,10 +41,11 @@ class _Recorder(ThreadingHTTPServer):
 
 
 class _Recording(BaseHTTPRequestHandler):
-    """Keeps every request's Authorization header and answers 404: a host no one meant."""
+    """Keeps every request's headers and answers 404: a host no one meant."""
 
     def _answer(self) -> None:
         self.server.authorizations.append(self.headers.get("Authorization"))
+        self.server.headers.append({name.lower(): value for name, value in self.headers.items()})
         self.rfile.read(int(self.headers.get("Content-Length") or 0))
         self.send_response(404)
         self.send_header("Content-Length", "0")
@@ -180,3 +182,51 @@ def test_a_token_is_not_sent_where_its_resource_does_not_cover_the_url(
     assert elsewhere.authorizations  # it was asked, with no token
     assert not any(elsewhere.authorizations)
     assert "could not be started" in result["error"]
+
+
+def test_a_stored_header_does_not_follow_the_server_to_another_host(
+    admin_client, project, users, root
+):
+    """A header stored write-only (a key the admin can no longer read) was meant for the
+    server's host: moved to another one, the server sends it nowhere, as a rojo's stored
+    key is removed; the admin is told, and the change entry names the header."""
+    with recording_server() as meant, recording_server() as elsewhere:
+        server = McpServer.objects.create(
+            name="Tracker",
+            slug="tracker",
+            transport=McpServer.Transport.HTTP,
+            url=meant.url,
+            listed_tools=[{"name": "whoami", "inputSchema": {"type": "object"}}],
+        )
+        admin_change(admin_client, server, set_headers="X-Tracker-Key=s3cret-key")
+        whoami(server, users["editor"], root)
+        assert meant.headers and all(h["x-tracker-key"] == "s3cret-key" for h in meant.headers)
+
+        response = admin_change(admin_client, server, url=elsewhere.url)
+        whoami(server, users["editor"], root)
+
+    assert elsewhere.headers  # it was asked, without the key
+    assert not any("x-tracker-key" in headers for headers in elsewhere.headers)
+    assert server.headers == {}
+    entry = audited().filter(action="mcp_server_changed").latest("pk")
+    assert entry.details["headers"] == ["X-Tracker-Key"] and "s3cret" not in str(entry.details)
+    shown = admin_client.get(response["Location"]).content.decode()
+    assert "stored headers of Tracker were removed (X-Tracker-Key)" in shown
+
+
+def test_a_header_set_with_the_move_or_a_path_change_keeps_it(admin_client, project, users):
+    """The admin who gives the header again with the new URL means it for the new host; a
+    path on the same host keeps the stored ones."""
+    server = McpServer.objects.create(
+        name="Tracker",
+        slug="tracker",
+        transport=McpServer.Transport.HTTP,
+        url="https://tracker.example.com/mcp",
+        headers={"X-Tracker-Key": "old", "X-Team": "red"},
+    )
+    admin_change(admin_client, server, url="https://tracker.example.com/mcp/v2")
+    assert server.headers == {"X-Tracker-Key": "old", "X-Team": "red"}
+    admin_change(
+        admin_client, server, url="https://issues.example.net/mcp", set_headers="X-Team=blue"
+    )
+    assert server.headers == {"X-Team": "blue"}
