@@ -11,7 +11,7 @@ from mcp.client.auth import TokenStorage
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ValidationError
 
-from ..models import McpAccount
+from ..models import McpAccount, McpServer, McpSignInPending
 from .sealed import InvalidToken, reseal, seal, unseal
 
 
@@ -152,6 +152,12 @@ def accounts_of_server_delete(*, server_id: int) -> int:
     return deleted
 
 
+def _resealed(row, columns: tuple[str, ...]) -> dict[str, bytes]:
+    """The row's sealed columns sealed again under the first key (InvalidToken if no key
+    opens one)."""
+    return {column: reseal(getattr(row, column)) for column in columns if getattr(row, column)}
+
+
 def accounts_reseal() -> tuple[int, int]:
     """(Blocking) Seal every account's records again under the first key of
     ROJO_MCP_TOKEN_KEYS (after a new key was listed first): how many rows were sealed again,
@@ -159,14 +165,35 @@ def accounts_reseal() -> tuple[int, int]:
     resealed = unopened = 0
     for account in McpAccount.objects.only("pk", "tokens", "client").iterator():
         try:
-            fields = {
-                column: reseal(getattr(account, column))
-                for column in ("tokens", "client")
-                if getattr(account, column)
-            }
+            fields = _resealed(account, ("tokens", "client"))
         except InvalidToken:
             unopened += 1
             continue
         McpAccount.objects.filter(pk=account.pk).update(**fields)
         resealed += 1
+    return resealed, unopened
+
+
+def client_secrets_reseal() -> tuple[int, list[str]]:
+    """(Blocking) Seal the servers' OAuth client secrets, and the sign-ins under way, again
+    under the first key, as `accounts_reseal` does the accounts: a secret left under a key
+    then dropped would read as none, and the server be signed in to as a public client. How
+    many secrets were sealed again, and the slugs of the servers whose secret no key opens
+    (an admin sets it again)."""
+    resealed, unopened = 0, []
+    servers = McpServer.objects.exclude(oauth_client_secret=b"")
+    for server in servers.only("pk", "slug", "oauth_client_secret").iterator():
+        try:
+            fields = _resealed(server, ("oauth_client_secret",))
+        except InvalidToken:
+            unopened.append(server.slug)
+            continue
+        McpServer.objects.filter(pk=server.pk).update(**fields)
+        resealed += 1
+    for pending in McpSignInPending.objects.only("pk", "flow").iterator():
+        try:
+            fields = _resealed(pending, ("flow",))
+        except InvalidToken:
+            continue  # found by no callback: that person presses Connect again
+        McpSignInPending.objects.filter(pk=pending.pk).update(**fields)
     return resealed, unopened

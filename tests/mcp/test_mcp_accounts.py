@@ -12,6 +12,9 @@ from django.db import IntegrityError, connection, connections
 from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 
 from rojos.mcp.accounts import AccountGone, AccountTokenStorage, accounts_reseal
+from rojos.mcp.connect.provider import account_provider
+from rojos.mcp.sealed import seal
+from rojos.mcp.spec import ServerSpec
 from rojos.models import McpAccount, McpServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
@@ -124,6 +127,41 @@ async def test_a_rotated_key_still_reads_them_and_a_dropped_one_does_not(server,
     settings.ROJO_MCP_TOKEN_KEYS = [KEY_1, KEY_3]
     assert await storage.get_tokens() is None
     assert await sync_to_async(accounts_reseal)() == (0, 1)
+
+
+def test_a_rotation_as_documented_keeps_the_servers_client_secrets(server, settings):
+    """List a new key first, run mcp_tokens_reseal, drop the old key: the client secret an
+    admin stored for a server is still the one sent, not silently none (which signs in as
+    a public client, refused by the provider)."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    McpServer.objects.filter(pk=server.pk).update(
+        sign_in="person",
+        oauth_client_id="rojo-chat",
+        oauth_issuer="https://auth.example.com",
+        oauth_client_secret=seal(b"client-secret-93e1"),
+    )
+
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_2, KEY_1]
+    out, err = io.StringIO(), io.StringIO()
+    call_command("mcp_tokens_reseal", stdout=out, stderr=err)
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_2]
+
+    server.refresh_from_db()
+    provider = account_provider(spec=ServerSpec.of(server), user_id=None)
+    client = provider.storage.preregistered
+    assert client.client_secret == "client-secret-93e1"
+    assert client.token_endpoint_auth_method == "client_secret_basic"
+    assert "1 MCP server's client secret sealed again" in out.getvalue() and not err.getvalue()
+
+
+def test_a_client_secret_no_key_opens_is_named_by_the_reseal(server, settings):
+    """A secret sealed under a key dropped too soon is said, by server, to be set again."""
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_1]
+    McpServer.objects.filter(pk=server.pk).update(oauth_client_secret=seal(b"s"))
+    settings.ROJO_MCP_TOKEN_KEYS = [KEY_2]
+    err = io.StringIO()
+    call_command("mcp_tokens_reseal", stdout=io.StringIO(), stderr=err)
+    assert "tracker" in err.getvalue() and "set it again" in err.getvalue()
 
 
 async def test_without_keys_set_the_key_comes_from_secret_key_and_its_fallbacks(
