@@ -5,10 +5,12 @@ rojos/web/api.py, which mounts this router."""
 from datetime import datetime
 
 from asgiref.sync import sync_to_async
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 from ninja import Field, Router, Schema
 
 from roject.api_answers import answers
+from roject.members.selectors import membership_any
 from rojos.context.model_choice import models_offered
 from rojos.context.model_listing import provider_models_refresh
 from rojos.conversations.services import conversation_model_change
@@ -42,17 +44,30 @@ def _models_out(rojo: Rojo) -> dict:
     }
 
 
+def _rojo_for_refresh(*, user, rojo: str) -> Rojo:
+    """(Blocking) The rojo, for a user who may chat with it (a member of some project) or an
+    administrator who may change rojos: a refresh sends its key to its provider."""
+    found = selectors.rojo_get(rojo)
+    may_change = user.is_staff and user.has_perm("rojos.change_rojo")
+    if not (user.is_active and (may_change or membership_any(user=user))):
+        raise PermissionDenied("Only a member of a project can ask for a rojo's models.")
+    return found
+
+
 @router.get("/rojos/{rojo}/models", response=answers(RojoModelsOut, 404, 422))
 def rojo_models(request: HttpRequest, rojo: str):
     """The models people may pick on the rojo (its id or slug), its default first."""
     return _models_out(selectors.rojo_get(rojo))
 
 
-@router.post("/rojos/{rojo}/models/refresh", response=answers(RojoModelsOut, 400, 404, 422, 502))
+@router.post(
+    "/rojos/{rojo}/models/refresh", response=answers(RojoModelsOut, 400, 403, 404, 422, 502)
+)
 async def rojo_models_refresh(request: HttpRequest, rojo: str):
     """Fetch the provider's model list again (a rojo that offers any model it lists): its
-    `GET /models`, with the rojo's key, bounded; 502 when the provider refuses or is down."""
-    found = await sync_to_async(selectors.rojo_get)(rojo)
+    `GET /models`, with the rojo's key, bounded; 502 when the provider refuses or is down.
+    For members of a project and administrators who may change rojos (403 for others)."""
+    found = await sync_to_async(_rojo_for_refresh)(user=request.auth, rojo=rojo)
     if found.any_listed_model:
         await provider_models_refresh(found)
     return await sync_to_async(_models_out)(found)

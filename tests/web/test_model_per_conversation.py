@@ -5,6 +5,7 @@ the prices and what is learned follow the model."""
 from decimal import Decimal
 
 import pytest
+from django.contrib.auth.models import Permission
 
 from rojos.context.discovery import window_discovery_forget
 from rojos.models import Conversation, Message, ModelOption, Rojo, UsageRecord
@@ -171,7 +172,7 @@ def test_a_rojo_offering_any_listed_model_lists_the_providers_models_on_refresh(
 
 
 def test_a_provider_that_refuses_its_model_list_gets_a_clear_error_and_the_list_stays(
-    client_for, users, rojo, fake_provider
+    client_for, users, project, rojo, fake_provider
 ):
     Rojo.objects.filter(pk=rojo.pk).update(any_listed_model=True, provider_models=["kept-model"])
     fake_provider.models_refused = http_error(401, "Incorrect API key provided")
@@ -187,7 +188,7 @@ def test_a_provider_that_refuses_its_model_list_gets_a_clear_error_and_the_list_
 
 
 def test_a_rojo_offering_only_its_listed_models_does_not_ask_the_provider_on_refresh(
-    client_for, users, rojo, fake_provider
+    client_for, users, project, rojo, fake_provider
 ):
     """Refresh answers the listed models without a request; a visitor who is not logged in
     gets neither the list nor a refresh."""
@@ -198,3 +199,26 @@ def test_a_rojo_offering_only_its_listed_models_does_not_ask_the_provider_on_ref
     assert fake_provider.listing_requests == []
     assert anonymous.get(f"/api/rojos/{rojo.pk}/models").status_code == 401
     assert anonymous.post(f"/api/rojos/{rojo.pk}/models/refresh").status_code == 401
+
+
+def test_only_someone_who_may_use_the_rojo_makes_the_server_ask_its_provider_for_models(
+    client_for, users, project, rojo, fake_provider
+):
+    """Refresh sends the rojo's key to its provider: a user who is a member of no project
+    (who can chat with no rojo) is refused, with no request made; any member, a viewer
+    too, and an administrator who may change rojos may ask."""
+    Rojo.objects.filter(pk=rojo.pk).update(any_listed_model=True)
+    path = f"/api/rojos/{rojo.pk}/models/refresh"
+    staff = users["outsider"]
+
+    outsider = client_for(users["outsider"]).post(path)
+    staff.is_staff = True
+    staff.save()
+    staff_without_right = client_for(staff).post(path)
+
+    assert (outsider.status_code, staff_without_right.status_code) == (403, 403)
+    assert fake_provider.listing_requests == []
+    assert Rojo.objects.get(pk=rojo.pk).provider_models_fetched is None
+    assert client_for(users["viewer"]).post(path).status_code == 200
+    staff.user_permissions.add(Permission.objects.get(codename="change_rojo"))
+    assert client_for(staff).post(path).status_code == 200
