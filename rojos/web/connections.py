@@ -20,6 +20,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
 from roject.audit.log import audit_actor
+from roject.members.selectors import membership_any
 from rojos.mcp.accounts import account_connected
 from rojos.mcp.connect.flow import (
     ConnectError,
@@ -33,6 +34,10 @@ from rojos.mcp.spec import ServerSpec
 from rojos.models import McpServer
 
 from .client_metadata import client_sign_in
+
+# Every rojo, and so every server, can be used in any project; only a member of one uses a
+# server, and leaving the last project deletes the accounts (rojos/mcp/connect/removal.py).
+_MEMBERS_ONLY = "Only a member of a project connects an account."
 
 
 def _server(slug: str, *, shared: bool = False) -> McpServer:
@@ -71,10 +76,16 @@ def connections_page(request):
 @login_required
 @require_POST
 def connect_view(request, slug: str):
-    """Start the sign-in: to the authorization server, or back here when already signed in."""
+    """Start the sign-in: to the authorization server, or back here when already signed in.
+    A person's own account is for members of a project; the shared one, for superusers."""
+    member = membership_any(user=request.user)
+    if not (member or request.user.is_superuser):
+        raise PermissionDenied(_MEMBERS_ONLY)
     shared = request.POST.get("shared") == "1"
     if shared and not request.user.is_superuser:
         raise PermissionDenied("Only a superuser connects a server's shared account.")
+    if not shared and not member:
+        raise PermissionDenied(_MEMBERS_ONLY)
     server = _server(slug, shared=shared)
     if not request.session.session_key:
         request.session.save()
@@ -101,7 +112,8 @@ def connect_view(request, slug: str):
 @login_required
 @require_GET
 def connect_callback(request):
-    """The authorization server sent the browser back: finish the sign-in its state names."""
+    """The authorization server sent the browser back: finish the sign-in its state names,
+    for a person still a member of a project (the shared account: a superuser's)."""
     try:
         pending = sign_in_pending(
             user_id=request.user.pk,
@@ -111,6 +123,8 @@ def connect_callback(request):
     except ConnectError as exc:
         messages.error(request, str(exc))
         return redirect("mcp_connections")
+    if not pending.shared and not membership_any(user=request.user):
+        raise PermissionDenied(_MEMBERS_ONLY)  # left the last project while at the provider
     server = McpServer.objects.filter(pk=pending.server_id).exclude(sign_in="").first()
     if server is None:
         raise Http404("No such MCP server.")

@@ -115,7 +115,9 @@ def test_connect_on_an_https_site_signs_in_with_the_document_as_its_client_id(
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.backend
-def test_connect_on_an_http_site_offers_no_document_and_registers_dynamically(oauth_mcp, users):
+def test_connect_on_an_http_site_offers_no_document_and_registers_dynamically(
+    oauth_mcp, project, users
+):
     """The same provider, the site on plain http: the SDK is not given the document, so it
     goes to dynamic registration, which this provider does not offer: the member is told."""
     tracker = protected_server_row(oauth_mcp, sign_in="person", preregistered=False)
@@ -130,7 +132,7 @@ def test_connect_on_an_http_site_offers_no_document_and_registers_dynamically(oa
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.backend
-def test_the_admins_credentials_win_over_the_document(oauth_mcp, behind_proxy, users):
+def test_the_admins_credentials_win_over_the_document(oauth_mcp, behind_proxy, project, users):
     tracker = protected_server_row(oauth_mcp, sign_in="person")
     client = signed_in(users["editor"])
     start = client.post(f"/connections/{tracker.slug}/connect/", **PROXIED)

@@ -270,7 +270,7 @@ def test_a_callback_with_another_sessions_state_connects_nothing(tracker, projec
     assert not McpAccount.objects.exclude(tokens=b"").exists()
 
 
-def test_connect_refuses_a_get_and_a_stranger(tracker, users):
+def test_connect_refuses_a_get_and_a_stranger(tracker, project, users):
     client = signed_in(users["editor"])
     assert client.get("/connections/tracker/connect/").status_code == 405
     assert Client().post("/connections/tracker/connect/").status_code == 302  # to the login
@@ -279,6 +279,29 @@ def test_connect_refuses_a_get_and_a_stranger(tracker, users):
     csrf.force_login(users["editor"])
     assert csrf.post("/connections/tracker/connect/").status_code == 403
     assert not McpSignInPending.objects.exists()
+
+
+def test_an_account_that_is_a_member_of_no_project_cannot_connect(tracker, project, users):
+    """A server is used in projects' turns: someone in none has no use for an account on it,
+    and one made would stay, as nothing removes it (only leaving the last project does)."""
+    refused = signed_in(users["outsider"]).post("/connections/tracker/connect/")
+    assert refused.status_code == 403
+    assert not McpSignInPending.objects.exists()
+
+
+def test_a_sign_in_finished_after_leaving_the_last_project_connects_nothing(
+    tracker, project, users
+):
+    """Removed from their last project while at the provider, the person comes back to a
+    refusal: the removal deleted their accounts, and the callback makes none."""
+    client = signed_in(users["editor"])
+    started = client.post("/connections/tracker/connect/")
+    member_remove(by=users["owner"], project_id=project.pk, user_id=users["editor"].pk)
+
+    answer = provider_round_trip(client, started["Location"], username="alice")
+
+    assert answer.status_code == 403
+    assert not McpAccount.objects.filter(user=users["editor"]).exists()
 
 
 def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
@@ -322,7 +345,7 @@ def test_an_expired_token_is_refreshed_by_the_sdk_in_a_later_process(tracker, pr
     assert McpAccount.objects.get().tokens_expire > timezone.now()
 
 
-def test_connect_to_a_server_that_cannot_be_reached_says_so(users):
+def test_connect_to_a_server_that_cannot_be_reached_says_so(project, users):
     McpServer.objects.create(
         name="Down", slug="down", transport="http", url="http://127.0.0.1:9/mcp", sign_in="person"
     )
@@ -335,7 +358,7 @@ def test_connect_to_a_server_that_cannot_be_reached_says_so(users):
     assert not McpSignInPending.objects.exists()
 
 
-def test_client_credentials_go_to_no_authorization_server_but_their_own(oauth_mcp, users):
+def test_client_credentials_go_to_no_authorization_server_but_their_own(oauth_mcp, project, users):
     """Registered with another issuer than the one the server names (a server pointing its
     metadata elsewhere), the admin's client credentials are dropped: no sign-in starts with
     them, and the person is told the sign-in failed."""
