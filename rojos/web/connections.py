@@ -38,6 +38,7 @@ from .client_metadata import client_sign_in
 # Every rojo, and so every server, can be used in any project; only a member of one uses a
 # server, and leaving the last project deletes the accounts (rojos/mcp/connect/removal.py).
 _MEMBERS_ONLY = "Only a member of a project connects an account."
+_SUPERUSERS_ONLY = "Only a superuser connects a server's shared account."
 
 
 def _server(slug: str, *, shared: bool = False) -> McpServer:
@@ -83,7 +84,7 @@ def connect_view(request, slug: str):
         raise PermissionDenied(_MEMBERS_ONLY)
     shared = request.POST.get("shared") == "1"
     if shared and not request.user.is_superuser:
-        raise PermissionDenied("Only a superuser connects a server's shared account.")
+        raise PermissionDenied(_SUPERUSERS_ONLY)
     if not shared and not member:
         raise PermissionDenied(_MEMBERS_ONLY)
     server = _server(slug, shared=shared)
@@ -123,8 +124,11 @@ def connect_callback(request):
     except ConnectError as exc:
         messages.error(request, str(exc))
         return redirect("mcp_connections")
+    # Checked again: the right may have gone while the person was at the provider.
+    if pending.shared and not request.user.is_superuser:
+        raise PermissionDenied(_SUPERUSERS_ONLY)
     if not pending.shared and not membership_any(user=request.user):
-        raise PermissionDenied(_MEMBERS_ONLY)  # left the last project while at the provider
+        raise PermissionDenied(_MEMBERS_ONLY)
     server = McpServer.objects.filter(pk=pending.server_id).exclude(sign_in="").first()
     if server is None:
         raise Http404("No such MCP server.")

@@ -332,6 +332,26 @@ def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
     assert McpAccount.objects.filter(user=None).exists()
 
 
+def test_a_shared_sign_in_finished_by_someone_no_longer_a_superuser_connects_nothing(
+    oauth_mcp, project, users
+):
+    """The shared account acts for every member: a superuser who loses the right while at
+    the provider comes back to a refusal, not a shared connection of their making."""
+    protected_server_row(oauth_mcp, sign_in="shared")
+    admin_user = users["owner"]
+    admin_user.is_superuser = admin_user.is_staff = True
+    admin_user.save()
+    admin = signed_in(admin_user)
+    start = admin.post("/connections/tracker/connect/", {"shared": "1"})
+    admin_user.is_superuser = False
+    admin_user.save()
+
+    back = provider_round_trip(admin, start["Location"], username="bob")
+
+    assert back.status_code == 403
+    assert not McpAccount.objects.exclude(tokens=b"").exists()
+
+
 def test_an_expired_token_is_refreshed_by_the_sdk_in_a_later_process(tracker, project, users, root):
     """A stored access token past its time (read by a new session, as another process
     would) is refreshed at the authorization server found at sign-in, not asked for again."""
