@@ -116,7 +116,10 @@ def test_a_running_reply_asks_no_more_once_other_replies_used_the_budget_up(
         answers = list(pool.map(lambda client: _sent(client, rojo, project), clients))
 
     assert [status for status, _ in answers] == [200, 200]
-    assert sorted(used_when_asked)[:4] == [0, 0, 60, 60], used_when_asked
+    # The first steps are asked together (the barrier); each second one after its own first
+    # step was recorded, and the other's too unless that one was still being stored.
+    asked = sorted(used_when_asked)
+    assert asked[:2] == [0, 0] and set(asked[2:4]) <= {30, 60}, used_when_asked
     assert len(used_when_asked) <= 5, used_when_asked  # one third call at most
     assert any("used up" in text for _, text in answers), answers
     used = UsageRecord.objects.aggregate(p=Sum("prompt_tokens"), c=Sum("completion_tokens"))
