@@ -37,7 +37,13 @@ SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY and os.environ.get("SECRET_KEY_FILE"):
     # The key kept in a file (a container secret, or the one the image keeps in its volume):
     # every process of the install reads the same, `manage.py` in `podman exec` included.
-    SECRET_KEY = Path(os.environ["SECRET_KEY_FILE"]).read_text().strip()
+    try:
+        SECRET_KEY = Path(os.environ["SECRET_KEY_FILE"]).read_text().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(
+            f"SECRET_KEY_FILE: cannot read {os.environ['SECRET_KEY_FILE']!r} ({exc.strerror}). "
+            "Point it at the file that holds the key, or set SECRET_KEY."
+        ) from None
 if not SECRET_KEY:
     if not DEBUG:
         raise ImproperlyConfigured(

@@ -14,6 +14,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 SETTINGS_VARIABLES = (
     "DJANGO_SETTINGS_MODULE",
     "SECRET_KEY",
+    "SECRET_KEY_FILE",
     "DEBUG",
     "ALLOWED_HOSTS",
     "CSRF_TRUSTED_ORIGINS",
@@ -59,6 +60,27 @@ def test_empty_secret_key_counts_as_unset(tmp_path):
     result = manage("check", tmp_path=tmp_path, DEBUG="0", SECRET_KEY="")
     assert result.returncode != 0
     assert "SECRET_KEY is not set" in result.stderr
+
+
+@pytest.mark.parametrize("where", ["missing", "a directory"])
+def test_an_unreadable_secret_key_file_stops_the_start_with_a_message(tmp_path, where):
+    """SECRET_KEY_FILE naming no readable file is an operator's mistake: named, no traceback."""
+    path = tmp_path / "no-such-key" if where == "missing" else tmp_path
+    result = manage("check", tmp_path=tmp_path, DEBUG="0", SECRET_KEY_FILE=str(path))
+    assert result.returncode == 2
+    assert f"SECRET_KEY_FILE: cannot read {str(path)!r}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_the_secret_key_is_read_from_its_file(tmp_path):
+    """With no SECRET_KEY, the key comes from SECRET_KEY_FILE (the image's own)."""
+    key = tmp_path / "secret_key"
+    key.write_text(secrets.token_urlsafe(64) + "\n")
+    result = manage(
+        "check", "--deploy", "--fail-level", "WARNING", tmp_path=tmp_path, DEBUG="0",
+        SECRET_KEY_FILE=str(key), ALLOWED_HOSTS="example.com",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_starts_with_debug_and_no_secret_key(tmp_path):
