@@ -105,13 +105,20 @@ TEMPLATES = [
 ASGI_APPLICATION = "roject.asgi.application"
 WSGI_APPLICATION = None
 
-DATABASES = {
-    "default": dj_database_url.parse(
-        os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-        conn_max_age=0,
-        conn_health_checks=True,
-    )
-}
+try:
+    DATABASES = {
+        "default": dj_database_url.parse(
+            os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
+            conn_max_age=0,
+            conn_health_checks=True,
+        )
+    }
+except ValueError as exc:  # the URL itself is not repeated: it may hold a password
+    raise ImproperlyConfigured(
+        f"DATABASE_URL is not a database URL: {str(exc).split('. ')[0].rstrip('.')}. Set it to "
+        "postgres://user:password@host:5432/name (special characters in the password "
+        "percent-encoded), or unset it for the SQLite file db.sqlite3."
+    ) from None
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and immediate transactions let the streaming turn and page requests share the file;
     # the writers of a process take turns in order (see roject/sqlite_backend). Each database

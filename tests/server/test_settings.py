@@ -136,3 +136,21 @@ def test_group_role_mappings_parse_with_colons_in_group_names():
         ("/team:docs", "docs", "owner"),
         ("docs-editors", "docs", "editor"),
     ]
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("localhost/rojo", "Scheme '://' is unknown"),
+        ("postgress://rojo:s3cret@db/rojo", "Scheme 'postgress://' is unknown"),
+        ("postgres://rojo:s3cr[et@db/rojo", "not a valid url"),
+    ],
+)
+def test_a_malformed_database_url_stops_the_start_with_a_message(tmp_path, url, reason):
+    """DATABASE_URL that is no database URL is named with why, without its password."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", DATABASE_URL=url)
+    assert result.returncode == 2
+    assert "DATABASE_URL is not a database URL" in result.stderr
+    assert reason in result.stderr
+    assert "s3cr" not in result.stderr
+    assert "Traceback" not in result.stderr
