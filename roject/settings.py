@@ -27,8 +27,23 @@ def env_list(name: str, default: str) -> list[str]:
 
 
 def env_int(name: str, default: int) -> int:
+    return _env_number(name, default, int)
+
+
+def env_float(name: str, default: float) -> float:
+    return _env_number(name, default, float)
+
+
+def _env_number(name: str, default, kind):
+    """A number from the environment; one that is not stops the start with its name."""
     value = os.environ.get(name, "").strip()
-    return int(value) if value else default
+    if not value:
+        return default
+    try:
+        return kind(value)
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ImproperlyConfigured(f"{name}: {value!r} is not {what}.") from None
 
 
 DEBUG = env_bool("DEBUG", False)
@@ -142,8 +157,8 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
     # try of a turn's retried writes (ROJO_DB_RETRY_SECONDS) waits that long.
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": 1,
-        "max_size": int(os.environ.get("ROJO_DB_POOL_SIZE") or 10),
-        "timeout": float(os.environ.get("ROJO_DB_POOL_TIMEOUT") or 20),
+        "max_size": env_int("ROJO_DB_POOL_SIZE", 10),
+        "timeout": env_float("ROJO_DB_POOL_TIMEOUT", 20),
     }
 
 # The threads every request's and turn's database calls run on (roject/server/db_threads.py): as
@@ -152,16 +167,15 @@ if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
 # reads wait on nothing, while each thread more fights the event loop for the GIL (a burst's
 # running streams waited twice as long at 8: docs/performance.md, section 10); PostgreSQL's
 # trips wait on the network, which more threads overlap.
-ROJO_DB_THREADS = int(
-    os.environ.get("ROJO_DB_THREADS")
-    or (3 if DATABASES["default"]["ENGINE"] == "roject.server.sqlite_backend" else 8)
+ROJO_DB_THREADS = env_int(
+    "ROJO_DB_THREADS", 3 if DATABASES["default"]["ENGINE"] == "roject.server.sqlite_backend" else 8
 )
 # Turn starts under way at once per process, the rest waiting in order of arrival
 # (rojos/turns/admission.py); a start holds its place at most this many seconds.
 ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 16))
-ROJO_START_HOLD_SECONDS = float(os.environ.get("ROJO_START_HOLD_SECONDS") or 1)
+ROJO_START_HOLD_SECONDS = env_float("ROJO_START_HOLD_SECONDS", 1)
 # The longest a step's writes (its reply, usage, the turn's end) wait for the starts under way.
-ROJO_END_YIELD_SECONDS = float(os.environ.get("ROJO_END_YIELD_SECONDS") or 3)
+ROJO_END_YIELD_SECONDS = env_float("ROJO_END_YIELD_SECONDS", 3)
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
 if REDIS_URL:
@@ -178,8 +192,8 @@ if REDIS_URL:
                 "hosts": [
                     {
                         "address": REDIS_URL,
-                        "socket_timeout": float(os.environ.get("ROJO_REDIS_SOCKET_TIMEOUT") or 15),
-                        "max_connections": int(os.environ.get("ROJO_REDIS_POOL_SIZE") or 50),
+                        "socket_timeout": env_float("ROJO_REDIS_SOCKET_TIMEOUT", 15),
+                        "max_connections": env_int("ROJO_REDIS_POOL_SIZE", 50),
                         "timeout": 10,
                     }
                 ]
@@ -325,11 +339,11 @@ ROJO_UPLOAD_ZIP_MAX_ENTRIES = env_int("ROJO_UPLOAD_ZIP_MAX_ENTRIES", 10_000)
 # Who may upload is decided from the headers before the body is read (roject/server/upload_gate.py);
 # a request body that sends nothing for STALL seconds is cut (0: never); uploads under way at
 # once in one process, per user and per client address (decisions included; 0: no bound).
-ROJO_UPLOAD_STALL_SECONDS = float(os.environ.get("ROJO_UPLOAD_STALL_SECONDS") or 30)
+ROJO_UPLOAD_STALL_SECONDS = env_float("ROJO_UPLOAD_STALL_SECONDS", 30)
 ROJO_UPLOAD_MAX_IN_FLIGHT = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT", 2)
 ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS", 8)
 # The longest a search_text call may run, in seconds (its pattern comes from the model).
-ROJO_SEARCH_SECONDS = float(os.environ.get("ROJO_SEARCH_SECONDS") or 5)
+ROJO_SEARCH_SECONDS = env_float("ROJO_SEARCH_SECONDS", 5)
 # Environment variables a rojo may read its API key from, beyond ROJO_API_KEY and ROJO_KEY_*
 # (comma-separated; rojos/models/key_sources.py). Any other variable of the process is refused.
 ROJO_API_KEY_ENV_ALLOWED = env_list("ROJO_API_KEY_ENV_ALLOWED", "")
@@ -354,50 +368,50 @@ ROJO_KEPT_RESULT_DAYS = env_int("ROJO_KEPT_RESULT_DAYS", 30)
 # (prompt and completion) or US dollars; 0: none. The admin overrides them per user/project.
 ROJO_USER_DAILY_TOKENS = env_int("ROJO_USER_DAILY_TOKENS", 0)
 ROJO_USER_MONTHLY_TOKENS = env_int("ROJO_USER_MONTHLY_TOKENS", 0)
-ROJO_USER_DAILY_COST = float(os.environ.get("ROJO_USER_DAILY_COST") or 0)
-ROJO_USER_MONTHLY_COST = float(os.environ.get("ROJO_USER_MONTHLY_COST") or 0)
+ROJO_USER_DAILY_COST = env_float("ROJO_USER_DAILY_COST", 0)
+ROJO_USER_MONTHLY_COST = env_float("ROJO_USER_MONTHLY_COST", 0)
 ROJO_PROJECT_DAILY_TOKENS = env_int("ROJO_PROJECT_DAILY_TOKENS", 0)
 ROJO_PROJECT_MONTHLY_TOKENS = env_int("ROJO_PROJECT_MONTHLY_TOKENS", 0)
-ROJO_PROJECT_DAILY_COST = float(os.environ.get("ROJO_PROJECT_DAILY_COST") or 0)
-ROJO_PROJECT_MONTHLY_COST = float(os.environ.get("ROJO_PROJECT_MONTHLY_COST") or 0)
+ROJO_PROJECT_DAILY_COST = env_float("ROJO_PROJECT_DAILY_COST", 0)
+ROJO_PROJECT_MONTHLY_COST = env_float("ROJO_PROJECT_MONTHLY_COST", 0)
 # A client that reads nothing of a response for this long is disconnected (it can re-attach):
 # what a connection holds unsent stays bounded (roject/server/write_timeout.py). 0: no limit.
-ROJO_CLIENT_WRITE_TIMEOUT = float(os.environ.get("ROJO_CLIENT_WRITE_TIMEOUT") or 30)
+ROJO_CLIENT_WRITE_TIMEOUT = env_float("ROJO_CLIENT_WRITE_TIMEOUT", 30)
 # While turns run, freed memory is handed back to the system this often (rojos/turns/memory_trim.py;
 # 0: never).
-ROJO_MALLOC_TRIM_SECONDS = float(os.environ.get("ROJO_MALLOC_TRIM_SECONDS") or 1)
+ROJO_MALLOC_TRIM_SECONDS = env_float("ROJO_MALLOC_TRIM_SECONDS", 1)
 # Blocks of this many KiB or more get a mapping of their own, freed at once (glibc; 0: glibc's
 # sliding threshold).
-ROJO_MALLOC_MMAP_KIB = int(os.environ.get("ROJO_MALLOC_MMAP_KIB") or 64)
+ROJO_MALLOC_MMAP_KIB = env_int("ROJO_MALLOC_MMAP_KIB", 64)
 # At most this many glibc arenas, shared by the process's threads (0: glibc's, 8 a core).
-ROJO_MALLOC_ARENAS = int(os.environ.get("ROJO_MALLOC_ARENAS") or 2)
+ROJO_MALLOC_ARENAS = env_int("ROJO_MALLOC_ARENAS", 2)
 # Seconds a call that needs approval waits for a decision before it counts as denied.
-ROJO_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_APPROVAL_TIMEOUT") or 300)
+ROJO_APPROVAL_TIMEOUT = env_float("ROJO_APPROVAL_TIMEOUT", 300)
 # The same for a call routed to the project's owners ("changes need approval by an owner"):
 # longer, and not counted in the turn's ROJO_TURN_MAX_SECONDS.
-ROJO_OWNER_APPROVAL_TIMEOUT = float(os.environ.get("ROJO_OWNER_APPROVAL_TIMEOUT") or 3600)
+ROJO_OWNER_APPROVAL_TIMEOUT = env_float("ROJO_OWNER_APPROVAL_TIMEOUT", 3600)
 # While a reply streams, its text so far is saved this often (a crash loses at most that).
-ROJO_DRAFT_SECONDS = float(os.environ.get("ROJO_DRAFT_SECONDS") or 5)
+ROJO_DRAFT_SECONDS = env_float("ROJO_DRAFT_SECONDS", 5)
 # A tool call still streaming its arguments is shown after this long, then updated this often.
-ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 0.2)
+ROJO_TOOL_DELTA_SECONDS = env_float("ROJO_TOOL_DELTA_SECONDS", 0.2)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
-ROJO_PROVIDER_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TIMEOUT") or 120)
+ROJO_PROVIDER_TIMEOUT = env_float("ROJO_PROVIDER_TIMEOUT", 120)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)
 # Seconds to connect and get a response's headers; and the most one request may take over
 # all its tries until its stream starts (a provider that never answers fails within it).
-ROJO_PROVIDER_HEADERS_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_HEADERS_TIMEOUT") or 45)
-ROJO_PROVIDER_TOTAL_TIMEOUT = float(os.environ.get("ROJO_PROVIDER_TOTAL_TIMEOUT") or 150)
+ROJO_PROVIDER_HEADERS_TIMEOUT = env_float("ROJO_PROVIDER_HEADERS_TIMEOUT", 45)
+ROJO_PROVIDER_TOTAL_TIMEOUT = env_float("ROJO_PROVIDER_TOTAL_TIMEOUT", 150)
 # The longest a turn waits for a provider to list its model's context window (once an hour).
-ROJO_WINDOW_PROBE_SECONDS = float(os.environ.get("ROJO_WINDOW_PROBE_SECONDS") or 2)
+ROJO_WINDOW_PROBE_SECONDS = env_float("ROJO_WINDOW_PROBE_SECONDS", 2)
 # MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
 # A live stream checks this often, whatever its traffic, that its user is still an active
 # member and its API token still live; it ends when not.
-ROJO_LIVE_CHECK_SECONDS = float(os.environ.get("ROJO_LIVE_CHECK_SECONDS") or 5)
-ROJO_MCP_CALL_TIMEOUT = float(os.environ.get("ROJO_MCP_CALL_TIMEOUT") or 60)
-ROJO_MCP_START_TIMEOUT = float(os.environ.get("ROJO_MCP_START_TIMEOUT") or 30)
-ROJO_MCP_IDLE_SECONDS = float(os.environ.get("ROJO_MCP_IDLE_SECONDS") or 600)
+ROJO_LIVE_CHECK_SECONDS = env_float("ROJO_LIVE_CHECK_SECONDS", 5)
+ROJO_MCP_CALL_TIMEOUT = env_float("ROJO_MCP_CALL_TIMEOUT", 60)
+ROJO_MCP_START_TIMEOUT = env_float("ROJO_MCP_START_TIMEOUT", 30)
+ROJO_MCP_IDLE_SECONDS = env_float("ROJO_MCP_IDLE_SECONDS", 600)
 # How long a server's question during a call waits for the person's answer (then: cancel).
-ROJO_ELICITATION_SECONDS = float(os.environ.get("ROJO_ELICITATION_SECONDS") or 300)
+ROJO_ELICITATION_SECONDS = env_float("ROJO_ELICITATION_SECONDS", 300)
 # The MCP endpoint serves the built-in tools; tools of your own (ROJO_TOOL_MODULES) too
 # only when this is on, as they are off until enabled per rojo and no rojo is behind a call.
 ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)
@@ -411,17 +425,17 @@ ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_
 # The longest one turn may run, approvals included (not those routed to owners): a provider
 # that streams (or keeps the connection alive) for ever must not hold a conversation and its
 # cost without end.
-ROJO_TURN_MAX_SECONDS = float(os.environ.get("ROJO_TURN_MAX_SECONDS") or 1800)
+ROJO_TURN_MAX_SECONDS = env_float("ROJO_TURN_MAX_SECONDS", 1800)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
-ROJO_TURN_HEARTBEAT_SECONDS = float(os.environ.get("ROJO_TURN_HEARTBEAT_SECONDS") or 2)
-ROJO_TURN_STALE_SECONDS = float(os.environ.get("ROJO_TURN_STALE_SECONDS") or 8)
+ROJO_TURN_HEARTBEAT_SECONDS = env_float("ROJO_TURN_HEARTBEAT_SECONDS", 2)
+ROJO_TURN_STALE_SECONDS = env_float("ROJO_TURN_STALE_SECONDS", 8)
 # Seconds a Stop or an approval waits for the running turn to confirm it (else: 503, retry).
-ROJO_RELAY_CONFIRM_SECONDS = float(os.environ.get("ROJO_RELAY_CONFIRM_SECONDS") or 5)
+ROJO_RELAY_CONFIRM_SECONDS = env_float("ROJO_RELAY_CONFIRM_SECONDS", 5)
 # Seconds a running turn retries a database write that fails before it gives up.
-ROJO_DB_RETRY_SECONDS = float(os.environ.get("ROJO_DB_RETRY_SECONDS") or 30)
+ROJO_DB_RETRY_SECONDS = env_float("ROJO_DB_RETRY_SECONDS", 30)
 # A stopped server process (SIGTERM; roject/server/graceful.py, under `manage.py serve`)
 # lets running replies finish for this long, then ends the rest as interrupted.
-ROJO_SHUTDOWN_GRACE_SECONDS = float(os.environ.get("ROJO_SHUTDOWN_GRACE_SECONDS") or 30)
+ROJO_SHUTDOWN_GRACE_SECONDS = env_float("ROJO_SHUTDOWN_GRACE_SECONDS", 30)
 # What a process does as it stops, by dotted string (roject imports nothing of the apps).
 ROJO_SHUTDOWN_HOOKS = ["rojos.turns.shutdown.turns_drain"]
 # What a restore (manage.py restore, roject/backup/load.py) runs once it has committed, by

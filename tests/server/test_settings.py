@@ -154,3 +154,22 @@ def test_a_malformed_database_url_stops_the_start_with_a_message(tmp_path, url, 
     assert reason in result.stderr
     assert "s3cr" not in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "what"),
+    [
+        ("ROJO_TURN_MAX_SECONDS", "30m", "a number"),
+        ("ROJO_MAX_READ_BYTES", "1MiB", "a whole number"),
+        ("ROJO_DB_THREADS", "eight", "a whole number"),
+        ("SECURE_HSTS_SECONDS", "1 year", "a whole number"),
+    ],
+)
+def test_a_setting_that_is_not_a_number_stops_the_start_with_its_name(
+    tmp_path, variable, value, what
+):
+    """A number setting given something else is named with its value, not a ValueError."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", **{variable: value})
+    assert result.returncode == 2
+    assert f"{variable}: {value!r} is not {what}." in result.stderr
+    assert "Traceback" not in result.stderr
