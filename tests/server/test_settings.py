@@ -173,3 +173,22 @@ def test_a_setting_that_is_not_a_number_stops_the_start_with_its_name(
     assert result.returncode == 2
     assert f"{variable}: {value!r} is not {what}." in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("command", [["migrate"], ["serve", "--no-server"], ["backup", "b.tar"]])
+def test_a_database_that_cannot_be_opened_stops_a_command_with_a_message(tmp_path, command):
+    """DATABASE_URL naming a database out of reach: the command says so, not a traceback."""
+    url = f"sqlite:///{tmp_path}/no-such-directory/db.sqlite3"
+    result = manage(*command, tmp_path=tmp_path, DEBUG="1", DATABASE_URL=url)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert "unable to open database file" in result.stderr or "No such file" in result.stderr
+    assert "DATABASE_URL" in result.stderr
+
+
+def test_the_traceback_option_still_shows_where_a_database_error_came_from(tmp_path):
+    """--traceback is Django's way to see the stack; a database error keeps it."""
+    url = f"sqlite:///{tmp_path}/no-such-directory/db.sqlite3"
+    result = manage("migrate", "--traceback", tmp_path=tmp_path, DEBUG="1", DATABASE_URL=url)
+    assert result.returncode == 1
+    assert "Traceback" in result.stderr

@@ -47,7 +47,14 @@ def migration_lock():
     if path is None:
         yield
         return
-    with open(path, "a") as handle:
+    try:
+        handle = open(path, "a")  # noqa: SIM115 (closed below, after the lock's release)
+    except OSError as exc:
+        raise CommandError(
+            f"cannot take the migration lock {str(path)!r}: {exc.strerror}. DATABASE_URL's "
+            "SQLite file must be in a directory that exists and this user may write."
+        ) from None
+    with handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
