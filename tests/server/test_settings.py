@@ -192,3 +192,12 @@ def test_the_traceback_option_still_shows_where_a_database_error_came_from(tmp_p
     result = manage("migrate", "--traceback", tmp_path=tmp_path, DEBUG="1", DATABASE_URL=url)
     assert result.returncode == 1
     assert "Traceback" in result.stderr
+
+
+def test_the_log_level_is_read_in_any_case_and_a_wrong_one_is_named(tmp_path):
+    """ROJO_LOG_LEVEL=info is INFO; a level logging does not know stops the start, named."""
+    assert manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_LOG_LEVEL="info").returncode == 0
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_LOG_LEVEL="verbose")
+    assert result.returncode == 2
+    assert "ROJO_LOG_LEVEL: 'VERBOSE' is not a level" in result.stderr
+    assert "Traceback" not in result.stderr
