@@ -131,6 +131,16 @@ def https(context: Context) -> list[Finding]:
                     fix="put a TLS proxy in front (deploy/compose.yaml) and use https://.",
                 )
             )
+    elif context.url:
+        found.append(
+            Finding(
+                level="error",
+                code="url-not-http",
+                message=f"{context.url!r} is not an http(s) URL: nothing was checked against "
+                "it (ALLOWED_HOSTS, the CSRF origin, HTTPS).",
+                fix="give the address people use, scheme included: https://chat.example.com.",
+            )
+        )
     if getattr(settings, "SECURE_PROXY_SSL_HEADER", None) and not settings.ROJO_PROXY_COUNT:
         found.append(
             Finding(

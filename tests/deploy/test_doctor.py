@@ -74,6 +74,7 @@ SEEDED = [
     ("hsts-off", {"SECURE_HSTS_SECONDS": "0"}, ()),
     ("proxy-count", {"ROJO_PROXY_COUNT": "0"}, ()),
     ("plain-http", {}, ("--url", "http://chat.example.com")),
+    ("url-not-http", {}, ("--url", "chat.example.com")),
     ("processes-without-redis", {"ROJO_PROCESSES": "2"}, ()),
     ("processes-without-redis", {}, ("--processes", "4")),
 ]
