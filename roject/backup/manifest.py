@@ -13,9 +13,11 @@ number of files, and still names the project whose storage differs.
 import hashlib
 import importlib.metadata
 import re
+import tomllib
 from dataclasses import dataclass, field
 
 import orjson
+from django.conf import settings
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
@@ -30,7 +32,13 @@ MANIFEST_NAME = "rojo-backup/manifest.json"
 
 
 def rojo_version() -> str:
-    """This Rojo's version, as installed (pyproject.toml's)."""
+    """This Rojo's version: its pyproject.toml's, beside the code (the image copies it there,
+    as it installs no package of Rojo's), else the installed package's."""
+    try:
+        with (settings.BASE_DIR / "pyproject.toml").open("rb") as handle:
+            return tomllib.load(handle)["project"]["version"]
+    except (OSError, KeyError, tomllib.TOMLDecodeError):
+        pass
     try:
         return importlib.metadata.version("rojo-chat")
     except importlib.metadata.PackageNotFoundError:
