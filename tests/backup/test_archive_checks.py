@@ -158,6 +158,20 @@ def test_a_restore_hands_out_ids_after_every_restored_row(users, tmp_path):
     assert Group.objects.create(name="next").pk == 8
 
 
+@pytest.mark.parametrize("where", ["a directory", "in no directory"])
+def test_a_backup_to_a_wrong_path_is_refused_before_it_starts(users, tmp_path, where):
+    """A directory, or a file in none, is named as such; nothing of a backup is written
+    (to a directory it was written whole beside it, then failed naming its temporary file)."""
+    target = tmp_path / "out" / "backups"
+    target.mkdir(parents=True)
+    path = target if where == "a directory" else target / "missing" / "rojo.tar"
+    expected = "is a directory; name the archive" if where == "a directory" else "no directory"
+    with pytest.raises(CommandError, match=expected) as refusal:
+        call_command("backup", str(path), stdout=io.StringIO())
+    assert ".partial" not in str(refusal.value)
+    assert sorted((tmp_path / "out").rglob("*")) == [target]
+
+
 def test_an_archive_from_a_newer_rojo_is_refused_with_the_reason(users, tmp_path):
     header = header_make(connection, storage="none", projects=[])
     header["rojo_version"] = "99.0.0"

@@ -28,6 +28,11 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, file, database_only, project, **options):
+        if file.is_dir():
+            raise CommandError(f"backup failed: {str(file)!r} is a directory; name the archive, "
+                               f"such as {str(file / 'rojo.tar.gz')!r}")  # fmt: skip
+        if not file.parent.is_dir():
+            raise CommandError(f"backup failed: no directory {str(file.parent)!r} to write into")
         storage = "none" if database_only else (sorted(set(project)) if project else "all")
         try:
             manifest = backup_write(path=file, storage=storage)
