@@ -13,7 +13,8 @@ from rojos.models.key_sources import key_env_refusal, key_env_value
 def validate_base_url(value: str) -> None:
     """An http(s) URL with a host; single-label hosts (a container's name) are fine.
 
-    Members see a rojo's URL (GET /api/rojos), so it must not carry credentials.
+    Members see a rojo's URL (GET /api/rojos), so it must not carry credentials, in its
+    user part or its query (where the SDK would break every request's path anyway).
     """
     try:
         parts = urlsplit(value)
@@ -26,6 +27,12 @@ def validate_base_url(value: str) -> None:
         raise ValidationError(
             "the URL holds a user name or password, which every user of the app can see; "
             "put the key in the rojo's API key setting instead"
+        )
+    if parts.query or parts.fragment:  # not repeated either: a gateway's key may be there
+        raise ValidationError(
+            "the URL holds a query, which every user of the app can see and the SDK would "
+            "put before each request's path; put a key in the rojo's API key setting, and "
+            "other parameters in its request options"
         )
 
 

@@ -177,10 +177,22 @@ def test_create_rojo_enables_every_builtin_tool_by_default(db):
             {"base_url": "https://me:sk-secret@gateway.example.com/v1"},
             "the URL holds a user name or password, which every user of the app can see",
         ),
+        (
+            {"base_url": "https://gateway.example.com/v1?key=sk-secret"},
+            "the URL holds a query, which every user of the app can see",
+        ),
         ({"name": "***"}, "gives an empty slug"),
         ({"max_steps": 0}, "--max-steps must be at least 1"),
     ],
-    ids=["unknown-tool", "bad-url", "ftp-url", "credentials-in-url", "empty-slug", "zero-steps"],
+    ids=[
+        "unknown-tool",
+        "bad-url",
+        "ftp-url",
+        "credentials-in-url",
+        "query-in-url",
+        "empty-slug",
+        "zero-steps",
+    ],
 )
 def test_create_rojo_rejects_bad_input_with_a_one_line_error(db, options, expected):
     base = {"name": "New Rojo", "base_url": "https://api.example.com/v1", "model": "m"}
