@@ -3,6 +3,7 @@ conversation's suggestions, the file tree across reloads and its marks, the phon
 
 import json
 import re
+import threading
 
 import pytest
 from playwright.sync_api import expect
@@ -10,7 +11,7 @@ from playwright.sync_api import expect
 from roject.storage import project_root_create
 from rojos.models import Conversation
 from tests.support.browser import screenshot
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -263,3 +264,38 @@ def test_on_a_phone_the_rojo_bar_is_one_line_that_opens(page_for, users, project
     open_project(wide, project)
     expect(wide.locator(".rojo-tools")).to_be_visible()
     expect(wide.locator(".rojo-bar-more")).to_be_hidden()
+
+
+def test_escape_in_another_box_leaves_the_running_reply_alone(
+    page_for, users, project, fake_provider
+):
+    """Esc in the conversation search, which clears it, or in a conversation's rename box,
+    which cancels the rename, is meant for that box: the reply goes on."""
+    make_rojo(fake_provider.base_url)
+    gate = threading.Event()
+    fake_provider.add(
+        stream(*text_chunks("Working on it.", finish=None), Gate(gate), chunk({}, "stop"))
+    )
+    page = page_for(users["editor"])
+    open_project(page, project)
+    send(page, "Take your time.")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Working on it.")
+
+    search = page.get_by_label("Search the conversations of your projects")
+    search.fill("something")
+    search.press("Escape")
+    expect(search).to_have_value("")
+    expect(panel.locator(".busy")).to_be_visible()
+    expect(panel.locator(".chat-error")).to_have_count(0)
+    row = page.locator(".conversation-list li").first
+    row.hover()
+    row.get_by_role("button", name="Rename this conversation").click()
+    page.get_by_label("New title").press("Escape")
+    expect(page.get_by_label("New title")).to_have_count(0)
+
+    expect(panel.locator(".busy")).to_be_visible()
+    expect(panel.locator(".chat-error")).to_have_count(0)
+    gate.set()
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.locator(".chat-error")).to_have_count(0)
