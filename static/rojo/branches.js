@@ -127,12 +127,17 @@ export class Branches {
     form.append(box, send, cancel);
     form.addEventListener("submit", (event) => {
       event.preventDefault();
+      // Nothing to send, or a reply runs: the box stays, what is typed in it too.
+      if (!box.value.trim() || this.chat.busy) return;
       form.remove();
       bubble.hidden = false;
       this.resend(bubble, box.value);
     });
     box.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) form.requestSubmit();
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault(); // no line break in a box that stays
+        form.requestSubmit();
+      }
       if (event.key === "Escape") cancel.click();
     });
     bubble.hidden = true;

@@ -1,11 +1,13 @@
 """Edit, regenerate, retry and the `< 2/3 >` branch switch in Chromium, as a person uses them."""
 
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
 from rojos.models import Message
 from tests.support.browser import screenshot
-from tests.support.fake_provider import http_error, stream, text_chunks
+from tests.support.fake_provider import Gate, chunk, http_error, stream, text_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -126,3 +128,55 @@ def test_stop_then_retry_in_one_click(page_for, users, project, rojo, fake_provi
     expect(panel.locator(".busy")).to_be_hidden()
     expect(panel.locator(".bubble.assistant")).to_have_text(["Done this time."])
     assert page.console_errors == []
+
+
+def test_an_edit_with_no_text_sends_nothing_and_keeps_the_message_editable(
+    page_for, users, project, rojo, fake_provider
+):
+    """Enter in an emptied edit box sends nothing: the box stays, and Cancel shows the
+    message again with its Edit (it used to leave the message with no Edit at all)."""
+    fake_provider.add(reply("Paris."))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Capital of France?")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Paris.")
+
+    panel.get_by_role("button", name="Edit and send again").click()
+    box = panel.get_by_label("Edited text")
+    box.fill("   ")
+    box.press("Enter")
+    expect(box).to_be_visible()
+    box.press("Escape")
+    expect(panel.locator(".bubble.user")).to_have_text(["Capital of France?"])
+    expect(panel.get_by_role("button", name="Edit and send again")).to_have_count(1)
+    assert len(fake_provider.requests) == 1
+
+
+def test_an_edit_sent_while_a_reply_runs_keeps_its_text(
+    page_for, users, project, rojo, fake_provider
+):
+    """An edit box opened before a reply started keeps what was typed in it when Enter is
+    pressed while the reply runs (it was dropped, with the message's Edit), and sends it once
+    the reply is over."""
+    gate = threading.Event()
+    held = stream(*text_chunks("Working.", finish=None), Gate(gate), chunk({}, "stop"))
+    fake_provider.add(reply("Paris."), held, reply("Rome."))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Capital of France?")
+    panel = page.locator("rojo-chat-panel")
+    panel.get_by_role("button", name="Edit and send again").click()
+    box = panel.get_by_label("Edited text")
+    box.fill("Capital of Italy?")
+    page.get_by_role("textbox", name="Message").fill("And Spain?")
+    page.get_by_role("textbox", name="Message").press("Enter")
+    expect(panel.locator(".bubble.assistant").last).to_have_text("Working.")
+
+    box.press("Enter")
+    expect(box).to_have_value("Capital of Italy?")
+    gate.set()
+    expect(panel.locator(".busy")).to_be_hidden()
+    box.press("Enter")
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Rome."])
+    assert user_texts(fake_provider.requests[-1]) == ["Capital of Italy?"]
