@@ -30,6 +30,9 @@ async function loaded() {
     theme: dark ? "dark" : "default",
     maxTextSize: 50_000,
     maxEdges: 500,
+    // A diagram that does not parse is told in its block: Mermaid's own error picture would be
+    // left at the end of the page, under the app.
+    suppressErrorRendering: true,
   });
   return mermaid;
 }

@@ -91,6 +91,8 @@ def test_a_flowchart_and_math_render_with_no_csp_violation(
     expect(broken.locator(".diagram-error")).to_contain_text("could not be drawn")
     expect(broken.locator("pre")).to_be_visible()
     expect(broken.locator("pre")).to_contain_text("this is not mermaid")
+    # Mermaid's own picture of the error ("Syntax error in text") is not left under the page.
+    expect(page.locator("body > div")).to_have_count(0)
 
     inline = reply.locator("span.math").first
     expect(inline.locator(".katex")).to_be_visible()
