@@ -36,7 +36,11 @@ export function emptyChatHint(panel, { canWrite, opening }) {
   log.before(hint);
   let loading = Boolean(opening);
   const update = () => {
+    const shown = !hint.hidden;
     hint.hidden = loading || log.childElementCount > 0;
+    // While the hint showed, the log was as tall as what it held, so it could not scroll to
+    // its end: now it can, and a first message taller than the log must not leave it at the top.
+    if (shown && hint.hidden) log.scrollTop = log.scrollHeight;
   };
   new MutationObserver(update).observe(log, { childList: true });
   update();

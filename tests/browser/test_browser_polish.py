@@ -157,6 +157,28 @@ def test_an_empty_conversation_suggests_requests_that_fill_the_box(
     ).to_have_count(2)
 
 
+def test_a_first_message_taller_than_the_log_leaves_the_reply_in_view(
+    page_for, users, project, fake_provider
+):
+    """The log of a new conversation follows its end from the first message on: a first
+    message taller than the log left it at its top (sized to the message while the hint
+    showed), and the reply streamed in out of view."""
+    make_rojo(fake_provider.base_url)
+    gate = threading.Event()
+    fake_provider.add(
+        stream(*text_chunks("Reading it.", finish=None), Gate(gate), chunk({}, "stop"))
+    )
+    page = page_for(users["editor"])
+    open_project(page, project)
+    expect(page.get_by_role("region", name="Getting started")).to_be_visible()
+    send(page, "\n".join(f"Line {n} of a long request." for n in range(80)))
+
+    expect(page.locator(".bubble.assistant")).to_have_text("Reading it.")
+    expect(page.locator(".bubble.assistant")).to_be_in_viewport()
+    gate.set()
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+
+
 def test_the_file_tree_keeps_what_was_expanded_across_reloads(page_for, users, project):
     """Expanded folders stay expanded after a reload, for this project only; a folder closed
     again stays closed."""
