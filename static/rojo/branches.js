@@ -97,7 +97,7 @@ export class Branches {
     // The name starts with the visible word, so speech control finds the button by it.
     const title = `${label}: ${failed ? "send this question again" : "ask for another reply to this question"}`;
     actions.append(button([icon("refresh"), ` ${label}`], title, () => this.resend(asked, asked.text ?? "")));
-    this.element.append(actions);
+    this.chat.log.append(actions); // in view for a reader at the end
     // Others add their choices beside it (model-picker.js: "Regenerate with" another model).
     this.chat.dispatchEvent(new CustomEvent("regenerate-offered", { detail: { actions, asked } }));
   }

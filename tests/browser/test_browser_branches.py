@@ -180,3 +180,16 @@ def test_an_edit_sent_while_a_reply_runs_keeps_its_text(
     box.press("Enter")
     expect(panel.locator(".bubble.assistant")).to_have_text(["Rome."])
     assert user_texts(fake_provider.requests[-1]) == ["Capital of Italy?"]
+
+
+def test_the_regenerate_button_under_a_long_reply_is_in_view(
+    page_for, users, project, rojo, fake_provider
+):
+    """A reader who followed a reply to its end still sees its end once it is over: the
+    Regenerate under it was added below the fold."""
+    fake_provider.add(reply("\n\n".join(f"Paragraph {n} of a long answer." for n in range(40))))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Tell me a lot.")
+    regenerate = page.locator("rojo-chat-panel").get_by_role("button", name="Regenerate")
+    expect(regenerate).to_be_in_viewport()
