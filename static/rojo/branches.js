@@ -58,8 +58,8 @@ export class Branches {
 
   /** The tools under a user message: Edit, and the branch switch when it has alternatives. */
   decorateUser(bubble) {
-    const next = bubble.nextElementSibling;
-    if (next?.classList.contains("message-tools")) next.remove();
+    // Its tools of before, wherever they are now: a plan drawn after them goes between.
+    bubble.tools?.remove();
     const id = Number(bubble.dataset.message);
     const tools = document.createElement("div");
     tools.className = "message-tools";
@@ -79,6 +79,7 @@ export class Branches {
       tools.append(nav);
     }
     tools.append(button([icon("edit"), " Edit"], "Edit and send again", () => this.edit(bubble, tools)));
+    bubble.tools = tools;
     bubble.after(tools);
   }
 

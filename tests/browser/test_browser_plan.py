@@ -186,3 +186,32 @@ def test_a_plan_call_still_being_written_redraws_the_checklist(
     expect_checklist(box, 2)
     expect(page.locator(".bubble.assistant")).to_have_text("Two done.")
     expect(box).to_have_class("turn-plan")
+
+
+def test_a_turn_followed_again_after_a_reload_ends_with_one_edit_under_its_message(
+    page_for, users, project, fake_provider
+):
+    """A reload mid-turn draws the message's Edit before the plan comes between it and the
+    message; the end of the turn left a second Edit under the plan."""
+    project_root_create(project.pk)
+    make_rojo(fake_provider.base_url, tools=NEW_ROJO_TOOLS)
+    gate = threading.Event()
+    fake_provider.add(
+        plan_reply(1),
+        stream(*text_chunks("Half way", finish=None), Gate(gate), *text_chunks(" and done.")),
+    )
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Write the page.")
+    page.keyboard.press("Enter")
+    panel = page.locator("rojo-chat-panel")
+    expect(panel.locator(".bubble.assistant")).to_have_text("Half way")
+    page.reload()
+    expect(panel.locator(".bubble.assistant")).to_have_text("Half way")
+    expect_checklist(panel.locator(".turn-plan"), 1)
+    gate.set()
+
+    expect(panel.locator(".bubble.assistant")).to_have_text("Half way and done.")
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.get_by_role("button", name="Edit and send again")).to_have_count(1)
+    expect(panel.locator(".bubble.user + .message-tools + .turn-plan")).to_have_count(1)
