@@ -306,7 +306,9 @@ export class ChatPanel extends EventTarget {
       } else {
         // Not sent (refused, or the server is out of reach): it goes back in the box.
         bubble.remove();
-        if (!this.input.value && given === undefined) this.input.value = text;
+        // Ahead of what was typed while it was on its way: neither is lost.
+        const typed = this.input.value;
+        if (given === undefined) this.input.value = typed ? `${text}\n\n${typed}` : text;
         if (fromBox) this.images?.restore({ images, pdfs });
       }
       this.log.addError(error instanceof ApiError ? error.message : "The server could not be reached.");

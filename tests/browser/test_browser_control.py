@@ -1,6 +1,7 @@
 """Staying in control, in the browser: approve or deny a change, undo it, export, errors kept."""
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -232,3 +233,23 @@ def test_a_message_over_the_size_limit_is_refused_and_kept_in_the_box(
     assert page.get_by_label("Message").input_value() == too_long
     assert Conversation.objects.count() == 0
     assert fake_provider.requests == []
+
+
+def test_a_refused_message_comes_back_before_what_was_typed_since(
+    page_for, users, project, fake_provider
+):
+    """The box stays writable while a message is on its way: when the server refuses it, its
+    text comes back into the box ahead of what was typed meanwhile (it was dropped)."""
+    make_rojo(fake_provider.base_url)
+    page = page_for(users["editor"])
+    held = []
+    page.route(re.compile(r"/api/projects/\d+/chat$"), lambda route: held.append(route))
+    open_chat(page, project)
+    send(page, "First thought")
+    page.wait_for_function("() => document.querySelector('.bubble.user')")
+    page.get_by_label("Message").fill("Second thought")
+    held[0].fulfill(status=400, json={"detail": "Refused for the test."})
+
+    expect(page.locator(".chat-error")).to_have_text("Refused for the test.")
+    expect(page.locator(".bubble.user")).to_have_count(0)
+    expect(page.get_by_label("Message")).to_have_value("First thought\n\nSecond thought")
