@@ -355,13 +355,15 @@ export class ConversationList {
 }
 
 /** Open at the message a search linked to (`?message=`): switch to a branch that has it if
- * need be, then scroll to its turn and highlight it. */
+ * need be, then scroll to its turn and highlight it. Once: the branches the reader switches
+ * to afterwards are theirs. */
 let revealSwitched = false;
+let revealed = false;
 
 export async function messageReveal(chat, detail) {
   const params = new URLSearchParams(location.search);
   const wanted = Number(params.get("message"));
-  if (!wanted) return;
+  if (!wanted || revealed) return;
   const messages = detail.messages;
   const index = messages.findIndex((m) => m.id === wanted);
   if (index < 0) {
@@ -376,6 +378,7 @@ export async function messageReveal(chat, detail) {
     await chat.open(chat.conversationId); // "opened" comes again, with the message there
     return;
   }
+  revealed = true;
   const asked = messages.slice(0, index + 1).findLast((m) => m.role === "user");
   const bubble = chat.log.element.querySelector(`.bubble.user[data-message="${asked?.id}"]`);
   if (!bubble) return;

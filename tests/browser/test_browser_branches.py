@@ -193,3 +193,30 @@ def test_the_regenerate_button_under_a_long_reply_is_in_view(
     send(page, "Tell me a lot.")
     regenerate = page.locator("rojo-chat-panel").get_by_role("button", name="Regenerate")
     expect(regenerate).to_be_in_viewport()
+
+
+def test_a_conversation_opened_at_a_search_hit_switches_branches_at_the_first_click(
+    page_for, users, project, rojo, fake_provider
+):
+    """Opened at a message (a search hit's link), the conversation shows its branch; the
+    reader's first switch to another branch then stays (it was switched back to the hit's)."""
+    fake_provider.add(reply("Paris."), reply("Rome."))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Capital of France?")
+    panel = page.locator("rojo-chat-panel")
+    panel.get_by_role("button", name="Edit and send again").click()
+    panel.get_by_label("Edited text").fill("Capital of Italy?")
+    panel.get_by_label("Edited text").press("Enter")
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Rome."])
+    expect(panel.locator(".busy")).to_be_hidden()
+    hit = Message.objects.get(role="assistant", content="Rome.")
+
+    page.goto(f"/projects/{project.pk}/c/{hit.conversation_id}/?message={hit.pk}&q=rome")
+    expect(panel.locator(".bubble.assistant.search-hit")).to_have_text("Rome.")
+    panel.get_by_role("button", name="Previous version").click()
+    expect(panel.locator(".bubble.user")).to_have_text(["Capital of France?"])
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Paris."])
+    page.wait_for_timeout(1000)  # what the page does after the switch: nothing more
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Paris."])
+    expect(panel.locator(".branch-position")).to_have_text("1/2")
