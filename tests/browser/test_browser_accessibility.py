@@ -122,6 +122,15 @@ def test_the_theme_toggle_gives_the_same_passing_dark_palette(
     assert axe_violations(page) == []
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_a_call_line_pointed_at_stays_readable(page_for, users, project, fake_provider, scheme):
+    """The pointer on an activity line shades it: its "→ ok" stays above 4.5:1 (it was
+    4.39:1 on the light shade)."""
+    page = a_worked_project(page_for, users, project, fake_provider, scheme=scheme)
+    page.locator(".tool-line summary").first.hover()
+    assert axe_violations(page) == []
+
+
 def test_no_icon_needs_an_emoji_font(page_for, users, project, fake_provider):
     """The project page with a pinned conversation, a call line, the file tree's and the list's
     row actions shown: no pictograph in any text, name or generated content; the icon-only
