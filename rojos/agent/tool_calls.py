@@ -245,7 +245,7 @@ class ToolCallRunner:
             with call_questions(parsed.id) as asked:  # an MCP server's, kept with the result
                 async with locked:
                     outcome = await self.tools.run(parsed, self.ctx)
-            outcome = await self._paged(outcome)
+            outcome = await self._paged(outcome, name=parsed.name)
             outcome = self.caps.charged(outcome, changed=changing is not None)
             if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
                 await asyncio.to_thread(self.reads.remember, read)
@@ -269,8 +269,13 @@ class ToolCallRunner:
             await self._store(call, refused)
             return refused, None
 
-    async def _paged(self, outcome: ToolOutcome) -> ToolOutcome:
-        """The outcome, paged when over the read limit (read_result is offered from then)."""
+    async def _paged(self, outcome: ToolOutcome, *, name: str) -> ToolOutcome:
+        """The outcome, paged when over the read limit (read_result is offered from then). A
+        page of a kept result is bounded by the limit already: as JSON it may pass it, and
+        kept again, the model would get only its head."""
+        tool = self.tools.get(name)
+        if tool is not None and tool.reads_kept_results:
+            return outcome
         paged = await outcome_paged(
             outcome, project_id=self.ctx.project_id, conversation_id=self.ctx.conversation_id
         )

@@ -139,3 +139,28 @@ def test_past_the_kept_limit_only_its_start_is_kept_and_the_model_told(
         "end": 2_000_000,
         "size": 2_000_000,
     }
+
+
+def test_a_page_as_long_as_the_read_limit_comes_whole_not_paged_again(
+    client_for, users, project, fake_provider, big_search, settings
+):
+    """read_result's default length is the read limit; its answer as JSON (each line break
+    escaped) is longer than that, and was kept again: the model got 16 KB of the page and a
+    new handle, whose read went the same way."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_MAX_READ_BYTES = 20_000
+    rojo = make_rojo(fake_provider.base_url, tools=["big_search"])
+    fake_provider.add(
+        stream(*tool_call_chunks([("big_search", {})], arguments="whole")),
+        read_result_call(0, 20_000),
+        stream(*text_chunks("Read the first page.")),
+    )
+
+    events = client_for(users["viewer"]).chat(project.pk, rojo=rojo.slug, message="Find it")
+
+    page = [e.data for e in events if e.type == "TOOL_RESULT"][1]
+    assert page["ok"]
+    assert page["result"]["text"] == BIG[:20_000]
+    assert page["result"]["end"] == 20_000
+    told = json.loads(fake_provider.requests[2]["messages"][-1]["content"])
+    assert told["text"] == BIG[:20_000]
