@@ -32,6 +32,19 @@ export function imageThumbs(urls) {
   return thumbs;
 }
 
+/** Whether the image at `url` can be drawn: bytes that begin like an image may be cut or
+ * broken, and a model given them fails the message after it was sent. */
+async function decodes(url) {
+  const img = new Image();
+  img.src = url;
+  try {
+    await img.decode();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export class ImageAttachments {
   /** `onError(message)` tells the person what was refused. */
   constructor(form, input, projectId, onError) {
@@ -103,6 +116,9 @@ export class ImageAttachments {
     const body = await response.json().catch(() => ({}));
     if (!response.ok) {
       return this.onError(`${what} was not attached: ${body.detail ?? response.statusText}`);
+    }
+    if (!pdf && !(await decodes(imageUrl(this.projectId, body.sha256)))) {
+      return this.onError(`${what} was not attached: it begins like an image but cannot be read as one`);
     }
     const list = pdf ? this.pdfs : this.images;
     if (!list.some((kept) => kept.sha256 === body.sha256)) list.push(body);

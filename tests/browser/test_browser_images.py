@@ -126,3 +126,25 @@ def test_dropped_images_are_attached_and_a_picked_file_that_is_no_image_is_refus
     expect(tray).to_have_count(2)
     page.get_by_role("button", name="Do not attach this image").first.click()
     expect(tray).to_have_count(1)
+
+
+def test_an_image_that_cannot_be_read_is_refused_in_the_box(
+    page_for, users, project, fake_provider
+):
+    """Bytes that begin like a PNG but are cut short pass the server's check of their type:
+    the box refuses them, naming the file, instead of showing a broken thumbnail and sending
+    them to the model."""
+    make_rojo(fake_provider.base_url, images=Rojo.Images.YES)
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    picker = page.locator(".composer input[type=file]")
+    picker.set_input_files(
+        files=[{"name": "cut.png", "mimeType": "image/png", "buffer": PNG[: len(PNG) // 2]}]
+    )
+
+    expect(page.locator("rojo-chat-panel .chat-error")).to_contain_text(
+        "cut.png was not attached: it begins like an image but cannot be read as one"
+    )
+    expect(page.locator(".composer .image-tray .image-thumb")).to_have_count(0)
+    picker.set_input_files(files=[{"name": "whole.png", "mimeType": "image/png", "buffer": PNG}])
+    expect(page.locator(".composer .image-tray .image-thumb")).to_have_count(1)
