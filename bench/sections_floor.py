@@ -386,6 +386,14 @@ def floor_section(floor, app: dict) -> Section:
         "after 65.8 µs (1.28x); a paced conversation, two rounds, 142.7/140.3 and "
         "159.9/149.1 ms (before/after). The day's changes took nothing from either; what "
         "holds them is the paced note above and the per-chunk note at the top.",
+        "On the host of 6 December 2026 (the review walks' day) `make bench` gave the "
+        "paced ratio 1.30x and 1.51x in two runs an hour apart, against 1.17x on the host "
+        "before, and the floor's paced conversation moved as much (185 to 205 ms). Measured "
+        "by hand right after, interleaved on fresh servers (the floor, the tree "
+        "before the walks (fc6c335), this one; a paced conversation each, three rounds, the "
+        "first warming up): floor 182.9 and 185.1 ms, before 231.3 and 255.1 ms, after "
+        "228.5 and 250.6 ms (1.25x and 1.35x): the walks' changes cost a paced conversation "
+        "nothing; the ratio moves with the host around its target.",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
