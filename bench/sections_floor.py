@@ -387,7 +387,7 @@ def floor_section(floor, app: dict) -> Section:
         "159.9/149.1 ms (before/after). The day's changes took nothing from either; what "
         "holds them is the paced note above and the per-chunk note at the top.",
         "On the host of 6 December 2026 (the review walks' day) `make bench` gave the "
-        "paced ratio 1.30x and 1.51x in two runs an hour apart, against 1.17x on the host "
+        "paced ratio 1.30x and 1.51x in two runs six minutes apart, against 1.17x on the host "
         "before, and the floor's paced conversation moved as much (185 to 205 ms). Measured "
         "by hand right after, interleaved on fresh servers (the floor, the tree "
         "before the walks (fc6c335), this one; a paced conversation each, three rounds, the "
