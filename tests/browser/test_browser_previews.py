@@ -126,6 +126,9 @@ def test_the_changed_page_opens_from_its_activity_line_and_follows_the_change(
     page.get_by_label("Message").fill("Rewrite the page")
     page.keyboard.press("Enter")
     expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
+    # The turn's end drawn (its Regenerate, which scrolls a log at its end), before clicking
+    # in the log: a click as it scrolled landed beside its target under load.
+    expect(page.get_by_role("button", name="Regenerate")).to_be_visible()
     # The open preview followed the change (the live news of the project's files).
     expect(frame.locator("h1")).to_have_text("Version two")
     page.locator(".close-file").click()
