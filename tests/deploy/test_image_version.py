@@ -14,11 +14,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def in_build_context(source: str) -> bool:
+    """Whether the build reads `source`: .dockerignore leaves out all ('*') but the paths it
+    names with '!' (a COPY of anything else fails the build)."""
+    named = [line[1:].rstrip("/") for line in (ROOT / ".dockerignore").read_text().splitlines()
+             if line.startswith("!")]  # fmt: skip
+    source = source.rstrip("/")
+    return any(source == path or source.startswith(f"{path}/") for path in named)
+
+
 def image_app(app: Path) -> None:
     """/app as the Containerfile's build stage fills it: each `COPY <sources> /app/…`."""
     for sources, target in re.findall(r"^COPY ((?:\S+ )+)(/app/\S*)$",
                                       (ROOT / "Containerfile").read_text(), re.M):  # fmt: skip
         for source in sources.split():
+            assert in_build_context(source), f"{source}: left out of the build by .dockerignore"
             into = app / target.removeprefix("/app/")
             if target.endswith("/"):
                 into = into / Path(source).name
