@@ -6,6 +6,7 @@ write that changes nothing not asking, and "Undo this turn" asking first."""
 import itertools
 import json
 import re
+import threading
 
 import pytest
 from playwright.sync_api import expect
@@ -14,7 +15,7 @@ from roject.storage import project_root_create
 from rojos.models import Conversation
 from tests.support.big_results import BIG
 from tests.support.browser import screenshot
-from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -38,8 +39,12 @@ def send(page, text: str) -> None:
     page.get_by_label("Message").press("Enter")
 
 
-def slow_write(path: str, text: str, *, pieces: int = 60, delay: float = 0.06):
-    """One write_text_content call whose arguments take `pieces * delay` seconds to arrive."""
+def slow_write(
+    path: str, text: str, *, pieces: int = 60, delay: float = 0.06, gate: Gate | None = None
+):
+    """One write_text_content call whose arguments take `pieces * delay` seconds to arrive;
+    a `gate` holds the second half until the test opens it, so that what a test does while
+    the call forms does not race the provider's pace."""
     args = json.dumps({"path": path, "text": text})
     head = {"index": 0, "id": "call_slow", "type": "function"}
     cuts = [len(args) * i // pieces for i in range(pieces + 1)]
@@ -53,6 +58,8 @@ def slow_write(path: str, text: str, *, pieces: int = 60, delay: float = 0.06):
             "tool_calls": [{**head, "function": {"name": "write_text_content", "arguments": ""}}],
         }
     )
+    if gate is not None:
+        parts.insert(pieces // 2, gate)
     return stream(first, *parts, chunk({}, "tool_calls"), delay=delay)
 
 
@@ -60,10 +67,15 @@ def test_a_tool_call_shows_while_its_arguments_stream(
     page_for, users, project, fake_provider, deltas_on
 ):
     """Before the arguments end (the provider is paced), the line shows the tool, the path,
-    a growing size, and the text being written in its collapsed preview."""
+    a growing size, and the text being written in its collapsed preview. The call's second
+    half waits until the first half was seen, so a slow browser cannot miss it."""
     root = project_root_create(project.pk)
     make_rojo(fake_provider.base_url, approval_tools=[])
-    fake_provider.add(slow_write("docs/page.md", LONG_TEXT), stream(*text_chunks("Written.")))
+    half_seen = threading.Event()
+    fake_provider.add(
+        slow_write("docs/page.md", LONG_TEXT, gate=Gate(half_seen)),
+        stream(*text_chunks("Written.")),
+    )
     page = page_for(users["editor"])
     open_chat(page, project)
     send(page, "Write the page")
@@ -74,9 +86,10 @@ def test_a_tool_call_shows_while_its_arguments_stream(
     first_size = forming.locator(".outcome").text_content()
     forming.locator("summary").click()  # open the collapsed preview
     expect(forming.locator(".tool-args")).to_contain_text("Paragraph 1: the rojo")
-    expect(forming.locator(".outcome")).not_to_have_text(first_size)  # it grows
     assert not (root / "docs/page.md").exists()  # the arguments have not ended
     screenshot(page, "activity-forming-call")
+    half_seen.set()
+    expect(forming.locator(".outcome")).not_to_have_text(first_size)  # it grows
 
     line = page.locator(".tool-line")
     expect(line).to_have_count(1)
@@ -251,10 +264,14 @@ def test_undo_this_turn_asks_first_listing_the_files(page_for, users, project, f
 def test_a_forming_call_shows_on_a_page_opened_mid_call(
     page_for, users, project, fake_provider, deltas_on
 ):
-    """A reload while a call is still being written shows its forming line again."""
+    """A reload while a call is still being written shows its forming line again. The call's
+    second half waits until the reopened page shows it (a loaded machine took longer to open
+    the page than the provider took to write the call)."""
     make_rojo(fake_provider.base_url, approval_tools=[])
+    half_sent = threading.Event()
     fake_provider.add(
-        slow_write("docs/late.md", LONG_TEXT, pieces=80), stream(*text_chunks("Written."))
+        slow_write("docs/late.md", LONG_TEXT, pieces=80, gate=Gate(half_sent)),
+        stream(*text_chunks("Written.")),
     )
     page = page_for(users["editor"])
     open_chat(page, project)
@@ -266,6 +283,7 @@ def test_a_forming_call_shows_on_a_page_opened_mid_call(
     open_chat(reopened, project, conversation.pk)
     forming = reopened.locator(".tool-line.forming .call")
     expect(forming).to_have_text('write_text_content("docs/late.md", …)')
+    half_sent.set()
     expect(reopened.locator(".tool-line")).to_contain_text(re.compile("→ ok"), timeout=15_000)
     expect(reopened.locator(".tool-line")).to_have_count(1)
     # The turn's next step asks for the reply after the call: the test ends once it shows.
