@@ -476,10 +476,11 @@ if env_bool("SECURE_PROXY_SSL_HEADER", False):
 
 # ROJO_LOG_FORMAT=json: one JSON object a line with the request's, user's, project's and
 # conversation's ids (roject/server/log_format.py), uvicorn's own lines included.
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _LOG_LEVEL = os.environ.get("ROJO_LOG_LEVEL", "").strip().upper() or "INFO"
-if _LOG_LEVEL not in ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"):
+if _LOG_LEVEL not in _LOG_LEVELS:
     raise ImproperlyConfigured(
-        f"ROJO_LOG_LEVEL: {_LOG_LEVEL!r} is not a level: DEBUG, INFO, WARNING or ERROR."
+        f"ROJO_LOG_LEVEL: {_LOG_LEVEL!r} is not a level: {', '.join(_LOG_LEVELS)}."
     )
 _LOG_JSON = os.environ.get("ROJO_LOG_FORMAT", "").strip().lower() == "json"
 LOGGING = {

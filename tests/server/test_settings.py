@@ -200,4 +200,6 @@ def test_the_log_level_is_read_in_any_case_and_a_wrong_one_is_named(tmp_path):
     result = manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_LOG_LEVEL="verbose")
     assert result.returncode == 2
     assert "ROJO_LOG_LEVEL: 'VERBOSE' is not a level" in result.stderr
+    assert "ERROR, CRITICAL." in result.stderr  # every level it takes is named
     assert "Traceback" not in result.stderr
+    assert manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_LOG_LEVEL="critical").returncode == 0
