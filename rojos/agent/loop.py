@@ -161,7 +161,7 @@ async def agent_loop(
                 yield delta
         except BaseException:
             # Keep the text and thinking the user already saw; an unfinished call is dropped.
-            reasoning = "".join(accumulator.reasoning_parts)
+            reasoning = accumulator.reasoning
             kept = None
             if accumulator.text or draft.started() or reasoning:
                 kept = await asyncio.shield(

@@ -30,6 +30,8 @@ class Thinking:
         if len(parts) == self.seen:
             return None
         text = "".join(parts[self.seen :])
+        if self.began is None and text.isspace():
+            return None  # white space alone (an empty think block) is no thinking, yet
         self.seen = len(parts)
         if self.began is None:
             self.began = time.monotonic()

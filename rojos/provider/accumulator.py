@@ -88,6 +88,14 @@ class StreamAccumulator:
             self._text_blocks[:] = ["".join(self._text_blocks)]
         return self._text_blocks[0] if self._text_blocks else ""
 
+    @property
+    def reasoning(self) -> str:
+        """The thinking so far, joined; "" when it is only white space: Qwen3 with its
+        thinking switched off still opens with an empty block (`<think>\n\n</think>`),
+        which is no thinking to show, store or send back."""
+        text = "".join(self.reasoning_parts)
+        return text if not text.isspace() else ""
+
     def feed(self, chunk: dict) -> str:
         """Take one parsed chunk; return the text it adds (possibly "")."""
         if not isinstance(chunk, dict):
@@ -274,14 +282,15 @@ class StreamAccumulator:
                     "function": {"name": call.name, "arguments": call.arguments_text()},
                 }
             )
+        reasoning = self.reasoning
         return Completion(
             text=self.text,
-            reasoning="".join(self.reasoning_parts),
+            reasoning=reasoning,
             tool_calls=tool_calls,
             extra=self.extra,
             usage=self.usage,
             finish_reason=self.finish_reason,
-            reasoning_shape=self.reasoning_shape,
+            reasoning_shape=self.reasoning_shape if reasoning else None,
         )
 
 

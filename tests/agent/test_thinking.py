@@ -186,3 +186,28 @@ def test_reasoning_sent_back_counts_towards_the_requests_size():
     bare = {"role": "assistant", "tool_calls": [call]}
     for field in FIELDS:
         assert item_chars({**bare, field: THOUGHT}) == item_chars(bare) + len(THOUGHT)
+
+
+@pytest.mark.parametrize("shape", REASONING_SHAPES)
+async def test_an_empty_think_block_shows_and_stores_no_thinking(
+    fake_provider, project, users, shape
+):
+    """Qwen3 with its thinking switched off still opens its reply with an empty block
+    (`<think>\\n\\n</think>`, or the same white space in a reasoning field): no REASONING
+    event (the page would fold an empty "Thought for 1 s" line), and nothing stored,
+    replayed or sent back as thinking."""
+    fake_provider.add(
+        stream(*reasoning_chunks(["\n\n"], shape), tool_call_chunks(LIST_ROOT)),
+        stream(text_chunks("The root is empty.")),
+    )
+    rojo = await rojo_for(fake_provider, reasoning_back=Rojo.ReasoningBack.TOOL_LOOP)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None
+    assert run.kinds == ["tool_call", "tool_result", "text"]
+    history = await valid_history(run.conversation)
+    assert history[1].reasoning == "" and "reasoning_seconds" not in history[1].extra
+    turns = await sync_to_async(conversation_turns)(run.conversation)
+    assert "REASONING" not in [e.type for e in turns[0][1]]
+    assert reasoning_sent(fake_provider.requests[1]) == []
