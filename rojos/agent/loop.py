@@ -20,7 +20,6 @@ from rojos.context.budgets import Left
 from rojos.context.model_choice import ModelInUse, model_default
 from rojos.errors import StepLimitReached
 from rojos.models import Message, Rojo
-from rojos.models.capabilities import CLOSING_THINK_TAG
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle
 from rojos.provider.request import reasoning_extra, sent_back_extra
@@ -121,13 +120,11 @@ async def agent_loop(
         budgets=budgets,
         model=model,
     )
-    # A model whose thinking opens in its prompt streams it, then `</think>`, as content.
-    think_opened = rojo.capabilities(model.name).reasoning == CLOSING_THINK_TAG
     for _step in range(rojo.max_steps):
         step_ctx = await runner.step_check()
         await tools.prepare(step_ctx)
         requests.offer([tool.definition for tool in tools.available(step_ctx)])
-        accumulator = StreamAccumulator(think_opened=think_opened)
+        accumulator = StreamAccumulator(think_opened=requests.think_opened)
         deltas = ToolCallDeltas(accumulator)
         thinking = Thinking(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)

@@ -46,6 +46,7 @@ from rojos.context.window import (
     window_of,
 )
 from rojos.models import Message, Rojo, UsageRecord
+from rojos.models.capabilities import CLOSING_THINK_TAG
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle, Tick
 from rojos.provider.images import images_inline, images_taken
@@ -94,6 +95,9 @@ class TurnRequests:
         self.budgets = budgets  # None: read before the first request
         self.steps = 0
         self.instructions = ""  # the project's instruction files, read for each request
+        # A model whose thinking opens in its prompt streams it, then `</think>`, as content:
+        # its steps' replies and its summaries alike.
+        self.think_opened = rojo.capabilities(self.model.name).reasoning == CLOSING_THINK_TAG
 
     def offer(self, tools: list[dict]) -> None:
         """The tools the next requests offer (a step's: the user's role may have changed)."""
@@ -276,13 +280,14 @@ class TurnRequests:
         return SummaryEvent(text=message.content or "", messages=len(messages))
 
     async def _complete(self, messages: list[dict]) -> Completion:
-        """One request without tools, read to its end."""
+        """One request without tools, read to its end (its text without the thinking of a
+        model that thinks from its prompt, as a step's)."""
         request = {**(self.rojo.request_options or {}), "model": self.model.name}
         request.update(messages=messages, stream=True)
         if not self.model.stream_usage_refused:
             request["stream_options"] = {"include_usage": True}
         self.sent_chars = sum(map(item_chars, messages))
-        accumulator = StreamAccumulator()
+        accumulator = StreamAccumulator(think_opened=self.think_opened)
         async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
             async for batch in chunks:
                 for chunk in batch:

@@ -7,15 +7,17 @@ import json
 import pytest
 from asgiref.sync import sync_to_async
 
-from rojos.agent.events import ReasoningEvent, ToolCallEvent, numbered
+from rojos.agent.events import ReasoningEvent, SummaryEvent, ToolCallEvent, numbered
 from rojos.agent.stored_events import conversation_turns
 from rojos.context.window import item_chars
 from rojos.conversations.export import conversation_export_markdown
 from rojos.models import Rojo
+from rojos.models.capabilities import CLOSING_THINK_TAG as CLOSING
 from rojos.provider.request import request_messages
 from rojos.turns.events import TurnEvents
 from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import (
+    MODEL,
     REASONING_SHAPES,
     reasoning_chunks,
     stream,
@@ -211,3 +213,33 @@ async def test_an_empty_think_block_shows_and_stores_no_thinking(
     turns = await sync_to_async(conversation_turns)(run.conversation)
     assert "REASONING" not in [e.type for e in turns[0][1]]
     assert reasoning_sent(fake_provider.requests[1]) == []
+
+
+async def test_a_summary_by_a_model_thinking_from_its_prompt_holds_its_answer_only(
+    fake_provider, project, users
+):
+    """A model whose thinking opens in its prompt (the self-test's "closing think tag")
+    summarises the oldest turns as it answers: thinking, `</think>`, then the summary. The
+    stored summary, and what later requests send of it, is the summary alone, not the
+    thinking (which could fill the summary's room and cut the summary off)."""
+    profile = {"results": {"reasoning": {"status": "works", "detail": {"shape": CLOSING}}}}
+    long = "A long brief of the work to come, line after line.\n" * 250  # ~12,750 chars
+    fake_provider.add(
+        stream(text_chunks("Noted.")),
+        stream(text_chunks("The brief is long; keep its gist.</think>\n\nA long brief.", 4)),
+        stream(text_chunks("Ok.")),
+    )
+    rojo = await rojo_for(
+        fake_provider, context_window=12_000, capability_profiles={MODEL: profile}
+    )
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message=long)
+
+    second = await run_turn(
+        project=project, rojo=rojo, user=users["editor"], message=long + "Go on.",
+        conversation=first.conversation,
+    )  # fmt: skip
+
+    assert second.error is None and second.text == "Ok."
+    assert [e.text for e in second.events if isinstance(e, SummaryEvent)] == ["A long brief."]
+    system = fake_provider.requests[-1]["messages"][0]["content"]
+    assert "A long brief." in system and "keep its gist" not in system
