@@ -280,19 +280,29 @@ class TurnRequests:
         return SummaryEvent(text=message.content or "", messages=len(messages))
 
     async def _complete(self, messages: list[dict]) -> Completion:
-        """One request without tools, read to its end (its text without the thinking of a
-        model that thinks from its prompt, as a step's)."""
+        """One request without tools, read to its end, read as a step's is: its text without
+        the thinking of a model that thinks from its prompt, and `stream_options` dropped
+        (and remembered) where the provider refuses them. A summary may be a turn's first
+        request: failing on that refusal, the turn would learn nothing, and every later
+        turn would fail the same way."""
         request = {**(self.rojo.request_options or {}), "model": self.model.name}
         request.update(messages=messages, stream=True)
         if not self.model.stream_usage_refused:
             request["stream_options"] = {"include_usage": True}
         self.sent_chars = sum(map(item_chars, messages))
-        accumulator = StreamAccumulator(think_opened=self.think_opened)
-        async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
-            async for batch in chunks:
-                for chunk in batch:
-                    accumulator.feed(chunk)
-        return accumulator.result()
+        while True:
+            accumulator = StreamAccumulator(think_opened=self.think_opened)
+            try:
+                async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
+                    async for batch in chunks:
+                        for chunk in batch:
+                            accumulator.feed(chunk)
+                return accumulator.result()
+            except OptionRefused:  # refused before any chunk: nothing read is lost
+                if "stream_options" not in request:
+                    raise
+                await self._stream_options_refused()
+                request.pop("stream_options")
 
     async def _stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)

@@ -87,6 +87,34 @@ async def test_a_provider_that_refuses_stream_options_is_asked_again_without_and
     assert row.prompt_tokens == tokens_of(sent_chars, DEFAULT_CHARS_PER_TOKEN)
 
 
+async def test_a_refusal_by_a_summary_request_is_learned_and_the_turn_goes_on(
+    fake_provider, project, users
+):
+    """The first request of a turn may be the summary of its oldest turns (a long
+    conversation, now on a server that refuses stream_options): it goes again without the
+    option, the model remembers, and the turn's own request goes without it too (the turn
+    used to fail on the refusal, learning nothing, and so did every turn after it)."""
+    long = "A long brief of the work to come, line after line.\n" * 250  # ~12,750 chars
+    fake_provider.add(stream(text_chunks("Noted.")))
+    rojo = await rojo_for(fake_provider, context_window=12_000)
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message=long)
+    fake_provider.refuse_stream_options = "openai"
+    fake_provider.add(
+        stream(text_chunks("The person gave a long brief.")), stream(text_chunks("Ok."))
+    )
+
+    second = await run_turn(
+        project=project, rojo=rojo, user=users["editor"], message=long + "Go on.",
+        conversation=first.conversation,
+    )  # fmt: skip
+
+    assert (second.error, second.text) == (None, "Ok.")
+    summary, *_ = [m async for m in first.conversation.messages.filter(role="summary")]
+    assert summary.content == "The person gave a long brief."
+    assert ["stream_options" in r for r in fake_provider.requests[1:]] == [True, False, False]
+    assert (await Rojo.objects.aget(pk=rojo.pk)).stream_usage_refused is True
+
+
 async def test_a_refusal_of_something_else_is_not_retried(fake_provider, project, users):
     """Only a refusal that names stream_options is taken for one: any other 400 ends the turn."""
     from tests.support.fake_provider import http_error
