@@ -175,6 +175,8 @@ async def agent_loop(
             count = len(completion.tool_calls)
             for index, call in enumerate(completion.tool_calls):
                 parsed = ToolCall.of(call)  # the one parse of its arguments
+                if index == count - 1 and completion.finish_reason == "length":
+                    parsed = parsed.cut_off()
                 args = parsed.shown_args
                 yield ToolCallEvent(
                     id=parsed.id, name=parsed.name, args=args, index=index, of=count

@@ -5,11 +5,18 @@ as it was (the history stores it and sends it back), beside the parsed object or
 it could not be parsed, which the model then reads as the call's error.
 """
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
 
 from .schema import ArgumentError
+
+_CUT_OFF = (
+    "the response reached the model's output limit while writing these arguments, so they "
+    "were cut off and the call did not run; make the call again with less in it (a long "
+    "text in parts: write the start, then add the rest with edits)"
+)
 
 
 def parse_arguments(arguments: str | dict | None) -> dict:
@@ -62,6 +69,14 @@ class ToolCall:
         """From a stored or streamed OpenAI-style call."""
         function = call.get("function") or {}
         return cls.parse(call.get("id", ""), function.get("name", ""), function.get("arguments"))
+
+    def cut_off(self) -> "ToolCall":
+        """The call as the model's output limit left it, when the response ended while its
+        arguments were being written (finish_reason "length"): arguments that do not parse
+        are told as cut off, so the model sends less at once, not the same again."""
+        if self.args is not None:
+            return self
+        return dataclasses.replace(self, problem=_CUT_OFF)
 
     @property
     def shown_args(self) -> Any:

@@ -282,6 +282,32 @@ async def test_finish_reason_in_the_last_call_chunk(fake_provider, project, user
     await run_parallel(fake_provider, project, users, arguments="whole", finish_in_last=True)
 
 
+async def test_a_call_cut_by_the_output_limit_is_told_so_and_runs_nothing(
+    fake_provider, project, users
+):
+    """finish_reason "length" in the middle of a call's arguments: the calls before it run;
+    the cut one runs nothing, and its result tells the model that its output limit cut the
+    arguments off (not only that they are not valid JSON, which has it send the same again,
+    cut at the same place), so that it writes less at once."""
+    cut = '{"path": "note.txt", "text": "A long note that the limit cuts off in the mid'
+    calls = [("create_directory", {"path": "alpha"}), ("write_text_content", cut)]
+    fake_provider.add(
+        stream(tool_call_chunks(calls, finish="length")), stream(text_chunks("Shorter then."))
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "Shorter then."
+    assert [r.ok for r in run.results] == [True, False]
+    assert (run.root / "alpha").is_dir() and not (run.root / "note.txt").exists()
+    told = run.results[1].result["error"]
+    assert "output limit" in told and "cut off" in told
+    sent = fake_provider.requests[1]["messages"]
+    assert sent[1]["tool_calls"][1]["function"]["arguments"] == "{}"
+    assert json.loads(sent[-1]["content"]) == {"error": told}
+
+
 async def test_usage_only_last_chunk_is_stored_on_each_assistant_message(
     fake_provider, project, users
 ):
