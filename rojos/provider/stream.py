@@ -126,10 +126,22 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
                     chunk = _checked(chunk, secret)
                 chunks.append(chunk)
         elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
-            text = line[6:].strip().decode(errors="replace")
-            metrics.provider_errors.labels(kind="stream").inc()
-            raise ProviderError(scrub(f"The provider reported an error: {text}", secret))
+            raise _error_line(line[6:].strip(), secret)
     return False
+
+
+def _error_line(payload: bytes, secret: str | None) -> ProviderError:
+    """Older llama.cpp's `error:` line: the error object it holds, read as a data chunk's
+    would be. A prompt over the context comes this way once streaming began, and it is the
+    overflow the turn recovers from (refusals), not a failure to show as raw JSON."""
+    metrics.provider_errors.labels(kind="stream").inc()
+    try:
+        error = lenient_loads(payload)
+    except ValueError:
+        text = payload.decode(errors="replace")
+        return ProviderError(scrub(f"The provider reported an error: {text}", secret))
+    message = scrub(mid_stream_message(error), secret)
+    return refusal_of(error, None, message) or ProviderError(message)
 
 
 async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Response:

@@ -10,12 +10,15 @@ import pytest
 from asgiref.sync import sync_to_async
 
 from rojos.errors import ProviderError
+from rojos.models import Rojo
 from tests.support.agent_run import API_KEY, rojo_for, run_turn, valid_history
 from tests.support.fake_provider import (
     Pause,
+    Window,
     error_chunk,
     http_error,
     json_reply,
+    prompt_tokens,
     stream,
     text_chunks,
     tool_call_chunks,
@@ -458,3 +461,28 @@ async def test_llama_cpp_error_line_fails_with_its_message(fake_provider, projec
     assert_failed(run, "context overflow")
     history = await valid_history(run.conversation)
     assert history[-1].content == "Start"
+
+
+async def test_a_llama_cpp_error_line_saying_the_prompt_is_too_long_is_recovered_from(
+    fake_provider, project, users
+):
+    """Older llama.cpp, streaming, answers 200 and then refuses a prompt over its context in
+    an `error:` line: that is the same overflow as its 400 or 500, so the turn learns a
+    smaller window and sends the request again compacted (the oldest turn summarised),
+    instead of failing on the server's raw JSON, and every later turn with it."""
+    long = "A long brief of the work to come, line after line.\n" * 150  # ~1,950 tokens
+    fake_provider.window = Window(tokens=5_000, shape="llamacpp_line")
+    fake_provider.responder = lambda body: stream(text_chunks("Ok."))
+    rojo = await rojo_for(fake_provider)  # the 32,768 tokens of a window nobody declared
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message=long)
+    assert fake_provider.overflowed == []
+
+    second = await run_turn(
+        project=project, rojo=rojo, user=users["editor"], message=long + "Go on.",
+        conversation=first.conversation,
+    )  # fmt: skip
+
+    assert (second.error, second.text) == (None, "Ok.")
+    assert fake_provider.overflowed == [1]
+    assert prompt_tokens(fake_provider.requests[-1]) <= 5_000
+    assert (await Rojo.objects.aget(pk=rojo.pk)).refused_window < 32_768

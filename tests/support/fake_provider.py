@@ -94,7 +94,16 @@ Reply = Stream | HttpError | JsonReply
 Responder = Callable[[dict[str, Any]], Reply]
 
 OverflowShape = Literal[
-    "openai", "anthropic", "gemini", "vllm", "llamacpp", "openrouter", "mistral", "bare", "ollama"
+    "openai",
+    "anthropic",
+    "gemini",
+    "vllm",
+    "llamacpp",
+    "llamacpp_line",
+    "openrouter",
+    "mistral",
+    "bare",
+    "ollama",
 ]
 OVERFLOW_SHAPES: tuple[OverflowShape, ...] = (
     "openai",
@@ -145,7 +154,7 @@ def _message_text(message: dict[str, Any]) -> str:
     return text
 
 
-def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError:
+def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError | Stream:
     """The error a real provider answers to a prompt over its window (PROVIDERS.md)."""
     match shape:
         case "openai":
@@ -190,6 +199,14 @@ def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError:
                 "n_ctx": window,
             }
             return HttpError(status=500, body={"error": error}, headers={})
+        case "llamacpp_line":  # older llama.cpp, streaming: 200, then its own `error:` line
+            error = {
+                "code": 400,
+                "message": "the request exceeds the available context size, try increasing "
+                "the context size or enable context shift",
+                "type": "invalid_request_error",
+            }
+            return Stream(chunks=(f"error: {json.dumps(error)}\n\n",), done=False)
         case "openrouter":
             message = (
                 f"This endpoint's maximum context length is {window} tokens. However, you "
