@@ -281,10 +281,10 @@ class TurnRequests:
 
     async def _complete(self, messages: list[dict]) -> Completion:
         """One request without tools, read to its end, read as a step's is: its text without
-        the thinking of a model that thinks from its prompt, and `stream_options` dropped
-        (and remembered) where the provider refuses them. A summary may be a turn's first
-        request: failing on that refusal, the turn would learn nothing, and every later
-        turn would fail the same way."""
+        the thinking of a model that thinks from its prompt, `stream_options` dropped (and
+        remembered) where the provider refuses them, and a refusal as too long learnt from.
+        A summary may be a turn's first request: failing on a refusal without learning from
+        it, the turn would leave every later turn to fail the same way."""
         request = {**(self.rojo.request_options or {}), "model": self.model.name}
         request.update(messages=messages, stream=True)
         if not self.model.stream_usage_refused:
@@ -303,6 +303,11 @@ class TurnRequests:
                     raise
                 await self._stream_options_refused()
                 request.pop("stream_options")
+            except ContextOverflow as exc:
+                # Made to fit a window guessed too large (a refusal that stated none): learnt
+                # from as a step's refusal is, or the next turn would send it again.
+                await self._overflowed(exc)
+                raise self._overflow_error() from exc
 
     async def _stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)

@@ -486,3 +486,33 @@ async def test_a_llama_cpp_error_line_saying_the_prompt_is_too_long_is_recovered
     assert fake_provider.overflowed == [1]
     assert prompt_tokens(fake_provider.requests[-1]) <= 5_000
     assert (await Rojo.objects.aget(pk=rojo.pk)).refused_window < 32_768
+
+
+async def test_a_summary_refused_as_too_long_teaches_the_window_for_the_next_turn(
+    fake_provider, project, users
+):
+    """The server's context shrank under a long conversation (llama-server restarted with a
+    smaller -c) and it states no window: the turn's request is refused, the window guessed
+    from it is still too large, and so is the summary made to fit it. That refusal teaches
+    the window too, so the turn ends saying to send the message again, and the next turn
+    fits; before, each later turn sent the same summary request and was refused again."""
+    long = "A long brief of the work to come, line after line.\n" * 600  # ~7,800 tokens
+    fake_provider.responder = lambda body: stream(text_chunks("Ok."))
+    rojo = await rojo_for(fake_provider, tools=[])
+    first = await run_turn(project=project, rojo=rojo, user=users["editor"], message=long)
+    fake_provider.window = Window(tokens=2_500, shape="llamacpp_line")
+
+    turns = []
+    for _ in range(2):
+        stored = await Rojo.objects.aget(pk=rojo.pk)
+        run = await run_turn(
+            project=project, rojo=stored, user=users["editor"], message="Go on.",
+            conversation=first.conversation,
+        )  # fmt: skip
+        turns.append(run)
+
+    refused, next_turn = turns
+    assert refused.error is not None and refused.error.code == "context_overflow"
+    assert "Send your message again" in str(refused.error)
+    assert (next_turn.error, next_turn.text) == (None, "Ok.")
+    assert prompt_tokens(fake_provider.requests[-1]) <= 2_500
