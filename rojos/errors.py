@@ -21,6 +21,14 @@ class StepLimitReached(TurnError):
     code = "max_steps"
 
 
+class ReplyCutOff(TurnError):
+    """The reply reached the model's output limit (finish_reason "length"): what it wrote is
+    kept, but it stops mid-sentence, or, for a model that spent the limit thinking, says
+    nothing. Told, so nobody takes a cut reply for a whole one."""
+
+    code = "output_limit"
+
+
 class AccessRevoked(TurnError):
     """The person the turn runs for was removed from its project while it ran."""
 

@@ -18,7 +18,7 @@ from rojos.agent.tool_call_deltas import ToolCallDeltas
 from rojos.agent.tool_calls import Approver, ToolCallRunner
 from rojos.context.budgets import Left
 from rojos.context.model_choice import ModelInUse, model_default
-from rojos.errors import StepLimitReached
+from rojos.errors import ReplyCutOff, StepLimitReached
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle
@@ -170,6 +170,8 @@ async def agent_loop(
         completion, message = await _store_completion(draft, completion, rojo, thinking, model.name)
         await requests.account(completion, message)
         if not completion.tool_calls:
+            if completion.finish_reason == "length":
+                raise _cut_off(completion)
             return
         try:
             count = len(completion.tool_calls)
@@ -188,4 +190,19 @@ async def agent_loop(
     raise StepLimitReached(
         f"The rojo used its limit of {rojo.max_steps} steps without finishing. "
         "Reply to let it continue."
+    )
+
+
+def _cut_off(completion: Completion) -> ReplyCutOff:
+    """The error a reply cut by the model's output limit ends its turn with."""
+    if completion.text.strip():
+        return ReplyCutOff(
+            "The reply reached the model's output limit and was cut off. Reply to let the "
+            "rojo continue; an administrator can raise the limit (max_tokens in the rojo's "
+            "request options)."
+        )
+    return ReplyCutOff(
+        "The model used its whole output limit thinking and wrote no answer. An "
+        "administrator can raise the limit (max_tokens in the rojo's request options), or "
+        "ask for less at once."
     )

@@ -14,7 +14,7 @@ from roject.storage import project_root_create
 from rojos.agent.access_ended import REMOVED_MESSAGE, REVOKED
 from rojos.models import Conversation, TurnRecord
 from rojos.turns import start as turn_start
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import parse_sse, read_until, wait_until
 
@@ -220,3 +220,36 @@ def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
         assert rest[-2:] == [("CHAT", {"text": "I could not."}), ("DONE", {})]
         offered = {tool["function"]["name"] for tool in fake_provider.requests[1]["tools"]}
         assert offered == {"read_path_meta", "get_text_content", "list_files", "search_text"}
+
+
+@pytest.mark.parametrize("thinks_only", [False, True], ids=["text", "thinking"])
+def test_a_reply_cut_by_the_models_output_limit_says_so(
+    client_for, users, project, rojo, fake_provider, thinks_only
+):
+    """finish_reason "length" on a reply without calls: the text (or the thinking) is kept
+    and shown, and the turn ends with an ERROR that says the reply was cut, not as if the
+    reply were whole; the next message carries on from it."""
+    if thinks_only:
+        cut = stream(chunk({"role": "assistant", "reasoning_content": "Let me think. " * 20}),
+                     chunk({}, "length"))  # fmt: skip
+    else:
+        cut = stream(*text_chunks("The plan has three parts: first", finish="length"))
+    fake_provider.add(cut, stream(*text_chunks("the rest.")))
+    client = client_for(users["editor"])
+
+    events = client.chat(project.pk, rojo=rojo.slug, message="Write the plan")
+
+    assert [e.type for e in events][-2:] == ["ERROR", "DONE"]
+    assert events[-2].data["code"] == "output_limit"
+    assert ("thinking" in events[-2].data["message"]) is thinks_only
+    conversation = events[0].data["conversation"]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    record = TurnRecord.objects.get(conversation=conversation)
+    assert record.error_code == "output_limit"
+    if not thinks_only:
+        assert history[-1].content == "The plan has three parts: first"
+
+    again = client.chat(project.pk, rojo=rojo.slug, message="Go on", conversation=conversation)
+    assert [e.type for e in again][-1] == "DONE" and "ERROR" not in [e.type for e in again]
+    assert_history_valid(stored_history(conversation))
