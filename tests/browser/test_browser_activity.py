@@ -294,12 +294,17 @@ def test_hidden_characters_in_a_forming_call_and_its_question_show_as_escapes(
     page_for, users, project, fake_provider, deltas_on
 ):
     """A path with a right-to-left override shows ⟨U+202E⟩ on the forming line, in the
-    approval's question and in the turn's undo confirmation, never as the reordering."""
+    approval's question and in the turn's undo confirmation, never as the reordering. The
+    call's second half waits until the forming line was seen."""
     root = project_root_create(project.pk)
     path = "notes\u202etxt.md"
     (root / path).write_text("old\n")
     make_rojo(fake_provider.base_url)
-    fake_provider.add(slow_write(path, "new\n" * 300, pieces=40), stream(*text_chunks("Done.")))
+    forming_seen = threading.Event()
+    fake_provider.add(
+        slow_write(path, "new\n" * 300, pieces=40, gate=Gate(forming_seen)),
+        stream(*text_chunks("Done.")),
+    )
     page = page_for(users["editor"])
     open_chat(page, project)
     send(page, "Rewrite it")
@@ -308,6 +313,7 @@ def test_hidden_characters_in_a_forming_call_and_its_question_show_as_escapes(
     expect(page.locator(".tool-line.forming .call")).to_have_text(
         f'write_text_content("{shown}", …)'
     )
+    forming_seen.set()
     question = page.locator(".approval .approval-question")
     expect(question).to_have_text(
         f"The rojo wants to run write_text_content on {shown}; it changes existing files."

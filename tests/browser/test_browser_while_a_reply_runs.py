@@ -4,13 +4,14 @@ forms, and the message box takes the next message while the reply runs (Enter qu
 
 import itertools
 import json
+import threading
 
 import pytest
 from playwright.sync_api import expect
 
 from roject.storage import project_root_create
 from tests.support.browser import screenshot
-from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -24,9 +25,16 @@ def deltas_on(settings):
     return settings
 
 
-def slow_writes(*writes: tuple[str, str], pieces: int = 60, delay: float = 0.05):
+def slow_writes(
+    *writes: tuple[str, str],
+    pieces: int = 60,
+    delay: float = 0.05,
+    holds: dict[int, threading.Event] | None = None,
+):
     """One response of write_text_content calls (path, text), one after another, each one's
-    arguments arriving in `pieces` chunks `delay` seconds apart."""
+    arguments arriving in `pieces` chunks `delay` seconds apart. `holds` maps a chunk's place
+    (each call's opening counts as one) to an event the stream waits for before it, so that
+    what the test does while the calls form does not race the provider's pace."""
     chunks = []
     for number, (path, text) in enumerate(writes):
         args = json.dumps({"path": path, "text": text})
@@ -39,6 +47,8 @@ def slow_writes(*writes: tuple[str, str], pieces: int = 60, delay: float = 0.05)
             chunk({"tool_calls": [{"index": number, "function": {"arguments": args[a:b]}}]})
             for a, b in itertools.pairwise(cuts)
         ]
+    for place, opened in sorted((holds or {}).items(), reverse=True):
+        chunks.insert(place, Gate(opened))
     return stream(*chunks, chunk({}, "tool_calls"), delay=delay)
 
 
@@ -68,9 +78,15 @@ PREVIEW_AT_END = """() => {
 def test_a_forming_writes_preview_follows_its_end_unless_scrolled_up(
     page_for, users, project, fake_provider, deltas_on
 ):
+    """The call's arguments hold three times (once the preview is open, once it followed to
+    the end, once it grew under the reader's scroll), so the test never races their pace."""
     make_rojo(fake_provider.base_url, approval_tools=[])
+    opened, followed, grown = threading.Event(), threading.Event(), threading.Event()
     fake_provider.add(
-        slow_writes(("docs/page.md", LONG_TEXT), pieces=150), stream(*text_chunks("Written."))
+        slow_writes(
+            ("docs/page.md", LONG_TEXT), pieces=150, holds={11: opened, 76: followed, 121: grown}
+        ),
+        stream(*text_chunks("Written.")),
     )
     page = page_for(users["editor"])
     page.goto(f"/projects/{project.pk}/")
@@ -79,6 +95,7 @@ def test_a_forming_writes_preview_follows_its_end_unless_scrolled_up(
     forming.locator("summary").click()  # open the collapsed preview
     preview = forming.locator(".tool-args")
     expect(preview).to_contain_text("Paragraph 1: the rojo")
+    opened.set()
     # The text outgrows the preview, and the preview shows its newest lines.
     page.wait_for_function(PREVIEW_AT_END)
     screenshot(page, "forming-preview-follows")
@@ -86,9 +103,11 @@ def test_a_forming_writes_preview_follows_its_end_unless_scrolled_up(
     # The reader scrolls up to read an earlier part: the growing text leaves them there.
     assert any(scrolled_up(preview) for _ in range(20))
     size = forming.locator(".outcome").text_content()
+    followed.set()
     expect(forming.locator(".outcome")).not_to_have_text(size)  # more text came
     assert forming.count() == 1, "the call ended before the test could look"
     assert preview.evaluate("p => p.scrollTop") == 0
+    grown.set()
     expect(page.locator(".bubble.assistant")).to_have_text("Written.", timeout=30_000)
     assert page.console_errors == []
 
@@ -109,9 +128,12 @@ new MutationObserver(() => {
 def test_parallel_calls_say_so_as_soon_as_the_second_forms(
     page_for, users, project, fake_provider, deltas_on
 ):
+    """The second call's arguments hold after their first pieces until the label showed, so
+    that a slow page cannot take both calls whole at once."""
     make_rojo(fake_provider.base_url, approval_tools=[])
+    labelled = threading.Event()
     fake_provider.add(
-        slow_writes(("a.md", LONG_TEXT), ("b.md", LONG_TEXT), pieces=40),
+        slow_writes(("a.md", LONG_TEXT), ("b.md", LONG_TEXT), pieces=40, holds={46: labelled}),
         stream(*text_chunks("Both written.")),
     )
     page = page_for(users["editor"])
@@ -120,6 +142,7 @@ def test_parallel_calls_say_so_as_soon_as_the_second_forms(
     send(page, "Write two pages")
     label = page.locator(".tool-group-label")
     expect(label).to_have_text("2 calls at once")
+    labelled.set()
     first = page.evaluate("() => window.__firstLabel")
     # Shown while both were still being written, before either call was complete.
     assert first == {"text": "2 calls at once", "complete": 0}
