@@ -112,9 +112,12 @@ def test_retry_after_a_provider_error_then_regenerate(
 
 
 def test_stop_then_retry_in_one_click(page_for, users, project, rojo, fake_provider):
-    """A reply stopped half-way offers Retry; it sends the question again."""
+    """A reply stopped half-way offers Retry; it sends the question again. The reply holds
+    half-way until it is stopped, so a slow Stop cannot let it end first."""
+    held = threading.Event()
+    chunks = text_chunks("w " * 200, pieces=200)
     fake_provider.add(
-        stream(*text_chunks("w " * 200, pieces=200), delay=0.05), reply("Done this time.")
+        stream(*chunks[:100], Gate(held), *chunks[100:], delay=0.05), reply("Done this time.")
     )
     page = page_for(users["editor"])
     page.goto(f"/projects/{project.pk}/")
@@ -124,6 +127,7 @@ def test_stop_then_retry_in_one_click(page_for, users, project, rojo, fake_provi
     expect(panel.locator(".bubble.assistant")).to_contain_text("w w")
     panel.get_by_role("button", name="Stop").click()
     expect(panel.locator(".busy")).to_be_hidden()
+    held.set()  # the stopped turn hung up: nothing more reaches the page
     panel.get_by_role("button", name="Send this question again").click()
     expect(panel.locator(".busy")).to_be_hidden()
     expect(panel.locator(".bubble.assistant")).to_have_text(["Done this time."])

@@ -75,9 +75,12 @@ def test_dark_mode_colours_code_and_the_reply(page_for, users, project, fake_pro
 
 
 def test_escape_stops_a_running_reply(page_for, users, project, fake_provider):
-    """Esc, with the focus in the message box, stops the reply as Stop does."""
+    """Esc, with the focus in the message box, stops the reply as Stop does. The reply holds
+    half-way until the test is done, so a slow Esc cannot let it end first."""
     make_rojo(fake_provider.base_url)
-    fake_provider.add(stream(*text_chunks(LONG_TEXT, pieces=120), delay=0.05))
+    held = threading.Event()
+    chunks = text_chunks(LONG_TEXT, pieces=120)
+    fake_provider.add(stream(*chunks[:60], Gate(held), *chunks[60:], delay=0.05))
     page = page_for(users["editor"])
     open_project(page, project)
     send(page, "Write a long text.")
@@ -86,6 +89,7 @@ def test_escape_stops_a_running_reply(page_for, users, project, fake_provider):
     page.keyboard.press("Escape")
     expect(panel.locator(".chat-error.stopped")).to_have_text("Stopped.")
     expect(panel.locator(".busy")).to_be_hidden()
+    held.set()  # the stopped turn hung up: nothing more reaches the page
     shown = panel.locator(".bubble.assistant").get_attribute("data-text")
     assert shown != LONG_TEXT and LONG_TEXT.startswith(shown)
     page.keyboard.press("Escape")  # nothing runs: nothing happens
@@ -100,12 +104,10 @@ def test_the_tab_title_shows_a_running_reply_and_a_waiting_approval(
     root = project_root_create(project.pk)
     (root / "notes.md").write_text("old\n")
     make_rojo(fake_provider.base_url)
+    working_seen = threading.Event()
+    write = ("write_text_content", {"path": "notes.md", "text": "new\n"})
     fake_provider.add(
-        stream(
-            *tool_call_chunks([("write_text_content", {"path": "notes.md", "text": "new\n"})]),
-            delay=0.2,
-        ),
-        stream(*text_chunks("Done.")),
+        stream(Gate(working_seen), *tool_call_chunks([write])), stream(*text_chunks("Done."))
     )
     page = page_for(users["editor"])
     open_project(page, project)
@@ -113,6 +115,7 @@ def test_the_tab_title_shows_a_running_reply_and_a_waiting_approval(
     assert base == "Demo Project · Rojo Chat"
     send(page, "Replace notes.md")
     expect(page).to_have_title(f"● Working… · {base}")
+    working_seen.set()  # the call comes only now: a slow page cannot miss the running reply
     approval = page.locator(".approval")
     expect(approval).to_be_visible()
     expect(page).to_have_title(f"Approval needed · {base}")

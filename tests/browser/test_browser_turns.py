@@ -1,6 +1,7 @@
 """Turns in a real browser: stopping, re-attaching, failing, reopening, and the panels around."""
 
 import re
+import threading
 from datetime import UTC, datetime
 
 import pytest
@@ -10,7 +11,7 @@ from playwright.sync_api import expect
 from roject.storage import project_root
 from rojos.models import Conversation, TurnRecord
 from tests.support.browser import screenshot
-from tests.support.fake_provider import http_error, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, http_error, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import PAGE, STORY, BrokenLayer, make_rojo, stored_history
 from tests.support.live_server import wait_until
 
@@ -33,8 +34,13 @@ def send(page, text: str) -> None:
     page.keyboard.press("Enter")
 
 
-def slow_reply(delay: float):
-    return stream(*text_chunks(LONG_TEXT, pieces=120), delay=delay)
+def slow_reply(delay: float, held: threading.Event | None = None):
+    """LONG_TEXT in 120 paced pieces; given `held`, the second half waits until it is set, so
+    that what the test does while the reply runs cannot race the provider's pace."""
+    chunks = text_chunks(LONG_TEXT, pieces=120)
+    if held is not None:
+        chunks.insert(60, Gate(held))
+    return stream(*chunks, delay=delay)
 
 
 def story_replies():
@@ -128,9 +134,13 @@ def test_stop_before_the_reply_started_stops_it_when_it_starts(
 
 
 def test_stop_ends_the_turn_and_keeps_the_partial_reply(page_for, users, project, fake_provider):
-    """Stop ends a streaming reply at once; its partial text stays, shown and stored."""
+    """Stop ends a streaming reply at once; its partial text stays, shown and stored. The
+    reply holds half-way until then, so a slow Stop cannot let it end first."""
     make_rojo(fake_provider.base_url)
-    fake_provider.add(slow_reply(delay=0.05), stream(*text_chunks("Picking up from there.")))
+    held = threading.Event()
+    fake_provider.add(
+        slow_reply(delay=0.05, held=held), stream(*text_chunks("Picking up from there."))
+    )
     page = page_for(users["editor"])
     open_project(page, project)
     message_input = page.get_by_label("Message")
@@ -147,6 +157,7 @@ def test_stop_ends_the_turn_and_keeps_the_partial_reply(page_for, users, project
 
     expect(panel.locator(".chat-error.stopped")).to_have_text("Stopped.")
     expect(panel.locator(".busy")).to_be_hidden()
+    held.set()  # the stopped turn hung up: nothing more reaches the page
     expect(stop).to_be_hidden()
     expect(message_input).to_be_editable()
     shown = reply.get_attribute("data-text")
@@ -173,9 +184,12 @@ def test_stop_ends_the_turn_and_keeps_the_partial_reply(page_for, users, project
 
 
 def test_reload_mid_turn_reattaches_to_the_running_reply(page_for, users, project, fake_provider):
-    """A reload while the rojo writes shows the question once and the whole reply once."""
+    """A reload while the rojo writes shows the question once and the whole reply once. The
+    reply holds half-way until the reloaded page shows it running (a slow reload could
+    otherwise come after its end)."""
     make_rojo(fake_provider.base_url)
-    fake_provider.add(slow_reply(delay=0.04))
+    held = threading.Event()
+    fake_provider.add(slow_reply(delay=0.04, held=held))
     page = page_for(users["editor"])
     open_project(page, project)
     panel = page.locator("rojo-chat-panel")
@@ -190,6 +204,7 @@ def test_reload_mid_turn_reattaches_to_the_running_reply(page_for, users, projec
     expect(panel.locator(".bubble.user")).to_have_text("Write a long text.")
     expect(panel.locator(".busy")).to_be_visible()
     expect(page.get_by_role("button", name="Send", exact=True)).to_be_disabled()
+    held.set()
     reply = panel.locator(".bubble.assistant")
     expect(reply).to_have_text(LONG_TEXT)
     expect(panel.locator(".busy")).to_be_hidden()
@@ -327,16 +342,18 @@ def test_shift_enter_adds_a_line_and_enter_sends(page_for, users, project, fake_
 
 
 def test_file_tree_shows_a_new_file_while_the_turn_runs(page_for, users, project, fake_provider):
-    """A file the rojo writes appears in the open root listing before its reply ends."""
+    """A file the rojo writes appears in the open root listing before its reply ends: the
+    reply after the write waits until the tree showed the file."""
     root = project_root(project.pk)
     root.mkdir(parents=True, exist_ok=True)
     (root / "existing.txt").write_text("Already here.\n")
     make_rojo(fake_provider.base_url)
+    tree_shown = threading.Event()
     fake_provider.add(
         stream(
             *tool_call_chunks([("write_text_content", {"path": "notes.txt", "text": "Notes\n"})])
         ),
-        stream(*text_chunks("I wrote notes.txt."), first_byte_delay=2.0),
+        stream(Gate(tree_shown), *text_chunks("I wrote notes.txt.")),
     )
     page = page_for(users["editor"])
     open_project(page, project)
@@ -346,6 +363,7 @@ def test_file_tree_shows_a_new_file_while_the_turn_runs(page_for, users, project
     send(page, "Write notes.txt.")
     expect(tree.get_by_role("button")).to_have_text(["existing.txt", "notes.txt"])
     expect(page.locator("rojo-chat-panel .busy")).to_be_visible()
+    tree_shown.set()
     expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("I wrote notes.txt.")
     expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
     tree.get_by_role("button", name="notes.txt").click()
@@ -516,8 +534,10 @@ def test_times_in_the_list_are_the_readers_local_time_in_one_format(
 def test_the_keyboard_focus_stays_in_the_box_while_a_reply_runs_and_is_not_taken_after(
     page_for, users, project, fake_provider
 ):
+    """Each reply holds half-way until the test looked at the page while it runs."""
     make_rojo(fake_provider.base_url)
-    fake_provider.add(slow_reply(0.02), slow_reply(0.02))
+    first, second = threading.Event(), threading.Event()
+    fake_provider.add(slow_reply(0.02, held=first), slow_reply(0.02, held=second))
     page = page_for(users["editor"])
     open_project(page, project)
     box = page.get_by_label("Message")
@@ -526,12 +546,15 @@ def test_the_keyboard_focus_stays_in_the_box_while_a_reply_runs_and_is_not_taken
     expect(page.locator("rojo-chat-panel .busy")).to_be_visible()
     expect(box).to_be_focused()  # writable while the reply runs: the next message is typed
     expect(box).to_be_editable()
+    first.set()
     expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
     expect(box).to_be_focused()
 
     send(page, "Two")
     refresh = page.get_by_role("button", name="Refresh the file list")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_visible()
     refresh.focus()  # the reader went on to the files meanwhile
+    second.set()
     expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
     expect(refresh).to_be_focused()
 
@@ -595,8 +618,9 @@ def test_a_tree_refresh_keeps_the_keyboard_on_the_entry_it_was_on(
     (root / "a.md").write_text("A\n")
     make_rojo(fake_provider.base_url, approval_tools=[])
     write = ("write_text_content", {"path": "b.md", "text": "B\n"})
+    focused = threading.Event()  # the write comes once the keyboard is on a.md
     fake_provider.add(
-        stream(*tool_call_chunks([write]), first_byte_delay=1.0), stream(*text_chunks("Done."))
+        stream(Gate(focused), *tool_call_chunks([write])), stream(*text_chunks("Done."))
     )
     page = page_for(users["editor"])
     open_project(page, project)
@@ -604,6 +628,8 @@ def test_a_tree_refresh_keeps_the_keyboard_on_the_entry_it_was_on(
     send(page, "Write b.md")
 
     tree.get_by_role("button", name="a.md").focus()
+    expect(tree.get_by_role("button", name="a.md")).to_be_focused()
+    focused.set()
     expect(tree.get_by_role("button", name="b.md")).to_be_visible()  # the tree was refreshed
 
     expect(tree.get_by_role("button", name="a.md")).to_be_focused()
@@ -615,7 +641,8 @@ def test_a_streaming_reply_is_busy_for_screen_readers_until_it_is_whole(
     """Re-rendered each frame as it streams; the log itself stays live, so an approval or an
     error during the turn is still announced."""
     make_rojo(fake_provider.base_url)
-    fake_provider.add(slow_reply(0.02))
+    held = threading.Event()  # the reply's second half waits until the page was looked at
+    fake_provider.add(slow_reply(0.02, held=held))
     page = page_for(users["editor"])
     open_project(page, project)
     send(page, "Talk")
@@ -623,5 +650,6 @@ def test_a_streaming_reply_is_busy_for_screen_readers_until_it_is_whole(
 
     expect(reply).to_have_attribute("aria-busy", "true")
     expect(page.locator("rojo-chat-panel .messages")).not_to_have_attribute("aria-busy", "true")
+    held.set()
     expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()
     expect(reply).not_to_have_attribute("aria-busy", "true")
