@@ -1,11 +1,13 @@
 """The chat panel in a real browser: the verification story, as a user sees it."""
 
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
 from roject.storage import project_root
 from tests.support.browser import MainThreadTasks, screenshot
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import PAGE, STORY, make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -25,7 +27,11 @@ def test_log_in_and_see_my_projects(page_for, users, project):
 
 
 def test_verification_story_in_the_browser(page_for, users, project, fake_provider):
+    """The story, live: the reply's text holds half-way until the page showed the turn still
+    running (a slow page could otherwise look only after its end)."""
     rojo = make_rojo(fake_provider.base_url)
+    mid_seen = threading.Event()
+    reply_chunks = text_chunks(REPLY, pieces=20)
     fake_provider.add(
         stream(*tool_call_chunks([("create_directory", {"path": "docs/intro"})])),
         stream(
@@ -33,7 +39,7 @@ def test_verification_story_in_the_browser(page_for, users, project, fake_provid
                 [("write_text_content", {"path": "docs/intro/index.page", "text": PAGE})]
             )
         ),
-        stream(*text_chunks(REPLY, pieces=20), delay=0.03),
+        stream(*reply_chunks[:10], Gate(mid_seen), *reply_chunks[10:], delay=0.03),
     )
     page = page_for(users["editor"])
     page.goto(f"/projects/{project.pk}/")
@@ -49,6 +55,7 @@ def test_verification_story_in_the_browser(page_for, users, project, fake_provid
     expect(lines.nth(1)).to_contain_text('write_text_content("docs/intro/index.page", …) → ok')
     expect(panel.locator(".busy")).to_be_visible()
     screenshot(page, "story-mid-conversation")
+    mid_seen.set()
     reply = panel.locator(".bubble.assistant")
     expect(reply.locator("strong")).to_have_text("docs/intro/index.page")
     expect(reply.locator("li")).to_have_text(["a page header", "a short intro paragraph"])

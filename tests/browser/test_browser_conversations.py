@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from rojos.models import Conversation, Message, TurnRecord
 from tests.support.browser import screenshot
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -170,12 +170,15 @@ def test_another_members_running_reply_shows_a_live_badge(
     page_for, client_for, users, project, fake_provider
 ):
     """While the editor's reply runs, the viewer's list shows it Running, a new
-    conversation included; the badge goes once the reply is done."""
+    conversation included; the badge goes once the reply is done. The reply holds half-way
+    until the badge was seen, so a slow page cannot miss the running reply."""
     rojo = make_rojo(fake_provider.base_url)
     many_conversations(project, users["owner"], 1)
     page = page_for(users["viewer"])
     page.goto(f"/projects/{project.pk}/")
-    fake_provider.add(stream(*text_chunks("w " * 60, pieces=60), delay=0.1))
+    seen = threading.Event()
+    chunks = text_chunks("w " * 60, pieces=60)
+    fake_provider.add(stream(*chunks[:30], Gate(seen), *chunks[30:], delay=0.1))
     client = client_for(users["editor"])
     chat = threading.Thread(
         target=client.chat, args=(project.pk,), kwargs={"rojo": rojo.pk, "message": "Slow one"}
@@ -187,6 +190,7 @@ def test_another_members_running_reply_shows_a_live_badge(
         expect(row.locator(".conversation-author")).to_have_text("editor")
         screenshot(page, "conversations-running-badge")
     finally:
+        seen.set()
         chat.join()
     expect(row.locator(".badge")).to_have_count(0, timeout=10_000)
     expect(page.locator(".conversation-list li").first).to_have_attribute(

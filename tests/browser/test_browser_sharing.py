@@ -3,12 +3,14 @@ opens it in a browser of their own and reads it as it was (Markdown, tool activi
 nothing to write, stop, approve, undo or branch; a reply that runs is watched live; markup in
 a message stays text; an outsider gets a 404."""
 
+import threading
+
 import pytest
 from playwright.sync_api import expect
 
 from rojos.models import Conversation
 from tests.support.browser import screenshot
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -77,10 +79,13 @@ def test_copy_link_opens_the_conversation_read_only_for_another_member(
 
 
 def test_a_member_watches_a_running_reply_live(page_for, users, project, fake_provider):
-    """Opened while the reply streams, the link shows it arriving, then the whole of it."""
+    """Opened while the reply streams, the link shows it arriving, then the whole of it. The
+    reply holds half-way until the reader's page joined it."""
     make_rojo(fake_provider.base_url)
     words = " ".join(f"word{i}" for i in range(60))
-    fake_provider.add(stream(*text_chunks(words, pieces=60), delay=0.08))
+    joined = threading.Event()
+    chunks = text_chunks(words, pieces=60)
+    fake_provider.add(stream(*chunks[:30], Gate(joined), *chunks[30:], delay=0.08))
     author = page_for(users["editor"])
     author.goto(f"/projects/{project.pk}/")
     author.get_by_label("Message").fill("Count slowly")
@@ -91,6 +96,7 @@ def test_a_member_watches_a_running_reply_live(page_for, users, project, fake_pr
     reader = page_for(users["owner"])
     reader.goto(link)
     expect(reader.locator(".busy")).to_be_visible()  # joined while it runs
+    joined.set()
     expect(reader.locator(".bubble.assistant")).to_have_text(words)
     expect(reader.locator(".busy")).to_be_hidden()
     expect(reader.locator(".stop")).to_be_hidden()
