@@ -1,11 +1,12 @@
 """The chat endpoint on a live ASGI server: formats, access, one turn at a time, re-attach, stop."""
 
 import json
+import threading
 
 import pytest
 
 from rojos.models import Conversation, Message
-from tests.support.fake_provider import http_error, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, http_error, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import parse_sse, wait_until
 
@@ -18,8 +19,13 @@ def rojo(fake_provider, settings):
     return make_rojo(fake_provider.base_url)
 
 
-def slow_reply(words: int = 60, delay: float = 0.05):
-    return stream(*text_chunks("w " * words, pieces=words), delay=delay)
+def slow_reply(words: int = 60, delay: float = 0.05, held: threading.Event | None = None):
+    """`words` paced pieces; given `held`, the second half waits until it is set, so that
+    what the test does while the turn runs cannot race the provider's pace."""
+    chunks = text_chunks("w " * words, pieces=words)
+    if held is not None:
+        chunks.insert(words // 2, Gate(held))
+    return stream(*chunks, delay=delay)
 
 
 def test_ndjson_when_asked(client_for, users, project, rojo, fake_provider):
@@ -78,7 +84,9 @@ def test_viewer_chats_with_read_only_tools(client_for, users, project, rojo, fak
 
 
 def test_second_message_while_a_turn_runs_gets_409(client_for, users, project, rojo, fake_provider):
-    fake_provider.add(slow_reply(words=20, delay=0.05))
+    """The first reply holds half-way until the second message was answered."""
+    answered = threading.Event()
+    fake_provider.add(slow_reply(words=20, delay=0.05, held=answered))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="First") as response:
         events = parse_sse(response.iter_lines())
@@ -88,6 +96,7 @@ def test_second_message_while_a_turn_runs_gets_409(client_for, users, project, r
             f"/api/projects/{project.pk}/chat",
             json={"rojo": rojo.slug, "message": "Second", "conversation": conversation},
         )
+        answered.set()
         rest = list(events)
     assert busy.status_code == 409
     assert "still running" in busy.json()["detail"]
@@ -101,7 +110,10 @@ def test_second_message_while_a_turn_runs_gets_409(client_for, users, project, r
 def test_reattach_after_disconnect_gets_what_was_missed_then_the_rest(
     client_for, users, project, rojo, fake_provider
 ):
-    fake_provider.add(slow_reply(words=30, delay=0.03))
+    """The reply holds half-way until the re-attach was answered, so it re-attaches to a
+    running turn however slowly the client comes back."""
+    reattached = threading.Event()
+    fake_provider.add(slow_reply(words=30, delay=0.03, held=reattached))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Tell me") as response:
         events = parse_sse(response.iter_lines())
@@ -114,6 +126,7 @@ def test_reattach_after_disconnect_gets_what_was_missed_then_the_rest(
         headers={"Last-Event-ID": str(seen[-1].id)},
     ) as response:
         assert response.status_code == 200
+        reattached.set()
         rest = list(parse_sse(response.iter_lines()))
 
     ids = [e.id for e in seen + rest]
@@ -125,10 +138,13 @@ def test_reattach_after_disconnect_gets_what_was_missed_then_the_rest(
 
 
 def test_turn_outlives_a_closed_connection(client_for, users, project, rojo, fake_provider):
-    fake_provider.add(slow_reply(words=10, delay=0.02))
+    """The reply holds half-way until the client hung up, so its end comes after."""
+    closed = threading.Event()
+    fake_provider.add(slow_reply(words=10, delay=0.02, held=closed))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Go on") as response:
         conversation = next(parse_sse(response.iter_lines())).data["conversation"]
+    closed.set()
 
     wait_until(lambda: Conversation.objects.get(pk=conversation).turn_id is None)
     history = stored_history(conversation)
@@ -141,25 +157,41 @@ def test_a_reply_saved_in_many_drafts_is_stored_whole_and_each_draft_is_its_begi
 ):
     """Each draft appends what came since the one before: read while the reply streams,
     every stored draft is the beginning of the reply, and the reply is stored exactly once
-    over, with a tool call after the text (a step that goes on)."""
+    over, with a tool call after the text (a step that goes on). The text holds at seven
+    gates until a draft stored since the gate before was seen (one is due while the 15
+    pieces between two gates come), so that a slow reader still sees more than five."""
     settings.ROJO_DRAFT_SECONDS = 0.05
     text = "".join(f"w{n} é " for n in range(120))
+    chunks = text_chunks(text, pieces=120, finish=None)
+    gates = {}  # the text before each gate: its event
+    for place in range(105, 0, -15):
+        gates["".join(c["choices"][0]["delta"]["content"] for c in chunks[:place])] = (
+            opened := threading.Event()
+        )
+        chunks.insert(place, Gate(opened))
     fake_provider.add(
-        stream(
-            *text_chunks(text, pieces=120, finish=None),
-            *tool_call_chunks([("create_directory", {"path": "notes"})]),
-            delay=0.01,
-        ),
+        stream(*chunks, *tool_call_chunks([("create_directory", {"path": "notes"})]), delay=0.01),
         stream(*text_chunks("Done.")),
     )
     client = client_for(users["editor"])
-    drafts = set()
+    drafts: set[str] = set()
+    at_release: set[str] = set()  # the drafts stored when the last gate opened
+
+    def stored_drafts() -> set[str]:
+        return {m.content for m in stored_history(conversation)[1:] if m.draft}
+
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
         events = parse_sse(response.iter_lines())
         conversation = next(events).data["conversation"]
+        streamed = ""
         for event in events:
-            stored = stored_history(conversation)[1:]
-            drafts.update(m.content for m in stored if m.draft)
+            drafts.update(stored_drafts())
+            streamed += event.data["text"] if event.type == "CHAT" else ""
+            if streamed in gates:  # held: a draft since the last gate is stored, or on its way
+                wait_until(lambda before=at_release: not stored_drafts() <= before)
+                at_release = stored_drafts()
+                drafts.update(at_release)
+                gates.pop(streamed).set()
             if event.type == "DONE":
                 break
 
@@ -178,7 +210,8 @@ def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
     """Stopped after a draft of the reply was stored: the text streamed is kept as the
     reply, no longer a draft, so search finds it."""
     settings.ROJO_DRAFT_SECONDS = 0.1
-    fake_provider.add(slow_reply(words=200, delay=0.05))
+    held = threading.Event()  # the reply's second half: it comes only after the Stop
+    fake_provider.add(slow_reply(words=200, delay=0.05, held=held))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Talk") as response:
         events = parse_sse(response.iter_lines())
@@ -187,6 +220,7 @@ def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
         wait_until(lambda: [m.draft for m in stored_history(conversation)] == [False, True])
         stopped = client.post(f"/api/conversations/{conversation}/stop")
         rest = list(events)
+    held.set()
 
     assert stopped.status_code == 200 and stopped.json() == {"stopping": True}
     assert [e.type for e in rest[-2:]] == ["ERROR", "DONE"]
@@ -205,14 +239,20 @@ def test_stop_cancels_the_turn_and_keeps_the_streamed_text(
 def test_stop_during_a_tool_call_stream_runs_nothing(
     client_for, users, project, rojo, fake_provider
 ):
+    """The call's arguments hold half-way until the Stop was answered, so the Stop surely
+    comes while the call is still being written."""
     call = ("write_text_content", {"path": "never.txt", "text": "x" * 400})
-    fake_provider.add(stream(*tool_call_chunks([call], text_before="Writing it."), delay=0.03))
+    chunks = tool_call_chunks([call], text_before="Writing it.")
+    stopped = threading.Event()
+    chunks.insert(len(chunks) // 2, Gate(stopped))
+    fake_provider.add(stream(*chunks, delay=0.03))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Write") as response:
         events = parse_sse(response.iter_lines())
         seen = [next(events) for _ in range(2)]
         conversation = seen[0].data["conversation"]
         client.post(f"/api/conversations/{conversation}/stop")
+        stopped.set()
         rest = list(events)
 
     assert "TOOL_CALL" not in {e.type for e in rest}
@@ -305,7 +345,8 @@ def test_concurrent_turns_limit_is_a_readable_429(
     client_for, users, project, rojo, fake_provider, settings
 ):
     settings.ROJO_USER_CONCURRENT_TURNS = 1
-    fake_provider.add(slow_reply(words=20, delay=0.05))
+    answered = threading.Event()  # the first reply holds half-way until the second is refused
+    fake_provider.add(slow_reply(words=20, delay=0.05, held=answered))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Long one") as response:
         events = parse_sse(response.iter_lines())
@@ -313,6 +354,7 @@ def test_concurrent_turns_limit_is_a_readable_429(
         second = client.post(
             f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Another"}
         )
+        answered.set()
         rest = list(events)
 
     assert second.status_code == 429
