@@ -1,9 +1,11 @@
 """Edit, regenerate and retry fork a conversation; the model only ever sees the active branch."""
 
+import threading
+
 import pytest
 
 from rojos.models import Conversation, Message, TurnRecord
-from tests.support.fake_provider import http_error, stream, text_chunks
+from tests.support.fake_provider import Gate, http_error, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, run
 from tests.support.live_server import wait_until
 
@@ -140,9 +142,12 @@ def test_regenerating_a_regenerated_reply_makes_a_third_choice(
 def test_switching_branches_is_refused_while_a_reply_runs(
     client_for, users, project, rojo, fake_provider
 ):
-    """A turn only appends to the active branch: switching meanwhile answers 409."""
+    """A turn only appends to the active branch: switching meanwhile answers 409. The reply
+    holds half-way until the switch was answered, so the turn surely still runs."""
     client = client_for(users["editor"])
-    fake_provider.add(reply("One."), stream(*text_chunks("w " * 40, pieces=40), delay=0.05))
+    answered = threading.Event()
+    chunks = text_chunks("w " * 40, pieces=40)
+    fake_provider.add(reply("One."), stream(*chunks[:20], Gate(answered), *chunks[20:], delay=0.05))
     conversation = chat(client, project, rojo, "Question")
     first = user_message(conversation, "Question")
     with client.chat_stream(
@@ -152,6 +157,7 @@ def test_switching_branches_is_refused_while_a_reply_runs(
         refused = client.post(
             f"/api/conversations/{conversation}/branch", json={"message": first.pk}
         )
+        answered.set()
         assert refused.status_code == 409
         running.read()
     assert Conversation.objects.get(pk=conversation).branch == 1

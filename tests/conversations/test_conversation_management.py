@@ -4,12 +4,14 @@ Roles: editors and owners may rename and delete any conversation of their projec
 may do neither (403); a non-member gets 404, as for a missing conversation.
 """
 
+import threading
+
 import pytest
 from django.utils import timezone
 
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord, default_tools
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, wait_until
 
@@ -62,11 +64,13 @@ def test_deleting_a_running_conversation_stops_its_turn_and_keeps_its_files_and_
     client_for, users, project, rojo, fake_provider
 ):
     """The turn is stopped first; the file its call wrote stays, and the change record
-    stays, without the conversation, still undoable."""
+    stays, without the conversation, still undoable. The reply after the write holds until
+    the delete was answered, so the turn surely still runs when it comes."""
     root = project_root_create(project.pk)
+    deleted_answered = threading.Event()
     fake_provider.add(
         stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "hi\n"})])),
-        stream(*text_chunks("w " * 200, pieces=200), delay=0.05),
+        stream(Gate(deleted_answered), *text_chunks("w " * 200, pieces=200), delay=0.05),
     )
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.pk, message="Write a.txt") as response:
@@ -74,6 +78,7 @@ def test_deleting_a_running_conversation_stops_its_turn_and_keeps_its_files_and_
         conversation = next(events).data["conversation"]
         wait_until(lambda: FileChange.objects.filter(after__isnull=False).exists())
         deleted = client_for(users["owner"]).http.delete(f"/api/conversations/{conversation}")
+        deleted_answered.set()
         assert deleted.status_code == 200
         assert [e.type for e in events][-2:] == ["ERROR", "DONE"]
     assert not Conversation.objects.filter(pk=conversation).exists()
@@ -130,9 +135,10 @@ def test_badges_say_running_waiting_and_failed(client_for, users, project, rojo,
     TurnRecord.objects.create(
         conversation=failed, user_message=failed.messages.get(), status=TurnRecord.Status.ERROR
     )
+    listed = threading.Event()  # the reply after the approval holds until the list was read
     fake_provider.add(
         stream(*tool_call_chunks([("write_text_content", {"path": "notes.txt", "text": "new\n"})])),
-        stream(*text_chunks("w " * 100, pieces=100), delay=0.05),
+        stream(Gate(listed), *text_chunks("w " * 100, pieces=100), delay=0.05),
     )
     client = client_for(users["editor"])
 
@@ -161,6 +167,7 @@ def test_badges_say_running_waiting_and_failed(client_for, users, project, rojo,
         wait_until(lambda: statuses().get(str(running)) == "running")
         items = client.get(f"/api/projects/{project.pk}/conversations").json()
         assert {i["title"]: i["status"] for i in items}["Rewrite notes"] == "running"
+        listed.set()
         list(events)
     assert statuses(running) == {str(running): ""}
 

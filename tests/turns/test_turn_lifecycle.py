@@ -2,6 +2,7 @@
 stored, a relay gone as it ends, a re-attach with an id from another turn. Each leaves one
 turn per conversation and a valid history."""
 
+import threading
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from roject.storage import project_root_create
 from rojos.agent.access_ended import REMOVED_MESSAGE, REVOKED
 from rojos.models import Conversation, TurnRecord
 from rojos.turns import start as turn_start
-from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import parse_sse, read_until, wait_until
 
@@ -191,10 +192,12 @@ def test_a_reply_that_runs_past_the_turn_limit_is_stopped_with_a_clear_error(
 def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
     client_for, users, project, rojo, fake_provider, change
 ):
-    """A viewer's turn goes on with read tools only; a removed member's stops (#15)."""
+    """A viewer's turn goes on with read tools only; a removed member's stops (#15). The call
+    comes only once the membership changed (a Gate, not a head start the test must win)."""
     root = project_root_create(project.pk)
     write = ("write_text_content", {"path": "after.txt", "text": "written anyway"})
-    fake_provider.add(stream(*tool_call_chunks([write], arguments="whole"), first_byte_delay=1.0))
+    changed = threading.Event()
+    fake_provider.add(stream(Gate(changed), *tool_call_chunks([write], arguments="whole")))
     if change == "made-viewer":
         fake_provider.add(stream(*text_chunks("I could not.")))
     client = client_for(users["editor"])
@@ -207,6 +210,7 @@ def test_a_member_removed_or_made_a_viewer_mid_turn_changes_no_more_files(
             membership.delete()
         else:
             membership.update(role=Role.VIEWER)
+        changed.set()
         rest = [(e.type, e.data) for e in events]
 
     assert not (root / "after.txt").exists()
