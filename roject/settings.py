@@ -410,6 +410,10 @@ ROJO_LIVE_CHECK_SECONDS = env_float("ROJO_LIVE_CHECK_SECONDS", 5)
 ROJO_MCP_CALL_TIMEOUT = env_float("ROJO_MCP_CALL_TIMEOUT", 60)
 ROJO_MCP_START_TIMEOUT = env_float("ROJO_MCP_START_TIMEOUT", 30)
 ROJO_MCP_IDLE_SECONDS = env_float("ROJO_MCP_IDLE_SECONDS", 600)
+# Hosts (names) and networks (10.20.0.0/16, an address) that an HTTP MCP server's OAuth
+# requests may reach though internal: another host than the server's own is otherwise
+# reached only on public addresses (rojos/mcp/destinations.py).
+ROJO_MCP_OAUTH_INTERNAL_ALLOWED = env_list("ROJO_MCP_OAUTH_INTERNAL_ALLOWED", "")
 # How long a server's question during a call waits for the person's answer (then: cancel).
 ROJO_ELICITATION_SECONDS = env_float("ROJO_ELICITATION_SECONDS", 300)
 # The MCP endpoint serves the built-in tools; tools of your own (ROJO_TOOL_MODULES) too

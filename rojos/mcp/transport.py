@@ -15,12 +15,13 @@ from mcp import Client, StdioServerParameters
 from mcp.client.auth import OAuthFlowError
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
 
 from rojos.scrub import scrub
 
 from .bounds import MAX_TOOLS, tools_bounded
+from .destinations import REFUSED, DestinationRefused, checked_transport
 from .oauth import SignInNeeded
 from .process_log import StderrPipe
 from .spec import ServerSpec
@@ -53,9 +54,15 @@ def client_make(
         )
         transport = stdio_client(params, errlog=pipe.writer)
     else:
-        # The SDK's client settings (a long read timeout for held streams), our headers;
-        # a client passed in is ours to close, after the session.
-        http = create_mcp_http_client(headers=spec.http_headers(), auth=auth)
+        # The SDK's client settings (a long read timeout for held streams), our headers,
+        # connections only where the server's OAuth may go (`destinations`); a client
+        # passed in is ours to close, after the session.
+        http = httpx2.AsyncClient(
+            headers=spec.http_headers(),
+            timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
+            auth=auth,
+            transport=checked_transport(spec.url),
+        )
         stack.push_async_callback(http.aclose)
         transport = streamable_http_client(spec.url, http_client=http)
     return Client(
@@ -88,6 +95,8 @@ def start_failure(spec: ServerSpec, exc: BaseException) -> str:
         why = f"the command {spec.command!r} was not found"
     elif isinstance(exc, httpx2.TransportError):
         why = f"it cannot be reached ({exc.__class__.__name__})"
+    elif isinstance(exc, DestinationRefused):
+        why = REFUSED
     elif isinstance(exc, SignInNeeded):
         why = "it asks for the account to be connected again (Connect)"
     elif isinstance(exc, OAuthFlowError):

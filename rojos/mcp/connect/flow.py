@@ -25,6 +25,7 @@ from roject.audit.log import AuditAction, AuditActor
 from roject.errors import AppError
 
 from ..accounts import account_disconnect
+from ..destinations import REFUSED, DestinationRefused
 from ..spec import ServerSpec
 from ..transport import client_make
 from .audit import account_audit, registration_of
@@ -120,7 +121,7 @@ async def sign_in_finish(
     )
     try:
         await provider.finish(flow=pending.flow, code=code, iss=iss)
-    except (OAuthFlowError, httpx2.HTTPError, ValueError) as exc:
+    except (OAuthFlowError, httpx2.HTTPError, ValueError, DestinationRefused) as exc:
         logger.warning("finishing the sign-in to MCP server %s failed", spec.slug, exc_info=exc)
         raise ConnectError(_why(spec, exc)) from None
     await sync_to_async(account_audit)(
@@ -151,7 +152,9 @@ def account_forget(*, spec: ServerSpec, user_id: int | None, actor: AuditActor) 
 def _why(spec: ServerSpec, exc: BaseException) -> str:
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    if isinstance(exc, httpx2.TransportError):
+    if isinstance(exc, DestinationRefused):
+        why = REFUSED
+    elif isinstance(exc, httpx2.TransportError):
         why = "it cannot be reached"
     elif isinstance(exc, TimeoutError):
         why = "it did not answer in time"

@@ -38,6 +38,7 @@ from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_serv
 from pydantic import ValidationError
 
 from ..accounts import AccountGone, AccountTokenStorage
+from ..destinations import Destinations, checked_transport
 from ..oauth import SignIn, SignInNeeded
 from ..sealed import unseal
 from ..spec import ServerSpec
@@ -157,6 +158,9 @@ class AccountProvider(OAuthClientProvider):
     async def _perform_authorization(self) -> httpx2.Request:
         if not self.pausing:
             raise SignInNeeded("the server asks for a sign-in, and nobody's browser is here")
+        # The exchange at the callback is refused at a token endpoint on an internal address
+        # (`destinations`): the person is told now, before a trip to the provider for nothing.
+        await Destinations.of(self.context.server_url).url_check(self._get_token_endpoint())
         _code, verifier = await self._perform_authorization_code_grant()
         context = self.context
         client = context.client_info
@@ -201,7 +205,10 @@ class AccountProvider(OAuthClientProvider):
         context.protocol_version = flow.get("protocol_version")
         validate_authorization_response_iss(iss, context.oauth_metadata)
         request = await self._exchange_token_authorization_code(code, flow["verifier"])
-        async with httpx2.AsyncClient(timeout=30, follow_redirects=False) as http:
+        transport = checked_transport(context.server_url)  # the code and secret: no SSRF
+        async with httpx2.AsyncClient(
+            timeout=30, follow_redirects=False, transport=transport
+        ) as http:
             response = await http.send(request)
             await self._handle_token_response(response)  # makes the account (`makes_account`)
         preregistered = self.storage.preregistered
