@@ -22,8 +22,12 @@ host would make Rojo a server-side request forgery for whoever writes it. So:
   the request's origin, and never for Rojo's token exchange). A refusal happens before a
   byte is written: no token, code or client secret reaches the refused host.
 
-Rojo makes these connections itself: a proxy from the environment (`HTTPS_PROXY`) is not
-used for MCP servers over HTTP, as it would resolve the names where Rojo cannot check them.
+A proxy from the environment (`HTTP_PROXY`, `HTTPS_PROXY`, `ALL_PROXY`, `NO_PROXY`, as
+every HTTP client of Rojo takes them) is used as before: a server reached only through an
+egress proxy stays reachable. The proxy resolves the names itself, so there the check is
+made on Rojo's own resolution just before each request: a name Rojo resolves to an internal
+address is refused all the same, but one only the proxy can resolve, or that resolves
+differently there, is the proxy's to refuse.
 """
 
 import ipaddress
@@ -36,6 +40,7 @@ import anyio
 import httpcore2
 import httpx2
 from django.conf import settings
+from httpx2._utils import get_environment_proxies  # as httpx2 reads them for its clients
 
 logger = logging.getLogger("rojos.mcp")
 
@@ -211,6 +216,30 @@ class CheckedTransport(httpx2.AsyncHTTPTransport):
         self._pool._network_backend = CheckedBackend(destinations)
 
 
-def checked_transport(server_url: str) -> CheckedTransport:
-    """The transport for every request made for the MCP server at `server_url`."""
-    return CheckedTransport(Destinations.of(server_url))
+class CheckedProxyTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's transport through a proxy from the environment, each request's host checked
+    first (on Rojo's resolution: the proxy resolves it again, see the module's docstring)."""
+
+    def __init__(self, destinations: Destinations, proxy: str) -> None:
+        super().__init__(proxy=proxy)
+        self.destinations = destinations
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        try:
+            await self.destinations.url_check(str(request.url))
+        except DestinationRefused as exc:
+            logger.warning("MCP server at %s: refused: %s", self.destinations.server_host, exc)
+            raise
+        return await super().handle_async_request(request)
+
+
+def checked_client_options(server_url: str) -> dict:
+    """The `transport` and `mounts` of every client making requests for the MCP server at
+    `server_url`: connections checked, through the environment's proxies where they apply
+    (httpx2 reads no proxy from the environment for a client given its own transport)."""
+    destinations = Destinations.of(server_url)
+    mounts: dict[str, httpx2.AsyncBaseTransport | None] = {
+        pattern: None if proxy is None else CheckedProxyTransport(destinations, proxy)
+        for pattern, proxy in get_environment_proxies().items()
+    }
+    return {"transport": CheckedTransport(destinations), "mounts": mounts}

@@ -21,7 +21,7 @@ from mcp.shared.exceptions import MCPError
 from rojos.scrub import scrub
 
 from .bounds import MAX_TOOLS, tools_bounded
-from .destinations import REFUSED, DestinationRefused, checked_transport
+from .destinations import REFUSED, DestinationRefused, checked_client_options
 from .oauth import SignInNeeded
 from .process_log import StderrPipe
 from .spec import ServerSpec
@@ -61,7 +61,7 @@ def client_make(
             headers=spec.http_headers(),
             timeout=httpx2.Timeout(MCP_DEFAULT_TIMEOUT, read=MCP_DEFAULT_SSE_READ_TIMEOUT),
             auth=auth,
-            transport=checked_transport(spec.url),
+            **checked_client_options(spec.url),
         )
         stack.push_async_callback(http.aclose)
         transport = streamable_http_client(spec.url, http_client=http)

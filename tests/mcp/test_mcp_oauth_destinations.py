@@ -26,7 +26,7 @@ from rojos.mcp.destinations import address_internal
 from rojos.mcp.sealed import seal
 from rojos.models import McpAccount, McpServer, McpSignInPending
 from tests.mcp.test_mcp_sign_in import connect, whoami
-from tests.support.http_peers import http_peer, metadata_server
+from tests.support.http_peers import http_peer, http_proxy, metadata_server
 from tests.support.oauth_mcp import protected_server_row
 
 pytestmark = pytest.mark.backend
@@ -290,3 +290,39 @@ def test_the_connection_goes_to_the_address_that_was_checked(
 )
 def test_which_addresses_are_internal(address, internal):
     assert address_internal(ipaddress.ip_address(address)) is internal
+
+
+@pytest.fixture
+def egress_proxy(monkeypatch):
+    """A forward proxy set in the environment, as an install behind one has it."""
+    for name in ("no_proxy", "NO_PROXY", "all_proxy", "ALL_PROXY", "https_proxy", "HTTPS_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    with http_proxy() as proxy:
+        monkeypatch.setenv("http_proxy", proxy.base_url)
+        monkeypatch.setenv("HTTP_PROXY", proxy.base_url)
+        yield proxy
+
+
+@needs_db
+def test_behind_an_egress_proxy_requests_go_through_it_and_are_still_checked(
+    server, internal, project, users, egress_proxy, settings
+):
+    """An install that reaches out only through a proxy still reaches its MCP servers, and
+    the metadata's internal host is refused before the proxy is asked for it; once an admin
+    allows it, the proxy is asked."""
+    url = metadata_server(server, authorization_server=internal.base_url)
+    server_row(url)
+    client = signed_in(users["editor"])
+
+    page = connect_message(client)
+
+    assert REFUSED in page
+    asked = [seen.path for seen in egress_proxy.seen]
+    assert url in asked  # the server itself, through the proxy
+    assert not any(path.startswith(internal.base_url) for path in asked)
+    assert internal.seen == []
+
+    settings.ROJO_MCP_OAUTH_INTERNAL_ALLOWED = ["127.0.0.2/32"]
+    connect_message(client)
+    assert any(seen.path.startswith(internal.base_url) for seen in egress_proxy.seen)
+    assert internal.seen

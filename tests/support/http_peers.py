@@ -7,12 +7,14 @@ on 127.0.0.2 stands for a host on an internal network: a service an MCP server's
 must not make Rojo reach.
 """
 
+import http.client
 import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit
 
 
 @dataclass(frozen=True)
@@ -111,3 +113,54 @@ def metadata_server(
         },
     )
     return f"{base}/mcp"
+
+
+class _ProxyHandler(BaseHTTPRequestHandler):
+    """A forward proxy for http:// URLs (absolute-form requests): records each, passes it on
+    and answers what the origin answered (read whole: the peers here answer small bodies)."""
+
+    peer: Peer
+
+    def _any(self) -> None:
+        length = int(self.headers.get("Content-Length") or 0)
+        body = self.rfile.read(length)
+        self.peer.seen.append(Seen(self.command, self.path, dict(self.headers), body.decode()))
+        target = urlsplit(self.path)
+        headers = {k: v for k, v in self.headers.items() if not k.lower().startswith("proxy-")}
+        origin = http.client.HTTPConnection(target.hostname, target.port, timeout=30)
+        try:
+            path = target.path + (f"?{target.query}" if target.query else "")
+            origin.request(self.command, path, body=body or None, headers=headers)
+            answer = origin.getresponse()
+            data = answer.read()
+        finally:
+            origin.close()
+        self.send_response(answer.status)
+        for name, value in answer.getheaders():
+            if name.lower() not in ("transfer-encoding", "content-length", "connection"):
+                self.send_header(name, value)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = do_DELETE = _any
+
+    def log_message(self, format, *args) -> None:  # quiet
+        return
+
+
+@contextmanager
+def http_proxy(host: str = "127.0.0.1") -> Iterator[Peer]:
+    """A recording forward proxy on `host`, for the block: `seen` holds the absolute URLs
+    asked of it."""
+    handler = type("ProxyHandler", (_ProxyHandler,), {})
+    server = ThreadingHTTPServer((host, 0), handler)
+    handler.peer = Peer(base_url=f"http://{host}:{server.server_address[1]}")
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    try:
+        yield handler.peer
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)

@@ -38,7 +38,7 @@ from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_serv
 from pydantic import ValidationError
 
 from ..accounts import AccountGone, AccountTokenStorage
-from ..destinations import Destinations, checked_transport
+from ..destinations import Destinations, checked_client_options
 from ..oauth import SignIn, SignInNeeded
 from ..sealed import unseal
 from ..spec import ServerSpec
@@ -205,10 +205,8 @@ class AccountProvider(OAuthClientProvider):
         context.protocol_version = flow.get("protocol_version")
         validate_authorization_response_iss(iss, context.oauth_metadata)
         request = await self._exchange_token_authorization_code(code, flow["verifier"])
-        transport = checked_transport(context.server_url)  # the code and secret: no SSRF
-        async with httpx2.AsyncClient(
-            timeout=30, follow_redirects=False, transport=transport
-        ) as http:
+        options = checked_client_options(context.server_url)  # the code and secret: no SSRF
+        async with httpx2.AsyncClient(timeout=30, follow_redirects=False, **options) as http:
             response = await http.send(request)
             await self._handle_token_response(response)  # makes the account (`makes_account`)
         preregistered = self.storage.preregistered
