@@ -281,6 +281,9 @@ class McpConnection:
             left = self._used + idle - self._loop.time()
             if self._in_flight == 0 and left <= 0:
                 logger.info("MCP server %s: idle for %g s, stopped", self.spec.slug, idle)
+                # Ending, as a crash's session is: a use until its server is gone waits for
+                # that and starts it anew, not a call on the session being left.
+                self._stop.set()
                 return
             self._wake.clear()
             with contextlib.suppress(TimeoutError):

@@ -3,6 +3,7 @@ tests/support/mcp_servers/edge.py (crash, hang, isError, huge output, list_chang
 streamable HTTP."""
 
 import asyncio
+import logging
 import re
 
 import pytest
@@ -276,6 +277,36 @@ async def test_idle_sessions_stop_their_server(pool, root, settings):
 
     assert await asyncio.to_thread(wait_gone, pid, 10)
     assert pid not in exit_hook.running()
+
+
+async def test_a_call_as_an_idle_session_ends_starts_the_server_again(pool, root, settings):
+    """A call that comes while an idle session is still ending (its server not yet gone)
+    waits for that end and starts the server again: it used to be sent on the ending
+    session and fail as "stopped during the call" (a turn waiting on an approval longer
+    than ROJO_MCP_IDLE_SECONDS)."""
+    settings.ROJO_MCP_IDLE_SECONDS = 0.3
+    server = await sync_to_async(edge_server)()
+    tools, ctx = await turn_tools(root, link(server))
+    first = pool.connection(ServerSpec.of(server), root).pid
+    idle_stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+
+    class Stopped(logging.Handler):
+        def emit(self, record):
+            if "idle for" in record.getMessage():
+                loop.call_soon_threadsafe(idle_stop.set)
+
+    handler = Stopped()
+    logging.getLogger("rojos.mcp").addHandler(handler)
+    try:
+        await asyncio.wait_for(idle_stop.wait(), 10)
+        outcome = await call(tools, ctx, "edge__echo", {"text": "again"})
+    finally:
+        logging.getLogger("rojos.mcp").removeHandler(handler)
+
+    assert outcome.ok, outcome
+    assert outcome.value == "again"
+    assert pool.connection(ServerSpec.of(server), root).pid != first
 
 
 async def test_closing_the_pool_leaves_no_stdio_server_running(root):
