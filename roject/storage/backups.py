@@ -169,10 +169,12 @@ class StorageStaging:
         self.directory = self.base / temp_name()
         os.mkdir(self.directory, 0o700)
         self._lock = _lock_hold(self.directory)
+        self._top = os.open(self.directory, _DIRECTORY)
         # Directories this restore made (as "<project>/<path>"): an entry goes only into one.
         self._made: set[str] = set()
-        self._modes: list[tuple[Path, int]] = []  # directories given their mode at the end
+        self._modes: list[tuple[str, int]] = []  # directories given their mode at the end
         self._placed: list[tuple[Path, Path | None]] = []  # (project dir, what was there)
+        self._parent: tuple[str, int] | None = None  # the last entry's folder, held open
 
     def entry_place(self, project_id: int, entry: StoredEntry, content: BinaryIO | None) -> None:
         """(Blocking) Make one entry in the staging directory, from `content` for a file."""
@@ -180,29 +182,45 @@ class StorageStaging:
         project = str(int(project_id))
         parent = str(PurePosixPath(project, relative).parent)
         if parent == project and project not in self._made:
-            os.mkdir(self.directory / project, 0o755)
-            os.chmod(self.directory / project, 0o755)
+            os.mkdir(project, 0o755, dir_fd=self._top)
+            os.chmod(project, 0o755, dir_fd=self._top)
             self._made.add(project)
         if parent not in self._made:
             raise BackupEntryError(f"the archive's storage entry {entry.path!r} has no folder")
-        target = self.directory / project / relative
         try:
-            self._make(target, entry, content)
+            self._make(self._folder(parent), relative.name, entry, content)
         except FileExistsError as exc:
             raise BackupEntryError(f"the archive holds {entry.path!r} twice") from exc
         if entry.kind == "dir":
             self._made.add(f"{project}/{relative}")
-
-    def _make(self, target: Path, entry: StoredEntry, content: BinaryIO | None) -> None:
-        if entry.kind == "dir":
-            os.mkdir(target, 0o700)
-            os.chmod(target, entry.mode | 0o700)  # writable by the restore until the end
             if entry.mode & 0o700 != 0o700:
-                self._modes.append((target, entry.mode))
+                self._modes.append((f"{project}/{relative}", entry.mode))
+
+    def _folder(self, made: str) -> int:
+        """A directory this restore made, opened one name at a time from the staging
+        directory: a path may be longer than the system takes whole (PATH_MAX), as a tree
+        someone made with a shell can be; entries come folder by folder, so it stays open
+        for the next."""
+        if self._parent is not None and self._parent[0] == made:
+            return self._parent[1]
+        fd = _descend(self._top, made)
+        if self._parent is not None:
+            os.close(self._parent[1])
+        self._parent = (made, fd)
+        return fd
+
+    def _make(self, folder: int, name: str, entry: StoredEntry, content: BinaryIO | None) -> None:
+        if entry.kind == "dir":
+            os.mkdir(name, 0o700, dir_fd=folder)
+            made = os.open(name, _DIRECTORY, dir_fd=folder)
+            try:
+                os.fchmod(made, entry.mode | 0o700)  # writable by the restore until the end
+            finally:
+                os.close(made)
         elif entry.kind == "link":
-            os.symlink(entry.target, target)
+            os.symlink(entry.target, name, dir_fd=folder)
         else:
-            fd = os.open(target, _CREATE, 0o600)
+            fd = os.open(name, _CREATE, 0o600, dir_fd=folder)
             try:
                 left = entry.size
                 while left > 0 and content is not None:
@@ -229,8 +247,13 @@ class StorageStaging:
         replaces the installation), but that of the projects in `keep` (the restored
         database has them, the archive carries no storage for them), which stays as it is.
         Returns the projects whose storage stayed so."""
-        for target, mode in reversed(self._modes):
-            os.chmod(target, mode)
+        self._folder_close()
+        for made, mode in reversed(self._modes):  # the deepest first: their parents open
+            fd = _descend(self._top, made)
+            try:
+                os.fchmod(fd, mode)
+            finally:
+                os.close(fd)
         staged = {str(pid) for pid in self.staged_projects()}
         present = {p.name for p in self.base.iterdir() if p.name.isdigit()}
         kept = (present & {str(int(pid)) for pid in keep}) - staged if replace_all else set()
@@ -268,8 +291,27 @@ class StorageStaging:
 
     def discard(self) -> None:
         """(Blocking) Remove the staging directory and whatever is still in it."""
-        shutil.rmtree(self.directory, ignore_errors=True)
+        self._folder_close()
+        os.close(self._top)
+        shutil.rmtree(self.directory, ignore_errors=True)  # by descriptors: any depth
         os.close(self._lock)  # what a failed removal left, the sweep removes
+
+    def _folder_close(self) -> None:
+        if self._parent is not None:
+            os.close(self._parent[1])
+            self._parent = None
+
+
+def _descend(top: int, relative: str) -> int:
+    """The directory at `relative` under `top`, opened name by name, no link followed."""
+    fd = os.dup(top)
+    for name in relative.split("/"):
+        try:
+            inner = os.open(name, _DIRECTORY, dir_fd=fd)
+        finally:
+            os.close(fd)
+        fd = inner
+    return fd
 
 
 def _lock_hold(directory: Path) -> int:
