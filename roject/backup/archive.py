@@ -176,6 +176,15 @@ class ArchiveWriter:
             }
         )
 
+    def abandon(self) -> None:
+        """Leave the archive unfinished (its write failed: a full disk), writing nothing
+        more, now or when the streams are collected: tarfile's would flush its buffer into
+        the closed file then, and print that error's traceback after the command's own."""
+        self.tar.fileobj.closed = True  # tarfile's stream: its close writes what it holds
+        self.tar.closed = True
+        if self._gzip is not None:
+            self._gzip.fileobj = None  # its close writes the trailer
+
     def close(self) -> Manifest:
         """Write the manifest and end the archive."""
         self.manifest.projects = {

@@ -78,16 +78,26 @@ def backup_stream(
                     continue
                 header = header_make(connection, storage=scope, projects=sorted(projects))
                 writer = ArchiveWriter(out, header=header, compress=compress)
-                for project_id in sorted(projects):
-                    writer.project_seen(project_id)
-                    for entry, content in project_entries(project_id):
-                        writer.storage_add(project_id, entry, content)
-                locks.release()  # the storage is copied; the rows come from the snapshot
-                for model in models:
-                    _table_write(writer, model, connection, using)
-                return writer.close()
+                try:
+                    return _contents_write(writer, projects, locks, models, connection, using)
+                except BaseException:
+                    writer.abandon()
+                    raise
     finally:
         locks.release()
+
+
+def _contents_write(
+    writer: ArchiveWriter, projects: set[int], locks: ChangeLocks, models, connection, using: str
+) -> Manifest:
+    for project_id in sorted(projects):
+        writer.project_seen(project_id)
+        for entry, content in project_entries(project_id):
+            writer.storage_add(project_id, entry, content)
+    locks.release()  # the storage is copied; the rows come from the snapshot
+    for model in models:
+        _table_write(writer, model, connection, using)
+    return writer.close()
 
 
 def _table_write(writer: ArchiveWriter, model, connection, using: str) -> None:
