@@ -29,6 +29,7 @@ from django.core.management.sql import emit_post_migrate_signal
 from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils.module_loading import import_string
 
+from roject.identity.sessions import SessionNotEnded, sessions_cached_end
 from roject.storage import StorageError
 from roject.storage.backups import StorageStaging, storage_holds_projects
 
@@ -125,6 +126,10 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
         raise BackupError(f"the archive holds tables this installation lacks: {unknown}")
     if not replace:
         _refuse_non_empty(ordered, using)
+    try:  # their rows go below; a cached copy would outlive them
+        sessions_cached_end(using=using)
+    except SessionNotEnded as exc:
+        raise BackupError(f"{exc}: the sessions there would outlive the restore") from exc
     staging = StorageStaging()
     try:
         with transaction.atomic(using=using):
@@ -187,7 +192,7 @@ def _refuse_non_empty(models, using: str) -> None:
 def _tables_clear(models, connection) -> None:
     """Delete every row the archive replaces, dependants first (plain DELETEs: the
     constraints are checked at the commit), and the sessions: a session left from before
-    would name a user id that is someone else's now."""
+    would name a user id that is someone else's now (their cached copies went before)."""
     quote = connection.ops.quote_name
     left_out = [apps.get_model(label) for label in EXCLUDED if _installed(label)]
     with connection.cursor() as cursor:

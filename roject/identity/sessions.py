@@ -10,11 +10,16 @@ Except when a session ends (a logout, a login as someone else): the database's r
 but a cached copy left behind would log the session in again once the cache is back (or at
 once, for a process the cache was only cut off from). So ending a session deletes its
 cached copy first, and a cache out of reach refuses it (SessionNotEnded), nothing changed.
+A restore ends them all alike (`sessions_cached_end`), before it deletes their rows.
 """
 
 import logging
 
+from django.conf import settings
 from django.contrib.sessions.backends import cached_db
+from django.contrib.sessions.models import Session
+from django.core.cache import caches
+from django.db import DEFAULT_DB_ALIAS
 
 logger = logging.getLogger("roject.sessions")
 
@@ -102,3 +107,22 @@ class SessionStore(cached_db.SessionStore):
     async def aflush(self) -> None:
         await self.acached_copy_delete()
         await super().aflush()
+
+
+_END_BATCH = 500
+
+
+def sessions_cached_end(*, using: str = DEFAULT_DB_ALIAS) -> int:
+    """(Blocking) Delete the cached copy of every session the database holds, for a restore
+    that then deletes their rows: a copy left in the cache (Redis outlives the restore)
+    would keep its person logged in. How many; SessionNotEnded when the cache is out of
+    reach."""
+    keys = list(Session.objects.using(using).values_list("session_key", flat=True))
+    cache = caches[settings.SESSION_CACHE_ALIAS]
+    for start in range(0, len(keys), _END_BATCH):
+        batch = keys[start : start + _END_BATCH]
+        try:
+            cache.delete_many([SessionStore.cache_key_prefix + key for key in batch])
+        except Exception as exc:  # any backend's error, as in cached_copy_delete
+            raise SessionNotEnded(f"the session cache cannot be reached: {exc}") from exc
+    return len(keys)

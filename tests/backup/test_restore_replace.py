@@ -9,6 +9,7 @@ import io
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from roject.members.projects import project_create
 from roject.models import Project
@@ -64,3 +65,44 @@ def test_an_archive_of_some_projects_replaces_only_theirs(users, project, tmp_pa
 
     assert sorted(p.name for p in project_root(project.pk).iterdir()) == ["mine.md"]
     assert sorted(p.name for p in project_root(other.pk).iterdir()) == ["after.md", "theirs.md"]
+
+
+def test_no_one_stays_logged_in_through_a_restore(client_for, users, project, tmp_path):
+    """Sessions are read from the cache (Redis, shared by the processes): a restore deletes
+    the database's and their cached copies, so everyone logs in again, as the docs say,
+    even where the restored user is the same row with the same password."""
+    path = tmp_path / "before.tar"
+    call_command("backup", str(path), stdout=io.StringIO())
+    editor = client_for(users["editor"])
+    assert editor.get("/api/projects").status_code == 200
+
+    restored(path)
+
+    assert editor.get("/api/projects").status_code == 401
+    assert client_for(users["editor"]).get("/api/projects").status_code == 200  # a new login
+
+
+def test_a_restore_while_the_session_cache_cannot_be_reached_is_refused(
+    client_for, users, project, tmp_path, settings
+):
+    """Redis out of reach: the cached sessions could not be ended, so nothing is restored
+    and the installation stays as it was; it restores once the cache is back."""
+    path = tmp_path / "before.tar"
+    call_command("backup", str(path), stdout=io.StringIO())
+    later = project_create(name="Later", owner=users["owner"])
+    assert client_for(users["editor"]).get("/api/projects").status_code == 200
+    reachable = settings.CACHES
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": "redis://127.0.0.1:9/0",  # nothing listens there: refused at once
+        }
+    }
+
+    with pytest.raises(CommandError, match=r"session cache cannot be reached.*nothing was"):
+        restored(path)
+
+    assert Project.objects.filter(pk=later.pk).exists()
+    settings.CACHES = reachable
+    restored(path)
+    assert not Project.objects.filter(pk=later.pk).exists()
