@@ -443,8 +443,12 @@ ROJO_SHUTDOWN_GRACE_SECONDS = env_float("ROJO_SHUTDOWN_GRACE_SECONDS", 30)
 # What a process does as it stops, by dotted string (roject imports nothing of the apps).
 ROJO_SHUTDOWN_HOOKS = ["rojos.turns.shutdown.turns_drain"]
 # What a restore (manage.py restore, roject/backup/load.py) runs once it has committed, by
-# dotted string: the apps' own clean-up of what a backup caught under way.
-ROJO_RESTORE_HOOKS = ["rojos.turns.owner.restored_turns_end"]
+# dotted string: the apps' own clean-up of what a backup caught under way, and checks whose
+# returned words the command prints (secrets sealed with another installation's key).
+ROJO_RESTORE_HOOKS = [
+    "rojos.turns.owner.restored_turns_end",
+    "rojos.mcp.accounts.sealed_unopened_note",
+]
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = [
     "rojos.turns.owner.turns_of_past_lives_end_soon",

@@ -12,7 +12,8 @@ out; Django's post-migrate hooks run as after a `migrate` (content types and per
 the archive lacks, the audit log's UPDATE trigger, SQLite's full-text triggers, which made
 the search index as the rows went in; PostgreSQL computes its search vectors itself); then,
 after the commit, the apps' restore hooks (ROJO_RESTORE_HOOKS: turns the backup caught
-running are ended as interrupted).
+running are ended as interrupted; what a hook returns is a note the command prints, such as
+secrets sealed with a key this installation lacks).
 """
 
 import functools
@@ -74,6 +75,8 @@ class Restored(Checked):
     storage_kept: list[int] = field(default_factory=list)
     # The restore hooks that failed once it had committed: (hook, error).
     hooks_failed: list[tuple[str, str]] = field(default_factory=list)
+    # What the hooks found that the operator must act on (a hook's returned words).
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """The manifest's line, and what the restore left or changed."""
@@ -157,14 +160,19 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
         staging.discard()
     staging.finish()
     ContentType.objects.clear_cache()
-    failed = []
+    failed, notes = [], []
     for hook in getattr(settings, "ROJO_RESTORE_HOOKS", ()):
         try:  # the restore is committed: a failure here is told, not taken for its refusal
-            import_string(hook)()
+            note = import_string(hook)()
         except Exception as exc:
             logger.exception("restore hook %s failed", hook)
             failed.append((hook, str(exc) or type(exc).__name__))
-    return Restored(manifest=manifest, nuls=nuls, storage_kept=kept, hooks_failed=failed)
+            continue
+        if note:
+            notes.append(str(note))
+    return Restored(
+        manifest=manifest, nuls=nuls, storage_kept=kept, hooks_failed=failed, notes=notes
+    )
 
 
 def _projects_restored(using: str) -> set[int]:

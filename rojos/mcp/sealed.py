@@ -16,7 +16,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
-__all__ = ["InvalidToken", "reseal", "seal", "unseal"]
+__all__ = ["InvalidToken", "opens", "reseal", "seal", "unseal"]
 
 logger = logging.getLogger("rojos.mcp")
 
@@ -51,6 +51,15 @@ def unseal(sealed: bytes) -> bytes | None:
     except InvalidToken:
         logger.warning("an MCP account's sealed tokens open with none of ROJO_MCP_TOKEN_KEYS")
         return None
+
+
+def opens(sealed: bytes) -> bool:
+    """Whether a key of this installation opens `sealed` (nothing logged: a check)."""
+    try:
+        _keys().decrypt(bytes(sealed))
+    except InvalidToken:
+        return False
+    return True
 
 
 def reseal(sealed: bytes) -> bytes:

@@ -30,14 +30,18 @@ class OtherInstallation:
     database_url: str
     storage_dir: Path
 
-    def manage(self, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-        """Run `manage.py <args>` on this installation."""
+    def manage(
+        self, *args: str, check: bool = True, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
+        """Run `manage.py <args>` on this installation (`env`: settings of its own, such as
+        another SECRET_KEY)."""
         env = {
             **os.environ,
             "DJANGO_SETTINGS_MODULE": "roject.settings",
             "SECRET_KEY": django_settings.SECRET_KEY,
             "DATABASE_URL": self.database_url,
             "ROJO_STORAGE_DIR": str(self.storage_dir),
+            **(env or {}),
         }
         run = subprocess.run(
             [sys.executable, "manage.py", *args],

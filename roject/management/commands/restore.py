@@ -31,6 +31,8 @@ class Command(BaseCommand):
         except (BackupError, OSError, DatabaseError) as exc:
             raise CommandError(f"restore refused: {exc}; nothing was restored") from exc
         self.stdout.write(f"restored {file}: {restored.summary()}")
+        for note in restored.notes:  # restored, but something in it needs the operator
+            self.stderr.write(f"warning: {note}")
         for hook, error in restored.hooks_failed:  # after the commit: the restore stands
             raise CommandError(
                 f"restored {file}, but its clean-up {hook} failed: {error}; the restore "
