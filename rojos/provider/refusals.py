@@ -1,11 +1,13 @@
 """Refusals a turn recovers from: a prompt over the model's window, an option not taken.
 
 Every provider says "the prompt is too long" its own way (PROVIDERS.md, "When the prompt is
-too long"): OpenAI's `context_length_exceeded`, Anthropic's "prompt is too long: N tokens >
-M maximum", Gemini's "input token count (N) exceeds the maximum number of tokens allowed
-(M)" inside a JSON list, vLLM's and OpenRouter's "maximum context length is M tokens",
-llama.cpp's `exceed_context_size_error` with `n_ctx` (as a 400 or a 500), Mistral's "Prompt
-contains N tokens ... too large for model with M maximum context length", LM Studio's
+too long"): OpenAI's `context_length_exceeded`; Anthropic's "prompt is too long: N tokens >
+M maximum", or "input length and `max_tokens` exceed context limit: N + R > M"; Gemini's
+"input token count (N) exceeds the maximum number of tokens allowed (M)" inside a JSON
+list; vLLM's and OpenRouter's "maximum context length is M tokens"; llama.cpp's
+`exceed_context_size_error` with `n_ctx` (as a 400 or a 500), or through a gateway its
+"request (N tokens) exceeds the available context size (M tokens)" alone; Mistral's "Prompt
+contains N tokens ... too large for model with M maximum context length"; LM Studio's
 "context length of only M tokens". The body is read whatever its shape and status, and the
 limit it states is kept, so that the next request can be built to fit. Providers that
 refuse `stream_options` (older OpenAI-compatible servers; FastAPI ones list it as an extra
@@ -26,6 +28,15 @@ _NUMBER = r"(\d[\d,]*)"
 # (pattern, group of the window's size, group of the prompt's size), tried in order.
 _OVERFLOW_TEXTS = [
     (rf"prompt is too long:\s*{_NUMBER} tokens\s*>\s*{_NUMBER}", 2, 1),
+    # Anthropic, when the prompt fits but not with the reply's room (max_tokens): N + R > M.
+    (
+        rf"input length and `?max_tokens`? exceed context limit:\s*{_NUMBER}\s*\+\s*"
+        rf"{_NUMBER}\s*>\s*{_NUMBER}",
+        3,
+        1,
+    ),
+    # llama.cpp's words without its n_ctx field (a gateway in front of it passes the text).
+    (rf"request \({_NUMBER} tokens\) exceeds the available context size \({_NUMBER}", 2, 1),
     (
         rf"input token count\D{{0,4}}{_NUMBER}\)?\s*exceeds the maximum number of tokens "
         rf"allowed\D{{0,4}}{_NUMBER}",

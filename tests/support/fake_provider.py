@@ -96,10 +96,12 @@ Responder = Callable[[dict[str, Any]], Reply]
 OverflowShape = Literal[
     "openai",
     "anthropic",
+    "anthropic_output",
     "gemini",
     "vllm",
     "llamacpp",
     "llamacpp_line",
+    "localai",
     "openrouter",
     "mistral",
     "bare",
@@ -108,9 +110,11 @@ OverflowShape = Literal[
 OVERFLOW_SHAPES: tuple[OverflowShape, ...] = (
     "openai",
     "anthropic",
+    "anthropic_output",
     "gemini",
     "vllm",
     "llamacpp",
+    "localai",
     "openrouter",
     "mistral",
 )
@@ -175,6 +179,16 @@ def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError 
                 },
             }
             return HttpError(status=400, body=body, headers={})
+        case "anthropic_output":  # the prompt and the reply's room (max_tokens) together
+            body = {
+                "type": "error",
+                "error": {
+                    "type": "invalid_request_error",
+                    "message": f"input length and `max_tokens` exceed context limit: {prompt} + "
+                    f"4096 > {window}, decrease input length or `max_tokens` and try again",
+                },
+            }
+            return HttpError(status=400, body=body, headers={})
         case "gemini":
             message = (
                 f"The input token count ({prompt}) exceeds the maximum number of tokens "
@@ -207,6 +221,14 @@ def overflow_error(shape: OverflowShape, prompt: int, window: int) -> HttpError 
                 "type": "invalid_request_error",
             }
             return Stream(chunks=(f"error: {json.dumps(error)}\n\n",), done=False)
+        case "localai":  # llama.cpp's words through a gateway: no n_ctx, a 500
+            error = {
+                "code": 500,
+                "message": f"rpc error: code = Internal desc = request ({prompt} tokens) exceeds "
+                f"the available context size ({window} tokens), try increasing it",
+                "type": "",
+            }
+            return HttpError(status=500, body={"error": error}, headers={})
         case "openrouter":
             message = (
                 f"This endpoint's maximum context length is {window} tokens. However, you "
