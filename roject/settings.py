@@ -449,6 +449,9 @@ ROJO_RESTORE_HOOKS = [
     "rojos.turns.owner.restored_turns_end",
     "rojos.mcp.accounts.sealed_unopened_note",
 ]
+# What a restore asks before it changes anything, by dotted string: each returns why it
+# must not go on (replies running on this installation's servers), or None.
+ROJO_RESTORE_CHECKS = ["rojos.turns.owner.running_turns_refusal"]
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = [
     "rojos.turns.owner.turns_of_past_lives_end_soon",

@@ -1,11 +1,13 @@
 """`restore`: an archive put back into an empty installation, all of it or nothing.
 
 The archive is read twice. The first read checks it whole (every digest against the
-manifest, the Rojo and migrations that made it) and touches nothing. The second restores:
-the rows in one transaction, the storage into a staging directory; the projects' storage
-is renamed into place just before the commit (and renamed back if the commit fails), so a
-failure at any point leaves the installation as it was. The second read checks the digests
-again, so an archive changed between the two reads fails the same way.
+manifest, the Rojo and migrations that made it) and touches nothing; the apps' restore
+checks (ROJO_RESTORE_CHECKS: no reply running on this installation's servers) are asked
+then too. The second restores: the rows in one transaction, the storage into a staging
+directory; the projects' storage is renamed into place just before the commit (and renamed
+back if the commit fails), so a failure at any point leaves the installation as it was. The
+second read checks the digests again, so an archive changed between the two reads fails the
+same way.
 
 After the rows: each table's id sequence goes on after the highest id the source handed
 out; Django's post-migrate hooks run as after a `migrate` (content types and permissions
@@ -129,6 +131,10 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
         raise BackupError(f"the archive holds tables this installation lacks: {unknown}")
     if not replace:
         _refuse_non_empty(ordered, using)
+    for check in getattr(settings, "ROJO_RESTORE_CHECKS", ()):
+        refusal = import_string(check)(using=using)
+        if refusal:
+            raise BackupError(refusal)
     try:  # their rows go below; a cached copy would outlive them
         sessions_cached_end(using=using)
     except SessionNotEnded as exc:

@@ -51,6 +51,22 @@ def turns_of_past_lives_end_soon() -> None:
     threading.Thread(target=run, name="turns-of-past-lives", daemon=True).start()
 
 
+def running_turns_refusal(*, using: str) -> str | None:
+    """A restore check (ROJO_RESTORE_CHECKS): why a restore must wait while replies run on
+    this installation's servers (a claim with a fresh heartbeat). A running reply goes on
+    writing by the ids it holds, into rows the restore replaces, which may be someone
+    else's then; the servers are to be stopped first (docs/operations.md)."""
+    running = Conversation.objects.using(using).running().count()
+    if not running:
+        return None
+    replies = "1 reply is" if running == 1 else f"{running} replies are"
+    return (
+        f"{replies} running on this installation's servers, and would write into the "
+        "restored rows; stop the servers first (manage.py serve lets running replies "
+        "finish as it stops)"
+    )
+
+
 def restored_turns_end() -> None:
     """A restore hook (ROJO_RESTORE_HOOKS): end, as interrupted, every turn a backup caught
     running. No process of the restored installation runs it, and its claim may name a

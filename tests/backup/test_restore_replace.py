@@ -6,6 +6,7 @@ restored database no longer has (a later project given its id would find them).
 """
 
 import io
+import threading
 
 import pytest
 from django.core.management import call_command
@@ -15,6 +16,10 @@ from roject.members.projects import project_create
 from roject.models import Project
 from roject.storage import project_root
 from roject.storage.layout import project_dir
+from rojos.models import Conversation
+from tests.support.fake_provider import Gate, stream, text_chunks
+from tests.support.helpers import assert_history_valid, make_rojo, stored_history
+from tests.support.live_server import parse_sse
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
@@ -104,5 +109,37 @@ def test_a_restore_while_the_session_cache_cannot_be_reached_is_refused(
 
     assert Project.objects.filter(pk=later.pk).exists()
     settings.CACHES = reachable
+    restored(path)
+    assert not Project.objects.filter(pk=later.pk).exists()
+
+
+def test_a_restore_waits_while_a_reply_runs_on_the_installations_servers(
+    client_for, users, project, tmp_path, fake_provider
+):
+    """A reply running on a server of the installation would go on writing by the ids it
+    holds, into the rows the restore replaces: the restore is refused, nothing changed,
+    and goes through once the reply has ended."""
+    path = tmp_path / "before.tar"
+    call_command("backup", str(path), stdout=io.StringIO())
+    later = project_create(name="Later", owner=users["owner"])
+    rojo = make_rojo(fake_provider.base_url)
+    held = threading.Event()
+    fake_provider.add(
+        stream(*text_chunks("Half of it, "), Gate(held), *text_chunks("and the rest."))
+    )
+    client = client_for(users["editor"])
+
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        assert next(events).type == "CHAT"  # the reply runs, held at the gate
+        with pytest.raises(CommandError, match=r"1 reply is running.*nothing was restored"):
+            restored(path)
+        assert Project.objects.filter(pk=later.pk).exists()  # nothing changed
+        held.set()
+        assert [e.type for e in events][-1] == "DONE"
+
+    assert_history_valid(stored_history(conversation))
+    assert not Conversation.objects.running().exists()
     restored(path)
     assert not Project.objects.filter(pk=later.pk).exists()
