@@ -8,17 +8,23 @@ the change lock, the undo record stored with the result), its turn record counts
 user's limits (rojos.turns.limits), and the page shows its activity line and Undo.
 
 The token and the user's membership are checked again as each call starts. Calls of one
-conversation take turns, as a conversation's turns do: a call waits for the one before it.
+conversation take turns, as a conversation's turns do: a call waits for the one before it,
+in line behind this process's earlier calls (first come, first served), and only the first
+in line asks the database whether the conversation is free (a call of another process may
+hold it): waiting calls that each asked twenty times a second took the database from the
+running one, and sixty calls sent at once ran out their wait refused.
 Nothing is paused for approval: the outside agent's client asks its own user (docs/mcp.md).
 With the project's "changes need approval by an owner" on, a non-owner's call that would
 change what is there is refused instead (./owner_approval.py): nobody could approve it.
 """
 
 import asyncio
+import contextlib
 import json
 import time
 import uuid
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
@@ -49,6 +55,7 @@ from .owner_approval import owner_approval_refusal
 
 # How long a call waits for the call before it in the same conversation to finish.
 CALL_WAIT_SECONDS = 30
+_BUSY = "another call with this token is still running in this project; try again"
 
 
 def mcp_title(token: ApiToken) -> str:
@@ -207,8 +214,44 @@ def _end(begun: _Begun) -> None:
         turn_release_blocking(begun.conversation.pk, begun.turn_id)
 
 
-async def _begun(caller: McpCaller, name: str, arguments: dict) -> _Begun | McpResult:
-    deadline = time.monotonic() + CALL_WAIT_SECONDS
+@dataclass
+class _Line:
+    """This process's calls of one token in one project (and event loop), taking turns."""
+
+    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
+    calls: int = 0
+
+
+_lines: dict[tuple, _Line] = {}
+
+
+@contextlib.asynccontextmanager
+async def _in_line(caller: McpCaller, deadline: float) -> AsyncIterator[bool]:
+    """Wait for this process's earlier calls of the token in the project, until `deadline`;
+    yields whether this call's turn came (held until the call ends)."""
+    key = (asyncio.get_running_loop(), caller.token_id, caller.project_id)
+    line = _lines.setdefault(key, _Line())
+    line.calls += 1
+    try:
+        try:
+            async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
+                await line.turn.acquire()
+        except TimeoutError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            line.turn.release()
+    finally:
+        line.calls -= 1
+        if not line.calls:
+            del _lines[key]
+
+
+async def _begun(
+    caller: McpCaller, name: str, arguments: dict, deadline: float
+) -> _Begun | McpResult:
     while True:
         try:
             begun = await sync_to_async(_begin)(caller, name, arguments)
@@ -217,9 +260,7 @@ async def _begun(caller: McpCaller, name: str, arguments: dict) -> _Begun | McpR
         if begun is not None:
             return begun
         if time.monotonic() > deadline:
-            return McpResult.refused(
-                "another call with this token is still running in this project; try again"
-            )
+            return McpResult.refused(_BUSY)
         await asyncio.sleep(0.05)
 
 
@@ -241,8 +282,11 @@ async def _run(begun: _Begun) -> McpResult:
 
 async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> McpResult:
     """Run one MCP call; never raises for what the client did: refusals are results."""
-    async with db_context():
-        begun = await _begun(caller, name, arguments or {})
+    deadline = time.monotonic() + CALL_WAIT_SECONDS
+    async with db_context(), _in_line(caller, deadline) as turn_came:
+        if not turn_came:
+            return McpResult.refused(_BUSY)
+        begun = await _begun(caller, name, arguments or {}, deadline)
         if isinstance(begun, McpResult):
             return begun
         claim = SimpleNamespace(conversation_id=begun.conversation.pk, claim_lost=False)

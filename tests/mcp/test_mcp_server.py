@@ -419,6 +419,26 @@ def test_calls_sent_at_once_take_turns_in_the_one_conversation(server, users, pr
     assert sorted(p.read_text() for p in root.iterdir()) == ["0\n", "1\n", "2\n", "3\n"]
 
 
+def test_many_calls_sent_at_once_all_run_in_their_turn(server_process, users, project):
+    """Forty quick calls of one token sent at once all run: the calls waiting for their
+    turn do not crowd the database the running one needs (each polled it twenty times a
+    second, and the calls sent last ran out their 30 s refused)."""
+    busy = server_process(ROJO_USER_MESSAGES_PER_MINUTE="0", ROJO_USER_CONCURRENT_TURNS="0")
+    (project_root_create(project.pk) / "a.txt").write_text("a\n")
+
+    async def work(client):
+        import asyncio
+
+        calls = [client.call_tool("read_path_meta", {"path": "a.txt"}) for _ in range(40)]
+        return await asyncio.gather(*calls)
+
+    results = with_mcp(mcp_url(busy.base_url, project.pk), secret_for(users["viewer"]), work)
+
+    refused = [text_of(r) for r in results if r.is_error]
+    assert refused == []
+    assert TurnRecord.objects.filter(status="done").count() == 40
+
+
 def _call_body(arguments: dict) -> dict:
     return {
         "jsonrpc": "2.0",
