@@ -162,7 +162,11 @@ class McpEndpoint:
         if self._loop is not loop:
             self._loop = loop
             self._manager = StreamableHTTPSessionManager(
-                app=mcp_server, stateless=True, json_response=True
+                app=mcp_server,
+                stateless=True,
+                json_response=True,
+                # Ours is checked first (BodyLimit); the SDK's own, 4 MiB, must not be lower.
+                max_request_body_size=settings.ROJO_MCP_MAX_BODY_BYTES,
             )
             self._started = asyncio.Event()
             # A fresh context: the manager outlives the request that happens to start it.

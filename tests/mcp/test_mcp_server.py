@@ -473,6 +473,25 @@ def test_a_body_over_the_limit_is_413_whether_declared_or_sent_in_chunks(
     assert small.status_code == 200 and small.json()["result"]["isError"] is False
 
 
+def test_a_body_limit_raised_over_the_sdks_own_default_is_the_one_applied(
+    server_process, users, project
+):
+    """With ROJO_MAX_WRITE_BYTES raised to 5 MB (so ROJO_MCP_MAX_BODY_BYTES is 10 MB), a
+    4.5 MB file is written through MCP: the SDK's own limit (4 MiB) does not refuse it
+    first with a bare 413."""
+    roomy = server_process(ROJO_MAX_WRITE_BYTES="5000000")
+    text = "a" * 4_500_000
+
+    written = with_mcp(
+        mcp_url(roomy.base_url, project.pk),
+        secret_for(users["editor"]),
+        lambda c: c.call_tool("write_text_content", {"path": "big.txt", "text": text}),
+    )
+
+    assert not written.is_error, text_of(written)
+    assert (project_root_create(project.pk) / "big.txt").stat().st_size == len(text)
+
+
 def test_call_arguments_are_checked_before_anything_is_stored(server, users, project):
     """Arguments that are not the tool's schema are a tool error, and no conversation,
     message or turn record is stored for the call."""
