@@ -85,11 +85,13 @@ def _actor(user, token: ApiToken | None) -> tuple[str, int | None, str]:
 
 
 def _project(project) -> tuple[int | None, str]:
+    """The project's id and a copy of its name, from a Project or an id (looked up)."""
     if project is None:
         return None, ""
     if isinstance(project, Project):
         return project.pk, _clip(project.name)
-    return int(project), ""
+    name = Project.objects.filter(pk=project).values_list("name", flat=True).first()
+    return int(project), _clip(name or "")
 
 
 def _object(obj, object_type: str, object_id, object_repr: str) -> tuple[str, str, str]:

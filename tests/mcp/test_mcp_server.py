@@ -16,7 +16,7 @@ import pytest
 from mcp.shared.exceptions import MCPError
 
 from roject.identity.tokens import api_token_create, api_token_revoke
-from roject.models import ApiToken
+from roject.models import ApiToken, AuditEntry
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from rojos.tools import BUILTIN_TOOLS
@@ -278,6 +278,29 @@ def test_an_mcp_write_is_undone_through_the_api_with_the_same_token(server, user
         f"{server.base_url}/api/projects/{project.pk}/chat", headers=bearer, json=message
     )
     assert chat.status_code == 400 and "through MCP" in chat.json()["detail"]
+
+
+def test_a_deletion_over_mcp_is_audited_with_the_token_and_the_projects_name(
+    server, users, project
+):
+    """delete_path through MCP writes one file_deleted entry naming the token, the path
+    and the project by id and by name, so the entry still says where once the project
+    is gone."""
+    (project_root_create(project.pk) / "old.txt").write_text("x\n")
+    secret = secret_for(users["editor"], name="agent")
+
+    deleted = with_mcp(
+        mcp_url(server.base_url, project.pk),
+        secret,
+        lambda c: c.call_tool("delete_path", {"path": "old.txt"}),
+    )
+    assert not deleted.is_error, text_of(deleted)
+
+    entry = AuditEntry.objects.get(action="file_deleted")
+    assert (entry.actor_kind, entry.actor_name) == ("token", "editor (token agent)")
+    assert (entry.project_id, entry.project_name) == (project.pk, project.name)
+    assert entry.object_id == "old.txt"
+    assert entry.details["change"] == deleted.meta["rojo.chat/change"]
 
 
 def _post(server, project, secret: str | None) -> httpx2.Response:
