@@ -10,8 +10,11 @@ for one that does not exist), then the SDK's streamable HTTP session manager.
 
 The manager is stateless, answering in JSON: every request stands alone, so any server
 process can answer any request (no sticky sessions, as for the rest of the app), and each
-is authenticated afresh. It is started on the first request of each event loop, as neither
-uvicorn without lifespan nor daphne runs an ASGI lifespan.
+is authenticated afresh. With no session it never has anything to send outside a POST's
+answer, so a GET is 405 (the transport's answer for a server without a GET stream): the
+SDK's stateless transport would hold each client's stream open, for nothing, for good. It
+is started on the first request of each event loop, as neither uvicorn without lifespan
+nor daphne runs an ASGI lifespan.
 """
 
 import asyncio
@@ -87,11 +90,11 @@ def _unavailable(_conn, exc: AuthenticationError) -> JSONResponse:
     return JSONResponse({"error": str(exc)}, status_code=503, headers={"Retry-After": "5"})
 
 
-async def _answer(send: Send, status: int, message: str, retry_after: str = "") -> None:
+async def _answer(send: Send, status: int, message: str, **more: str) -> None:
+    """A JSON error answer; `more` adds headers (retry_after="5": Retry-After)."""
     body = json.dumps({"error": message}).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    if retry_after:
-        headers.append((b"retry-after", retry_after.encode()))
+    headers += [(name.replace("_", "-").encode(), value.encode()) for name, value in more.items()]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -146,6 +149,8 @@ class McpEndpoint:
             return await _answer(send, 503, _UNAVAILABLE, retry_after="5")
         if project_id is None:
             return await _answer(send, 404, "No such project.")
+        if scope["method"] == "GET":  # a stateless server has nothing to send on a stream
+            return await _answer(send, 405, "This endpoint offers no GET stream.", allow="POST")
         scope[SCOPE_KEY] = McpCaller(
             token_id=claims["token_id"],
             token_name=claims["name"],

@@ -327,6 +327,23 @@ def test_missing_bad_expired_and_revoked_tokens_get_401_with_www_authenticate(
     assert _post(server, project.pk, secret_for(users["editor"])).status_code == 200
 
 
+def test_get_opens_no_stream_that_would_stay_open_for_nothing(server, users, project):
+    """The endpoint keeps no session, so it never has anything to send on a GET stream:
+    a GET is 405 (Allow: POST), as the transport says for a server without one, and the
+    SDK's clients go on without it; before, each client (the TypeScript SDK opens one
+    after initialize) held a stream open for good, a revoked token's too."""
+    headers = {
+        "Accept": "text/event-stream",
+        "Authorization": f"Bearer {secret_for(users['editor'])}",
+    }
+    url = mcp_url(server.base_url, project.pk)
+
+    with httpx2.stream("GET", url, headers=headers, timeout=10) as answer:
+        assert answer.status_code == 405
+        assert answer.headers["Allow"] == "POST"
+    assert httpx2.get(url, headers={"Accept": "text/event-stream"}).status_code == 401
+
+
 def test_a_project_the_user_cannot_see_is_404_like_a_missing_one(server, users, project):
     """The outsider's token gets the same 404 for the project as for one that does not
     exist, by id and by slug."""
