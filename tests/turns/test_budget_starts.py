@@ -13,11 +13,21 @@ from django.db import connection
 from django.db.models import Sum
 
 from rojos.models import Message, TurnRecord, UsageRecord
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks, usage_chunk
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks, usage_chunk
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse
 
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def held_replies(fake_provider, chats: int) -> threading.Barrier:
+    """Two replies of 15 tokens that send nothing until each of the `chats` had its answer's
+    status (the barrier, which every sender waits at once it has it), so that every chat is
+    started or refused while both replies run, however slowly a loaded server answers."""
+    answered = threading.Event()
+    for _ in range(2):
+        fake_provider.add(stream(Gate(answered), *text_chunks("Hi."), usage_chunk(10, 5)))
+    return threading.Barrier(chats, action=answered.set, timeout=60)
 
 
 def test_parallel_chats_start_only_as_many_as_the_projects_budget_holds(
@@ -25,13 +35,13 @@ def test_parallel_chats_start_only_as_many_as_the_projects_budget_holds(
 ):
     settings.ROJO_PROJECT_DAILY_TOKENS = 30
     rojo = make_rojo(fake_provider.base_url, max_output_tokens=20)
-    for _ in range(2):  # held a moment, so that every chat is sent while they run
-        fake_provider.add(stream(*text_chunks("Hi."), usage_chunk(10, 5), first_byte_delay=1))
     clients = [client_for(users[name]) for name in ("owner", "editor", "viewer") for _ in range(4)]
+    answered = held_replies(fake_provider, len(clients))
 
     def send(client):
         payload = {"rojo": rojo.slug, "message": "Hello"}
         with client.chat_stream(project.pk, **payload) as response:
+            answered.wait()
             if response.status_code != 200:
                 return response.status_code, response.read().decode()
             return 200, [event.type for event in parse_sse(response.iter_lines())]
@@ -53,8 +63,10 @@ def test_parallel_chats_start_only_as_many_as_the_projects_budget_holds(
     assert used["p"] + used["c"] == 30
 
 
-def _sent(client, rojo, project):
+def _sent(client, rojo, project, answered: threading.Barrier | None = None):
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Hello") as response:
+        if answered is not None:
+            answered.wait()
         return response.status_code, response.read().decode()
 
 
@@ -68,12 +80,11 @@ def test_parallel_chats_of_one_user_start_only_as_many_as_their_budget_holds(
     settings.ROJO_USER_DAILY_TOKENS = 30
     settings.ROJO_USER_CONCURRENT_TURNS = at_once
     rojo = make_rojo(fake_provider.base_url, max_output_tokens=20)
-    for _ in range(2):
-        fake_provider.add(stream(*text_chunks("Hi."), usage_chunk(10, 5), first_byte_delay=1))
     clients = [client_for(users["editor"]) for _ in range(12)]
+    answered = held_replies(fake_provider, len(clients))
 
     with ThreadPoolExecutor(len(clients)) as pool:
-        answers = list(pool.map(lambda client: _sent(client, rojo, project), clients))
+        answers = list(pool.map(lambda client: _sent(client, rojo, project, answered), clients))
 
     assert [status for status, _ in answers].count(200) == 2, answers
     refused = [detail for status, detail in answers if status != 200]
