@@ -7,13 +7,14 @@ saying the database could not be reached and stores the text it showed once it i
 import json
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
 from django.conf import settings
 
-from tests.support.fake_provider import stream, text_chunks
-from tests.support.live_server import ApiClient, parse_sse, read_until
+from tests.support.fake_provider import Gate, stream, text_chunks
+from tests.support.live_server import ApiClient, parse_sse, read_until, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -105,16 +106,25 @@ REPLY = "w " * 60
 LONG_REPLY = "w " * 100  # 5 s of text
 
 
+def held_reply(text: str, pieces: int, stopped: threading.Event):
+    """`text` in paced pieces whose second half waits until the database is stopped, so that
+    the outage begins while the reply runs however long stopping PostgreSQL takes."""
+    chunks = text_chunks(text, pieces=pieces)
+    chunks.insert(pieces // 2, Gate(stopped))
+    return stream(*chunks, delay=0.05)
+
+
 def test_a_turn_through_a_25_second_outage_finishes_whole(on_outage_db, outage_db, fake_provider):
     """PostgreSQL stopped for 25 s mid-reply (ROJO_DB_RETRY_SECONDS is 30): the reply ends with
     DONE and no ERROR, and is stored whole."""
     client, made = on_outage_db
-    fake_provider.add(stream(*text_chunks(REPLY, pieces=60), delay=0.05))
+    fake_provider.add(held_reply(REPLY, 60, stopped := threading.Event()))
     with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
         assert response.status_code == 200
         events = parse_sse(response.iter_lines())
         seen = read_until(events, "CHAT", count=2)
         outage_db.stop()
+        stopped.set()
         time.sleep(25)
         outage_db.start()
         seen += list(events)
@@ -142,11 +152,12 @@ def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_data
         ROJO_DB_POOL_TIMEOUT="2",
     )
     client.http.base_url = server.base_url
-    fake_provider.add(stream(*text_chunks(REPLY, pieces=60), delay=0.05))
+    fake_provider.add(held_reply(REPLY, 60, stopped := threading.Event()))
     with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
         events = parse_sse(response.iter_lines())
         seen = read_until(events, "CHAT", count=2)
         outage_db.stop()
+        stopped.set()
         seen += list(events)
     outage_db.start()
 
@@ -177,12 +188,14 @@ def test_a_draft_stored_before_an_outage_past_the_retry_time_is_finished_once_it
         ROJO_DRAFT_SECONDS="0.2",
     )
     client.http.base_url = server.base_url
-    fake_provider.add(stream(*text_chunks(LONG_REPLY, pieces=100), delay=0.05))
+    fake_provider.add(held_reply(LONG_REPLY, 100, stopped := threading.Event()))
     with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
         events = parse_sse(response.iter_lines())
         seen = read_until(events, "CHAT", count=2)
-        time.sleep(1)  # drafts of the text are stored
-        outage_db.stop()
+        conversation = seen[0].data["conversation"]
+        wait_until(lambda: len(stored(outage_db, conversation)["messages"]) == 2, timeout=60)
+        outage_db.stop()  # once a draft of the reply is stored
+        stopped.set()
         seen += list(events)
     outage_db.start()
 
