@@ -104,13 +104,14 @@ def test_a_heartbeat_that_fails_once_keeps_the_claim(
 
 
 def test_stop_while_the_reply_asking_for_calls_is_stored_answers_every_call(
-    client_for, users, project, rojo, fake_provider
+    client_for, users, project, rojo, fake_provider, crossings
 ):
     """The reply with its calls was being stored (the database slow) when Stop came: the
-    calls it asked for are answered as interrupted, and the page is told."""
-    fake_provider.add(
-        stream(*tool_call_chunks([("list_files", {"path": ""})]), first_byte_delay=0.5)
-    )
+    calls it asked for are answered as interrupted, and the page is told. The reply waits
+    at a gate until the tables are locked, and the Stop goes once its store was sent to a
+    database thread."""
+    locked = threading.Event()
+    fake_provider.add(stream(Gate(locked), *tool_call_chunks([("list_files", {"path": ""})])))
     client = client_for(users["editor"])
     with client.chat_stream(project.pk, rojo=rojo.slug, message="List") as response:
         events = parse_sse(response.iter_lines())
@@ -120,7 +121,9 @@ def test_stop_while_the_reply_asking_for_calls_is_stored_answers_every_call(
             if connection.vendor == "postgresql":  # SQLite's write lock holds inserts already
                 with connection.cursor() as cursor:
                     cursor.execute("LOCK TABLE rojos_message IN SHARE ROW EXCLUSIVE MODE")
-            time.sleep(1.0)
+            before = len(crossings)
+            locked.set()
+            wait_until(lambda: "History._insert" in crossings[before:], timeout=60)
             assert client.post(f"/api/conversations/{conversation}/stop").json() == {
                 "stopping": True
             }
