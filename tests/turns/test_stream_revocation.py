@@ -3,14 +3,14 @@ with `GET /api/conversations/<id>/stream`) ends soon after that follower loses a
 from the project, deactivated, their API token revoked or their session logged out. Before,
 it went on carrying the turn's tool results (the project's files) until the turn ended."""
 
-import time
+import threading
 
 import pytest
 
 from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.models import Membership
 from roject.storage import project_root_create
-from tests.support.fake_provider import Pause, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, Pause, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, read_until
 
@@ -40,15 +40,19 @@ def _follower(client_for, viewer, revoked: str):
 def test_a_follower_who_loses_access_reads_nothing_more_of_the_turn(
     client_for, users, project, fake_provider, settings, revoked
 ):
+    """The call waits at a gate until access was taken (before, a 1.5 s pause the test had
+    to take it within); the stream is checked at every event, so the call's is the first
+    the follower is not sent."""
     settings.ROJO_PROVIDER_RETRIES = 0
-    settings.ROJO_LIVE_CHECK_SECONDS = 0.1
+    settings.ROJO_LIVE_CHECK_SECONDS = 0
     root = project_root_create(project.pk)
     (root / "secret.txt").write_text(SECRET)
     rojo = make_rojo(fake_provider.base_url, approval_tools=[])
+    taken = threading.Event()
     fake_provider.add(
         stream(
             text_chunks("Let me look.", finish=None),
-            Pause(1.5),
+            Gate(taken),
             tool_call_chunks([("get_text_content", {"path": "secret.txt"})]),
         ),
         stream(*text_chunks("Done.")),
@@ -64,7 +68,7 @@ def test_a_follower_who_loses_access_reads_nothing_more_of_the_turn(
             events = parse_sse(response.iter_lines())
             read_until(events, "CHAT")  # following the turn, as its page does
             take_access()
-            time.sleep(0.3)
+            taken.set()
             rest = list(events)
         mine_rest = list(own)
     assert SECRET not in "".join(str(e.data) for e in rest), "the stream went on"
