@@ -5,11 +5,13 @@ Real processes on the test's database (SQLite or PostgreSQL; with REDIS_URL the 
 also gets the reply relayed until the kill).
 """
 
+import threading
+
 import pytest
 
 from rojos.models import Conversation, TurnRecord
 from rojos.turns.repair import INTERRUPTED_MESSAGE
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import parse_sse, read_until, wait_until
 
@@ -27,10 +29,14 @@ def doomed(server_process):
     return server_process(ROJO_PROVIDER_RETRIES="0", ROJO_DRAFT_SECONDS="0.2")
 
 
-def start_slow_turn(client, project, rojo, fake_provider):
-    """A reply streaming for about 20 s on `client`'s process; returns its open response, its
-    events and the first ones (START and a few CHAT)."""
-    fake_provider.add(stream(*text_chunks(SLOW_REPLY, pieces=400), delay=0.05))
+def start_slow_turn(client, project, rojo, fake_provider, killed: threading.Event):
+    """A reply streaming on `client`'s process that holds after 100 of its 400 pieces until
+    `killed` is set, so that it still runs when the test kills the process however slowly
+    the test gets there; returns its open response and its first events (START and a few
+    CHAT)."""
+    chunks = text_chunks(SLOW_REPLY, pieces=400)
+    chunks.insert(100, Gate(killed))
+    fake_provider.add(stream(*chunks, delay=0.05))
     response_cm = client.chat_stream(project.pk, rojo=rojo.slug, message="Talk")
     response = response_cm.__enter__()
     events = parse_sse(response.iter_lines())
@@ -47,10 +53,11 @@ def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_messag
     victim = doomed(server_process)
     on_victim = client_for(users["editor"], base_url=victim.base_url)
     on_survivor = client_for(users["editor"])
-    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider)
+    killed = threading.Event()
+    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider, killed)
     conversation = seen[0].data["conversation"]
 
-    def drafted() -> bool:  # a draft of the text is saved
+    def drafted() -> bool:  # a draft of the text is saved (drafts come every 0.2 s)
         history = stored_history(conversation)
         return len(history) > 1 and len(history[1].content) >= 16
 
@@ -64,6 +71,7 @@ def test_a_killed_turn_followed_elsewhere_ends_with_an_error_and_the_next_messag
     ) as follow:
         followed = parse_sse(follow.iter_lines())
         victim.kill()
+        killed.set()
         rest = list(followed)
     response_cm.__exit__(None, None, None)
 
@@ -96,9 +104,11 @@ def test_a_restarted_process_ends_the_turns_of_its_earlier_life_at_once(
     settings.ROJO_TURN_STALE_SECONDS = 3600  # nor does this process end it, as stale
     victim = doomed(server_process)
     on_victim = client_for(users["editor"], base_url=victim.base_url)
-    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider)
+    killed = threading.Event()
+    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider, killed)
     conversation = seen[0].data["conversation"]
     victim.kill()
+    killed.set()
     response_cm.__exit__(None, None, None)
 
     server_process(ROJO_TURN_STALE_SECONDS="300")
@@ -122,9 +132,11 @@ def test_stop_on_a_turn_whose_process_is_gone_ends_it_at_once(
     victim = doomed(server_process)
     on_victim = client_for(users["editor"], base_url=victim.base_url)
     on_survivor = client_for(users["editor"])
-    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider)
+    killed = threading.Event()
+    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider, killed)
     conversation = seen[0].data["conversation"]
     victim.kill()
+    killed.set()
     response_cm.__exit__(None, None, None)
 
     stopped = on_survivor.post(f"/api/conversations/{conversation}/stop")
