@@ -7,13 +7,14 @@ delivered is a 503 that says to try again; a follower through the other process 
 whole reply and DONE, or a clear ERROR while the relay is down.
 """
 
+import threading
 import time
 
 import httpx2
 import pytest
 
 from roject.storage import project_root_create
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, read_until
 
@@ -49,6 +50,16 @@ def overwrite(path: str) -> tuple[str, dict]:
     return ("write_text_content", {"path": path, "text": "new\n"})
 
 
+def held_reply(*held: threading.Event):
+    """A reply of 400 paced pieces that holds after each tenth piece until the next of `held`
+    is set: what the test does meanwhile cannot race the reply's end, and each hold comes
+    before a follower falls far enough behind to get the text joined in fewer events."""
+    chunks = text_chunks("w " * 400, pieces=400)
+    for place, opened in reversed(list(enumerate(held, start=1))):
+        chunks.insert(10 * place, Gate(opened))
+    return stream(*chunks, delay=0.05)
+
+
 def until_not_503(send, timeout: float = 20) -> httpx2.Response:
     """Send until the answer is not a 503; each 503 must say to try again."""
     deadline = time.monotonic() + timeout
@@ -71,9 +82,10 @@ def test_after_a_redis_restart_approve_reattach_and_stop_reach_the_turn(
     root = project_root_create(project.pk)
     (root / "notes.txt").write_text("old\n")
     rojo = make_rojo(fake_provider.base_url)
+    reattached, stopping = threading.Event(), threading.Event()
     fake_provider.add(
         stream(*tool_call_chunks([overwrite("notes.txt")], arguments="whole")),
-        stream(*text_chunks("w " * 400, pieces=400), delay=0.05),
+        held_reply(reattached, stopping),
     )
     on_one = client_for(users["editor"], base_url=one.base_url)
     on_two = client_for(users["editor"], base_url=two.base_url)
@@ -101,9 +113,11 @@ def test_after_a_redis_restart_approve_reattach_and_stop_reach_the_turn(
             headers={"Last-Event-ID": str(seen[-1].id)},
             timeout=30,
         ) as follow:
+            reattached.set()
             followed = parse_sse(follow.iter_lines())
             relayed = read_until(followed, "CHAT", count=3)
             stopped = until_not_503(lambda: on_two.post(f"/api/conversations/{conversation}/stop"))
+            stopping.set()
             relayed += list(followed)
         rest = list(events)
 
@@ -184,7 +198,7 @@ def test_while_redis_is_down_a_reattach_is_told_and_stop_says_try_again(
     again", never `stopping` for a message that went nowhere; once Redis is back, it works."""
     one, two = two_processes
     rojo = make_rojo(fake_provider.base_url)
-    fake_provider.add(stream(*text_chunks("w " * 300, pieces=300), delay=0.05))
+    fake_provider.add(held_reply(stopping := threading.Event()))
     on_one = client_for(users["editor"], base_url=one.base_url)
     on_two = client_for(users["editor"], base_url=two.base_url)
 
@@ -201,6 +215,7 @@ def test_while_redis_is_down_a_reattach_is_told_and_stop_says_try_again(
         stop_down = on_two.post(f"/api/conversations/{conversation}/stop")
         own_redis.start()
         stopped = until_not_503(lambda: on_two.post(f"/api/conversations/{conversation}/stop"))
+        stopping.set()
         rest = list(events)
 
     assert reattached.status_code == 200
