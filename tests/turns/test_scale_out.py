@@ -5,13 +5,14 @@ process that is not running the turn, and reach it through the database or the c
 """
 
 import os
+import threading
 
 import pytest
 from django.db import connection
 
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, TurnRecord
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import (
     assert_history_valid,
     big_text,
@@ -40,6 +41,14 @@ def write(path: str, text: str) -> tuple[str, dict]:
     return ("write_text_content", {"path": path, "text": text})
 
 
+def held_text(words: int, held: threading.Event, delay: float):
+    """`words` paced pieces that hold after the tenth until `held` is set: the turn still
+    runs when the test acts on it, however slowly a loaded server gets there."""
+    chunks = text_chunks("w " * words, pieces=words)
+    chunks.insert(10, Gate(held))
+    return stream(*chunks, delay=delay)
+
+
 def chat_text(events: list[Event]) -> str:
     return "".join(event.data["text"] for event in events if event.type == "CHAT")
 
@@ -51,9 +60,10 @@ def test_two_processes_share_turn_claims_stops_approvals_history_and_files(
     (root / "b.txt").write_text("b before\n")
     a_text, b_text = big_text("a"), big_text("b")
     rojo = make_rojo(fake_provider.base_url)
+    a_stopped = threading.Event()  # a's reply holds until the Stop was answered
     fake_provider.add(
         stream(*tool_call_chunks([write("a.txt", a_text)], arguments="whole")),
-        stream(*text_chunks("w " * 200, pieces=200), delay=0.05),
+        held_text(200, a_stopped, delay=0.05),
         stream(*tool_call_chunks([write("b.txt", b_text)], arguments="whole")),
         stream(*text_chunks(B_REPLY)),
     )
@@ -80,6 +90,7 @@ def test_two_processes_share_turn_claims_stops_approvals_history_and_files(
             )
             b_rest = list(b_events)
         stopped = editor_on_two.post(f"/api/conversations/{a_conversation}/stop")
+        a_stopped.set()
         a_rest = list(a_events)
 
     assert busy.status_code == 409 and "still running" in busy.json()["detail"]
@@ -129,9 +140,10 @@ def test_two_processes_share_turn_claims_stops_approvals_history_and_files(
 def test_reattaching_through_the_other_process_streams_the_rest(
     other_process, client_for, users, project, fake_provider
 ):
-    """A reload that lands on a process without the turn still gets the reply, relayed."""
+    """A reload that lands on a process without the turn still gets the reply, relayed (held
+    until the re-attach was answered, so that the turn still runs then)."""
     rojo = make_rojo(fake_provider.base_url)
-    fake_provider.add(stream(*text_chunks("w " * 40, pieces=40), delay=0.03))
+    fake_provider.add(held_text(40, reattached := threading.Event(), delay=0.03))
     on_one = client_for(users["editor"])
     on_two = client_for(users["editor"], base_url=other_process.base_url)
 
@@ -145,6 +157,7 @@ def test_reattaching_through_the_other_process_streams_the_rest(
         f"/api/conversations/{conversation}/stream",
         headers={"Last-Event-ID": str(seen[-1].id)},
     ) as response:
+        reattached.set()
         rest = list(parse_sse(response.iter_lines()))
 
     assert [e.id for e in seen + rest] == list(range(1, len(seen) + len(rest) + 1))
