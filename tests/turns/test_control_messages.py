@@ -9,6 +9,7 @@ of their own (rojos.turns.control_layer). Before, it waited behind the backlog a
 """
 
 import os
+import threading
 import time
 
 import pytest
@@ -16,7 +17,7 @@ import redis
 from django.db import connection
 
 from tests.support import layer_per_loop
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, read_until
 
@@ -85,7 +86,9 @@ def test_a_stop_is_confirmed_behind_a_backlog_of_relayed_chunks(
     on_b = client_for(users["editor"])
     on_a = client_for(users["editor"], base_url=a.base_url)
     rojo = make_rojo(fake_provider.base_url)
-    fake_provider.add(stream(*text_chunks("w " * 400, pieces=400), delay=0.05))
+    chunks = text_chunks("w " * 400, pieces=400)
+    chunks.insert(10, Gate(answered := threading.Event()))  # runs until the Stop is answered
+    fake_provider.add(stream(*chunks, delay=0.05))
 
     layers = []
     try:
@@ -98,6 +101,7 @@ def test_a_stop_is_confirmed_behind_a_backlog_of_relayed_chunks(
                 relay_backlog_add(layer, BACKLOG)
             stopped = on_a.post(f"/api/conversations/{seen[0].data['conversation']}/stop")
             waiting = relay_backlog_left(layers)
+            answered.set()
             rest = list(events)
     finally:  # the next tests' relays use these layers
         client = redis.Redis.from_url(os.environ["REDIS_URL"])
