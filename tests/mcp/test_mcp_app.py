@@ -9,7 +9,7 @@ import pytest
 from rojos.models import RojoMcpServer
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo, stored_history
-from tests.support.live_server import parse_sse, read_until
+from tests.support.live_server import parse_sse, read_until, wait_until
 from tests.support.mcp_helpers import alive, edge_server, wait_gone
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -26,10 +26,12 @@ def pid_of(project) -> int:
 
 
 def test_stop_cancels_a_hanging_mcp_call_at_once(
-    client_for, users, project, fake_provider, settings
+    client_for, users, project, fake_provider, settings, caplog
 ):
     """The call would wait a minute (ROJO_MCP_CALL_TIMEOUT); Stop ends it now, the call is
-    answered as interrupted, and the idle server is stopped afterwards."""
+    answered as interrupted, and the idle server is stopped afterwards. The Stop goes once
+    the server said (on its stderr, in the log) that the call came."""
+    caplog.set_level("INFO", logger="rojos.mcp")
     settings.ROJO_MCP_IDLE_SECONDS = 1
     rojo = make_rojo(fake_provider.base_url)
     RojoMcpServer.objects.create(rojo=rojo, server=edge_server())
@@ -40,7 +42,7 @@ def test_stop_cancels_a_hanging_mcp_call_at_once(
         events = parse_sse(response.iter_lines())
         seen = read_until(events, "TOOL_CALL")
         conversation = seen[0].data["conversation"]
-        time.sleep(0.5)  # the call is on the server
+        wait_until(lambda: "edge server: hanging" in caplog.text, timeout=60)
         assert client.post(f"/api/conversations/{conversation}/stop").status_code == 200
         rest = [(e.type, e.data) for e in events]
 

@@ -57,7 +57,8 @@ def crash() -> str:
 
 @server.tool(annotations=READ_ONLY)
 async def hang() -> str:
-    """Never answer."""
+    """Never answer (saying on stderr that the call came)."""
+    print("edge server: hanging", file=sys.stderr, flush=True)
     await asyncio.sleep(3600)
     return "late"
 
