@@ -3,6 +3,7 @@
 import asyncio
 import os
 import subprocess
+import threading
 import uuid
 from datetime import timedelta
 
@@ -21,7 +22,7 @@ from rojos.turns.claims import turn_claim_blocking
 from rojos.turns.ended_events import stored_turn_events
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.start import turn_start
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -199,12 +200,14 @@ class SmallLayer(InMemoryChannelLayer):
     def __init__(self) -> None:
         super().__init__(capacity=2)
         self.refused = 0
+        self.full = asyncio.Event()  # a send was refused
 
     async def send(self, channel: str, message: dict) -> None:
         try:
             await super().send(channel, message)
         except ChannelFull:
             self.refused += 1
+            self.full.set()
             raise
 
 
@@ -218,17 +221,20 @@ async def test_a_slow_remote_follower_gets_its_backlog_late_rather_than_never(
     # would relay through it, unheard by any server process on Redis.
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, layer)
     monkeypatch.setattr(turn_relay, "BATCH_EVENTS", 1)
-    # Paced (2.5 s in all): the turn is still streaming while the follower sleeps, however
-    # late a loaded machine lets the follow begin. An instant turn could end before the
-    # follow, whose backlog then comes joined, in fewer messages than the channel holds.
-    fake_provider.add(stream(*text_chunks("w " * 50, pieces=50), delay=0.05))
+    # Held after five pieces until the follower has its first event: the turn still streams
+    # when it stops reading, however late a loaded machine lets the follow begin (a turn
+    # ended first sends its backlog joined, in fewer messages than the channel holds).
+    chunks = text_chunks("w " * 50, pieces=50)
+    chunks.insert(5, Gate(following := threading.Event()))
+    fake_provider.add(stream(*chunks, delay=0.01))
     conversation, turn = await start_turn(project, users["editor"], fake_provider, "Talk")
 
     relayed = []
     async for event in turn_relay.turn_follow_remote(conversation.pk, after=0):
         relayed.append(event)
-        if len(relayed) == 1:
-            await asyncio.sleep(1)  # not reading, while the turn runs to its end
+        if len(relayed) == 1:  # not reading until the channel is full
+            following.set()
+            await asyncio.wait_for(layer.full.wait(), timeout=30)
 
     assert layer.refused > 0
     # In order, none twice: a backlog of CHAT chunks comes joined, numbered as its last chunk.
