@@ -9,12 +9,13 @@ the rest of message 2's reply (relayed from A), or message 2 whole once it ended
 
 import contextlib
 import os
+import threading
 
 import pytest
 from django.db import connection
 
 from rojos.turns.repair import INTERRUPTED_MESSAGE
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import Event, parse_sse
 
@@ -37,15 +38,18 @@ def chat_text(events: list[Event]) -> str:
     return "".join(event.data["text"] for event in events if event.type == "CHAT")
 
 
-def first_through_b_second_on_a(on_b, on_a, project, fake_provider):
-    """Message 1 through B (finished), message 2 through A (running); the 30 events of
-    message 2 the client saw before its connection dropped, and its conversation."""
+def first_through_b_second_on_a(on_b, on_a, project, fake_provider, held: threading.Event):
+    """Message 1 through B (finished), message 2 through A (running, held after 40 of its
+    pieces until `held` is set); the 30 events of message 2 the client saw before its
+    connection dropped, and its conversation."""
     rojo = make_rojo(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks(FIRST, pieces=40)))
     first = on_b.chat(project.pk, rojo=rojo.slug, message="First")
     assert chat_text(first) == FIRST and first[-1].id == 42
     conversation = first[0].data["conversation"]
-    fake_provider.add(stream(*text_chunks(SECOND, pieces=300), delay=0.05))
+    chunks = text_chunks(SECOND, pieces=300)
+    chunks.insert(40, Gate(held))
+    fake_provider.add(stream(*chunks, delay=0.05))
     payload = {"rojo": rojo.slug, "message": "Second", "conversation": conversation}
     with on_a.chat_stream(project.pk, **payload) as response:
         events = parse_sse(response.iter_lines())
@@ -73,7 +77,10 @@ def test_a_reattach_through_the_process_of_the_previous_turn_gets_the_current_on
     whole, from its START. After it ended: message 2 as stored, from its START."""
     on_a = client_for(users["editor"], base_url=start_a().base_url)
     on_b = client_for(users["editor"])
-    first, seen, conversation = first_through_b_second_on_a(on_b, on_a, project, fake_provider)
+    reattached = threading.Event()  # message 2 runs until the three re-attaches are answered
+    first, seen, conversation = first_through_b_second_on_a(
+        on_b, on_a, project, fake_provider, reattached
+    )
     second = seen[0].data["message"]
 
     with contextlib.ExitStack() as stack:
@@ -82,6 +89,7 @@ def test_a_reattach_through_the_process_of_the_previous_turn_gets_the_current_on
             stack.enter_context(reattach(on_b, conversation, 30, turn=second)),
             stack.enter_context(reattach(on_b, conversation, 30, turn=first[0].data["message"])),
         ]
+        reattached.set()
         unnamed, named, earlier = (list(parse_sse(s.iter_lines())) for s in streams)
 
     for rest in (unnamed, named):
@@ -108,7 +116,8 @@ def test_followers_of_a_killed_turn_are_told_it_was_interrupted_not_the_previous
     victim = start_a(ROJO_DRAFT_SECONDS="0.2")
     on_a = client_for(users["editor"], base_url=victim.base_url)
     on_b = client_for(users["editor"])
-    _, seen, conversation = first_through_b_second_on_a(on_b, on_a, project, fake_provider)
+    killed = threading.Event()  # message 2 runs until A is killed
+    _, seen, conversation = first_through_b_second_on_a(on_b, on_a, project, fake_provider, killed)
     second = seen[0].data["message"]
 
     with contextlib.ExitStack() as stack:
@@ -117,6 +126,7 @@ def test_followers_of_a_killed_turn_are_told_it_was_interrupted_not_the_previous
             stack.enter_context(reattach(on_b, conversation, 30, turn=second)),
         ]
         victim.kill()
+        killed.set()
         followed = [list(parse_sse(s.iter_lines())) for s in streams]
     with reattach(on_b, conversation, 30) as response:
         after_kill = list(parse_sse(response.iter_lines()))
