@@ -19,7 +19,7 @@ from rojos.models import Conversation, FileChange, default_tools
 from rojos.provider.request import wire_call_id
 from rojos.tools import RojoTool, RojoToolContext, registry
 from rojos.turns.runner import INTERRUPTED_MESSAGE
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import (
     assert_history_valid,
     big_text,
@@ -187,7 +187,11 @@ def test_killed_mid_text_the_text_saved_so_far_survives(
 ):
     """While a reply streams its text is saved every ROJO_DRAFT_SECONDS: a kill loses less."""
     server = doomed(server_process, ROJO_DRAFT_SECONDS="0.1")
-    fake_provider.add(stream(*text_chunks("w " * 200, pieces=200), delay=0.02))
+    # Held after 60 pieces until the kill: the reply still streams (its text a draft) when
+    # the checks below are made, however long a loaded machine takes over them.
+    chunks = text_chunks("w " * 200, pieces=200)
+    chunks.insert(60, Gate(killed := threading.Event()))
+    fake_provider.add(stream(*chunks, delay=0.02))
     client = client_for(users["editor"], base_url=server.base_url)
 
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
@@ -198,6 +202,7 @@ def test_killed_mid_text_the_text_saved_so_far_survives(
         assert stored_history(conversation)[1].draft  # not indexed while it streams
         assert found_messages(client, "w") == []
         server.kill()
+        killed.set()
         with pytest.raises(httpx2.RemoteProtocolError):
             list(events)
 
