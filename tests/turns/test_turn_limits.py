@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 
 from rojos.models import Conversation, Message, TurnRecord
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import ApiClient
 
@@ -24,15 +24,20 @@ def rojo(fake_provider, settings):
     return make_rojo(fake_provider.base_url)
 
 
-def post_at_once(clients: list[ApiClient], project, rojo) -> list[tuple[int, str]]:
+def post_at_once(
+    clients: list[ApiClient], project, rojo, answered: threading.Barrier | None = None
+) -> list[tuple[int, str]]:
     """Each client sends one new chat, all released together; (status, body) of each, the
-    body read to its end (a started turn's whole stream)."""
+    body read to its end (a started turn's whole stream), once every client waited at
+    `answered` (if given) with its answer's status."""
     barrier = threading.Barrier(len(clients), timeout=30)
     answers: list[tuple[int, str]] = []
 
     def send(client: ApiClient) -> None:
         barrier.wait()
         with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+            if answered is not None:
+                answered.wait()
             answers.append((response.status_code, response.read().decode()))
 
     threads = [threading.Thread(target=send, args=(client,)) for client in clients]
@@ -75,14 +80,19 @@ def test_forty_parallel_messages_start_at_most_the_per_minute_limit(
 def test_ten_parallel_slow_turns_start_at_most_the_concurrent_limit(
     client_for, users, project, rojo, fake_provider, settings
 ):
-    """Before, 10 parallel slow turns all started against a limit of 3."""
+    """Before, 10 parallel slow turns all started against a limit of 3. The replies hold
+    until all ten messages were answered (before, 3 s replies a loaded server could end
+    before the last messages came, which then started)."""
     settings.ROJO_USER_MESSAGES_PER_MINUTE = 0
     settings.ROJO_USER_CONCURRENT_TURNS = 3
-    slow = stream(*text_chunks("w " * 30, pieces=30), delay=0.1)  # 3 s
-    fake_provider.add(slow, slow, slow)
     clients = [client_for(users["editor"]) for _ in range(10)]
+    all_answered = threading.Event()
+    held = stream(Gate(all_answered), *text_chunks("w " * 30, pieces=30))
+    fake_provider.add(held, held, held)
 
-    answers = post_at_once(clients, project, rojo)
+    answers = post_at_once(
+        clients, project, rojo, threading.Barrier(len(clients), all_answered.set, timeout=60)
+    )
 
     assert_started(answers, 3, AT_ONCE)
 
