@@ -3,12 +3,13 @@ it takes no new turns, lets running replies finish within ROJO_SHUTDOWN_GRACE_SE
 the rest as interrupted with their text kept, and exits; nothing is left running or locked."""
 
 import signal
+import threading
 
 import httpx2
 import pytest
 
 from rojos.models import Conversation, Message, TurnRecord
-from tests.support.fake_provider import Pause, stream, text_chunks
+from tests.support.fake_provider import Gate, Pause, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import ApiClient, parse_sse, read_until, wait_until
 
@@ -22,8 +23,11 @@ def stopping(server) -> None:
 def test_a_running_reply_finishes_while_new_turns_are_sent_elsewhere(
     server_process, users, project, fake_provider
 ):
+    """The reply holds until the other message was refused (before, a 2 s pause the test had
+    to send it within: a reply ended first let the stopping server exit, refusing nothing)."""
     rojo = make_rojo(fake_provider.base_url)
-    fake_provider.add(stream(text_chunks("Finished ", pieces=1, finish=None), Pause(2.0),
+    answered = threading.Event()
+    fake_provider.add(stream(text_chunks("Finished ", pieces=1, finish=None), Gate(answered),
                              text_chunks("in time.")))  # fmt: skip
     server = server_process("serve", ROJO_SHUTDOWN_GRACE_SECONDS="60")
     client = ApiClient(server.base_url, users["editor"])
@@ -36,6 +40,7 @@ def test_a_running_reply_finishes_while_new_turns_are_sent_elsewhere(
         refused = client.post(
             f"/api/projects/{project.pk}/chat", json={"rojo": rojo.pk, "message": "Another"}
         )
+        answered.set()
         rest = list(events)
 
     assert refused.status_code == 503
