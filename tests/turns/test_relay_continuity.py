@@ -10,6 +10,7 @@ receive() a timed wait cancelled (rojos.turns.channel_reader never cancels one),
 
 import asyncio
 import os
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -21,7 +22,7 @@ from rojos.models import Conversation
 from rojos.turns import relay as turn_relay
 from rojos.turns.channel_reader import ChannelReader
 from rojos.turns.start import turn_start
-from tests.support.fake_provider import stream, text_chunks
+from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -35,12 +36,14 @@ class LossyLayer(InMemoryChannelLayer):
     def __init__(self, lose: int) -> None:
         super().__init__()
         self.lose, self.relayed, self.lost = lose, 0, []
+        self.losing = threading.Event()  # the message was lost
 
     async def send(self, channel: str, message: dict) -> None:
         if message.get("type") == "turn.events":
             self.relayed += 1
             if self.relayed == self.lose:
                 self.lost.append(message)
+                self.losing.set()
                 return
         await super().send(channel, message)
 
@@ -53,7 +56,11 @@ async def test_a_relayed_message_lost_on_the_way_is_asked_for_again(
     layer = LossyLayer(lose=3)
     monkeypatch.setitem(channel_layers.backends, DEFAULT_CHANNEL_LAYER, layer)
     monkeypatch.setattr(turn_relay, "BATCH_EVENTS", 1)
-    fake_provider.add(stream(*text_chunks(REPLY, pieces=60), delay=0.02))
+    # Held after ten pieces until the message was lost: it is a chunk mid-reply, however
+    # late a loaded machine lets the follow begin (a turn ended first relays joined text).
+    chunks = text_chunks(REPLY, pieces=60)
+    chunks.insert(10, Gate(layer.losing))
+    fake_provider.add(stream(*chunks, delay=0.02))
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     user = users["editor"]
     access = await aproject_access(user=user, project_id=project.pk)
