@@ -6,7 +6,6 @@ kernel's ENOSPC. The commands run as `manage.py` processes, as an operator runs 
 """
 
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ from django.conf import settings
 
 from roject.storage import project_root
 from tests.support.server_process import database_url
+from tests.support.small_disk import small_disk_mounted
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
@@ -24,21 +24,8 @@ BIG = os.urandom(3 << 20)  # does not compress: more than the disk holds
 @pytest.fixture
 def small_disk(tmp_path):
     """A 2 MiB tmpfs of its own, unmounted after the test."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a 2 MiB tmpfs needs root and mount(8); the disk-full tests need it")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"this sandbox does not allow mounting a tmpfs: {done.stderr.strip()}")
-    try:
+    with small_disk_mounted(tmp_path) as mount:
         yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def manage(*args: str, storage) -> subprocess.CompletedProcess:

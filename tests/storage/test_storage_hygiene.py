@@ -6,7 +6,6 @@ ROJO_STORAGE_DIR: the errors are the kernel's ENOSPC, not a patched function's.
 
 import io
 import os
-import shutil
 import subprocess
 import sys
 import time
@@ -29,6 +28,7 @@ from rojos.models import FileChange, default_tools
 from tests.storage.test_storage_race import Swapper
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
+from tests.support.small_disk import small_disk_mounted
 
 MIB = 1024 * 1024
 BIG = "x" * (MIB - 1024)  # under the 1 MiB write limit, about half the small disk
@@ -37,23 +37,10 @@ BIG = "x" * (MIB - 1024)  # under the 1 MiB write limit, about half the small di
 @pytest.fixture
 def small_disk(tmp_path, settings):
     """ROJO_STORAGE_DIR on a 2 MiB tmpfs of its own, unmounted after the test."""
-    mount = tmp_path / "small-disk"
-    mount.mkdir()
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        pytest.skip("mounting a 2 MiB tmpfs needs root and mount(8); the disk-full tests need it")
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mount)],
-        capture_output=True,
-        text=True,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"this sandbox does not allow mounting a tmpfs: {done.stderr.strip()}")
-    try:
+    with small_disk_mounted(tmp_path) as mount:
         settings.ROJO_STORAGE_DIR = mount / "storage"
         settings.ROJO_STORAGE_DIR.mkdir()
         yield settings.ROJO_STORAGE_DIR
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
 def undo_entries(storage: Path, project_id: int) -> list[str]:

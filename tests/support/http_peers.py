@@ -61,9 +61,9 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def http_peer(host: str) -> Iterator[Peer]:
-    """A peer listening on `host`, a free port, for the block."""
-    handler = type("Handler", (_Handler,), {})
+def _serving(base: type[BaseHTTPRequestHandler], host: str) -> Iterator[Peer]:
+    """A server of `base`'s requests on `host`, a free port, for the block; its Peer."""
+    handler = type(base.__name__.lstrip("_"), (base,), {})
     server = ThreadingHTTPServer((host, 0), handler)
     handler.peer = Peer(base_url=f"http://{host}:{server.server_address[1]}")
     thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
@@ -74,6 +74,11 @@ def http_peer(host: str) -> Iterator[Peer]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+def http_peer(host: str):
+    """A peer listening on `host`, a free port, for the block."""
+    return _serving(_Handler, host)
 
 
 def metadata_server(
@@ -149,18 +154,7 @@ class _ProxyHandler(BaseHTTPRequestHandler):
         return
 
 
-@contextmanager
-def http_proxy(host: str = "127.0.0.1") -> Iterator[Peer]:
+def http_proxy(host: str = "127.0.0.1"):
     """A recording forward proxy on `host`, for the block: `seen` holds the absolute URLs
     asked of it."""
-    handler = type("ProxyHandler", (_ProxyHandler,), {})
-    server = ThreadingHTTPServer((host, 0), handler)
-    handler.peer = Peer(base_url=f"http://{host}:{server.server_address[1]}")
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield handler.peer
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    return _serving(_ProxyHandler, host)
