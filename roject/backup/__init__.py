@@ -4,7 +4,8 @@ one checked archive; restored into an empty installation of either database.
 `backup_write` (dump.py) takes one while the app runs (consistency.py), `backup_verify` and
 `backup_restore` (load.py) check and restore one. The archive's layout is archive.py's (its
 reading reading.py's), what it says of itself manifest.py's, the rows' encoding tables.py's;
-the storage's entries are read and put back by the storage gate (roject/storage/backups.py).
+the storage's entries are read and put back by the storage gate (roject/storage/backups.py,
+roject/storage/staging.py).
 Nothing here knows the apps' models by name: what an app must do after a restore is a hook of
 its own (ROJO_RESTORE_HOOKS), so roject imports nothing of rojos.
 """

@@ -34,7 +34,7 @@ from django.utils.module_loading import import_string
 
 from roject.identity.sessions import SessionNotEnded, sessions_cached_end
 from roject.storage import StorageError
-from roject.storage.backups import StorageStaging, storage_holds_projects
+from roject.storage.staging import StorageStaging, storage_holds_projects
 
 from .errors import BackupError
 from .manifest import Manifest, newer_refusal, schema_refusal

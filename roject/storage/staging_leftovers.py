@@ -1,6 +1,6 @@
 """The staging directories of restores killed before their end (SIGKILL, a lost machine):
 a copy of an archive's storage beside the projects, removed once no restore holds its lock
-(roject.storage.backups: the restore holds an flock on STAGING_LOCK while it runs, taken
+(roject.storage.staging: the restore holds an flock on STAGING_LOCK while it runs, taken
 before the file has that name), whatever process runs the restore; a directory with no
 lock is none (a project's storage a restore set aside, or a staging being made) and stays.
 The start-up sweep and `manage.py storage_cleanup` call this (leftovers).
@@ -13,9 +13,9 @@ import os
 
 from django.conf import settings
 
-from .backups import STAGING_LOCK
 from .entries import entry_remove
 from .paths import is_temp_file
+from .staging import STAGING_LOCK
 
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 

@@ -330,7 +330,8 @@ _RESTORE = """
 import io, sys, time
 from django.conf import settings
 settings.configure(ROJO_STORAGE_DIR=sys.argv[1])
-from roject.storage.backups import StorageStaging, StoredEntry
+from roject.storage.backups import StoredEntry
+from roject.storage.staging import StorageStaging
 staging = StorageStaging()
 staging.entry_place(1, StoredEntry(path="root", kind="dir", mode=0o755, mtime=0), None)
 private = StoredEntry(path="root/private.txt", kind="file", mode=0o644, mtime=0, size=7)
