@@ -114,6 +114,8 @@ def test_a_partly_undone_turn_reopens_with_undo_for_what_is_left(
     page.get_by_label("Message").fill("Write a.txt and b.txt")
     page.keyboard.press("Enter")
     expect(page.locator(".bubble.assistant")).to_have_text("Both written.")
+    # The turn's DONE comes after it gave the conversation up: an undo before it is refused.
+    expect(page.get_by_role("button", name="Undo this turn")).to_be_visible()
     page.locator(".tool-line + button.undo").first.click()
     expect(page.locator(".tool-line").nth(0)).to_contain_text("(undone)")
 
