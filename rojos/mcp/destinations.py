@@ -144,19 +144,33 @@ class Destinations:
                 f"server's own host nor allowed by {SETTING}"
             )
 
+    async def addresses(self, host: str, port: int) -> list[IPAddress] | None:
+        """The addresses a connection to `host` may go to: None for a host the admin named
+        (connected to by its name), else every address it resolves to, all checked.
+
+        Raises `DestinationRefused` (logged here, with the server it was for) or the
+        resolver's `OSError`.
+        """
+        if self.trusted(host):
+            return None
+        addresses = await addresses_of(host, port)
+        try:
+            self.check(host, port, addresses)
+        except DestinationRefused as exc:
+            logger.warning("MCP server at %s: refused: %s", self.server_host, exc)
+            raise
+        return addresses
+
     async def url_check(self, url: str) -> None:
         """The check a connection to `url` would make, made now (a host that does not
         resolve passes: its connection fails anyway)."""
         parsed = httpx2.URL(url)
         host = parsed.raw_host.decode("ascii").lower()
         port = parsed.port or (443 if parsed.scheme == "https" else 80)
-        if self.trusted(host):
-            return
         try:
-            addresses = await addresses_of(host, port)
+            await self.addresses(host, port)
         except OSError:
             return
-        self.check(host, port, addresses)
 
 
 class CheckedBackend(httpcore2.AsyncNetworkBackend):
@@ -175,20 +189,15 @@ class CheckedBackend(httpcore2.AsyncNetworkBackend):
         local_address: str | None = None,
         socket_options: Iterable | None = None,
     ) -> httpcore2.AsyncNetworkStream:
-        if self.destinations.trusted(host):
-            return await self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
         try:
             with anyio.fail_after(timeout):
-                addresses = await addresses_of(host, port)
+                addresses = await self.destinations.addresses(host, port)
         except TimeoutError as exc:
             raise httpcore2.ConnectTimeout(str(exc)) from exc
         except OSError as exc:
             raise httpcore2.ConnectError(str(exc)) from exc
-        try:
-            self.destinations.check(host, port, addresses)
-        except DestinationRefused as exc:
-            logger.warning("MCP server at %s: refused: %s", self.destinations.server_host, exc)
-            raise
+        if addresses is None:
+            return await self.inner.connect_tcp(host, port, timeout, local_address, socket_options)
         failed: Exception = httpcore2.ConnectError(f"{host} has no address")
         for address in addresses:
             try:
@@ -225,11 +234,7 @@ class CheckedProxyTransport(httpx2.AsyncHTTPTransport):
         self.destinations = destinations
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        try:
-            await self.destinations.url_check(str(request.url))
-        except DestinationRefused as exc:
-            logger.warning("MCP server at %s: refused: %s", self.destinations.server_host, exc)
-            raise
+        await self.destinations.url_check(str(request.url))
         return await super().handle_async_request(request)
 
 
