@@ -2,12 +2,14 @@
 stored, a relay gone as it ends, a re-attach with an id from another turn. Each leaves one
 turn per conversation and a valid history."""
 
+import logging
 import threading
 import time
 
 import pytest
 from channels.layers import InMemoryChannelLayer
 from django.db import connection, transaction
+from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
 from roject.models import Membership, Role
@@ -66,36 +68,78 @@ def test_a_reattach_with_an_id_this_turn_never_gave_gets_the_turn_from_its_start
     assert events[1].data == {"text": "Hi."}
 
 
+_REFUSE_BEAT = {
+    "sqlite": [
+        "CREATE TRIGGER rojo_test_refuse_beat BEFORE UPDATE OF turn_heartbeat ON "
+        "rojos_conversation BEGIN SELECT RAISE(ABORT, 'the disk is gone'); END"
+    ],
+    "postgresql": [
+        "CREATE FUNCTION rojo_test_refuse_beat() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN RAISE EXCEPTION 'the disk is gone'; END $$",
+        "CREATE TRIGGER rojo_test_refuse_beat BEFORE UPDATE OF turn_heartbeat ON "
+        "rojos_conversation FOR EACH ROW EXECUTE FUNCTION rojo_test_refuse_beat()",
+    ],
+}
+_ALLOW_BEAT = {
+    "sqlite": ["DROP TRIGGER IF EXISTS rojo_test_refuse_beat"],
+    "postgresql": [
+        "DROP TRIGGER IF EXISTS rojo_test_refuse_beat ON rojos_conversation",
+        "DROP FUNCTION IF EXISTS rojo_test_refuse_beat()",
+    ],
+}
+
+
+def _run(statements: list[str]) -> None:
+    with connection.cursor() as cursor:
+        for statement in statements:
+            cursor.execute(statement)
+
+
 def test_a_heartbeat_that_fails_once_keeps_the_claim(
     client_for, users, project, fake_provider, settings
 ):
-    """The database was locked past the writers' timeout once while a call waited for
-    approval. Before, the heartbeat stopped for good, a message from another tab took the
-    conversation over and ran beside the live turn."""
+    """A beat failed once (the database refused the write) while a call waited for
+    approval. Before, the heartbeat stopped for good, and a message from another tab took
+    the conversation over and ran beside the live turn. The database refuses the beat's
+    write (a trigger) until the server logged the failure, then takes the next ones."""
     settings.ROJO_APPROVAL_TIMEOUT = 30
     rojo = make_rojo(fake_provider.base_url)
     (project_root_create(project.pk) / "notes.txt").write_text("mine\n")
     overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
     fake_provider.add(stream(*tool_call_chunks([overwrite])))
     client = client_for(users["editor"])
-    with client.chat_stream(project.pk, rojo=rojo.slug, message="Overwrite") as response:
-        events = parse_sse(response.iter_lines())
-        conversation = next(events).data["conversation"]
-        read_until(events, "APPROVAL_REQUIRED")
-        options = connection.settings_dict["OPTIONS"]
-        saved = options.get("timeout")
-        options["timeout"] = 0.5
-        try:
-            with transaction.atomic():
-                Conversation.objects.filter(pk=conversation).update(title="held")
-                time.sleep(1.0)
-        finally:
-            options["timeout"] = saved
-        time.sleep(settings.ROJO_TURN_STALE_SECONDS + 1)
+    failed = threading.Event()
 
-        other_tab = send(client_for(users["editor"]), project, rojo, "Other tab", conversation)
-        stop = client.post(f"/api/conversations/{conversation}/stop").json()
-        rest = [e.type for e in events]
+    class BeatFailed(logging.Handler):
+        def emit(self, record):
+            if record.getMessage().startswith("heartbeat of conversation"):
+                failed.set()
+
+    handler = BeatFailed()
+    logging.getLogger("rojos.turns.claims").addHandler(handler)
+    vendor = connection.vendor
+    try:
+        with client.chat_stream(project.pk, rojo=rojo.slug, message="Overwrite") as response:
+            events = parse_sse(response.iter_lines())
+            conversation = next(events).data["conversation"]
+            read_until(events, "APPROVAL_REQUIRED")
+            _run(_REFUSE_BEAT[vendor])
+            try:
+                assert failed.wait(10), "no beat failed"
+            finally:
+                _run(_ALLOW_BEAT[vendor])
+            refused_until = timezone.now()
+            wait_until(
+                lambda: Conversation.objects.get(pk=conversation).turn_heartbeat > refused_until
+            )
+            time.sleep(settings.ROJO_TURN_STALE_SECONDS + 1)  # a claim left alone is stale now
+
+            other_tab = send(client_for(users["editor"]), project, rojo, "Other tab", conversation)
+            stop = client.post(f"/api/conversations/{conversation}/stop").json()
+            rest = [e.type for e in events]
+    finally:
+        logging.getLogger("rojos.turns.claims").removeHandler(handler)
+        _run(_ALLOW_BEAT[vendor])
 
     assert other_tab.status_code == 409
     assert stop == {"stopping": True}
