@@ -447,8 +447,11 @@ ROJO_SHUTDOWN_HOOKS = ["rojos.turns.shutdown.turns_drain"]
 # returned words the command prints (secrets sealed with another installation's key).
 ROJO_RESTORE_HOOKS = [
     "rojos.turns.owner.restored_turns_end",
-    "rojos.mcp.accounts.sealed_unopened_note",
+    "rojos.mcp.unopened.sealed_unopened_note",
 ]
+# What `verify-backup` (and a restore's first read) runs over the archive's rows, by dotted
+# string: classes whose `note()` the command prints (secrets a restore here could not open).
+ROJO_VERIFY_HOOKS = ["rojos.mcp.unopened.SealedInArchive"]
 # What a restore asks before it changes anything, by dotted string: each returns why it
 # must not go on (replies running on this installation's servers), or None.
 ROJO_RESTORE_CHECKS = ["rojos.turns.owner.running_turns_refusal"]

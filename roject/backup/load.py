@@ -63,6 +63,8 @@ class Checked:
 
     manifest: Manifest
     nuls: Counter[str] = field(default_factory=Counter)
+    # What the apps' hooks found that the operator must act on (a hook's returned words).
+    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """The manifest's line, and what a restore here changes."""
@@ -77,8 +79,6 @@ class Restored(Checked):
     storage_kept: list[int] = field(default_factory=list)
     # The restore hooks that failed once it had committed: (hook, error).
     hooks_failed: list[tuple[str, str]] = field(default_factory=list)
-    # What the hooks found that the operator must act on (a hook's returned words).
-    notes: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """The manifest's line, and what the restore left or changed."""
@@ -93,26 +93,38 @@ class Restored(Checked):
 
 
 def backup_verify(*, path: Path, using: str = DEFAULT_DB_ALIAS) -> Checked:
-    """(Blocking) Check an archive whole without restoring it: what it holds, or BackupError."""
+    """(Blocking) Check an archive whole without restoring it: what it holds, with the
+    apps' verify hooks' notes (ROJO_VERIFY_HOOKS: what a restore here could not open), or
+    BackupError."""
     connection = connections[using]
     nuls: Counter[str] = Counter()
+    count_nuls = nuls_refused(connection)
+    hooks = [import_string(hook)() for hook in getattr(settings, "ROJO_VERIFY_HOOKS", ())]
 
     def header_check(header: dict) -> None:
         refusal = newer_refusal(header, connection)
         if refusal:
             raise BackupError(refusal)
 
-    def nuls_count(label: str, columns: list[str], rows: Iterator[list]) -> None:
+    def rows_read(label: str, columns: list[str], rows: Iterator[list]) -> None:
+        wanting = [hook for hook in hooks if hook.wants(label)]
+        if not wanting and not count_nuls:
+            return
         for row in rows:
-            nuls[label] += sum(map(holds_nul, row))
+            if count_nuls:
+                nuls[label] += sum(map(holds_nul, row))
+            if wanting:
+                values = dict(zip(columns, row, strict=False))
+                for hook in wanting:
+                    hook.row(label, values)
 
-    on_rows = nuls_count if nuls_refused(connection) else None
     try:
         with Path(path).open("rb") as source:
-            manifest = archive_read(source, on_header=header_check, on_rows=on_rows)
+            manifest = archive_read(source, on_header=header_check, on_rows=rows_read)
     except FileNotFoundError as exc:
         raise BackupError(f"no archive at {path}") from exc
-    return Checked(manifest=manifest, nuls=+nuls)
+    notes = [note for note in (hook.note() for hook in hooks) if note]
+    return Checked(manifest=manifest, nuls=+nuls, notes=notes)
 
 
 def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB_ALIAS) -> Restored:

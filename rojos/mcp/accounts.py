@@ -12,7 +12,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import BaseModel, ValidationError
 
 from ..models import McpAccount, McpServer, McpSignInPending
-from .sealed import InvalidToken, opens, reseal, seal, unseal
+from .sealed import InvalidToken, reseal, seal, unseal
 
 
 def _opened(sealed: bytes, model: type[BaseModel]):
@@ -197,33 +197,3 @@ def client_secrets_reseal() -> tuple[int, list[str]]:
             continue  # found by no callback: that person presses Connect again
         McpSignInPending.objects.filter(pk=pending.pk).update(**fields)
     return resealed, unopened
-
-
-def sealed_unopened_note() -> str | None:
-    """A restore hook (ROJO_RESTORE_HOOKS): what the restored rows hold sealed under keys
-    this installation lacks (an archive of an installation with another SECRET_KEY or
-    ROJO_MCP_TOKEN_KEYS), said with its fix, or None. Unsaid, those accounts would read as
-    signed out and those servers be signed in to as public clients, with only a log line."""
-    accounts = sum(
-        1
-        for account in McpAccount.objects.only("pk", "tokens", "client").iterator()
-        if any(sealed and not opens(sealed) for sealed in (account.tokens, account.client))
-    )
-    servers = McpServer.objects.exclude(oauth_client_secret=b"").only("slug", "oauth_client_secret")
-    slugs = [server.slug for server in servers.iterator() if not opens(server.oauth_client_secret)]
-    if not accounts and not slugs:
-        return None
-    held = []
-    if accounts:
-        held.append(f"the OAuth tokens of {accounts} MCP account{'s' if accounts != 1 else ''}")
-    if slugs:
-        held.append(
-            f"the OAuth client secret of MCP server{'s' if len(slugs) != 1 else ''} "
-            + ", ".join(map(repr, slugs))
-        )
-    return (
-        f"{' and '.join(held)} open with none of this installation's keys: they were sealed "
-        "with the SECRET_KEY (or ROJO_MCP_TOKEN_KEYS) of the installation the archive came "
-        "from. Give this one that key before its servers start; else those people connect "
-        "again, and an admin sets those client secrets again"
-    )

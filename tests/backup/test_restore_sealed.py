@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 ANOTHER_KEY = "another-installation-key-another-installation-key-another-key"
 
 
-def test_secrets_sealed_with_another_key_are_named_after_a_restore(
+def test_secrets_sealed_with_another_key_are_named_by_verify_and_after_a_restore(
     users, tmp_path, other_installation, settings
 ):
     server = time_server(oauth_client_id="rojo", oauth_client_secret=seal(b"client secret"))
@@ -28,6 +28,9 @@ def test_secrets_sealed_with_another_key_are_named_after_a_restore(
     archive = tmp_path / "sealed.tar"
     call_command("backup", str(archive), stdout=io.StringIO())
 
+    checked = other_installation.manage(
+        "verify-backup", str(archive), env={"SECRET_KEY": ANOTHER_KEY}
+    )
     elsewhere = other_installation.manage("restore", str(archive), env={"SECRET_KEY": ANOTHER_KEY})
 
     assert elsewhere.returncode == 0  # restored: the rows are whole, only unopened
@@ -39,5 +42,9 @@ def test_secrets_sealed_with_another_key_are_named_after_a_restore(
         "and an admin sets those client secrets again"
     ]
 
+    assert checked.returncode == 0  # sound, and said before the restore
+    assert checked.stderr.splitlines() == elsewhere.stderr.splitlines()
+
     same_key = other_installation.manage("restore", "--replace", str(archive))
     assert same_key.stderr == ""
+    assert other_installation.manage("verify-backup", str(archive)).stderr == ""

@@ -27,3 +27,5 @@ class Command(BaseCommand):
                 f"{file} is sound, but this installation cannot restore it: {refusal}"
             )
         self.stdout.write(f"{file}: sound. {checked.summary()}")
+        for note in checked.notes:  # restorable, but something in it needs the operator
+            self.stderr.write(f"warning: {note}")
