@@ -11,8 +11,14 @@ of about CATCH_UP_BYTES each at most, each numbered as its last chunk, so that t
 after any seq is exactly what it is sent. (The whole rest in one event had been up to the
 whole reply, 0.8 MB on 100,000 chunks, sliced, decoded, encoded and buffered at once for
 every follower far behind: ten slow readers held several times the reply each.)
+
+The event that holds the first chunk of a REASONING run also says how long that thinking has
+lasted as the event is read (`elapsed`, seconds, by this process's clock): a follower that
+comes mid-thought (a reload, another tab) counts its "Thinking… N s" from when the thinking
+began, not from when it arrived, without trusting the browser's clock to match the server's.
 """
 
+import time
 from array import array
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterator
@@ -36,9 +42,10 @@ class _Run:
     end in four bytes was 400 KB for a reply of 100,000 chunks, half the reply's text.)
     """
 
-    __slots__ = ("lengths", "marks", "text")
+    __slots__ = ("began", "lengths", "marks", "text")
 
     def __init__(self) -> None:
+        self.began = time.monotonic()  # its first chunk came (a thinking's start)
         self.text = bytearray()
         self.lengths = array("B")
         self.marks = array("I")  # where chunks 0, 64, 128, … begin in the text
@@ -92,6 +99,18 @@ class _Run:
 _MARK = 64  # a run keeps where every this many-th chunk begins
 
 
+def _run_data(kind: WireType, run: _Run, chunk: int, text: str) -> dict:
+    """The wire data of a run's text from its `chunk`-th chunk on (0-based): with how long
+    its thinking has lasted when that text begins the thinking."""
+    if kind == "REASONING" and chunk == 0:
+        return {"text": text, "elapsed": _elapsed(run)}
+    return {"text": text}
+
+
+def _elapsed(run: _Run) -> float:
+    return round(time.monotonic() - run.began, 1)
+
+
 class TurnEvents:
     """The events of one turn in order, numbered from 1; see the module's docstring."""
 
@@ -136,7 +155,11 @@ class TurnEvents:
         """
         seq = after + 1
         if seq == self.seq and self._last_text is not None:  # the chunk just published
-            return WireEvent(seq, self._kinds[-1], {"text": self._last_text})
+            kind = self._kinds[-1]
+            data = {"text": self._last_text}
+            if kind == "REASONING" and seq == self._starts[-1]:
+                data["elapsed"] = _elapsed(self._data[-1])
+            return WireEvent(seq, kind, data)
         if seq > self.seq or seq < 1:
             return None
         index = self._find(seq)
@@ -146,9 +169,9 @@ class TurnEvents:
         start, count = self._starts[index], len(data)
         kind = self._kinds[index]
         if start + count - seq <= JOIN_AFTER:
-            return WireEvent(seq, kind, {"text": data.chunk(seq - start)})
+            return WireEvent(seq, kind, _run_data(kind, data, seq - start, data.chunk(seq - start)))
         last, text = data.since(seq - start, CATCH_UP_BYTES)
-        return WireEvent(start + last, kind, {"text": text})
+        return WireEvent(start + last, kind, _run_data(kind, data, seq - start, text))
 
     def at(self, seq: int) -> WireEvent:
         """The event numbered `seq`, a CHAT chunk on its own."""
@@ -158,8 +181,8 @@ class TurnEvents:
         data = self._data[index]
         if type(data) is not _Run:
             return WireEvent(seq, self._kinds[index], data)
-        text = data.chunk(seq - self._starts[index])
-        return WireEvent(seq, self._kinds[index], {"text": text})
+        chunk, kind = seq - self._starts[index], self._kinds[index]
+        return WireEvent(seq, kind, _run_data(kind, data, chunk, data.chunk(chunk)))
 
     def others(self) -> Iterator[tuple[WireType, dict]]:
         """Every event but the CHAT and REASONING chunks, in order, as (type, data)."""

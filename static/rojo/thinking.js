@@ -1,7 +1,10 @@
 // The model's thinking: a collapsed "Thinking… 12 s" line whose text is one click away. It
 // grows while the model thinks (the seconds, and the text inside), and folds as "Thought for
 // 12 s" when the answer (text or a tool call) starts. A stored reply's thinking comes whole,
-// with how long it took. The model's text goes in as text nodes only, hidden characters shown.
+// with how long it took. The event that begins a live thinking says how long it has lasted
+// (`elapsed`, by the server's clock), so a page that joins mid-thought (a reload, another tab)
+// counts from its real start. The model's text goes in as text nodes only, hidden characters
+// shown.
 
 import { visible } from "./visible.js";
 
@@ -17,7 +20,7 @@ export class Thinking {
   }
 
   /** A REASONING event: more of the live thinking, or a stored reply's whole (`whole`). */
-  add({ text, whole = false, seconds: took = null }) {
+  add({ text, whole = false, seconds: took = null, elapsed = 0 }) {
     if (whole) {
       this.fold();
       const box = this.line(text);
@@ -26,7 +29,7 @@ export class Thinking {
     }
     if (!this.box) {
       this.box = this.line("");
-      this.box.began = performance.now();
+      this.box.began = performance.now() - elapsed * 1000;
       this.box.dataset.live = "";
       this.tick();
       this.timer = setInterval(() => this.tick(), 1000);

@@ -98,3 +98,67 @@ def test_thinking_grows_live_folds_at_the_answer_and_stays_after_a_reload(
     sent = [(m["role"], f) for m in after_call for f in FIELDS if f in m]
     field = SENT_BACK[shape]
     assert sent == ([("assistant", field)] if field else [])
+
+
+# The first count a live thinking line shows on the page, recorded as the line appears (a
+# MutationObserver runs before the page's one-second tick can move it on).
+FIRST_COUNT = """
+window.__firstCount = null;
+new MutationObserver(() => {
+    const label = document.querySelector('.thinking[data-live] .thinking-label');
+    if (window.__firstCount === null && label && label.textContent) {
+        window.__firstCount = label.textContent;
+    }
+}).observe(document, { subtree: true, childList: true, characterData: true });
+"""
+COUNTED = re.compile(r"^Thinking… (\d+) s$")
+
+
+def first_count(page) -> int:
+    """The seconds the page's live thinking line said when it first appeared."""
+    page.wait_for_function("() => window.__firstCount !== null")
+    return int(COUNTED.match(page.evaluate("() => window.__firstCount"))[1])
+
+
+def test_a_reload_or_another_tab_counts_the_thinking_from_when_it_began(
+    page_for, users, project, fake_provider
+):
+    """A page that joins a turn mid-thought (reloaded, or opened in another tab) replays its
+    thinking from the turn's log: the line goes on counting from when the thinking began,
+    as the server measured it, and does not start again from 0 s."""
+    project_root_create(project.pk)
+    make_rojo(fake_provider.base_url)
+    held = threading.Event()
+    fake_provider.add(
+        stream(
+            *reasoning_chunks(PIECES[:2], "reasoning_content"),
+            Gate(held, timeout=120),
+            text_chunks("Thought it through."),
+        )
+    )
+    page = page_for(users["editor"])
+    page.add_init_script(FIRST_COUNT)
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Think first.")
+    page.get_by_label("Message").press("Enter")
+    label = page.locator(".thinking[data-live] summary")
+    # The page's own count says the thinking has gone on for 4 s or more: the reply is held.
+    expect(label).to_have_text(re.compile(r"^Thinking… ([4-9]|\d\d+) s$"))
+    expect(page).to_have_url(re.compile(rf"/projects/{project.pk}/c/\d+/$"))
+    conversation = page.url
+
+    page.reload()
+    expect(page.locator(".thinking[data-live] .thinking-text")).to_have_text("".join(PIECES[:2]))
+    assert first_count(page) >= 4
+    other = page_for(users["editor"])
+    other.add_init_script(FIRST_COUNT)
+    other.goto(conversation)
+    expect(other.locator(".thinking[data-live] .thinking-text")).to_have_text("".join(PIECES[:2]))
+    assert first_count(other) >= 4
+
+    held.set()
+    for shown in (page, other):
+        expect(shown.locator(".bubble.assistant")).to_have_text("Thought it through.")
+        folded = shown.locator(".thinking summary")
+        expect(folded).to_have_text(re.compile(r"^Thought for ([4-9]|\d\d+) s$"))
+        assert shown.console_errors == []

@@ -2,9 +2,11 @@
 lengths of its chunks (one byte each while they are short, more once one is long)."""
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
+from rojos.turns import events as turn_events
 from rojos.turns.events import CATCH_UP_BYTES, JOIN_AFTER, TurnEvents
 
 
@@ -78,3 +80,34 @@ def test_the_kept_bytes_are_the_text_and_about_a_byte_a_chunk():
     events, _model = _published([6] * 100_000)
     assert events.entries() == 3
     assert events.kept_bytes() == 600_000 + 100_000 + 4 * (100_000 // 64 + 1)
+
+
+def test_the_event_that_begins_a_thinking_says_how_long_it_has_lasted(monkeypatch):
+    """Whoever reads a REASONING run from its first chunk (live, or joining mid-thought: a
+    reload, another tab) is told how long that thinking has lasted as it reads, by this
+    process's clock, so the page counts from the thinking's start; later chunks, joined
+    catch-up events from elsewhere in the run and the reply's text say nothing of it."""
+    clock = SimpleNamespace(now=100.0)
+    monkeypatch.setattr(turn_events, "time", SimpleNamespace(monotonic=lambda: clock.now))
+    events = TurnEvents()
+    events.append("START", {"conversation": 1})
+    events.append("REASONING", "First ")
+    clock.now = 100.4
+    assert events.after(1).data == {"text": "First ", "elapsed": 0.4}  # live, as it came
+    for n in range(JOIN_AFTER + 8):
+        events.append("REASONING", f"step {n}. ")
+    clock.now = 107.2
+
+    joined = events.after(1)  # a page joining now: the run so far, in one event
+    assert joined.data["elapsed"] == 7.2 and joined.data["text"].startswith("First step 0.")
+    assert events.at(2).data == {"text": "First ", "elapsed": 7.2}
+    assert events.at(3).data == {"text": "step 0. "}
+    assert "elapsed" not in events.after(2).data  # a follower that had the start
+    events.append("CHAT", "The answer.")
+    assert events.after(events.seq - 1).data == {"text": "The answer."}
+
+    events.append("TOOL_CALL", {"id": "a", "name": "list_files", "args": {}})
+    clock.now = 110.0
+    events.append("REASONING", "Then ")  # the next response's thinking counts anew
+    clock.now = 111.0
+    assert events.after(events.seq - 1).data == {"text": "Then ", "elapsed": 1.0}
