@@ -32,11 +32,16 @@ class ChatEvent:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningEvent:
     """The model's thinking before it answers or calls, shown folded: more of it as it
-    streams, or a stored reply's `whole`, with how long it thought when that is known."""
+    streams, or a stored reply's `whole`, with how long it thought when that is known.
+
+    `retracted` (with no text): what streamed as this response's thinking was not thinking
+    after all, but its answer, which the CHAT after it carries (a model whose thinking opens
+    in its prompt ended its reply without `</think>`: rojos.provider.think_tags)."""
 
     text: str
     whole: bool = False
     seconds: float | None = None
+    retracted: bool = False
     type: Literal["REASONING"] = "REASONING"
 
 
@@ -192,7 +197,9 @@ def event_data(event: TurnEvent) -> dict:
     match event:
         case ChatEvent(text=text):
             return {"text": text}
-        case ReasoningEvent(text=text, whole=whole, seconds=seconds):
+        case ReasoningEvent(text=text, whole=whole, seconds=seconds, retracted=retracted):
+            if retracted:
+                return {"text": "", "retracted": True}
             if not whole:
                 return {"text": text}
             return {"text": text, "whole": True, "seconds": seconds}

@@ -139,7 +139,11 @@ async def agent_loop(
                     for chunk in batch:
                         text = accumulator.feed(chunk)
                         if text:
-                            if thinking.ended is None and (thought := thinking.answered()):
+                            # At the reply's end, what streamed as thinking may turn out
+                            # to be the answer (no `</think>` came): taken back first.
+                            if (thinking.ended is None or accumulator.finish_reason) and (
+                                thought := thinking.answered()
+                            ):
                                 yield thought
                             yield ChatEvent(text=text)
                             if draft.due():  # the text since the last draft, given up

@@ -4,7 +4,9 @@ The accumulator collects the reasoning of all three shapes (PROVIDERS.md, "Reaso
 this turns what it gained since the last look into one event, so a read of many chunks
 gives one event, not one per chunk, and nothing here touches the database. How long the
 model thought (its first reasoning to its first answer text or call) is kept with the
-reply, so a reopened conversation says so as the live one did.
+reply, so a reopened conversation says so as the live one did. A reply whose thinking
+turns out to have been its answer (the accumulator gives the reasoning back as text) takes
+back what was sent of it, and stores no seconds.
 """
 
 import time
@@ -29,6 +31,9 @@ class Thinking:
         parts = self.accumulator.reasoning_parts
         if len(parts) == self.seen:
             return None
+        if len(parts) < self.seen:  # given back as the answer: it was not thinking
+            self.seen, self.began = len(parts), None
+            return ReasoningEvent(text="", retracted=True)
         text = "".join(parts[self.seen :])
         if self.began is None and text.isspace():
             return None  # white space alone (an empty think block) is no thinking, yet

@@ -124,10 +124,10 @@ class TurnEvents:
         self._last_text: str | None = None
 
     def append(self, kind: WireType, data: dict | str) -> None:
-        """Add the next event: a CHAT or REASONING event by its text alone, any other by its
-        wire data."""
+        """Add the next event: a CHAT or REASONING chunk by its text alone, any other event
+        (a REASONING one that is no chunk too) by its wire data."""
         self.seq += 1
-        if kind in RUN_KINDS:
+        if type(data) is str:
             run = self._data[-1] if self._data and self._kinds[-1] == kind else None
             if type(run) is not _Run:
                 run = _Run()

@@ -80,7 +80,7 @@ class Turn:
         chunk = True
         if type(event) is ChatEvent:
             self.events.append("CHAT", event.text)
-        elif type(event) is ReasoningEvent and not event.whole:
+        elif type(event) is ReasoningEvent and not (event.whole or event.retracted):
             self.events.append("REASONING", event.text)  # a run, as CHAT chunks are
         else:
             self.events.append(event.type, event_data(event))

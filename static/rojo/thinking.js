@@ -3,8 +3,9 @@
 // 12 s" when the answer (text or a tool call) starts. A stored reply's thinking comes whole,
 // with how long it took. The event that begins a live thinking says how long it has lasted
 // (`elapsed`, by the server's clock), so a page that joins mid-thought (a reload, another tab)
-// counts from its real start. The model's text goes in as text nodes only, hidden characters
-// shown.
+// counts from its real start. A thinking the server takes back (`retracted`: it was the
+// answer, which comes next as the reply's text) leaves the log. The model's text goes in as
+// text nodes only, hidden characters shown.
 
 import { visible } from "./visible.js";
 
@@ -16,11 +17,19 @@ export class Thinking {
   constructor(log) {
     this.log = log;
     this.box = null; // the line still thinking
+    this.latest = null; // the last live line, folded or not: what a retraction takes back
     this.timer = null;
   }
 
-  /** A REASONING event: more of the live thinking, or a stored reply's whole (`whole`). */
-  add({ text, whole = false, seconds: took = null, elapsed = 0 }) {
+  /** A REASONING event: more of the live thinking, or a stored reply's whole (`whole`), or
+   * the live thinking taken back (`retracted`). */
+  add({ text, whole = false, seconds: took = null, elapsed = 0, retracted = false }) {
+    if (retracted) {
+      this.fold();
+      this.latest?.remove();
+      this.latest = null;
+      return;
+    }
     if (whole) {
       this.fold();
       const box = this.line(text);
@@ -28,7 +37,7 @@ export class Thinking {
       return;
     }
     if (!this.box) {
-      this.box = this.line("");
+      this.box = this.latest = this.line("");
       this.box.began = performance.now() - elapsed * 1000;
       this.box.dataset.live = "";
       this.tick();

@@ -3,6 +3,7 @@ REASONING events before the answer, stored with how long it took, rebuilt for re
 export, and sent back within the tool loop only where the provider needs it."""
 
 import json
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -19,11 +20,15 @@ from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import (
     MODEL,
     REASONING_SHAPES,
+    Gate,
+    chunk,
     reasoning_chunks,
     stream,
     text_chunks,
     tool_call_chunks,
 )
+from tests.support.helpers import make_rojo, stored_history
+from tests.support.live_server import parse_sse, read_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -243,3 +248,65 @@ async def test_a_summary_by_a_model_thinking_from_its_prompt_holds_its_answer_on
     assert [e.text for e in second.events if isinstance(e, SummaryEvent)] == ["A long brief."]
     system = fake_provider.requests[-1]["messages"][0]["content"]
     assert "A long brief." in system and "keep its gist" not in system
+
+
+UNCLOSED = "Hello! Nothing to think about here."
+
+
+def shown(events) -> list[tuple[str, str]]:
+    """What the page keeps of a turn's events (`type`, `data`): its thinking and reply text
+    and its calls, a retraction taking the last thinking back."""
+    lines: list[tuple[str, str]] = []
+    for kind, data in events:
+        if kind == "REASONING" and data.get("retracted"):
+            last = max(n for n, (line, _) in enumerate(lines) if line == "thinking")
+            del lines[last]
+        elif kind in ("REASONING", "CHAT"):
+            line = "thinking" if kind == "REASONING" else "reply"
+            if lines and lines[-1][0] == line and not data.get("whole"):
+                lines[-1] = (line, lines[-1][1] + data["text"])
+            else:
+                lines.append((line, data["text"]))
+        elif kind == "TOOL_CALL":
+            lines.append(("call", data["name"]))
+    return lines
+
+
+@pytest.mark.parametrize("then_call", [False, True], ids=["answer", "answer-and-call"])
+def test_a_reply_that_never_closes_its_think_tag_takes_its_thinking_back(
+    client_for, users, project, fake_provider, then_call
+):
+    """A model whose thinking opens in its prompt streams what looks like thinking until
+    `</think>`; its reply ends without one, so that was its answer. What streamed as
+    REASONING is taken back (`retracted`) before the text comes as CHAT: live, replayed
+    from the turn's log and as stored, the turn shows the text once, as the reply, with no
+    thinking (and none stored, nor its seconds)."""
+    profile = {"results": {"reasoning": {"status": "works", "detail": {"shape": CLOSING}}}}
+    rojo = make_rojo(fake_provider.base_url, capability_profiles={MODEL: profile})
+    held = threading.Event()
+    end = tool_call_chunks(LIST_ROOT) if then_call else [chunk({}, "stop")]
+    fake_provider.add(stream(*text_chunks(UNCLOSED, 2, finish=None), Gate(held), end))
+    if then_call:  # the next response closes its (empty) thinking: its text is the answer
+        fake_provider.add(stream(text_chunks("</think>\n\nEmpty.")))
+    client = client_for(users["editor"])
+
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Say hello.") as response:
+        events = parse_sse(response.iter_lines())
+        live = read_until(events, "REASONING")
+        held.set()  # the thinking is on its way to the page: the reply may end
+        live += list(events)
+    conversation = live[0].data["conversation"]
+    with client.http.stream("GET", f"/api/conversations/{conversation}/stream") as response:
+        replayed = list(parse_sse(response.iter_lines()))
+    stored = client.get(f"/api/conversations/{conversation}").json()["events"]
+
+    thoughts = [e.data for e in live if e.type == "REASONING"]
+    assert "".join(d["text"] for d in thoughts) == UNCLOSED  # shown as thinking, as it came
+    expected = [("reply", UNCLOSED)] + ([("call", "list_files"), ("reply", "Empty.")] * then_call)
+    assert shown((e.type, e.data) for e in live) == expected
+    assert thoughts[-1] == {"text": "", "retracted": True}
+    assert shown((e.type, e.data) for e in replayed) == expected
+    assert shown((e["type"], e["data"]) for e in stored) == expected
+    reply = stored_history(conversation)[1]
+    assert (reply.content, reply.reasoning) == (UNCLOSED, "")
+    assert "reasoning_seconds" not in reply.extra

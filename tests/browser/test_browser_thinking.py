@@ -12,10 +12,13 @@ from playwright.sync_api import expect
 
 from roject.storage import project_root_create
 from rojos.models import Message
+from rojos.models.capabilities import CLOSING_THINK_TAG as CLOSING
 from tests.support.browser import screenshot
 from tests.support.fake_provider import (
+    MODEL,
     REASONING_SHAPES,
     Gate,
+    chunk,
     reasoning_chunks,
     stream,
     text_chunks,
@@ -162,3 +165,32 @@ def test_a_reload_or_another_tab_counts_the_thinking_from_when_it_began(
         folded = shown.locator(".thinking summary")
         expect(folded).to_have_text(re.compile(r"^Thought for ([4-9]|\d\d+) s$"))
         assert shown.console_errors == []
+
+
+def test_a_reply_that_never_closes_its_think_tag_shows_once_as_the_reply(
+    page_for, users, project, fake_provider
+):
+    """A model whose thinking opens in its prompt (the self-test's "closing think tag")
+    streams what looks like thinking until `</think>` comes. When the reply ends without
+    one, that text was its answer: the live page takes the thinking line back and shows the
+    text once, as the reply, as the stored reply does after a reload."""
+    profile = {"results": {"reasoning": {"status": "works", "detail": {"shape": CLOSING}}}}
+    make_rojo(fake_provider.base_url, capability_profiles={MODEL: profile})
+    held = threading.Event()
+    reply = "Hello! Nothing to think about here."
+    fake_provider.add(stream(*text_chunks(reply, 2, finish=None), Gate(held), chunk({}, "stop")))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    page.get_by_label("Message").fill("Say hello.")
+    page.get_by_label("Message").press("Enter")
+    # Until the reply ends, nothing tells its answer from thinking: it shows as thinking.
+    expect(page.locator(".thinking[data-live] .thinking-text")).to_have_text(reply)
+
+    held.set()
+    for reloaded in (False, True):  # live, then from what was stored
+        if reloaded:
+            page.reload()
+        expect(page.locator(".bubble.assistant")).to_have_text(reply)
+        expect(page.locator(".thinking")).to_have_count(0)
+        expect(page.get_by_text("Nothing to think about")).to_have_count(1)
+    assert page.console_errors == []
