@@ -46,20 +46,21 @@ async def _store_completion(
     return dataclasses.replace(completion, text=message.content or ""), message
 
 
-async def _usage_kept(
-    requests: TurnRequests, accumulator: StreamAccumulator, history: History, kept: Message | None
+async def _unfinished_kept(
+    draft: Draft, accumulator: StreamAccumulator, requests: TurnRequests, model: str
 ) -> None:
-    """Count what a whole response used when its step ended before its writes (a stop while
-    they waited for the starts): its usage record, the budgets' spending and the model's
-    calibration, as for a reply stored in full. A failure here is logged, not raised over
-    the stop it came with."""
-    try:
-        completion = accumulator.result(taken=history.call_ids())
-        if kept is not None:
-            completion = dataclasses.replace(completion, text=kept.content or "")
-        await requests.account(completion, kept)
-    except Exception:
-        logger.exception("the usage of a stopped reply of conversation %s", history.conversation.pk)
+    """What a step the turn's end cut short leaves: the text and thinking the user already
+    saw (an unfinished call is dropped), and, once the provider began to answer, what the
+    response used (it bills a stopped, cut or failed response all the same). One shielded
+    whole, so that a second cancel cannot keep the text and lose the count."""
+    reasoning = accumulator.reasoning
+    kept = None
+    if accumulator.text or draft.started() or reasoning:
+        kept = await draft.save(
+            accumulator.text, reasoning=reasoning, model=model, usage=accumulator.usage
+        )
+    if requests.answered:
+        await requests.account_unfinished(accumulator, kept)
 
 
 async def agent_loop(
@@ -128,7 +129,6 @@ async def agent_loop(
         deltas = ToolCallDeltas(accumulator)
         thinking = Thinking(accumulator)
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
-        whole = False  # the response streamed to its end
         try:
             chunks = requests.stream(tick=deltas.quiet_spell, idle=idle)
             async with contextlib.aclosing(chunks):
@@ -154,22 +154,13 @@ async def agent_loop(
                         thinking.answered()
                         for delta in deltas.due():
                             yield delta
-            whole = True
             if writes_wait is not None:
                 await writes_wait()
             completion = accumulator.result(taken=history.call_ids())
             for delta in deltas.final_ids(completion.tool_calls):
                 yield delta
         except BaseException:
-            # Keep the text and thinking the user already saw; an unfinished call is dropped.
-            reasoning = accumulator.reasoning
-            kept = None
-            if accumulator.text or draft.started() or reasoning:
-                kept = await asyncio.shield(
-                    draft.save(accumulator.text, reasoning=reasoning, model=model.name)
-                )
-            if whole:  # stopped while its writes waited: the provider bills it all the same
-                await asyncio.shield(_usage_kept(requests, accumulator, history, kept))
+            await asyncio.shield(_unfinished_kept(draft, accumulator, requests, model.name))
             raise
         completion, message = await _store_completion(draft, completion, rojo, thinking, model.name)
         await requests.account(completion, message)

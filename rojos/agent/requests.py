@@ -9,11 +9,14 @@ request as too long teaches the window it states and gets it again, compacted ha
 per step; then the turn ends with `context_overflow`, the history intact. A provider that
 refuses `stream_options` gets the request again without it, and the model remembers that (a
 quirk like the others, learned rather than configured). Each response's usage is recorded
-(`UsageRecord`, with its model and at its prices) and calibrates the estimate of the next size.
+(`UsageRecord`, with its model and at its prices) and calibrates the estimate of the next size;
+a response that began to stream and did not finish (a Stop, a disconnect, an error) is
+recorded too, as the provider bills it: its usage if it came, else an estimate.
 """
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import AsyncIterator
 
@@ -91,6 +94,9 @@ class TurnRequests:
         self.sent_chars = 0  # the size of the last request sent, for calibration
         self.stored_ratio = self.model.chars_per_token
         self.opened = False
+        # The step's provider began to answer (a chunk came): it bills the response now,
+        # whether or not it finishes.
+        self.answered = False
         self.request: dict = {}
         self.budgets = budgets  # None: read before the first request
         self.steps = 0
@@ -182,6 +188,7 @@ class TurnRequests:
         each quiet spell of tick()'s seconds, stream_body.Tick; `idle` before each read that
         waits, provider_chunks'); before them, the SUMMARY of any turns that had to be
         summarised to fit the window."""
+        self.answered = False
         if not self.opened:
             self.opened = True
             await window_learn(self.model)
@@ -210,7 +217,8 @@ class TurnRequests:
                 chunks = provider_chunks(self.client, request, tick=tick, idle=idle)
                 async with contextlib.aclosing(chunks):
                     async for batch in chunks:
-                        started = started or bool(batch)  # an empty one: a quiet spell
+                        if batch and not started:  # an empty one: a quiet spell
+                            started = self.answered = True
                         yield batch
                 return
             except OptionRefused:
@@ -259,25 +267,37 @@ class TurnRequests:
         previous = latest_summary(self.history.messages)
         text = previous.content if previous is not None else None
         part_chars = max(budget - len(SUMMARY_INSTRUCTION) - SUMMARY_MAX_CHARS, 2_000)
-        completions = []
-        for part in transcript_parts(messages, part_chars):
-            completion = await self._complete(summary_messages(part, text))
-            text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
-            completions.append((completion, self.sent_chars))
-        index = self.history.messages.index(messages[-1]) + 1
-        until = next(
-            (m.position for m in self.history.messages[index:] if m.role == Message.Role.USER),
-            messages[-1].position + 1,
-        )
-        message = await self.history.add(
-            role=Message.Role.SUMMARY,
-            content=text or "",
-            extra=summary_extra(until, messages),
-        )
-        for completion, chars in completions:  # what the summary cost, counted in its turn
-            self.sent_chars = chars
-            await self.account(completion, message, UsageRecord.Kind.SUMMARY)
+        completions: list[tuple[Completion, int]] = []
+        try:
+            for part in transcript_parts(messages, part_chars):
+                completion = await self._complete(summary_messages(part, text))
+                text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
+                completions.append((completion, self.sent_chars))
+            index = self.history.messages.index(messages[-1]) + 1
+            until = next(
+                (m.position for m in self.history.messages[index:] if m.role == Message.Role.USER),
+                messages[-1].position + 1,
+            )
+            message = await self.history.add(
+                role=Message.Role.SUMMARY,
+                content=text or "",
+                extra=summary_extra(until, messages),
+            )
+        except BaseException:  # the parts read before a stop or failure were billed too
+            await asyncio.shield(self._summary_account(completions, None))
+            raise
+        await self._summary_account(completions, message)  # counted in its turn
         return SummaryEvent(text=message.content or "", messages=len(messages))
+
+    async def _summary_account(
+        self, completions: list[tuple[Completion, int]], message: Message | None
+    ) -> None:
+        for completion, chars in completions:
+            self.sent_chars = chars
+            if message is None:
+                await self._account_logged(completion, None, UsageRecord.Kind.SUMMARY)
+            else:
+                await self.account(completion, message, UsageRecord.Kind.SUMMARY)
 
     async def _complete(self, messages: list[dict]) -> Completion:
         """One request without tools, read to its end, read as a step's is: its text without
@@ -291,13 +311,8 @@ class TurnRequests:
             request["stream_options"] = {"include_usage": True}
         self.sent_chars = sum(map(item_chars, messages))
         while True:
-            accumulator = StreamAccumulator(think_opened=self.think_opened)
             try:
-                async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
-                    async for batch in chunks:
-                        for chunk in batch:
-                            accumulator.feed(chunk)
-                return accumulator.result()
+                return await self._read(request)
             except OptionRefused:  # refused before any chunk: nothing read is lost
                 if "stream_options" not in request:
                     raise
@@ -309,13 +324,34 @@ class TurnRequests:
                 await self._overflowed(exc)
                 raise self._overflow_error() from exc
 
+    async def _read(self, request: dict) -> Completion:
+        """One summary request read to its end; what one cut short used is counted."""
+        accumulator = StreamAccumulator(think_opened=self.think_opened)
+        began = False
+        try:
+            async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
+                async for batch in chunks:
+                    began = began or bool(batch)
+                    for chunk in batch:
+                        accumulator.feed(chunk)
+            return accumulator.result()
+        except BaseException:
+            if began:
+                kind = UsageRecord.Kind.SUMMARY
+                await asyncio.shield(self.account_unfinished(accumulator, None, kind))
+            raise
+
     async def _stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)
         await self.model.learned_save(stream_usage_refused=True)
 
     def _estimated(self, completion: Completion) -> UsageCounts:
-        out = len(completion.text) + sum(
-            len(call["function"]["arguments"]) for call in completion.tool_calls
+        """The request's size as it was fitted to the window, and what the response wrote:
+        its text, its thinking and its calls' arguments."""
+        out = (
+            len(completion.text)
+            + len(completion.reasoning)
+            + sum(len(call["function"]["arguments"]) for call in completion.tool_calls)
         )
         return UsageCounts(
             prompt=tokens_of(self.sent_chars, self.chars_per_token),
@@ -323,13 +359,44 @@ class TurnRequests:
             reported=False,
         )
 
+    async def account_unfinished(
+        self,
+        accumulator: StreamAccumulator,
+        kept: Message | None,
+        kind: UsageRecord.Kind = UsageRecord.Kind.REPLY,
+    ) -> None:
+        """Record what a response that began but was not stored whole used: stopped, cut by
+        a disconnect or an error mid-stream, or stopped while its writes waited. The
+        provider bills it all the same, and a budget that did not count it could be passed
+        by a Stop just before each reply's end: the usage the provider sent before the end,
+        else an estimate of the request and of what streamed. `kept`: its stored message,
+        holding the whole text its drafts took. A failure here is logged, not raised over
+        the end it came with."""
+        completion = accumulator.so_far()
+        if kept is not None:
+            completion = dataclasses.replace(completion, text=kept.content or "")
+        await self._account_logged(completion, kept, kind)
+
+    async def _account_logged(
+        self, completion: Completion, message: Message | None, kind: UsageRecord.Kind
+    ) -> None:
+        try:
+            await self.account(completion, message, kind)
+        except Exception:
+            logger.exception(
+                "the usage of an unfinished response of conversation %s",
+                self.history.conversation.pk,
+            )
+
     async def account(
         self,
         completion: Completion,
         message: Message | None,
         kind: UsageRecord.Kind = UsageRecord.Kind.REPLY,
     ) -> UsageRecord:
-        """Record what the response used (the provider's count, else an estimate)."""
+        """Record what the response used (the provider's count, else an estimate). One that
+        left no message of its own is counted in its turn: linked to the turn's user
+        message."""
         counts = usage_counts(completion.usage) or self._estimated(completion)
         if counts.reported:
             self.model.chars_per_token = calibrated(
@@ -349,7 +416,7 @@ class TurnRequests:
             project_id=self.ctx.project_id,
             rojo=self.rojo,
             conversation=self.history.conversation,
-            message=message if message is not None and message.pk else None,
+            message=message if message is not None and message.pk else self._turn_message(),
             kind=kind,
             model=self.model.name,
             prompt_tokens=counts.prompt,
@@ -358,6 +425,13 @@ class TurnRequests:
             reasoning_tokens=counts.reasoning,
             reported=counts.reported,
             cost=cost,
+        )
+
+    def _turn_message(self) -> Message | None:
+        """The user message of the turn, the last in the history."""
+        return next(
+            (m for m in reversed(self.history.messages) if m.role == Message.Role.USER and m.pk),
+            None,
         )
 
     async def _calibration_save(self) -> None:

@@ -10,8 +10,10 @@ from roject.models import Project
 class UsageRecord(models.Model):
     """What one model response used: its tokens (and cost), for the report and the budgets.
 
-    One row per response, reply or summary; `reported` is False when the provider gave no
-    usage and the figures are the app's own estimate.
+    One row per response, reply or summary, finished or not (stopped, cut, failed);
+    `reported` is False when the provider gave no usage and the figures are the app's own
+    estimate. `message` is the response's message, or the user message of its turn when it
+    left none.
     """
 
     class Kind(models.TextChoices):

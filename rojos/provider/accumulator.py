@@ -293,6 +293,27 @@ class StreamAccumulator:
             reasoning_shape=self.reasoning_shape if reasoning else None,
         )
 
+    def so_far(self) -> Completion:
+        """What came of a response that did not finish or was not stored whole (stopped,
+        cut, failed), unchecked: its text, thinking and calls as far as they came, and any
+        usage the provider sent; for counting what it used, never to run or store."""
+        return Completion(
+            text=self.text,
+            reasoning=self.reasoning,
+            tool_calls=[
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": call.arguments_text()},
+                }
+                for call in self.calls
+            ],
+            extra=self.extra,
+            usage=self.usage,
+            finish_reason=self.finish_reason,
+            reasoning_shape=self.reasoning_shape,
+        )
+
 
 def _thinking_text(part: dict) -> str:
     thinking = part.get("thinking")

@@ -1,15 +1,18 @@
 """Budgets: a message over a user's or project's daily or monthly budget is refused before any
 model call (429, which budget, when it resets); a turn that crosses one finishes its step and
-stops with a clear error; the admin's rows replace the settings' defaults."""
+stops with a clear error; the admin's rows replace the settings' defaults; replies stopped
+before their end count too."""
 
+import threading
 from decimal import Decimal
 
 import pytest
 
+from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
 from rojos.models import Message, UsageBudget, UsageRecord
-from tests.support.fake_provider import stream, text_chunks, tool_call_chunks, usage_chunk
+from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks, usage_chunk
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
-from tests.support.live_server import ApiClient
+from tests.support.live_server import ApiClient, parse_sse, read_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -119,3 +122,52 @@ def test_a_turn_that_crosses_a_budget_finishes_its_step_then_stops(
         f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "More"}
     )
     assert again.status_code == 429
+
+
+def test_a_user_who_stops_every_reply_before_its_end_still_uses_up_their_budget(
+    editor_client, fake_provider, project, users, settings
+):
+    """Stop while the reply streams (held at a gate, so the Stop comes mid-reply, before its
+    usage chunk): the reply is counted all the same, as an estimate of what was sent and
+    shown; stopping each reply is no way around a budget."""
+    half = "The first half of the answer, and"
+    gates = [threading.Event(), threading.Event()]
+    fake_provider.add(
+        *(stream(text_chunks(half, finish=None), Gate(g), text_chunks(" the rest.")) for g in gates)
+    )
+    rojo = make_rojo(fake_provider.base_url)
+
+    def send_and_stop(gate: threading.Event) -> tuple[int, list]:
+        try:
+            with editor_client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+                events = parse_sse(response.iter_lines())
+                conversation = next(events).data["conversation"]
+                read_until(events, "CHAT")
+                stopped = editor_client.post(f"/api/conversations/{conversation}/stop")
+                assert stopped.json() == {"stopping": True}
+                return conversation, [(e.type, e.data) for e in events]
+        finally:
+            gate.set()  # the provider's side of the stream ends
+
+    conversation, rest = send_and_stop(gates[0])
+
+    assert rest[-2:] == [("ERROR", {"message": "Stopped.", "code": "stopped"}), ("DONE", {})]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert [(m.role, m.content) for m in history] == [("user", "Go"), ("assistant", half)]
+    row = UsageRecord.objects.get(conversation_id=conversation)
+    assert (row.user_id, row.message_id, row.reported) == (users["editor"].pk, history[1].pk, False)
+    assert row.prompt_tokens == tokens_of(
+        request_chars(fake_provider.requests[0]), DEFAULT_CHARS_PER_TOKEN
+    )
+    assert row.completion_tokens == tokens_of(len(half), DEFAULT_CHARS_PER_TOKEN)
+
+    settings.ROJO_USER_DAILY_TOKENS = row.total_tokens + 1  # used up by one more stopped reply
+    send_and_stop(gates[1])
+    refused = editor_client.post(
+        f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "Go"}
+    )
+
+    assert refused.status_code == 429
+    assert "your daily budget of" in refused.json()["detail"]
+    assert UsageRecord.objects.filter(user=users["editor"], reported=False).count() == 2
