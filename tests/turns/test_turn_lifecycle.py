@@ -15,7 +15,7 @@ from redis.exceptions import ConnectionError as RedisConnectionError
 from roject.models import Membership, Role
 from roject.storage import project_root_create
 from rojos.agent.access_ended import REMOVED_MESSAGE, REVOKED
-from rojos.models import Conversation, TurnRecord
+from rojos.models import Conversation, TurnRecord, UsageRecord
 from rojos.turns import start as turn_start
 from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
@@ -298,6 +298,8 @@ def test_a_reply_cut_by_the_models_output_limit_says_so(
     assert_history_valid(history)
     record = TurnRecord.objects.get(conversation=conversation)
     assert record.error_code == "output_limit"
+    usage = UsageRecord.objects.get(conversation=conversation)  # the provider's, reported
+    assert usage.reported and usage.completion_tokens > 0 and usage.message_id == history[-1].pk
     if not thinks_only:
         assert history[-1].content == "The plan has three parts: first"
 
