@@ -12,7 +12,7 @@ The functions are blocking unless async; async callers run them with `asyncio.to
 """
 
 from .archives import Unpacked, ZipLimits, zip_unpack, zip_write
-from .browser import project_file_show, project_files_list
+from .browser import project_file_read, project_file_show, project_files_list
 from .changes import delete_path, move_path, paths_under
 from .entries import entry_exists
 from .files import (
@@ -130,6 +130,7 @@ __all__ = [
     "pdf_keep",
     "pdf_read",
     "pdfs_remove",
+    "project_file_read",
     "project_file_show",
     "project_files_list",
     "project_leftovers_remove",

@@ -1,4 +1,5 @@
-"""What the file browser shows people: a directory's entries and a file's text."""
+"""What the file browser shows people (a directory's entries, a file's text) and what a
+project's MCP resources read (a file's bytes)."""
 
 import hashlib
 import os
@@ -39,3 +40,16 @@ def project_file_show(*, project_id: int, path: str) -> dict:
         "modifiedAt": iso_utc(st.st_mtime),
         "version": version,
     }
+
+
+def project_file_read(*, project_id: int, path: str, head: int | None = None) -> bytes:
+    """(Blocking) A file's bytes, text or not: its first `head` bytes, or the whole file
+    within ROJO_MAX_READ_BYTES (StorageError past it)."""
+    limit = settings.ROJO_MAX_READ_BYTES
+    with open_regular_file(project_root_create(project_id), path) as fh:
+        if head is not None:
+            return fh.read(head)
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise StorageError(f"{path!r} is over the {limit:,}-byte limit of what is read here")
+    return data

@@ -427,6 +427,50 @@ def test_the_projects_text_files_are_resources(server, users, project):
     assert outside is not None and "outside.txt" in outside.error.message
 
 
+def test_binary_files_are_listed_with_their_type_and_read_as_base64_blobs(server, users, project):
+    """A file's MIME type is its name's, or, with a name that gives none, text/plain for
+    UTF-8 and application/octet-stream for anything else; the listing and a read agree.
+    A read gives text as text and anything else (an image, bytes that are not UTF-8) as a
+    base64 blob with the very bytes; before, binaries were listed as text/plain and
+    their reads refused."""
+    import base64
+
+    png = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    files = {
+        "Makefile": b"all:\n\techo hi\n",
+        "core": b"\x7fELF\x02\x01\x00\x00",
+        "latin.txt": "caf\u00e9\n".encode("latin-1"),
+        "pic.png": png,
+    }
+    root = project_root_create(project.pk)
+    for name, data in files.items():
+        (root / name).write_bytes(data)
+
+    async def work(client):
+        listed = await client.list_resources()
+        reads = [await client.read_resource(f"rojo://files/{name}") for name in files]
+        return listed, reads
+
+    listed, reads = with_mcp(
+        mcp_url(server.base_url, project.pk), secret_for(users["viewer"]), work
+    )
+
+    types_listed = {r.name: r.mime_type for r in listed.resources}
+    assert types_listed == {
+        "Makefile": "text/plain",
+        "core": "application/octet-stream",
+        "latin.txt": "text/plain",
+        "pic.png": "image/png",
+    }
+    read = {r.contents[0].uri.removeprefix("rojo://files/"): r.contents[0] for r in reads}
+    assert {name: c.mime_type for name, c in read.items()} == types_listed
+    assert isinstance(read["Makefile"], types.TextResourceContents)
+    assert read["Makefile"].text == "all:\n\techo hi\n"
+    for name in ("core", "latin.txt", "pic.png"):
+        assert isinstance(read[name], types.BlobResourceContents), name
+        assert base64.b64decode(read[name].blob) == files[name]
+
+
 def test_a_database_out_of_reach_is_503_with_retry_after(server_process, project):
     """A token cannot be checked without the database: the answer says so with 503 and
     Retry-After, never a 500."""
