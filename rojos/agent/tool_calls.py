@@ -66,6 +66,8 @@ class ToolCallRunner:
     role_read: bool = False  # ctx.role was read just now: the first step_check keeps it
     # The rojo's instruction file names: a call that first enters a folder with one says so.
     instruction_names: tuple[str, ...] = ()
+    # The client's address when a request asked for the calls (an MCP call's): audited.
+    address: str | None = None
 
     def __post_init__(self) -> None:
         self.gate = ApprovalGate(
@@ -225,7 +227,9 @@ class ToolCallRunner:
         """(Blocking, in the result's transaction) The audit entry of a deleting call."""
         conversation = self.history.conversation
         if conversation.pk:
-            tool_change_audit(change=change, conversation=conversation, user=self.ctx.user)
+            tool_change_audit(
+                change=change, conversation=conversation, user=self.ctx.user, address=self.address
+            )
 
     async def _execute(
         self, call: dict, parsed: ToolCall, changing, message_id

@@ -27,9 +27,11 @@ def file_change_audit(*, change: FileChange, action: AuditAction, actor: AuditAc
     )
 
 
-def tool_change_audit(*, change: FileChange, conversation: Conversation, user) -> None:
+def tool_change_audit(
+    *, change: FileChange, conversation: Conversation, user, address: str | None = None
+) -> None:
     """(Blocking) One entry when a tool call of a turn deleted files: the turn's user acted
-    (through its token when the turn came over MCP)."""
+    (through its token when the turn came over MCP, from the request's `address`)."""
     if change.tool != DELETING_TOOL:
         return
     token = conversation.via_token if conversation.via_mcp else None
@@ -50,4 +52,5 @@ def tool_change_audit(*, change: FileChange, conversation: Conversation, user) -
             "rojo": rojo.slug if rojo else None,
             "conversation": conversation.pk,
         },
+        address=address,
     )

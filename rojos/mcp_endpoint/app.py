@@ -19,12 +19,14 @@ nor daphne runs an ASGI lifespan.
 
 import asyncio
 import contextvars
+import io
 import json
 import re
 from datetime import UTC
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.handlers.asgi import ASGIRequest
 from django.db import DatabaseError
 from django.http.request import split_domain_port, validate_host
 from mcp.server.auth.middleware.bearer_auth import (
@@ -39,6 +41,7 @@ from starlette.middleware.authentication import AuthenticationMiddleware
 from starlette.responses import JSONResponse
 from starlette.types import Receive, Scope, Send
 
+from roject.identity.login_limits import client_ip
 from roject.identity.tokens import TokenRefused, api_token_check
 from roject.models import Membership
 from roject.server.db_threads import db_context
@@ -157,6 +160,8 @@ class McpEndpoint:
             user_id=user_id,
             read_only=claims["read_only"],
             project_id=project_id,
+            # The client's address as the web's audit entries read it (ROJO_PROXY_COUNT).
+            address=client_ip(ASGIRequest(scope, io.BytesIO())),
         )
         manager = await self._manager_running()
         await manager.handle_request(scope, receive, send)

@@ -19,6 +19,7 @@ class McpCaller:
     user_id: int
     read_only: bool
     project_id: int
+    address: str | None = None  # the client's, for the audit log (None: no IP address)
 
 
 def caller_of(ctx: ServerRequestContext) -> McpCaller:

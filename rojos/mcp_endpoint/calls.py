@@ -91,6 +91,7 @@ class _Begun:
     turn_id: uuid.UUID
     ctx: RojoToolContext
     repair: Repair
+    address: str | None
 
 
 def _refusal(token: ApiToken | None, role: Role | None, name: str) -> str | None:
@@ -202,7 +203,9 @@ def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
         role=role,
         enabled=served_names(registry),
     )
-    return _Begun(conversation, history, call, assistant, record, turn_id, ctx, repair)
+    return _Begun(
+        conversation, history, call, assistant, record, turn_id, ctx, repair, caller.address
+    )
 
 
 def _end(begun: _Begun) -> None:
@@ -266,7 +269,9 @@ async def _begun(
 
 async def _run(begun: _Begun) -> McpResult:
     """Run the stored call through the chat's tool-call runner; its result is stored."""
-    runner = ToolCallRunner(ctx=begun.ctx, tools=registry, history=begun.history)
+    runner = ToolCallRunner(
+        ctx=begun.ctx, tools=registry, history=begun.history, address=begun.address
+    )
     done: ToolResultEvent | None = None
     try:
         async for event in runner.run(begun.call, ToolCall.of(begun.call), begun.assistant.pk):

@@ -285,7 +285,7 @@ def test_a_deletion_over_mcp_is_audited_with_the_token_and_the_projects_name(
 ):
     """delete_path through MCP writes one file_deleted entry naming the token, the path
     and the project by id and by name, so the entry still says where once the project
-    is gone."""
+    is gone, and the client's address, as the web's entries do (before, it had none)."""
     (project_root_create(project.pk) / "old.txt").write_text("x\n")
     secret = secret_for(users["editor"], name="agent")
 
@@ -293,6 +293,8 @@ def test_a_deletion_over_mcp_is_audited_with_the_token_and_the_projects_name(
         mcp_url(server.base_url, project.pk),
         secret,
         lambda c: c.call_tool("delete_path", {"path": "old.txt"}),
+        # The server takes the address from a proxy on 127.0.0.1 (uvicorn's own rule).
+        headers={"X-Forwarded-For": "203.0.113.7"},
     )
     assert not deleted.is_error, text_of(deleted)
 
@@ -301,6 +303,7 @@ def test_a_deletion_over_mcp_is_audited_with_the_token_and_the_projects_name(
     assert (entry.project_id, entry.project_name) == (project.pk, project.name)
     assert entry.object_id == "old.txt"
     assert entry.details["change"] == deleted.meta["rojo.chat/change"]
+    assert entry.address == "203.0.113.7"
 
 
 def _post(server, project, secret: str | None) -> httpx2.Response:

@@ -135,11 +135,10 @@ def file_deleted_over_mcp(env):
         conversation = Conversation.objects.get(project=env.project, via_mcp=True)
         details = {"conversation": conversation.pk, "tool": "delete_path", "rojo": None}
         name = "editor (token agent)"
-        expected = Expected(
+        # The call's request's address, as the web's entries have theirs.
+        return Expected(
             "file_deleted", "token", name, env.project.pk, "gone.md", details, (secret,)
         )
-        expected.address = None  # the call runs in the token's MCP turn, not a request's
-        return expected
 
     return act
 
