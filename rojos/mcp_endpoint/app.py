@@ -6,7 +6,8 @@ against ROJO_MCP_MAX_BODY_BYTES (413: a declared Content-Length at once, a body 
 chunks as it arrives, so the SDK never holds more than that in memory), the bearer token
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
 revoked token), the project (404 for one the token's user is not a member of, exactly as
-for one that does not exist), then the SDK's streamable HTTP session manager.
+for one that does not exist), a JSON-RPC batch (400 with a JSON-RPC error of its own:
+./batches.py), then the SDK's streamable HTTP session manager.
 
 The manager is stateless, answering in JSON: every request stands alone, so any server
 process can answer any request (no sticky sessions, as for the rest of the app), and each
@@ -46,6 +47,7 @@ from roject.identity.tokens import TokenRefused, api_token_check
 from roject.models import Membership
 from roject.server.db_threads import db_context
 
+from .batches import BodyStart, batch_refuse
 from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
 from .origin import origin_allowed
@@ -154,6 +156,9 @@ class McpEndpoint:
             return await _answer(send, 404, "No such project.")
         if scope["method"] == "GET":  # a stateless server has nothing to send on a stream
             return await _answer(send, 405, "This endpoint offers no GET stream.", allow="POST")
+        body = BodyStart(receive)
+        if scope["method"] == "POST" and await body.first_byte() == b"[":
+            return await batch_refuse(scope, send)
         scope[SCOPE_KEY] = McpCaller(
             token_id=claims["token_id"],
             token_name=claims["name"],
@@ -164,7 +169,7 @@ class McpEndpoint:
             address=client_ip(ASGIRequest(scope, io.BytesIO())),
         )
         manager = await self._manager_running()
-        await manager.handle_request(scope, receive, send)
+        await manager.handle_request(scope, body.receive, send)
 
     async def _manager_running(self) -> StreamableHTTPSessionManager:
         """The session manager of this event loop, started on its first request."""

@@ -579,6 +579,51 @@ def test_a_body_limit_raised_over_the_sdks_own_default_is_the_one_applied(
     assert (project_root_create(project.pk) / "big.txt").stat().st_size == len(text)
 
 
+@pytest.mark.parametrize(
+    ("version", "said"),
+    [
+        (None, "This server takes no JSON-RPC batches"),
+        ("2025-03-26", "This server takes no JSON-RPC batches"),
+        ("2025-06-18", "JSON-RPC batches are not part of MCP 2025-06-18"),
+        ("2026-07-28", "JSON-RPC batches are not part of MCP 2026-07-28"),
+    ],
+)
+def test_a_batch_is_refused_with_a_json_rpc_error_that_says_so(
+    server, users, project, version, said
+):
+    """A body that is a JSON array (a JSON-RPC batch, which MCP 2025-06-18 took out) is
+    answered 400 with one JSON-RPC error, invalid request with no id, saying to send each
+    message in a POST of its own, in the words of the protocol version the client names;
+    before, it got the SDK's validation error, four pydantic reports long. Nothing in
+    the batch is run; a single message still is."""
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {secret_for(users['editor'])}"}
+    if version is not None:
+        headers["MCP-Protocol-Version"] = version
+    url = mcp_url(server.base_url, project.pk)
+    call = {
+        **_call_body({"path": ""}),
+        "params": {"name": "create_directory", "arguments": {"path": "d"}},
+    }
+    batch = b"\n  " + json.dumps([call, {"jsonrpc": "2.0", "id": 3, "method": "ping"}]).encode()
+
+    answer = httpx2.post(url, content=batch, headers=headers)
+
+    assert answer.status_code == 400
+    assert answer.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": f"{said}: send each message in a POST of its own",
+        },
+    }
+    assert not (project_root_create(project.pk) / "d").exists()
+    assert Message.objects.count() == 0
+    headers.pop("MCP-Protocol-Version", None)  # 2026-07-28 asks more of a message
+    single = httpx2.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "ping"}, headers=headers)
+    assert (single.status_code, single.json()["result"]) == (200, {})
+
+
 def test_call_arguments_are_checked_before_anything_is_stored(server, users, project):
     """Arguments that are not the tool's schema are a tool error, and no conversation,
     message or turn record is stored for the call."""
