@@ -7,7 +7,8 @@ chunks as it arrives, so the SDK never holds more than that in memory), the bear
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
 revoked token), the project (404 for one the token's user is not a member of, exactly as
 for one that does not exist), a JSON-RPC batch (400 with a JSON-RPC error of its own:
-./batches.py), then the SDK's streamable HTTP session manager.
+./batches.py), then the SDK's streamable HTTP session manager. A client that closes its
+connection before its answer cancels its request (./disconnects.py).
 
 The manager is stateless, answering in JSON: every request stands alone, so any server
 process can answer any request (no sticky sessions, as for the rest of the app), and each
@@ -25,6 +26,7 @@ import json
 import re
 from datetime import UTC
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.core.handlers.asgi import ASGIRequest
@@ -50,6 +52,7 @@ from roject.server.db_threads import db_context
 from .batches import BodyStart, batch_refuse
 from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
+from .disconnects import ClientGone
 from .origin import origin_allowed
 from .server import mcp_server
 
@@ -135,9 +138,15 @@ class McpEndpoint:
         limit = BodyLimit(settings.ROJO_MCP_MAX_BODY_BYTES, receive, send)
         if limit.declared_over(scope):
             return await _answer(send, 413, limit.message)
+        client = ClientGone(limit.receive)
         try:
             async with db_context():
-                await self._app(scope, limit.receive, limit.send)
+                with anyio.CancelScope() as request:
+                    watch = asyncio.ensure_future(client.watch(request))
+                    try:
+                        await self._app(scope, client.receive, limit.send)
+                    finally:
+                        watch.cancel()
         except Exception:
             if not limit.over:
                 raise

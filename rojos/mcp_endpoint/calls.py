@@ -21,6 +21,7 @@ change what is there is refused instead (./owner_approval.py): nobody could appr
 import asyncio
 import contextlib
 import json
+import logging
 import time
 import uuid
 from collections.abc import AsyncIterator
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
 
+import anyio
 from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -53,9 +55,13 @@ from .caller import McpCaller
 from .listing import served, served_names
 from .owner_approval import owner_approval_refusal
 
+logger = logging.getLogger(__name__)
+
 # How long a call waits for the call before it in the same conversation to finish.
 CALL_WAIT_SECONDS = 30
 _BUSY = "another call with this token is still running in this project; try again"
+# What the turn of a call cancelled before its answer says (the chat's page shows it).
+_STOPPED = "The MCP client went away before the call's answer."
 
 
 def mcp_title(token: ApiToken) -> str:
@@ -208,13 +214,27 @@ def _begin(caller: McpCaller, name: str, arguments: dict) -> _Begun | None:
     )
 
 
-def _end(begun: _Begun) -> None:
-    """(Blocking) Record the call's turn as done and give the conversation up."""
+def _end(begun: _Begun, *, stopped: bool = False) -> None:
+    """(Blocking) Record the call's turn as done, or `stopped` (its call answered as
+    interrupted if it never ran), and give the conversation up."""
     with transaction.atomic():
-        TurnRecord.objects.filter(pk=begun.record.pk).update(
-            status=TurnRecord.Status.DONE, finished=timezone.now()
-        )
+        ended = {"status": TurnRecord.Status.DONE, "finished": timezone.now()}
+        if stopped:
+            begun.history.close_open_calls_blocking()
+            ended.update(status=TurnRecord.Status.STOPPED, error=_STOPPED, error_code="stopped")
+        TurnRecord.objects.filter(pk=begun.record.pk).update(**ended)
         turn_release_blocking(begun.conversation.pk, begun.turn_id)
+
+
+async def _whole(awaitable):
+    """Await to its end even when the call is cancelled meanwhile (the cancellation then
+    goes on): what it stores must be whole."""
+    task = asyncio.ensure_future(awaitable)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await task
+        raise
 
 
 @dataclass
@@ -237,6 +257,8 @@ async def _in_line(caller: McpCaller, deadline: float) -> AsyncIterator[bool]:
     line.calls += 1
     try:
         try:
+            if line.turn.locked():
+                logger.debug("an MCP call of token %s waits for the one before it", caller.token_id)
             async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
                 await line.turn.acquire()
         except TimeoutError:
@@ -256,10 +278,16 @@ async def _begun(
     caller: McpCaller, name: str, arguments: dict, deadline: float
 ) -> _Begun | McpResult:
     while True:
+        begin = asyncio.ensure_future(sync_to_async(_begin)(caller, name, arguments))
         try:
-            begun = await sync_to_async(_begin)(caller, name, arguments)
+            begun = await asyncio.shield(begin)
         except _Refused as exc:
             return McpResult.refused(str(exc))
+        except asyncio.CancelledError:  # a begin under way ends, then the turn it began
+            with contextlib.suppress(_Refused):
+                if (late := await begin) is not None:
+                    await sync_to_async(_end)(late, stopped=True)
+            raise
         if begun is not None:
             return begun
         if time.monotonic() > deadline:
@@ -285,21 +313,48 @@ async def _run(begun: _Begun) -> McpResult:
     return McpResult(done.ok, done.result, text, begun.conversation.pk, done.change)
 
 
-async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> McpResult:
-    """Run one MCP call; never raises for what the client did: refusals are results."""
+async def _call(caller: McpCaller, name: str, arguments: dict) -> McpResult:
     deadline = time.monotonic() + CALL_WAIT_SECONDS
     async with db_context(), _in_line(caller, deadline) as turn_came:
         if not turn_came:
             return McpResult.refused(_BUSY)
-        begun = await _begun(caller, name, arguments or {}, deadline)
+        begun = await _begun(caller, name, arguments, deadline)
         if isinstance(begun, McpResult):
             return begun
         claim = SimpleNamespace(conversation_id=begun.conversation.pk, claim_lost=False)
         beat = asyncio.create_task(turn_heartbeat(claim, begun.turn_id, asyncio.current_task()))
+        stopped = False
         try:
             if begun.repair.needed:  # the last call was cut off by a crash
-                await begun.repair.files_repair()
+                await _whole(begun.repair.files_repair())
             return await _run(begun)
+        except asyncio.CancelledError:
+            # A claim taken over (the heartbeat's cancel): its calls are the new turn's.
+            stopped = not claim.claim_lost
+            raise
         finally:
             beat.cancel()
-            await asyncio.shield(sync_to_async(_end)(begun))
+            await _whole(sync_to_async(_end)(begun, stopped=stopped))
+
+
+async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> McpResult:
+    """Run one MCP call; never raises for what the client did: refusals are results.
+
+    Cancelled (its client went away: ./disconnects.py), a call that waits for its turn
+    never runs; one that runs ends as a stopped turn: a tool already started finishes and
+    its result, change record and audit entry are kept, as when a chat's turn is stopped;
+    a call not yet started is answered as interrupted. The call runs in a task of its own,
+    cancelled once: the SDK's cancel scope cancels again at every await, which would cut
+    that ending short.
+    """
+    call = asyncio.ensure_future(_call(caller, name, arguments or {}))
+    try:
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        if call.done():  # the call's own end (its claim taken over), not its client's
+            raise
+        logger.info("MCP call %r of token %s cancelled before its answer", name, caller.token_id)
+        call.cancel()
+        with anyio.CancelScope(shield=True), contextlib.suppress(asyncio.CancelledError):
+            await call  # its end, stored; then the cancellation goes on
+        raise
