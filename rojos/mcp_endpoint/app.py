@@ -165,6 +165,8 @@ class McpEndpoint:
             return await _answer(send, 404, "No such project.")
         if scope["method"] == "GET":  # a stateless server has nothing to send on a stream
             return await _answer(send, 405, "This endpoint offers no GET stream.", allow="POST")
+        if scope["method"] != "POST":  # no session to DELETE; the SDK's Allow names GET too
+            return await _answer(send, 405, "This endpoint takes only POST.", allow="POST")
         body = BodyStart(receive)
         if scope["method"] == "POST" and await body.first_byte() == b"[":
             return await batch_refuse(scope, send)

@@ -334,7 +334,8 @@ def test_get_opens_no_stream_that_would_stay_open_for_nothing(server, users, pro
     """The endpoint keeps no session, so it never has anything to send on a GET stream:
     a GET is 405 (Allow: POST), as the transport says for a server without one, and the
     SDK's clients go on without it; before, each client (the TypeScript SDK opens one
-    after initialize) held a stream open for good, a revoked token's too."""
+    after initialize) held a stream open for good, a revoked token's too. Any other
+    method but POST is 405 with Allow: POST too (the SDK's named GET and DELETE)."""
     headers = {
         "Accept": "text/event-stream",
         "Authorization": f"Bearer {secret_for(users['editor'])}",
@@ -345,6 +346,9 @@ def test_get_opens_no_stream_that_would_stay_open_for_nothing(server, users, pro
         assert answer.status_code == 405
         assert answer.headers["Allow"] == "POST"
     assert httpx2.get(url, headers={"Accept": "text/event-stream"}).status_code == 401
+    for method in ("DELETE", "PUT"):  # no session to end: only POST is served
+        answer = httpx2.request(method, url, headers=headers)
+        assert (answer.status_code, answer.headers["Allow"]) == (405, "POST")
 
 
 def test_a_project_the_user_cannot_see_is_404_like_a_missing_one(server, users, project):
