@@ -1,7 +1,8 @@
 """The project's files as MCP resources, `rojo://files/<path>`, read through the storage
 gate within ROJO_MAX_READ_BYTES, as the file browser reads them.
 
-A file's MIME type is its name's (mimetypes), or, for a name that says nothing, what its
+A file's MIME type is its name's (Python's own table, not the host's /etc/mime.types: every
+server process of an installation says the same), or, for a name that says nothing, what its
 first bytes look like: text/plain for UTF-8 without NUL bytes (the gate's rule for text),
 application/octet-stream otherwise. The listing and a read give the same type. A read
 gives a file of a textual type as text when it is such UTF-8, and anything else as a base64
@@ -49,6 +50,21 @@ _TEXTUAL = frozenset(
     }
 )
 
+# Python's own table only (mimetypes.init reads the host's /etc/mime.types, so two server
+# processes could say two types), with what it lacks or misnames for a project's files:
+# TypeScript is not video/mp2t, and 3.11 knows no Markdown, WebP or YAML.
+_TYPES = mimetypes.MimeTypes()
+for _type, _suffixes in {
+    "text/x-typescript": (".ts", ".tsx", ".mts", ".cts"),
+    "text/markdown": (".md", ".markdown"),
+    "application/yaml": (".yaml", ".yml"),
+    "application/toml": (".toml",),
+    "image/webp": (".webp",),
+    "image/avif": (".avif",),
+}.items():
+    for _suffix in _suffixes:
+        _TYPES.add_type(_type, _suffix)
+
 
 def _uri(path: str) -> str:
     return URI_PREFIX + quote(path)
@@ -74,7 +90,7 @@ def _sniffed_mime(head: bytes) -> str:
 
 def _listed_mime(project_id: int, path: str) -> str:
     """(Blocking) A listed file's type: by its name, else by its first bytes."""
-    if guessed := mimetypes.guess_type(path)[0]:
+    if guessed := _TYPES.guess_type(path)[0]:
         return guessed
     try:
         head = project_file_read(project_id=project_id, path=path, head=SNIFF_BYTES)
@@ -124,7 +140,7 @@ def resource_read(*, project_id: int, uri: str, path: str) -> types.ReadResource
     """(Blocking) One file's contents: text, or a base64 blob; StorageError for one that
     cannot be read."""
     data = project_file_read(project_id=project_id, path=path)
-    mime = mimetypes.guess_type(path)[0] or _sniffed_mime(data)
+    mime = _TYPES.guess_type(path)[0] or _sniffed_mime(data)
     text = _text(data) if _textual(mime) else None
     if text is not None:
         contents = types.TextResourceContents(uri=uri, mime_type=mime, text=text)

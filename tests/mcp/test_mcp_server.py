@@ -448,6 +448,7 @@ def test_binary_files_are_listed_with_their_type_and_read_as_base64_blobs(server
         "core": b"\x7fELF\x02\x01\x00\x00",
         "latin.txt": "caf\u00e9\n".encode("latin-1"),
         "pic.png": png,
+        "app.ts": b"export const answer: number = 42;\n",  # not video/mp2t, on any host
     }
     root = project_root_create(project.pk)
     for name, data in files.items():
@@ -468,11 +469,13 @@ def test_binary_files_are_listed_with_their_type_and_read_as_base64_blobs(server
         "core": "application/octet-stream",
         "latin.txt": "text/plain",
         "pic.png": "image/png",
+        "app.ts": "text/x-typescript",
     }
     read = {r.contents[0].uri.removeprefix("rojo://files/"): r.contents[0] for r in reads}
     assert {name: c.mime_type for name, c in read.items()} == types_listed
     assert isinstance(read["Makefile"], types.TextResourceContents)
     assert read["Makefile"].text == "all:\n\techo hi\n"
+    assert read["app.ts"].text == "export const answer: number = 42;\n"
     for name in ("core", "latin.txt", "pic.png"):
         assert isinstance(read[name], types.BlobResourceContents), name
         assert base64.b64decode(read[name].blob) == files[name]
