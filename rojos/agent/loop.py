@@ -46,6 +46,22 @@ async def _store_completion(
     return dataclasses.replace(completion, text=message.content or ""), message
 
 
+async def _stored_counted(
+    draft: Draft,
+    completion: Completion,
+    rojo: Rojo,
+    thinking: Thinking,
+    requests: TurnRequests,
+    model: str,
+) -> tuple[Completion, Message]:
+    """Store the step's whole response and record what it used, as one: a Stop that comes
+    between the two would keep the reply uncounted (the store finishes a cancelled insert,
+    rojos.agent.history), a way past a budget for whoever stops each reply as it ends."""
+    completion, message = await _store_completion(draft, completion, rojo, thinking, model)
+    await requests.account(completion, message)
+    return completion, message
+
+
 async def _unfinished_kept(
     draft: Draft, accumulator: StreamAccumulator, requests: TurnRequests, model: str
 ) -> None:
@@ -162,8 +178,14 @@ async def agent_loop(
         except BaseException:
             await asyncio.shield(_unfinished_kept(draft, accumulator, requests, model.name))
             raise
-        completion, message = await _store_completion(draft, completion, rojo, thinking, model.name)
-        await requests.account(completion, message)
+        stored = asyncio.ensure_future(
+            _stored_counted(draft, completion, rojo, thinking, requests, model.name)
+        )
+        try:
+            completion, message = await asyncio.shield(stored)
+        except asyncio.CancelledError:  # a Stop as it is stored: kept and counted, then ends
+            await stored
+            raise
         if not completion.tool_calls:
             if completion.finish_reason == "length":
                 raise _cut_off(completion)

@@ -5,14 +5,18 @@ the text, thinking and call arguments that streamed. The provider bills them all
 and budgets that did not count them could be passed by a Stop just before each reply's end.
 """
 
+import threading
+
 import pytest
 from asgiref.sync import sync_to_async
+from django.db import connection, transaction
 
 from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
 from rojos.conversations.usage_report import conversation_usage
 from rojos.models import Conversation, Rojo, UsageRecord
 from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import (
+    Gate,
     chunk,
     error_chunk,
     http_error,
@@ -21,6 +25,8 @@ from tests.support.fake_provider import (
     tool_call_chunks,
     usage_chunk,
 )
+from tests.support.helpers import assert_history_valid, make_rojo, stored_history
+from tests.support.live_server import parse_sse, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -244,3 +250,41 @@ async def test_the_parts_of_a_summary_read_before_one_failed_are_counted(
     assert whole.reported and not cut.reported
     assert whole.completion_tokens > 0
     assert cut.completion_tokens == estimate(len("The rojo"), stored.chars_per_token)
+
+
+def test_a_reply_stopped_while_it_is_stored_is_counted(
+    client_for, users, project, fake_provider, crossings, settings
+):
+    """The reply streamed whole, with its usage, and was being stored (the database slow)
+    when Stop came: the reply is kept and its usage recorded, linked to it. Before, the Stop
+    cut between the store and the count: the reply was kept and never counted, a way past
+    a budget for whoever stops each reply as it ends. The reply waits at a gate until the
+    database is locked, and the Stop goes once its store was sent to a database thread."""
+    settings.ROJO_DRAFT_SECONDS = 600  # the reply's first insert is its final store
+    whole = "A whole answer."
+    locked = threading.Event()
+    fake_provider.add(stream(Gate(locked), text_chunks(whole), usage_chunk(900, 40)))
+    rojo = make_rojo(fake_provider.base_url)
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        events = parse_sse(response.iter_lines())
+        conversation = next(events).data["conversation"]
+        with transaction.atomic():
+            Conversation.objects.filter(pk=conversation).update(title="held")
+            if connection.vendor == "postgresql":  # SQLite's write lock holds inserts already
+                with connection.cursor() as cursor:
+                    cursor.execute("LOCK TABLE rojos_message IN SHARE ROW EXCLUSIVE MODE")
+            before = len(crossings)
+            locked.set()
+            wait_until(lambda: "History._insert" in crossings[before:], timeout=60)
+            stopped = client.post(f"/api/conversations/{conversation}/stop")
+            assert stopped.json() == {"stopping": True}  # the turn's task is cancelled now
+        rest = [(e.type, e.data) for e in events]
+
+    assert rest[-2:] == [("ERROR", {"message": "Stopped.", "code": "stopped"}), ("DONE", {})]
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert [(m.role, m.content) for m in history] == [("user", "Go"), ("assistant", whole)]
+    row = UsageRecord.objects.get(conversation_id=conversation)
+    counts = (row.prompt_tokens, row.completion_tokens, row.reported, row.message_id)
+    assert counts == (900, 40, True, history[1].pk)
