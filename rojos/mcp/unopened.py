@@ -7,7 +7,6 @@ hook), and `verify-backup` before it (a verify hook), each with the fix.
 """
 
 import base64
-import binascii
 
 from ..models import McpAccount, McpServer
 from .sealed import opens
@@ -47,14 +46,18 @@ def sealed_unopened_note() -> str | None:
     return unopened_note(accounts, slugs)
 
 
-def _unopened(value: str | None) -> bool:
-    """Whether an archived binary column (base64) holds a secret no key here opens."""
+def _unopened(value: object) -> bool:
+    """Whether an archived binary column (base64) holds a secret no key here opens. Its
+    rows are read before the manifest vouches for them: a value no backup writes (not
+    text, not base64) is opened by nothing, and the manifest's check then refuses it."""
     if not value:
         return False
+    if not isinstance(value, str):
+        return True
     try:
         return not opens(base64.b64decode(value, validate=True))
-    except binascii.Error:
-        return True  # not even base64: opened by nothing, as the restore will find
+    except ValueError:  # not base64 (binascii.Error), or not even ASCII
+        return True
 
 
 class SealedInArchive:

@@ -6,6 +6,7 @@ refused unless --replace; a restore that fails part way leaves nothing of it beh
 """
 
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -23,9 +24,11 @@ from roject.backup.manifest import header_make
 from roject.backup.tables import row_encoder
 from roject.storage import project_root
 from roject.storage.backups import StoredEntry
-from rojos.models import FileChange
+from rojos.mcp.sealed import seal
+from rojos.models import FileChange, McpAccount
 from tests.backup.archive_contents import archive_contents
 from tests.support.backup_installation import BINARY, installation_build
+from tests.support.mcp_helpers import time_server
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
@@ -317,3 +320,30 @@ def test_a_storage_entry_that_would_reach_outside_is_refused(
     assert_nothing_restored()
     assert list(outside.iterdir()) == []
     assert not (settings.ROJO_STORAGE_DIR.parent / "escaped.txt").exists()
+
+
+@pytest.mark.parametrize("tokens", ["\u00e9t\u00e9", 5, ["a"]], ids=["not ascii", "number", "list"])
+def test_sealed_secrets_changed_in_the_archive_are_refused(users, tmp_path, tokens):
+    """An MCP account's sealed tokens turned into what no backup writes (text that is not
+    base64's ASCII, a number, a list): verify-backup reads those rows for secrets a restore
+    could not open before the manifest vouches for them, and refuses the archive as
+    tampered, as for any changed row. Before, it stopped with a traceback."""
+    McpAccount.objects.create(server=time_server(), user=users["editor"], tokens=seal(b"{}"))
+    path = tmp_path / "backup.tar"
+    call_command("backup", str(path), "--database-only", stdout=io.StringIO())
+    tampered = tmp_path / "tampered.tar"
+
+    def change(name, data):
+        if "mcpaccount" not in name:
+            return data
+        head, *rows = data.splitlines()
+        columns = json.loads(head)["columns"]
+        changed = []
+        for line in rows:
+            row = json.loads(line)
+            row[columns.index("tokens")] = tokens
+            changed.append(json.dumps(row).encode())
+        return b"\n".join([head, *changed]) + b"\n"
+
+    rewritten(path, tampered, change)
+    refused(tampered, "mcpaccount.jsonl' differs from its manifest")
