@@ -42,10 +42,11 @@ class _Run:
     end in four bytes was 400 KB for a reply of 100,000 chunks, half the reply's text.)
     """
 
-    __slots__ = ("began", "lengths", "marks", "text")
+    __slots__ = ("began", "ended", "lengths", "marks", "text")
 
     def __init__(self) -> None:
         self.began = time.monotonic()  # its first chunk came (a thinking's start)
+        self.ended: float | None = None  # the next event came (the thinking was over)
         self.text = bytearray()
         self.lengths = array("B")
         self.marks = array("I")  # where chunks 0, 64, 128, … begin in the text
@@ -108,7 +109,9 @@ def _run_data(kind: WireType, run: _Run, chunk: int, text: str) -> dict:
 
 
 def _elapsed(run: _Run) -> float:
-    return round(time.monotonic() - run.began, 1)
+    """How long the run's thinking has lasted: to now, or to its end once it is over (a
+    page that loads later folds it as what it lasted)."""
+    return round((run.ended or time.monotonic()) - run.began, 1)
 
 
 class TurnEvents:
@@ -139,6 +142,8 @@ class TurnEvents:
             self._last_text = None
 
     def _entry(self, kind: WireType, data: dict | _Run) -> None:
+        if self._data and type(self._data[-1]) is _Run:
+            self._data[-1].ended = time.monotonic()
         self._starts.append(self.seq)
         self._kinds.append(kind)
         self._data.append(data)

@@ -105,6 +105,8 @@ def test_the_event_that_begins_a_thinking_says_how_long_it_has_lasted(monkeypatc
     assert "elapsed" not in events.after(2).data  # a follower that had the start
     events.append("CHAT", "The answer.")
     assert events.after(events.seq - 1).data == {"text": "The answer."}
+    clock.now = 150.0  # a page that loads once the thinking is over: what it lasted
+    assert events.at(2).data == {"text": "First ", "elapsed": 7.2}
 
     events.append("TOOL_CALL", {"id": "a", "name": "list_files", "args": {}})
     clock.now = 110.0
