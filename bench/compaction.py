@@ -119,7 +119,7 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
         requests.request = build_request(
             rojo, requests.history.messages, tools, messages=compaction.messages
         )
-        requests.sent_chars = compaction.chars
+        requests.usage.sent_chars = compaction.chars
 
     with CaptureQueriesContext(connections[DEFAULT_DB_ALIAS]) as captured:
         history = History.load_blocking(conversation)
@@ -137,7 +137,7 @@ def build_cost(rojo, user, messages: int, *, summary: bool) -> BuildCost:
         median_ms=statistics.median(times),
         max_ms=max(times),
         queries=len(captured),
-        request_tokens=tokens_of(requests.sent_chars, requests.chars_per_token),
+        request_tokens=tokens_of(requests.usage.sent_chars, requests.usage.chars_per_token),
     )
 
 

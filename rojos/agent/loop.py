@@ -58,7 +58,7 @@ async def _stored_counted(
     between the two would keep the reply uncounted (the store finishes a cancelled insert,
     rojos.agent.history), a way past a budget for whoever stops each reply as it ends."""
     completion, message = await _store_completion(draft, completion, rojo, thinking, model)
-    await requests.account(completion, message)
+    await requests.usage.account(completion, message)
     return completion, message
 
 
@@ -76,7 +76,7 @@ async def _unfinished_kept(
             accumulator.text, reasoning=reasoning, model=model, usage=accumulator.usage
         )
     if requests.answered:
-        await requests.account_unfinished(accumulator, kept)
+        await requests.usage.account_unfinished(accumulator, kept)
 
 
 async def agent_loop(

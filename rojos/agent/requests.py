@@ -1,4 +1,4 @@
-"""The requests of one turn: fitted into the model's window, sent, and accounted for.
+"""The requests of one turn: fitted into the model's window, sent, and learnt from.
 
 All of it is for the turn's model (rojos.context.model_choice.ModelInUse: the conversation's,
 a regenerate's, or the rojo's default), and what is learned is kept with that model.
@@ -8,25 +8,22 @@ the same model when that is needed (rojos.context.summaries). A provider that re
 request as too long teaches the window it states and gets it again, compacted harder, once
 per step; then the turn ends with `context_overflow`, the history intact. A provider that
 refuses `stream_options` gets the request again without it, and the model remembers that (a
-quirk like the others, learned rather than configured). Each response's usage is recorded
-(`UsageRecord`, with its model and at its prices) and calibrates the estimate of the next size;
-a response that began to stream and did not finish (a Stop, a disconnect, an error) is
-recorded too, as the provider bills it: its usage if it came, else an estimate.
+quirk like the others, learned rather than configured). What each response used, the
+budgets checked before each step and the calibration of the size estimate are the turn's
+`TurnUsage` (rojos.agent.usage_accounts), which holds the size of each request sent.
 """
 
 import asyncio
 import contextlib
-import dataclasses
 import logging
 from collections.abc import AsyncIterator
 
 import openai
-from asgiref.sync import sync_to_async
 
-from rojos import metrics
 from rojos.agent.events import SummaryEvent
 from rojos.agent.history import History
-from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_left
+from rojos.agent.usage_accounts import TurnUsage
+from rojos.context.budgets import Left
 from rojos.context.compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
 from rojos.context.discovery import window_learn
 from rojos.context.instructions import folders_entered, instruction_files_read, instructions_text
@@ -38,16 +35,7 @@ from rojos.context.summaries import (
     summary_messages,
     transcript_parts,
 )
-from rojos.context.usage import UsageCounts, usage_cost, usage_counts
-from rojos.context.window import (
-    DEFAULT_CHARS_PER_TOKEN,
-    calibrated,
-    item_chars,
-    prompt_budget,
-    tokens_of,
-    tools_chars,
-    window_of,
-)
+from rojos.context.window import item_chars, prompt_budget, tokens_of, tools_chars, window_of
 from rojos.models import Message, Rojo, UsageRecord
 from rojos.models.capabilities import CLOSING_THINK_TAG
 from rojos.provider.accumulator import Completion, StreamAccumulator
@@ -60,8 +48,6 @@ from rojos.tools import RojoToolContext
 
 logger = logging.getLogger(__name__)
 
-# A calibration that moved less than this is not worth a write.
-_RECALIBRATE = 0.05
 # Summaries one step may make (a later one covers the earlier summary and more turns).
 _SUMMARIES_PER_STEP = 2
 # A refusal that states no window: the window is taken to be this share of what was sent,
@@ -71,7 +57,7 @@ _SMALLEST_WINDOW = 1024
 
 
 class TurnRequests:
-    """Builds, sends and accounts for each model request of one turn."""
+    """Builds and sends each model request of one turn, and learns from its refusals."""
 
     def __init__(
         self,
@@ -91,15 +77,15 @@ class TurnRequests:
         self.client = client
         self.ctx = ctx
         self.offer(tools)
-        self.sent_chars = 0  # the size of the last request sent, for calibration
-        self.stored_ratio = self.model.chars_per_token
+        # What each response used: it holds the size of the last request sent and the budgets.
+        self.usage = TurnUsage(
+            rojo=rojo, history=history, ctx=ctx, model=self.model, budgets=budgets
+        )
         self.opened = False
         # The step's provider began to answer (a chunk came): it bills the response now,
         # whether or not it finishes.
         self.answered = False
         self.request: dict = {}
-        self.budgets = budgets  # None: read before the first request
-        self.steps = 0
         self.instructions = ""  # the project's instruction files, read for each request
         # A model whose thinking opens in its prompt streams it, then `</think>`, as content:
         # its steps' replies and its summaries alike.
@@ -110,12 +96,8 @@ class TurnRequests:
         self.tools = tools
         self.tools_chars = tools_chars(tools)
 
-    @property
-    def chars_per_token(self) -> float:
-        return self.model.chars_per_token or DEFAULT_CHARS_PER_TOKEN
-
     def _budget_chars(self) -> int:
-        return int(prompt_budget(self.model) * self.chars_per_token)
+        return int(prompt_budget(self.model) * self.usage.chars_per_token)
 
     async def _prepare(self) -> AsyncIterator[SummaryEvent]:
         """Build the step's request to fit the window, summarising old turns when needed."""
@@ -147,7 +129,7 @@ class TurnRequests:
             messages=compaction.messages,
             model=self.model,
         )
-        self.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
+        self.usage.sent_chars = sum(map(item_chars, self.request["messages"])) + self.tools_chars
         if any(isinstance(m.get("content"), list) for m in self.request["messages"]):
             self.request["messages"] = await asyncio.to_thread(
                 images_inline,
@@ -189,24 +171,11 @@ class TurnRequests:
         waits, provider_chunks'); before them, the SUMMARY of any turns that had to be
         summarised to fit the window."""
         self.answered = False
-        if not self.opened:
+        later = self.opened  # a step of this turn went before
+        if not later:
             self.opened = True
             await window_learn(self.model)
-            if self.budgets is None:
-                self.budgets = await sync_to_async(budgets_left)(
-                    user=self.ctx.user, project_id=self.ctx.project_id
-                )
-        elif self.budgets:  # what the other replies recorded since counts too, not only ours
-            self.budgets = await sync_to_async(budgets_left)(
-                user=self.ctx.user,
-                project_id=self.ctx.project_id,
-                budgets=[left.budget for left in self.budgets],
-            )
-        used_up = next((left for left in self.budgets if left.used_up()), None)
-        if used_up is not None:  # before any model call; or a step crossed it: stop here
-            crossed = self.steps > 0
-            raise BudgetExceeded(await sync_to_async(budget_message)(used_up, crossed=crossed))
-        self.steps += 1
+        await self.usage.budgets_check(later=later)
         async for event in self._prepare():
             yield event
         request = self.request
@@ -231,11 +200,11 @@ class TurnRequests:
                 if started or recovered:
                     raise self._overflow_error() from exc
                 recovered = True  # once per step: smaller, then give up
-                refused_chars = self.sent_chars
+                refused_chars = self.usage.sent_chars
                 await self._overflowed(exc)
                 async for event in self._prepare():
                     yield event
-                if self.sent_chars >= refused_chars:  # never the same request again
+                if self.usage.sent_chars >= refused_chars:  # never the same request again
                     raise self._overflow_error() from exc
                 request = self.request
 
@@ -245,10 +214,8 @@ class TurnRequests:
         an upper bound, a little under what was refused."""
         logger.info("rojo %s: over its context window (%s)", self.rojo, exc)
         if exc.prompt:
-            self.model.chars_per_token = calibrated(
-                self.model.chars_per_token, self.sent_chars, exc.prompt
-            )
-        sent = exc.prompt or tokens_of(self.sent_chars, self.chars_per_token)
+            self.usage.calibrate(exc.prompt)
+        sent = exc.prompt or tokens_of(self.usage.sent_chars, self.usage.chars_per_token)
         window = max(exc.limit or int(sent * _UNDER_REFUSED), _SMALLEST_WINDOW)
         if window < window_of(self.model):
             await self.model.learned_save(refused_window=window)
@@ -272,7 +239,7 @@ class TurnRequests:
             for part in transcript_parts(messages, part_chars):
                 completion = await self._complete(summary_messages(part, text))
                 text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
-                completions.append((completion, self.sent_chars))
+                completions.append((completion, self.usage.sent_chars))
             index = self.history.messages.index(messages[-1]) + 1
             until = next(
                 (m.position for m in self.history.messages[index:] if m.role == Message.Role.USER),
@@ -284,20 +251,10 @@ class TurnRequests:
                 extra=summary_extra(until, messages),
             )
         except BaseException:  # the parts read before a stop or failure were billed too
-            await asyncio.shield(self._summary_account(completions, None))
+            await asyncio.shield(self.usage.account_summary(completions, None))
             raise
-        await self._summary_account(completions, message)  # counted in its turn
+        await self.usage.account_summary(completions, message)  # counted in its turn
         return SummaryEvent(text=message.content or "", messages=len(messages))
-
-    async def _summary_account(
-        self, completions: list[tuple[Completion, int]], message: Message | None
-    ) -> None:
-        for completion, chars in completions:
-            self.sent_chars = chars
-            if message is None:
-                await self._account_logged(completion, None, UsageRecord.Kind.SUMMARY)
-            else:
-                await self.account(completion, message, UsageRecord.Kind.SUMMARY)
 
     async def _complete(self, messages: list[dict]) -> Completion:
         """One request without tools, read to its end, read as a step's is: its text without
@@ -309,7 +266,7 @@ class TurnRequests:
         request.update(messages=messages, stream=True)
         if not self.model.stream_usage_refused:
             request["stream_options"] = {"include_usage": True}
-        self.sent_chars = sum(map(item_chars, messages))
+        self.usage.sent_chars = sum(map(item_chars, messages))
         while True:
             try:
                 return await self._read(request)
@@ -338,106 +295,9 @@ class TurnRequests:
         except BaseException:
             if began:
                 kind = UsageRecord.Kind.SUMMARY
-                await asyncio.shield(self.account_unfinished(accumulator, None, kind))
+                await asyncio.shield(self.usage.account_unfinished(accumulator, None, kind))
             raise
 
     async def _stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)
         await self.model.learned_save(stream_usage_refused=True)
-
-    def _estimated(self, completion: Completion) -> UsageCounts:
-        """The request's size as it was fitted to the window, and what the response wrote:
-        its text, its thinking and its calls' arguments."""
-        out = (
-            len(completion.text)
-            + len(completion.reasoning)
-            + sum(len(call["function"]["arguments"]) for call in completion.tool_calls)
-        )
-        return UsageCounts(
-            prompt=tokens_of(self.sent_chars, self.chars_per_token),
-            completion=tokens_of(out, self.chars_per_token),
-            reported=False,
-        )
-
-    async def account_unfinished(
-        self,
-        accumulator: StreamAccumulator,
-        kept: Message | None,
-        kind: UsageRecord.Kind = UsageRecord.Kind.REPLY,
-    ) -> None:
-        """Record what a response that began but was not stored whole used: stopped, cut by
-        a disconnect or an error mid-stream, or stopped while its writes waited. The
-        provider bills it all the same, and a budget that did not count it could be passed
-        by a Stop just before each reply's end: the usage the provider sent before the end,
-        else an estimate of the request and of what streamed. `kept`: its stored message,
-        holding the whole text its drafts took. A failure here is logged, not raised over
-        the end it came with."""
-        completion = accumulator.so_far()
-        if kept is not None:
-            completion = dataclasses.replace(completion, text=kept.content or "")
-        await self._account_logged(completion, kept, kind)
-
-    async def _account_logged(
-        self, completion: Completion, message: Message | None, kind: UsageRecord.Kind
-    ) -> None:
-        try:
-            await self.account(completion, message, kind)
-        except Exception:
-            logger.exception(
-                "the usage of an unfinished response of conversation %s",
-                self.history.conversation.pk,
-            )
-
-    async def account(
-        self,
-        completion: Completion,
-        message: Message | None,
-        kind: UsageRecord.Kind = UsageRecord.Kind.REPLY,
-    ) -> UsageRecord:
-        """Record what the response used (the provider's count, else an estimate). One that
-        left no message of its own is counted in its turn: linked to the turn's user
-        message."""
-        counts = usage_counts(completion.usage) or self._estimated(completion)
-        if counts.reported:
-            self.model.chars_per_token = calibrated(
-                self.model.chars_per_token, self.sent_chars, counts.prompt
-            )
-        if not completion.tool_calls:  # the turn's last response
-            await self._calibration_save()
-        cost = usage_cost(self.model, counts)
-        metrics.tokens.labels(direction="in").inc(counts.prompt)
-        metrics.tokens.labels(direction="out").inc(counts.completion)
-        if cost:
-            metrics.cost.inc(float(cost))
-        for left in self.budgets or ():
-            left.spend(counts.total, cost)
-        return await UsageRecord.objects.acreate(
-            user=self.ctx.user if getattr(self.ctx.user, "pk", None) else None,
-            project_id=self.ctx.project_id,
-            rojo=self.rojo,
-            conversation=self.history.conversation,
-            message=message if message is not None and message.pk else self._turn_message(),
-            kind=kind,
-            model=self.model.name,
-            prompt_tokens=counts.prompt,
-            completion_tokens=counts.completion,
-            cached_tokens=counts.cached,
-            reasoning_tokens=counts.reasoning,
-            reported=counts.reported,
-            cost=cost,
-        )
-
-    def _turn_message(self) -> Message | None:
-        """The user message of the turn, the last in the history."""
-        return next(
-            (m for m in reversed(self.history.messages) if m.role == Message.Role.USER and m.pk),
-            None,
-        )
-
-    async def _calibration_save(self) -> None:
-        """Store the ratio when it moved since it was loaded: once a turn at most."""
-        before, after = self.stored_ratio, self.model.chars_per_token
-        if after is None or (before and abs(after - before) / before <= _RECALIBRATE):
-            return
-        self.stored_ratio = after
-        await self.model.learned_save(chars_per_token=after)
