@@ -1,18 +1,18 @@
 """Folding a chat-completions stream's chunks into text deltas and one finished response.
 
-Providers disagree on how they stream tool calls (PROVIDERS.md, "Tool-call deltas" and
-"Ending a response"): indexes that cannot be trusted, names and ids repeated or empty,
-arguments in fragments or whole, a finish reason that says nothing about the calls. The
-accumulator survives all of them with one set of rules and no branching on the provider's
-name. It runs once per chunk, so it stays plain: no per-chunk objects or helper layers.
+Providers disagree on where they send the reply's text and its thinking (PROVIDERS.md,
+"Reasoning"): in the content, in a refusal, in reasoning fields, in `<think>` tags inside the
+content (rojos.provider.think_tags) or in Mistral's typed parts. The accumulator folds them
+into one text and one thinking, and passes each tool-call delta on to the response's calls
+(rojos.provider.streamed_calls), which match it to its call. It runs once per chunk, so it
+stays plain: no per-chunk objects or helper layers.
 """
 
-import json
 from dataclasses import dataclass
 
 from rojos.errors import ProviderError
 from rojos.provider.failures import mid_stream_message
-from rojos.provider.streamed_calls import StreamedCall, new_call_id
+from rojos.provider.streamed_calls import StreamedCalls
 from rojos.provider.think_tags import ThinkTags
 from rojos.provider.wire_text import nul_replaced
 
@@ -20,7 +20,6 @@ from rojos.provider.wire_text import nul_replaced
 _KNOWN_DELTA_KEYS = frozenset(
     {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"}
 )
-_KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 # The keys of nearly every streamed delta: text and nothing else to look for.
 _TEXT_KEYS = frozenset({"role", "content"})
 
@@ -44,12 +43,8 @@ _FOLD = 256  # text parts joined into one block
 
 
 class StreamAccumulator:
-    """Folds chat-completion chunks into text deltas and, at the end, whole tool calls.
-
-    Rules (see PROVIDERS.md): a call with a new non-empty id starts a new call; otherwise
-    match by index; otherwise continue the last open call. Names and ids are never
-    concatenated; arguments are joined and parsed only later, by the tool registry.
-    """
+    """Folds chat-completion chunks into text deltas and, at the end, one response with
+    its whole tool calls."""
 
     def __init__(self, *, think_opened: bool = False) -> None:
         """`think_opened`: the model's content begins inside its thinking, the opening tag
@@ -62,9 +57,8 @@ class StreamAccumulator:
         self.reasoning_shape: str | None = None
         self._tags: ThinkTags | None = ThinkTags(opened=think_opened)
         self._think_opened = think_opened
-        self.calls: list[StreamedCall] = []
-        self._by_id: dict[str, StreamedCall] = {}
-        self._by_index: dict[int, StreamedCall] = {}
+        self._calls = StreamedCalls()
+        self.calls = self._calls.calls  # the calls so far, as they form (the list, not a copy)
         self.extra: dict = {}
         self.usage: dict | None = None
         self.finish_reason: str | None = None
@@ -188,7 +182,7 @@ class StreamAccumulator:
         elif (reasoning := delta.get("reasoning")) and isinstance(reasoning, str):
             self._reason(reasoning, "reasoning")
         for raw in delta.get("tool_calls") or ():
-            self._take_call_delta(raw)
+            self._calls.take(raw)
         for key, value in delta.items():
             if key not in _KNOWN_DELTA_KEYS and value is not None:
                 self.extra[key] = value
@@ -200,88 +194,16 @@ class StreamAccumulator:
             self._text_blocks.append("".join(self.text_parts))
             self.text_parts.clear()
 
-    def _take_call_delta(self, raw: dict) -> None:
-        """Add one tool-call delta to the call it continues, or start the next call.
-
-        OpenAI sends the id and name once, then the index alone. Others repeat them on
-        every delta; Ollama puts every call at index 0 with its own id; Gemini sends whole
-        calls with neither id nor index; Poolside changes the id after the first delta;
-        DeepSeek, GLM and Kimi may give parallel calls one id at different indexes. A new
-        call always brings its name, so a nameless delta continues a call.
-        """
-        call_id = raw.get("id") or None
-        index = raw.get("index") if isinstance(raw.get("index"), int) else None
-        function = raw.get("function") or {}
-        name = function.get("name") or ""
-        at_index = self._by_index.get(index) if index is not None else None
-        call = None
-        if call_id and call_id in self._by_id:
-            known = self._by_id[call_id]
-            if index is None or known.index is None or known.index == index:
-                call = known
-            else:  # the same id at another index is another call
-                call = at_index
-        elif call_id and not name and (at_index is not None or (index is None and self.calls)):
-            call = at_index if at_index is not None else self.calls[-1]
-        elif not call_id and at_index is not None:
-            call = at_index
-        elif not call_id and index is None and self.calls:
-            last = self.calls[-1]
-            # Whole calls without id or index (seen from Gemini): a named delta after a
-            # complete call, or naming another tool, is the next call, not more of the same.
-            starts_new = (
-                bool(name) and bool(last.name) and (name != last.name or last.looks_complete())
-            )
-            call = None if starts_new else last
-        if call is None:
-            call = StreamedCall(index=index)
-            self.calls.append(call)
-        if call_id and call.id is None:
-            call.id = call_id
-        if call_id and call_id not in self._by_id:
-            self._by_id[call_id] = call
-        if index is not None:
-            self._by_index[index] = call
-        if name and not call.name:
-            call.name = name
-        arguments = function.get("arguments")
-        if isinstance(arguments, dict):
-            arguments = json.dumps(arguments)
-        if isinstance(arguments, str) and arguments:
-            call.arguments.append(nul_replaced(arguments))
-        for key, value in raw.items():
-            if key not in _KNOWN_CALL_KEYS and value is not None:
-                call.extra[key] = value
-
     def result(self, taken: frozenset[str] = frozenset()) -> Completion:
-        """The finished response; raises ProviderError when the stream did not finish.
-
-        A call without an id, or with one of `taken` (the conversation's earlier calls) or
-        of another call here, gets a new one: some servers number calls per response
-        ("create_directory:0" from vLLM's Kimi parser), and results and undo records are
-        matched to calls by id.
-        """
+        """The finished response; raises ProviderError when the stream did not finish, or
+        left a call without a name. `taken`: the ids of the conversation's earlier calls,
+        which no call here keeps (StreamedCalls.finished)."""
         if self.finish_reason is None:
             raise ProviderError(
                 "The provider's response ended before it finished (no finish reason); "
                 "nothing from the unfinished part was run."
             )
-        tool_calls = []
-        seen: set[str | None] = {None, *taken}
-        for call in self.calls:
-            if not call.name:
-                raise ProviderError("The provider sent a tool call without a name.")
-            if call.id in seen:
-                call.id = new_call_id()
-            seen.add(call.id)
-            tool_calls.append(
-                {
-                    **call.extra,
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_text()},
-                }
-            )
+        tool_calls = self._calls.finished(taken)
         reasoning = self.reasoning
         return Completion(
             text=self.text,
@@ -300,14 +222,7 @@ class StreamAccumulator:
         return Completion(
             text=self.text,
             reasoning=self.reasoning,
-            tool_calls=[
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_text()},
-                }
-                for call in self.calls
-            ],
+            tool_calls=self._calls.so_far(),
             extra=self.extra,
             usage=self.usage,
             finish_reason=self.finish_reason,
