@@ -178,6 +178,14 @@ ROJO_START_HOLD_SECONDS = env_float("ROJO_START_HOLD_SECONDS", 1)
 ROJO_END_YIELD_SECONDS = env_float("ROJO_END_YIELD_SECONDS", 3)
 
 REDIS_URL = os.environ.get("REDIS_URL", "").strip()
+if REDIS_URL and REDIS_URL.split("://", 1)[0].lower() not in {"redis", "rediss", "unix"}:
+    # redis-py's own ValueError came as a traceback from the doctor and the first request that
+    # used the cache; the URL itself is not repeated: it may hold a password.
+    raise ImproperlyConfigured(
+        "REDIS_URL is not a Redis URL: it must start with redis://, rediss:// (TLS) or "
+        "unix://. Set it to redis://host:6379/0, or unset it for one process's in-memory "
+        "channel layer and cache."
+    )
 if REDIS_URL:
     CHANNEL_LAYERS = {
         "default": {

@@ -156,6 +156,20 @@ def test_a_malformed_database_url_stops_the_start_with_a_message(tmp_path, url, 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("command", ["check", "doctor"])
+@pytest.mark.parametrize(
+    "url", ["localhost:6379", "127.0.0.1:6379/0", "http://:s3cret@127.0.0.1:6379/0"]
+)
+def test_a_redis_url_without_a_redis_scheme_stops_the_start_with_a_message(tmp_path, command, url):
+    """REDIS_URL missing its redis:// (the doctor answered redis-py's ValueError with a
+    traceback) is named with what to write, without its password."""
+    result = manage(command, tmp_path=tmp_path, DEBUG="1", REDIS_URL=url)
+    assert result.returncode == 2
+    assert "REDIS_URL is not a Redis URL: it must start with redis://" in result.stderr
+    assert "s3cret" not in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize(
     ("variable", "value", "what"),
     [
