@@ -134,6 +134,17 @@ except ValueError as exc:  # the URL itself is not repeated: it may hold a passw
         "postgres://user:password@host:5432/name (special characters in the password "
         "percent-encoded), or unset it for the SQLite file db.sqlite3."
     ) from None
+if DATABASES["default"]["ENGINE"] not in {
+    "django.db.backends.sqlite3",
+    "django.db.backends.postgresql",
+}:
+    # Django's own error for mysql:// asked to install mysqlclient, which would not help: the
+    # search, the locks and the backups are written for these two.
+    scheme = os.environ["DATABASE_URL"].split("://", 1)[0]
+    raise ImproperlyConfigured(
+        f"DATABASE_URL: Rojo runs on PostgreSQL or SQLite, not {scheme}://. Set it to "
+        "postgres://user:password@host:5432/name, or unset it for the SQLite file db.sqlite3."
+    )
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL and immediate transactions let the streaming turn and page requests share the file;
     # the writers of a process take turns in order (see roject/sqlite_backend). Each database

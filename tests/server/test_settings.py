@@ -156,6 +156,17 @@ def test_a_malformed_database_url_stops_the_start_with_a_message(tmp_path, url, 
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("scheme", ["mysql", "oracle", "postgis"])
+def test_a_database_rojo_does_not_run_on_stops_the_start_with_a_message(tmp_path, scheme):
+    """mysql:// got Django's "Did you install mysqlclient?", which would not have helped."""
+    url = f"{scheme}://rojo:s3cret@db.example.com/rojo"
+    result = manage("doctor", tmp_path=tmp_path, DEBUG="1", DATABASE_URL=url)
+    assert result.returncode == 2
+    assert f"DATABASE_URL: Rojo runs on PostgreSQL or SQLite, not {scheme}://." in result.stderr
+    assert "s3cret" not in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.parametrize("command", ["check", "doctor"])
 @pytest.mark.parametrize(
     "url", ["localhost:6379", "127.0.0.1:6379/0", "http://:s3cret@127.0.0.1:6379/0"]
