@@ -132,12 +132,40 @@ def database(context: Context) -> list[Finding]:
             Finding(
                 level="error",
                 code="database",
-                message=f"the database does not answer ({type(exc).__name__}).",
+                message=f"the database does not answer: {_database_reason(exc)}.",
                 fix="check DATABASE_URL, and that the database server runs and is reachable.",
             )
         ]
     finally:
         connection.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{lines[0].rstrip('.')} ({type(exc).__name__})" if lines else type(exc).__name__
+
+
+def _database_reason(exc: DatabaseError) -> str:
+    """Why the database did not answer. PostgreSQL's pool says only that it got no connection
+    within its wait: one connection of its own, bounded as the doctor's, says why (no such
+    database, refused, a name that does not resolve). libpq's messages hold no password."""
+    if connection.vendor != "postgresql":
+        return _first_line(exc)
+    import psycopg
+
+    params = connection.settings_dict
+    try:
+        psycopg.connect(
+            dbname=params["NAME"] or None,
+            user=params["USER"] or None,
+            password=params["PASSWORD"] or None,
+            host=params["HOST"] or None,
+            port=params["PORT"] or None,
+            connect_timeout=max(1, int(NETWORK_SECONDS)),
+        ).close()
+    except psycopg.Error as direct:
+        return _first_line(direct)
+    return _first_line(exc)
 
 
 def _postgresql(context: Context) -> list[Finding]:
@@ -189,7 +217,7 @@ def redis(context: Context) -> list[Finding]:
             Finding(
                 level="error",
                 code="redis",
-                message=f"Redis (REDIS_URL) does not answer ({type(exc).__name__}).",
+                message=f"Redis (REDIS_URL) does not answer: {_first_line(exc)}.",
                 fix="check REDIS_URL and that Redis runs and is reachable from every process.",
             )
         ]

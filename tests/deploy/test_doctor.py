@@ -126,6 +126,42 @@ def test_a_redis_that_does_not_answer_is_found(storage_dir):
 
     assert status == 2
     assert "redis" in codes(output)
+    assert "Connection refused (ConnectionError)" in output  # why, not only the kind
+
+
+def doctor_on(storage_dir: Path, url: str) -> subprocess.CompletedProcess:
+    full = {**os.environ, "DJANGO_SETTINGS_MODULE": "roject.settings", **SOUND}
+    full.update(DATABASE_URL=url, ROJO_STORAGE_DIR=str(storage_dir))
+    return subprocess.run(
+        [sys.executable, "manage.py", "doctor", "--no-network", "--url", URL],
+        cwd=django_settings.BASE_DIR, env=full, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def test_a_refused_database_is_found_with_why_and_without_the_pools_log_or_password(
+    storage_dir,
+):
+    """The pool's error said only that it got no connection in 2 s, after its log's
+    "error connecting in 'pool-1'" lines; the finding now says why, once."""
+    done = doctor_on(storage_dir, f"postgres://rojo:s3cret-pw@127.0.0.1:{closed_port()}/rojo")
+
+    assert done.returncode == 2
+    assert "database" in codes(done.stdout)
+    assert "Connection refused (OperationalError)" in done.stdout
+    assert "error connecting in" not in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "s3cret-pw" not in done.stdout + done.stderr
+
+
+@pytest.mark.skipif(not database_url().startswith("postgres"), reason="the suite's PostgreSQL")
+def test_a_database_that_does_not_exist_is_found_by_its_name(storage_dir):
+    base = database_url().rsplit("/", 1)[0]
+
+    done = doctor_on(storage_dir, f"{base}/rojo_no_such_database")
+
+    assert done.returncode == 2
+    assert 'database "rojo_no_such_database" does not exist' in done.stdout
+    assert "error connecting in" not in done.stderr
 
 
 def test_a_rojo_whose_key_variable_is_missing_or_refused_is_found(storage_dir):

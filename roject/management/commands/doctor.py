@@ -1,3 +1,5 @@
+import logging
+
 from django.core.management.base import BaseCommand
 from django.db import connection
 
@@ -39,6 +41,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, url, processes, no_network, **options):
         _connection_wait_bounded()
+        # The pool logs each failed try ("error connecting in 'pool-1': …") above the findings;
+        # the database finding says why, once.
+        logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
         context = Context(url=url, processes=processes, network=not no_network)
         findings = doctor_run(context=context, kinds=("settings", "runtime", "network"))
         for finding in findings:
