@@ -378,6 +378,14 @@ def floor_section(floor, app: dict) -> Section:
         "floor 60.4 µs a chunk, before 77.1 µs (1.28x; rounds 78.4, 77.1, 70.4), after "
         "61.9 µs (1.03x; rounds 79.0, 61.9, 61.9): a chunk now takes two passes of the "
         "event loop, as the floor's, not three.",
+        "Issue #38, 6 December 2026: the ASGI wrappers of `send` that a streamed chunk "
+        "crosses (the chat's admission, the upload guard, the write timeout's) are plain "
+        "functions returning the inner send's awaitable, not coroutines: a write that cannot "
+        "wait goes to uvicorn's send with no frame of ours on its way. Counted as section 14 "
+        "counts (a window of 200 lockstep chunks, the app only, before and after in one "
+        "run): 156,589, 155,079, 155,264 before against 155,062, 153,671, 153,354 after "
+        "instructions a chunk (medians 155,264 and 153,671: 1.0% fewer; an earlier pair "
+        "156,019/156,959 against 153,411/155,016).",
         "Tried and left, the same day (`python -m bench.starts --sequential 10`, two rounds "
         "each, interleaved, load 2 to 3): the GIL's switch interval at 1 ms instead of "
         "Python's 5 ms, so that the event loop's thread waits less behind a database "

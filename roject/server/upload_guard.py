@@ -87,6 +87,10 @@ async def refuse(send, status: int, detail: str, *, headers=()) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _dropped() -> None:
+    """A message the guard does not pass on."""
+
+
 class UploadSizeGuard:
     """ASGI middleware: every request's body limit and stall time, enforced on the wire."""
 
@@ -123,12 +127,12 @@ class UploadSizeGuard:
                     return {"type": "http.disconnect"}
             return message
 
-        async def watched(message):
+        def watched(message):  # send's awaitable, not a coroutine per chunk (write_timeout)
             nonlocal started
             if refusal and not started:
-                return  # the app answers a client it thinks has left: the guard answers
+                return _dropped()  # the app answers a client it thinks has left: the guard does
             started = started or message["type"] == "http.response.start"
-            await send(message)
+            return send(message)
 
         await self.app(scope, counted, watched)
         if what != "request":

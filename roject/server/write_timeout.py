@@ -32,6 +32,7 @@ import functools
 import logging
 import socket
 import struct
+from collections.abc import Awaitable
 
 from django.conf import settings
 from django.core.exceptions import RequestAborted
@@ -147,10 +148,15 @@ class WriteTimeout:
             ready = {WRITE_READY: lambda: not flow.write_paused}
             scope["extensions"] = {**(scope.get("extensions") or {}), **ready}  # a copy: ours
 
-        async def bounded_send(message: dict) -> None:
+        def bounded_send(message: dict) -> Awaitable[None]:
+            # A plain function, not a coroutine: a write that cannot wait is uvicorn's send
+            # itself, awaited by the caller, with no frame of ours on its way (once per chunk;
+            # the chat's admission and the upload guard wrap send the same way).
             if flow is not None and not flow.write_paused:  # uvicorn's, with room: as may_wait
-                await send(message)  # what connection.write does under uvicorn, once per chunk
-                return
+                return send(message)  # what connection.write does under uvicorn
+            return bounded_write(message)
+
+        async def bounded_write(message: dict) -> None:
             if not connection.may_wait():
                 await connection.write(message)
                 return

@@ -101,12 +101,14 @@ class ChatAdmission:
             return await self.app(scope, _replayed(received, receive), send)
         slot = await start_admit()
 
-        async def answered(message):
+        def answered(message):
             # Given back before a refusal reaches its client, not after it is written: by
             # then the view has either handed the place to its turn or not started one.
+            # (A plain function returning send's awaitable: no coroutine of its own for
+            # each streamed chunk, roject/server/write_timeout.py.)
             if message["type"] == "http.response.start":
                 slot.release_unless_handed()
-            await send(message)
+            return send(message)
 
         try:
             await self.app({**scope, SCOPE_KEY: slot}, _replayed(received, receive), answered)
