@@ -18,7 +18,7 @@ from rojos.models import Conversation, Message, TurnRecord
 from rojos.models.claims import process_owner
 from rojos.turns import relay as turn_relay
 from rojos.turns import runner as turns
-from rojos.turns.claims import turn_claim_blocking
+from rojos.turns.claims import turn_beat_blocking, turn_claim_blocking
 from rojos.turns.ended_events import stored_turn_events
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.start import turn_start
@@ -294,3 +294,25 @@ def test_a_live_process_of_this_host_keeps_a_claim_whose_beats_were_held_up(proj
     assert turn_claim_blocking(long_gone.pk, uuid.uuid4()) is False
     assert not elsewhere.running
     assert turn_claim_blocking(elsewhere.pk, uuid.uuid4()) is False
+
+
+def test_a_beat_keeps_its_own_claim_fresh_and_finds_one_taken_over(project):
+    """A beat moves the heartbeat of the claim its turn holds, and only that one: a claim
+    another turn took over (a new turn_id) is left alone, and the beat says it kept none."""
+    turn_id = uuid.uuid4()
+    old = timezone.now() - timedelta(seconds=20)
+    held = Conversation.objects.create(
+        project=project, turn_id=turn_id, turn_heartbeat=old, turn_owner=process_owner()
+    )
+    taken = Conversation.objects.create(
+        project=project, turn_id=uuid.uuid4(), turn_heartbeat=old, turn_owner=process_owner()
+    )
+
+    assert turn_beat_blocking(held.pk, turn_id) == 1
+    assert turn_beat_blocking(taken.pk, turn_id) == 0
+
+    held.refresh_from_db()
+    taken.refresh_from_db()
+    assert held.turn_heartbeat > old
+    assert taken.turn_heartbeat == old
+    assert held.running
