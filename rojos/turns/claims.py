@@ -6,14 +6,16 @@ claim whose heartbeat stopped, or whose owner is a gone process of this host
 """
 
 import asyncio
+import contextvars
 import logging
 import uuid
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from django.db import DatabaseError, connections, router
+from django.db import DatabaseError
 from django.utils import timezone
 
+from roject.server.db_threads import db_context
 from rojos.models import Conversation, PendingApproval
 from rojos.models.claims import dead_claim, process_owner
 
@@ -44,26 +46,24 @@ def turn_claim_blocking(
     return None
 
 
-def turn_beat_blocking(conversation_id: int, turn_id: uuid.UUID) -> int:
-    """(Blocking) Move the claim's heartbeat to now; the rows kept (0: the claim was taken
-    over). The UPDATE the ORM would build, written here: a beat of every running turn every
-    ROJO_TURN_HEARTBEAT_SECONDS, and Django's filter, update and compiler cost about four
-    times the statement (docs/performance.md, section 10)."""
-    connection = connections[router.db_for_write(Conversation)]
-    meta, name = Conversation._meta, connection.ops.quote_name
-    beat, claim = meta.get_field("turn_heartbeat"), meta.get_field("turn_id")
-    sql = (
-        f"UPDATE {name(meta.db_table)} SET {name(beat.column)} = %s "
-        f"WHERE {name(meta.pk.column)} = %s AND {name(claim.column)} = %s"
-    )
-    params = (
-        beat.get_db_prep_save(timezone.now(), connection),
-        conversation_id,
-        claim.get_db_prep_value(turn_id, connection),
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.rowcount
+def turn_beats_blocking(turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
+    """(Blocking) Move the heartbeat of each claim held by one of `turn_ids` to now; the
+    turns whose claims are still theirs (a turn missing was taken over). One UPDATE for
+    them all (a turn's id is drawn for it: no two claims share one), and a read only when
+    fewer rows than turns were kept."""
+    kept: set[uuid.UUID] = set()
+    now = timezone.now()
+    for begin in range(0, len(turn_ids), _BEATS_AT_ONCE):
+        some = turn_ids[begin : begin + _BEATS_AT_ONCE]
+        rows = Conversation.objects.filter(turn_id__in=some)
+        if rows.update(turn_heartbeat=now) == len(some):
+            kept.update(some)
+        else:
+            kept.update(rows.values_list("turn_id", flat=True))
+    return kept
+
+
+_BEATS_AT_ONCE = 500  # turn ids in one statement: far under SQLite's limit on parameters
 
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
@@ -80,20 +80,63 @@ def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
 
 
 async def turn_heartbeat(turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
-    """Keep the turn's claim fresh while it runs.
+    """Keep the turn's claim fresh while it runs, until cancelled.
 
-    A beat that fails (the database locked or out of reach for a moment) is tried again at
-    the next. A claim found taken over (the beats failed for so long that another request
-    judged this turn dead) stops the turn: two must never run in one conversation.
+    The claims of every turn running on this event loop are kept together, by one task in
+    a lane of its own on the database threads: one UPDATE every ROJO_TURN_HEARTBEAT_SECONDS
+    for them all, not a trip and a statement for each (docs/performance.md, section 10). A
+    beat that fails (the database locked or out of reach for a moment) is tried again at
+    the next; it holds up no turn's own writes. A claim found taken over (the beats failed
+    for so long that another request judged this turn dead) stops the turn: `task` is
+    cancelled, as two must never run in one conversation.
     """
-    while True:
-        await asyncio.sleep(settings.ROJO_TURN_HEARTBEAT_SECONDS)
+    loop = asyncio.get_running_loop()
+    beats = _beats.get(loop)
+    if beats is None:
+        beats = _beats[loop] = _Beats(loop)
+    beats.turns[turn_id] = (turn, task)
+    try:
+        await loop.create_future()  # beaten by _Beats until the turn cancels this
+    finally:
+        if beats.turns.get(turn_id, (None,))[0] is turn:
+            del beats.turns[turn_id]
+
+
+class _Beats:
+    """The claims one event loop's running turns hold, and the task that beats them."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.turns: dict[uuid.UUID, tuple] = {}  # turn id -> (turn, its task)
+        # A fresh context: its own lane, not the turn's that happened to start it.
+        self.task = loop.create_task(self._run(loop), context=contextvars.Context())
+
+    async def _run(self, loop: asyncio.AbstractEventLoop) -> None:
         try:
-            kept = await sync_to_async(turn_beat_blocking)(turn.conversation_id, turn_id)
+            async with db_context():
+                while True:
+                    await asyncio.sleep(settings.ROJO_TURN_HEARTBEAT_SECONDS)
+                    if not self.turns:  # no turn left: the next one starts a beater anew
+                        del _beats[loop]
+                        return
+                    await self._beat()
+        finally:
+            if _beats.get(loop) is self:
+                del _beats[loop]
+
+    async def _beat(self) -> None:
+        beaten = dict(self.turns)
+        try:
+            kept = await sync_to_async(turn_beats_blocking)(list(beaten))
         except DatabaseError:
-            logger.warning("heartbeat of conversation %s failed", turn.conversation_id)
-            continue
-        if not kept:
-            turn.claim_lost = True
-            task.cancel()
+            ids = ", ".join(str(turn.conversation_id) for turn, _ in beaten.values())
+            logger.warning("heartbeat of conversations %s failed", ids)
             return
+        for turn_id, (turn, task) in beaten.items():
+            # Not kept, and still running (a turn that ended meanwhile gave its claim up).
+            if turn_id not in kept and self.turns.get(turn_id, (None,))[0] is turn:
+                del self.turns[turn_id]
+                turn.claim_lost = True
+                task.cancel()
+
+
+_beats: dict[asyncio.AbstractEventLoop, _Beats] = {}

@@ -8,7 +8,6 @@ recorded, and the conversation given up, in one more transaction.
 
 import asyncio
 import contextlib
-import contextvars
 import logging
 import time
 import uuid
@@ -88,9 +87,9 @@ async def _run(
     task = asyncio.current_task()
     helpers = [
         asyncio.create_task(turn_listen(layer, channel, turn, task)),
-        # A lane of its own: a beat waiting on a database out of reach (the pool's whole
-        # timeout) must not hold up the turn's own writes, queued in the turn's lane.
-        asyncio.create_task(_beating(turn, turn_id, task), context=contextvars.Context()),
+        # Beaten with the process's other turns, in a lane of their own: a beat waiting on
+        # a database out of reach does not hold up the turn's own writes.
+        asyncio.create_task(turn_heartbeat(turn, turn_id, task)),
     ]
     deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     if getattr(ctx.user, "pk", None) is not None:
@@ -160,11 +159,6 @@ async def _run(
         for helper in helpers:
             helper.cancel()
         await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
-
-
-async def _beating(turn: Turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
-    async with db_context():
-        await turn_heartbeat(turn, turn_id, task)
 
 
 async def _publish_interrupted(turn: Turn, history: History) -> None:

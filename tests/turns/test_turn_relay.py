@@ -18,7 +18,7 @@ from rojos.models import Conversation, Message, TurnRecord
 from rojos.models.claims import process_owner
 from rojos.turns import relay as turn_relay
 from rojos.turns import runner as turns
-from rojos.turns.claims import turn_beat_blocking, turn_claim_blocking
+from rojos.turns.claims import turn_beats_blocking, turn_claim_blocking
 from rojos.turns.ended_events import stored_turn_events
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.start import turn_start
@@ -56,6 +56,36 @@ async def test_a_follower_elsewhere_gets_what_it_missed_then_the_rest(
     text = "".join(e.data["text"] for e in seen + relayed if e.type == "CHAT")
     assert text == "w " * 30
     await turn.task
+
+
+async def test_a_turn_whose_claim_was_taken_over_stops_at_its_next_beat(
+    project, users, fake_provider, settings
+):
+    """Two turns run on the process; the claim of one is taken over (its beats judged dead
+    elsewhere): the next beat stops that one, and the other streams on to its end."""
+    settings.ROJO_TURN_HEARTBEAT_SECONDS = 0.1
+    fake_provider.add(stream(*text_chunks("w " * 40, pieces=40), delay=0.05))
+    fake_provider.add(stream(*text_chunks("w " * 40, pieces=40), delay=0.05))
+    user = users["editor"]
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    access = await aproject_access(user=user, project_id=project.pk)
+    taken, kept = [
+        await turn_start(access=access, user=user, rojo=rojo, conversation=None, message=text)
+        for text in ("A", "B")
+    ]
+    await Conversation.objects.filter(pk=taken.conversation_id).aupdate(turn_id=uuid.uuid4())
+
+    taken_events = [e async for e in taken.follow()]
+    kept_events = [e async for e in kept.follow()]
+
+    assert taken.claim_lost
+    assert [e.type for e in taken_events[-2:]] == ["ERROR", "DONE"]
+    assert "could not confirm it was still running" in taken_events[-2].data["message"]
+    assert not kept.claim_lost
+    assert kept_events[-1].type == "DONE"
+    assert "".join(e.data["text"] for e in kept_events if e.type == "CHAT") == "w " * 40
+    await taken.task
+    await kept.task
 
 
 async def test_a_quiet_turn_keeps_its_remote_follower_with_pings(
@@ -296,20 +326,20 @@ def test_a_live_process_of_this_host_keeps_a_claim_whose_beats_were_held_up(proj
     assert turn_claim_blocking(elsewhere.pk, uuid.uuid4()) is False
 
 
-def test_a_beat_keeps_its_own_claim_fresh_and_finds_one_taken_over(project):
-    """A beat moves the heartbeat of the claim its turn holds, and only that one: a claim
-    another turn took over (a new turn_id) is left alone, and the beat says it kept none."""
-    turn_id = uuid.uuid4()
+def test_a_beat_keeps_its_turns_claims_fresh_and_finds_one_taken_over(project):
+    """One beat moves the heartbeat of each claim its turns hold, and only those: a claim
+    another turn took over (a new turn_id) is left alone, and its turn is not among those
+    the beat says kept theirs."""
+    ours, lost = uuid.uuid4(), uuid.uuid4()
     old = timezone.now() - timedelta(seconds=20)
     held = Conversation.objects.create(
-        project=project, turn_id=turn_id, turn_heartbeat=old, turn_owner=process_owner()
+        project=project, turn_id=ours, turn_heartbeat=old, turn_owner=process_owner()
     )
     taken = Conversation.objects.create(
         project=project, turn_id=uuid.uuid4(), turn_heartbeat=old, turn_owner=process_owner()
     )
 
-    assert turn_beat_blocking(held.pk, turn_id) == 1
-    assert turn_beat_blocking(taken.pk, turn_id) == 0
+    assert turn_beats_blocking([ours, lost]) == {ours}
 
     held.refresh_from_db()
     taken.refresh_from_db()
