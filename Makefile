@@ -20,11 +20,11 @@ $(VENV)/.installed: pyproject.toml requirements.lock requirements-test.lock | $(
 
 setup: $(VENV)/.installed
 
+# --nostatic: the app serves its static files itself (roject/server/static_files.py, which answers
+# a traversal with 404); runserver's own handler would answer some with a 500.
 run: setup
 	DEBUG=1 $(BIN)/python manage.py migrate --no-input
 	DEBUG=1 $(BIN)/python manage.py demo --host $(HOST) --port $(PORT)
-	# --nostatic: the app serves its static files itself (roject/server/static_files.py, which answers
-	# a traversal with 404); runserver's own handler would answer some with a 500.
 	DEBUG=1 $(BIN)/python manage.py runserver --nostatic $(HOST):$(PORT)
 
 # Workers of the suite (pytest-xdist), each on a database, storage root and Redis database of
