@@ -30,13 +30,17 @@ class BodyStart:
         client gone or cut off at the limit)."""
         while True:
             message = await self._receive()
-            self._held.append(message)
             if message["type"] != "http.request":
+                self._held.append(message)
                 return b""
             if start := message.get("body", b"").lstrip(_WHITESPACE):
+                self._held.append(message)
                 return start[:1]
             if not message.get("more_body", False):
+                self._held.append(message)
                 return b""
+            # Whitespace before the JSON is nothing to it: dropped, not held (a body sent a
+            # byte at a time would hold a message of some 300 bytes for each byte).
 
     async def receive(self) -> Message:
         if self._held:

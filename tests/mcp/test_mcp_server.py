@@ -631,6 +631,31 @@ def test_a_batch_is_refused_with_a_json_rpc_error_that_says_so(
     assert (single.status_code, single.json()["result"]) == (200, {})
 
 
+def test_a_body_after_whitespace_sent_in_pieces_is_read_whole(server, users, project):
+    """The batch check reads to the body's first byte that is not whitespace: whitespace
+    sent piece by piece before a message (dropped, not held) leaves the message whole, and
+    a batch after it is still refused."""
+    headers = {
+        **MCP_HEADERS,
+        "Authorization": f"Bearer {secret_for(users['editor'])}",
+        "Content-Type": "application/json",
+    }
+    url = mcp_url(server.base_url, project.pk)
+
+    def pieces(body: bytes):
+        for _ in range(200):
+            yield b" \n"
+        yield body[:5]
+        yield body[5:]
+
+    ping = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+    single = httpx2.post(url, content=pieces(ping), headers=headers)
+    batch = httpx2.post(url, content=pieces(b"[" + ping + b"]"), headers=headers)
+
+    assert (single.status_code, single.json()["result"]) == (200, {})
+    assert batch.status_code == 400
+
+
 def test_call_arguments_are_checked_before_anything_is_stored(server, users, project):
     """Arguments that are not the tool's schema are a tool error, and no conversation,
     message or turn record is stored for the call."""
