@@ -9,7 +9,6 @@ import threading
 
 import pytest
 from asgiref.sync import sync_to_async
-from django.db import connection, transaction
 
 from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
 from rojos.conversations.usage_report import conversation_usage
@@ -25,8 +24,9 @@ from tests.support.fake_provider import (
     tool_call_chunks,
     usage_chunk,
 )
+from tests.support.held_store import message_store_held
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
-from tests.support.live_server import parse_sse, wait_until
+from tests.support.live_server import parse_sse
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -269,14 +269,7 @@ def test_a_reply_stopped_while_it_is_stored_is_counted(
     with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
         events = parse_sse(response.iter_lines())
         conversation = next(events).data["conversation"]
-        with transaction.atomic():
-            Conversation.objects.filter(pk=conversation).update(title="held")
-            if connection.vendor == "postgresql":  # SQLite's write lock holds inserts already
-                with connection.cursor() as cursor:
-                    cursor.execute("LOCK TABLE rojos_message IN SHARE ROW EXCLUSIVE MODE")
-            before = len(crossings)
-            locked.set()
-            wait_until(lambda: "History._insert" in crossings[before:], timeout=60)
+        with message_store_held(conversation, crossings, locked):
             stopped = client.post(f"/api/conversations/{conversation}/stop")
             assert stopped.json() == {"stopping": True}  # the turn's task is cancelled now
         rest = [(e.type, e.data) for e in events]

@@ -8,7 +8,7 @@ import time
 
 import pytest
 from channels.layers import InMemoryChannelLayer
-from django.db import connection, transaction
+from django.db import connection
 from django.utils import timezone
 from redis.exceptions import ConnectionError as RedisConnectionError
 
@@ -18,6 +18,7 @@ from rojos.agent.access_ended import REMOVED_MESSAGE, REVOKED
 from rojos.models import Conversation, TurnRecord, UsageRecord
 from rojos.turns import start as turn_start
 from tests.support.fake_provider import Gate, chunk, stream, text_chunks, tool_call_chunks
+from tests.support.held_store import message_store_held
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.live_server import parse_sse, read_until, wait_until
 
@@ -160,14 +161,7 @@ def test_stop_while_the_reply_asking_for_calls_is_stored_answers_every_call(
     with client.chat_stream(project.pk, rojo=rojo.slug, message="List") as response:
         events = parse_sse(response.iter_lines())
         conversation = next(events).data["conversation"]
-        with transaction.atomic():
-            Conversation.objects.filter(pk=conversation).update(title="held")
-            if connection.vendor == "postgresql":  # SQLite's write lock holds inserts already
-                with connection.cursor() as cursor:
-                    cursor.execute("LOCK TABLE rojos_message IN SHARE ROW EXCLUSIVE MODE")
-            before = len(crossings)
-            locked.set()
-            wait_until(lambda: "History._insert" in crossings[before:], timeout=60)
+        with message_store_held(conversation, crossings, locked):
             assert client.post(f"/api/conversations/{conversation}/stop").json() == {
                 "stopping": True
             }
