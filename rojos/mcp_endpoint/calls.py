@@ -24,8 +24,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
@@ -51,6 +50,7 @@ from ..errors import AccessRevoked, TurnLimited
 from ..models import Conversation, Message, TurnRecord
 from ..tools import RojoToolContext, ToolCall, ToolError, registry
 from ..tools.schema import validate
+from .call_line import call_line
 from .caller import McpCaller
 from .listing import served, served_names
 from .owner_approval import owner_approval_refusal
@@ -237,43 +237,6 @@ async def _whole(awaitable):
         raise
 
 
-@dataclass
-class _Line:
-    """This process's calls of one token in one project (and event loop), taking turns."""
-
-    turn: asyncio.Lock = field(default_factory=asyncio.Lock)
-    calls: int = 0
-
-
-_lines: dict[tuple, _Line] = {}
-
-
-@contextlib.asynccontextmanager
-async def _in_line(caller: McpCaller, deadline: float) -> AsyncIterator[bool]:
-    """Wait for this process's earlier calls of the token in the project, until `deadline`;
-    yields whether this call's turn came (held until the call ends)."""
-    key = (asyncio.get_running_loop(), caller.token_id, caller.project_id)
-    line = _lines.setdefault(key, _Line())
-    line.calls += 1
-    try:
-        try:
-            if line.turn.locked():
-                logger.debug("an MCP call of token %s waits for the one before it", caller.token_id)
-            async with asyncio.timeout(max(deadline - time.monotonic(), 0)):
-                await line.turn.acquire()
-        except TimeoutError:
-            yield False
-            return
-        try:
-            yield True
-        finally:
-            line.turn.release()
-    finally:
-        line.calls -= 1
-        if not line.calls:
-            del _lines[key]
-
-
 async def _begun(
     caller: McpCaller, name: str, arguments: dict, deadline: float
 ) -> _Begun | McpResult:
@@ -315,7 +278,7 @@ async def _run(begun: _Begun) -> McpResult:
 
 async def _call(caller: McpCaller, name: str, arguments: dict) -> McpResult:
     deadline = time.monotonic() + CALL_WAIT_SECONDS
-    async with db_context(), _in_line(caller, deadline) as turn_came:
+    async with db_context(), call_line(caller, deadline) as turn_came:
         if not turn_came:
             return McpResult.refused(_BUSY)
         begun = await _begun(caller, name, arguments, deadline)
