@@ -24,6 +24,7 @@ from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.start import turn_start
 from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import make_rojo
+from tests.support.live_server import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -62,10 +63,14 @@ async def test_a_turn_whose_claim_was_taken_over_stops_at_its_next_beat(
     project, users, fake_provider, settings
 ):
     """Two turns run on the process; the claim of one is taken over (its beats judged dead
-    elsewhere): the next beat stops that one, and the other streams on to its end."""
+    elsewhere): the next beat stops that one, and the other streams on to its end. Both
+    replies are asked for, and held at a gate halfway, before the claim is taken; the gate
+    opens once the beat has stopped the one."""
     settings.ROJO_TURN_HEARTBEAT_SECONDS = 0.1
-    fake_provider.add(stream(*text_chunks("w " * 40, pieces=40), delay=0.05))
-    fake_provider.add(stream(*text_chunks("w " * 40, pieces=40), delay=0.05))
+    halfway = threading.Event()
+    chunks = text_chunks("w " * 40, pieces=40)
+    fake_provider.add(stream(*chunks[:20], Gate(halfway), *chunks[20:]))
+    fake_provider.add(stream(*chunks[:20], Gate(halfway), *chunks[20:]))
     user = users["editor"]
     rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
     access = await aproject_access(user=user, project_id=project.pk)
@@ -73,7 +78,14 @@ async def test_a_turn_whose_claim_was_taken_over_stops_at_its_next_beat(
         await turn_start(access=access, user=user, rojo=rojo, conversation=None, message=text)
         for text in ("A", "B")
     ]
+    await asyncio.to_thread(wait_until, lambda: len(fake_provider.requests) == 2, timeout=60)
     await Conversation.objects.filter(pk=taken.conversation_id).aupdate(turn_id=uuid.uuid4())
+    try:
+        await asyncio.wait_for(taken.task, 60)  # stopped by a beat
+    except asyncio.CancelledError:
+        pass
+    finally:
+        halfway.set()
 
     taken_events = [e async for e in taken.follow()]
     kept_events = [e async for e in kept.follow()]
