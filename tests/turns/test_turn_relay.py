@@ -1,6 +1,7 @@
 """Re-attaching through a process that does not run the turn: events relayed over the layer."""
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import threading
@@ -81,9 +82,8 @@ async def test_a_turn_whose_claim_was_taken_over_stops_at_its_next_beat(
     await asyncio.to_thread(wait_until, lambda: len(fake_provider.requests) == 2, timeout=60)
     await Conversation.objects.filter(pk=taken.conversation_id).aupdate(turn_id=uuid.uuid4())
     try:
-        await asyncio.wait_for(taken.task, 60)  # stopped by a beat
-    except asyncio.CancelledError:
-        pass
+        with contextlib.suppress(asyncio.CancelledError):  # the task the beat cancelled
+            await asyncio.wait_for(taken.task, 60)
     finally:
         halfway.set()
 
