@@ -35,6 +35,7 @@ from rojos.tools import (
     ToolError,
     ToolOutcome,
 )
+from rojos.whole import whole
 
 DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
 DENIED = DENIED_OUTCOME.result
@@ -129,7 +130,7 @@ class ApprovalGate:
             ask = functools.partial(self.approver, routed=True) if routed else self.approver
             approved = await ask(parsed.id)
         finally:
-            await asyncio.shield(self._waited(waiting, pending))
+            await whole(self._waited(waiting, pending))
         if approved is None and pending is not None:  # no decision in time: the system's
             conversation = self.history.conversation
             await approval_audit(

@@ -13,6 +13,7 @@ from rojos.agent.history import History
 from rojos.db import db_retrying
 from rojos.errors import DatabaseUnreachable
 from rojos.models import Message
+from rojos.whole import whole
 
 logger = logging.getLogger(__name__)
 
@@ -78,7 +79,7 @@ class Draft:
         (History.unsaved), and DatabaseUnreachable raised.
         """
         if self.pending is not None:
-            await asyncio.shield(self.pending)
+            await whole(self.pending)
         text = self.unstored + text
         try:
             return await self._write(text, **fields, draft=False)

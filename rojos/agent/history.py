@@ -6,7 +6,6 @@ is repaired when the next turn loads the history. How the history is sent to a p
 is `provider_request`'s job.
 """
 
-import asyncio
 import contextlib
 import json
 import logging
@@ -21,6 +20,7 @@ from rojos.agent.branches import branch_messages
 from rojos.db import db_retrying
 from rojos.models import Conversation, Message
 from rojos.provider.wire_text import nul_replaced
+from rojos.whole import whole
 
 logger = logging.getLogger(__name__)
 
@@ -161,14 +161,12 @@ class History:
         right after the row is saved (the audit entry of a deletion).
         """
         position = self._next_position()
-        insert = asyncio.ensure_future(
-            db_retrying(lambda: sync_to_async(self._insert)(position, with_row, on_saved, fields))
+        return await whole(self._inserted(position, with_row, on_saved, fields))
+
+    async def _inserted(self, position: int, with_row, on_saved, fields: dict) -> Message:
+        message = await db_retrying(
+            lambda: sync_to_async(self._insert)(position, with_row, on_saved, fields)
         )
-        try:
-            message = await asyncio.shield(insert)
-        except asyncio.CancelledError:
-            self.messages.append(await insert)
-            raise
         self.messages.append(message)
         return message
 

@@ -1,6 +1,5 @@
 """The agent loop: one user message in, model steps and tool runs out, as a stream of events."""
 
-import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -24,6 +23,7 @@ from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle
 from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
+from rojos.whole import whole
 
 logger = logging.getLogger(__name__)
 
@@ -176,16 +176,12 @@ async def agent_loop(
             for delta in deltas.final_ids(completion.tool_calls):
                 yield delta
         except BaseException:
-            await asyncio.shield(_unfinished_kept(draft, accumulator, requests, model.name))
+            await whole(_unfinished_kept(draft, accumulator, requests, model.name))
             raise
-        stored = asyncio.ensure_future(
+        # A Stop as it is stored: kept and counted, then the turn ends.
+        completion, message = await whole(
             _stored_counted(draft, completion, rojo, thinking, requests, model.name)
         )
-        try:
-            completion, message = await asyncio.shield(stored)
-        except asyncio.CancelledError:  # a Stop as it is stored: kept and counted, then ends
-            await stored
-            raise
         if not completion.tool_calls:
             if completion.finish_reason == "length":
                 raise _cut_off(completion)
@@ -203,7 +199,7 @@ async def agent_loop(
                 async for event in runner.run(call, parsed, message.pk, index=index):
                     yield event
         finally:
-            await asyncio.shield(history.close_open_calls())
+            await whole(history.close_open_calls())
     raise StepLimitReached(
         f"The rojo used its limit of {rojo.max_steps} steps without finishing. "
         "Reply to let it continue."

@@ -45,6 +45,7 @@ from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.request import build_request
 from rojos.provider.stream import provider_chunks
 from rojos.tools import RojoToolContext
+from rojos.whole import whole
 
 logger = logging.getLogger(__name__)
 
@@ -251,7 +252,7 @@ class TurnRequests:
                 extra=summary_extra(until, messages),
             )
         except BaseException:  # the parts read before a stop or failure were billed too
-            await asyncio.shield(self.usage.account_summary(completions, None))
+            await whole(self.usage.account_summary(completions, None))
             raise
         await self.usage.account_summary(completions, message)  # counted in its turn
         return SummaryEvent(text=message.content or "", messages=len(messages))
@@ -295,7 +296,7 @@ class TurnRequests:
         except BaseException:
             if began:
                 kind = UsageRecord.Kind.SUMMARY
-                await asyncio.shield(self.usage.account_unfinished(accumulator, None, kind))
+                await whole(self.usage.account_unfinished(accumulator, None, kind))
             raise
 
     async def _stream_options_refused(self) -> None:

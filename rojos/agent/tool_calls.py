@@ -41,6 +41,7 @@ from rojos.tools import (
     ToolCall,
     ToolOutcome,
 )
+from rojos.whole import whole
 
 
 @dataclass(kw_only=True)
@@ -180,12 +181,7 @@ class ToolCallRunner:
             # A call that started finishes, even when the turn is stopped meanwhile: its
             # thread would change the files anyway, so its real result and undo record
             # are kept.
-            running = asyncio.ensure_future(self._execute(call, parsed, changing, message_id))
-            try:
-                outcome, change = await asyncio.shield(running)
-            except asyncio.CancelledError:
-                await running
-                raise
+            outcome, change = await whole(self._execute(call, parsed, changing, message_id))
         yield ToolResultEvent(
             id=call_id,
             name=name,

@@ -45,6 +45,7 @@ from rojos.agent.tool_calls import ToolCallRunner
 from rojos.turns.claims import turn_claim_blocking, turn_heartbeat, turn_release_blocking
 from rojos.turns.limits import turn_limits_check
 from rojos.turns.repair import Repair, conversation_repair
+from rojos.whole import whole
 
 from ..errors import AccessRevoked, TurnLimited
 from ..models import Conversation, Message, TurnRecord
@@ -226,17 +227,6 @@ def _end(begun: _Begun, *, stopped: bool = False) -> None:
         turn_release_blocking(begun.conversation.pk, begun.turn_id)
 
 
-async def _whole(awaitable):
-    """Await to its end even when the call is cancelled meanwhile (the cancellation then
-    goes on): what it stores must be whole."""
-    task = asyncio.ensure_future(awaitable)
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        await task
-        raise
-
-
 async def _begun(
     caller: McpCaller, name: str, arguments: dict, deadline: float
 ) -> _Begun | McpResult:
@@ -289,7 +279,7 @@ async def _call(caller: McpCaller, name: str, arguments: dict) -> McpResult:
         stopped = False
         try:
             if begun.repair.needed:  # the last call was cut off by a crash
-                await _whole(begun.repair.files_repair())
+                await whole(begun.repair.files_repair())
             return await _run(begun)
         except asyncio.CancelledError:
             # A claim taken over (the heartbeat's cancel): its calls are the new turn's.
@@ -297,7 +287,7 @@ async def _call(caller: McpCaller, name: str, arguments: dict) -> McpResult:
             raise
         finally:
             beat.cancel()
-            await _whole(sync_to_async(_end)(begun, stopped=stopped))
+            await whole(sync_to_async(_end)(begun, stopped=stopped))
 
 
 async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> McpResult:

@@ -37,6 +37,7 @@ from rojos.turns.registry import turn_forget_later, turn_get
 from rojos.turns.relay import LAYER_ERRORS, turn_group, turn_listen
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.writeback import turn_end
+from rojos.whole import whole
 
 __all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_end_record", "turn_get", "turn_run"]
 
@@ -170,7 +171,7 @@ async def _publish_interrupted(turn: Turn, history: History) -> None:
     """
     if not turn.claim_lost:  # else the conversation is another turn's, which answered them
         with contextlib.suppress(Exception):  # the database may be what failed
-            await asyncio.shield(history.close_open_calls())
+            await whole(history.close_open_calls())
     turn.publish_unsent(history.messages)
 
 
