@@ -111,15 +111,25 @@ class StreamAccumulator:
         text = self._take_delta(choice.get("delta") or choice.get("message") or {})
         if choice.get("finish_reason"):
             self.finish_reason = choice["finish_reason"]
-            if self._tags is not None and self._tags.held:  # ended on a possible tag
-                answer, thought = self._tags.flush()
-                if thought:
-                    self._reason(thought, "think")
-                if answer:
-                    self.text_parts.append(answer)
-                    text += answer
-            if self._think_opened and self._tags is not None and self._tags.thinking:
-                text += self._unthought()
+            if self._tags is not None:
+                text += self._content_ended()
+        return text
+
+    def _content_ended(self) -> str:
+        """The content is over (the response finished, or its first call began): a possible
+        tag held at its end was text or thinking after all, and an unclosed thinking that
+        opened in the prompt was the answer. Returns the text that adds: at a call's
+        beginning, so that the answer shows before the call, as it is stored."""
+        text = ""
+        if self._tags.held:  # ended on a possible tag
+            answer, thought = self._tags.flush()
+            if thought:
+                self._reason(thought, "think")
+            if answer:
+                self.text_parts.append(answer)
+                text += answer
+        if self._think_opened and self._tags.thinking:
+            text += self._unthought()
         return text
 
     def _unthought(self) -> str:
@@ -181,7 +191,9 @@ class StreamAccumulator:
             self._reason(reasoning, "reasoning_content")
         elif (reasoning := delta.get("reasoning")) and isinstance(reasoning, str):
             self._reason(reasoning, "reasoning")
-        for raw in delta.get("tool_calls") or ():
+        if (calls := delta.get("tool_calls")) and self._tags is not None and not self.calls:
+            text += self._content_ended()
+        for raw in calls or ():
             self._calls.take(raw)
         for key, value in delta.items():
             if key not in _KNOWN_DELTA_KEYS and value is not None:

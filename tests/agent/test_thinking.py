@@ -274,7 +274,7 @@ def shown(events) -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("then_call", [False, True], ids=["answer", "answer-and-call"])
 def test_a_reply_that_never_closes_its_think_tag_takes_its_thinking_back(
-    client_for, users, project, fake_provider, then_call
+    client_for, users, project, fake_provider, then_call, settings
 ):
     """A model whose thinking opens in its prompt streams what looks like thinking until
     `</think>`; its reply ends without one, so that was its answer. What streamed as
@@ -283,9 +283,13 @@ def test_a_reply_that_never_closes_its_think_tag_takes_its_thinking_back(
     thinking (and none stored, nor its seconds)."""
     profile = {"results": {"reasoning": {"status": "works", "detail": {"shape": CLOSING}}}}
     rojo = make_rojo(fake_provider.base_url, capability_profiles={MODEL: profile})
-    held = threading.Event()
-    end = tool_call_chunks(LIST_ROOT) if then_call else [chunk({}, "stop")]
-    fake_provider.add(stream(*text_chunks(UNCLOSED, 2, finish=None), Gate(held), end))
+    settings.ROJO_TOOL_DELTA_SECONDS = 0.05  # a forming call's line shows while it pauses
+    held, formed = threading.Event(), threading.Event()
+    end = [chunk({}, "stop")]
+    if then_call:  # the call's first part, then a pause: its line forms on the page
+        call = tool_call_chunks(LIST_ROOT)
+        end = [call[0], Gate(formed), *call[1:]]
+    fake_provider.add(stream(*text_chunks(UNCLOSED, 2, finish=None), Gate(held), *end))
     if then_call:  # the next response closes its (empty) thinking: its text is the answer
         fake_provider.add(stream(text_chunks("</think>\n\nEmpty.")))
     client = client_for(users["editor"])
@@ -294,6 +298,9 @@ def test_a_reply_that_never_closes_its_think_tag_takes_its_thinking_back(
         events = parse_sse(response.iter_lines())
         live = read_until(events, "REASONING")
         held.set()  # the thinking is on its way to the page: the reply may end
+        if then_call:
+            live += read_until(events, "TOOL_CALL_DELTA")
+            formed.set()
         live += list(events)
     conversation = live[0].data["conversation"]
     with client.http.stream("GET", f"/api/conversations/{conversation}/stream") as response:
@@ -305,6 +312,9 @@ def test_a_reply_that_never_closes_its_think_tag_takes_its_thinking_back(
     expected = [("reply", UNCLOSED)] + ([("call", "list_files"), ("reply", "Empty.")] * then_call)
     assert shown((e.type, e.data) for e in live) == expected
     assert thoughts[-1] == {"text": "", "retracted": True}
+    if then_call:  # the answer shows before the call forms, live as when reloaded
+        kinds = [e.type for e in live]
+        assert kinds.index("CHAT") < kinds.index("TOOL_CALL_DELTA")
     assert shown((e.type, e.data) for e in replayed) == expected
     assert shown((e["type"], e["data"]) for e in stored) == expected
     reply = stored_history(conversation)[1]
