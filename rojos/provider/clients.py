@@ -62,9 +62,14 @@ async def _loop_clients() -> _LoopClients:
     if clients is None or clients.pool.is_closed:
         # The SDK's aiohttp transport (`openai[aiohttp]`) with its defaults: it reads a stream
         # for less than half the CPU of the default httpx one (docs/performance.md).
+        # A redirect is not followed (the SDK's default follows any): a 307 or 308 would
+        # send the conversation, and on the same host over HTTP the key, to an address the
+        # provider's answer names, not the base URL an administrator set.
         clients = _LoopClients(
             pool=openai.DefaultAioHttpClient(
-                verify=tls_context(), event_hooks={"response": [overflow_not_retried]}
+                verify=tls_context(),
+                follow_redirects=False,
+                event_hooks={"response": [overflow_not_retried]},
             )
         )
         clients.lifetime = _lifetime(loop, clients)

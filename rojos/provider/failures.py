@@ -106,8 +106,17 @@ _HINTS = {
 }
 
 
+_REDIRECTED = (
+    "The provider redirected the request elsewhere, which Rojo does not follow (a turn's "
+    "request goes only to the rojo's base URL): set the base URL to where it leads."
+)
+
+
 def _status_message(exc: openai.APIStatusError, client: openai.AsyncOpenAI) -> str:
     status = exc.status_code
-    hint = _HINTS.get(status, "The provider failed." if status >= 500 else "")
+    if 300 <= status < 400:
+        hint = _REDIRECTED
+    else:
+        hint = _HINTS.get(status, "The provider failed." if status >= 500 else "")
     detail = scrub(error_text(exc.body) if exc.body is not None else exc.message, client.api_key)
     return f"{hint} The provider at {client.base_url} answered {status}: {detail}".strip()
