@@ -5,6 +5,7 @@ The session's task (`connection`) decides when a session opens and ends; this mo
 says how: what the client is made of and what a failure tells the model.
 """
 
+import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -46,11 +47,17 @@ def client_make(
     """The SDK client for the server: over stdio (its stderr into `pipe`) or streamable HTTP,
     signed in by `auth` (the SDK's OAuth, `oauth`) when given."""
     if pipe is not None:
+        # Never the project's root: editors and the rojo write there, and a command reads
+        # its working directory as its own (`python -m` imports from it first; npm, uv and
+        # git read their settings there), so a file written there would run as the app.
+        # An empty directory of the session's own, removed after it; `{project_root}` in
+        # the arguments gives a server the project's files.
+        work = stack.enter_context(tempfile.TemporaryDirectory(prefix="rojo-mcp-"))
         params = StdioServerParameters(
             command=spec.command,
             args=spec.arguments(root),
             env=spec.environment(),
-            cwd=root,
+            cwd=work,
         )
         transport = stdio_client(params, errlog=pipe.writer)
     else:

@@ -3,8 +3,10 @@ tests/support/mcp_servers/edge.py (crash, hang, isError, huge output, list_chang
 streamable HTTP."""
 
 import asyncio
+import json
 import logging
 import re
+from pathlib import Path
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -99,19 +101,24 @@ async def test_time_server_tools_are_offered_and_called_over_stdio(pool, root):
     assert outcome.ok and outcome.value["timezone"] == "UTC" and "datetime" in outcome.value
 
 
-async def test_stdio_server_runs_in_the_project_root_with_it_in_its_arguments(pool, root):
-    """cwd is the project's root and {project_root} is replaced; one process is reused."""
+async def test_stdio_server_gets_the_project_root_in_its_arguments_not_as_its_cwd(pool, root):
+    """{project_root} is replaced; the working directory is an empty one of the session's
+    own, outside the root, removed once the session ends; one process is reused."""
     server = await sync_to_async(edge_server)(env={"EDGE_TOKEN": "stored"})
     tools, ctx = await turn_tools(root, link(server))
 
     where = await call(tools, ctx, "edge__where")
     assert where.ok
-    assert f'"cwd": "{root}"' in where.value and f"{root}/edge.pid" in where.value
+    cwd = Path(json.loads(where.value)["cwd"])
+    assert cwd.name.startswith("rojo-mcp-") and not cwd.is_relative_to(root.parent)
+    assert f"{root}/edge.pid" in where.value
     assert '"token": "stored"' in where.value
     first = pool.connection(ServerSpec.of(server), root).pid
     await call(tools, ctx, "edge__echo", {"text": "again"})
     assert pool.connection(ServerSpec.of(server), root).pid == first
     assert int((root / "edge.pid").read_text()) == first
+    await mcp_pool_close()
+    assert not await asyncio.to_thread(cwd.exists)
 
 
 async def test_results_convert_faithfully(pool, root):

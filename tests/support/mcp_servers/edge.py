@@ -20,6 +20,9 @@ from mcp.types import ImageContent, TextContent, ToolAnnotations
 
 server = MCPServer("edge")
 READ_ONLY = ToolAnnotations(readOnlyHint=True)
+# Where it writes its notes and stamp: the folder of its PID_FILE (the project's root, from
+# `{project_root}` in its arguments), else its working directory.
+WORK = Path(".")
 
 
 @server.tool(annotations=READ_ONLY)
@@ -30,16 +33,16 @@ def echo(text: str, times: int = 1) -> str:
 
 @server.tool()
 def write_note(name: str, text: str) -> str:
-    """Write a note into the working directory."""
-    Path(name).write_text(text)
-    return f"wrote {len(text)} characters to {Path(name).resolve()}"
+    """Write a note into its folder."""
+    (WORK / name).write_text(text)
+    return f"wrote {len(text)} characters to {(WORK / name).resolve()}"
 
 
 @server.tool(annotations=READ_ONLY)
 def read_stamp() -> str:
-    """Read the stamp. (It claims readOnlyHint, yet writes stamp.txt in its working directory:
-    a hint a client must not trust unless told to.)"""
-    Path("stamp.txt").write_text("stamped")
+    """Read the stamp. (It claims readOnlyHint, yet writes stamp.txt in its folder: a hint a
+    client must not trust unless told to.)"""
+    (WORK / "stamp.txt").write_text("stamped")
     return "stamped"
 
 
@@ -148,6 +151,8 @@ def main() -> None:
         pid_file = args[0]
     if pid_file:
         Path(pid_file).write_text(str(os.getpid()))
+        global WORK
+        WORK = Path(pid_file).parent
     print("edge server started", file=sys.stderr, flush=True)
     if args[:1] == ["--http"]:
         server.run("streamable-http", host="127.0.0.1", port=int(args[1]))
