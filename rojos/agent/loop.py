@@ -66,8 +66,9 @@ async def _unfinished_kept(
     draft: Draft, accumulator: StreamAccumulator, requests: TurnRequests, model: str
 ) -> None:
     """What a step the turn's end cut short leaves: the text and thinking the user already
-    saw (an unfinished call is dropped), and, once the provider began to answer, what the
-    response used (it bills a stopped, cut or failed response all the same). One shielded
+    saw (an unfinished call is dropped), and, once the provider took the request (its answer
+    began, a chunk or not), what the response used (it bills a stopped, cut or failed
+    response all the same). One shielded
     whole, so that a second cancel cannot keep the text and lose the count."""
     reasoning = accumulator.reasoning
     kept = None

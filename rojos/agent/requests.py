@@ -83,8 +83,8 @@ class TurnRequests:
             rojo=rojo, history=history, ctx=ctx, model=self.model, budgets=budgets
         )
         self.opened = False
-        # The step's provider began to answer (a chunk came): it bills the response now,
-        # whether or not it finishes.
+        # The step's provider took the request (its answer began, a chunk or not: a model
+        # reading a long prompt sends none for a while): it bills it now, finished or not.
         self.answered = False
         self.request: dict = {}
         self.instructions = ""  # the project's instruction files, read for each request
@@ -182,13 +182,15 @@ class TurnRequests:
         request = self.request
         refused = recovered = False
         while True:
-            started = False
+            started = self.answered = False  # a refused attempt is not billed; this one may be
             try:
-                chunks = provider_chunks(self.client, request, tick=tick, idle=idle)
+                chunks = provider_chunks(
+                    self.client, request, tick=tick, idle=idle, opened=self._answering
+                )
                 async with contextlib.aclosing(chunks):
                     async for batch in chunks:
                         if batch and not started:  # an empty one: a quiet spell
-                            started = self.answered = True
+                            started = True
                         yield batch
                 return
             except OptionRefused:
@@ -208,6 +210,9 @@ class TurnRequests:
                 if self.usage.sent_chars >= refused_chars:  # never the same request again
                     raise self._overflow_error() from exc
                 request = self.request
+
+    def _answering(self) -> None:
+        self.answered = True
 
     async def _overflowed(self, exc: ContextOverflow) -> None:
         """Learn from a refusal: the prompt's size as the provider counted it (it calibrates
@@ -285,16 +290,16 @@ class TurnRequests:
     async def _read(self, request: dict) -> Completion:
         """One summary request read to its end; what one cut short used is counted."""
         accumulator = StreamAccumulator(think_opened=self.think_opened)
-        began = False
+        began = asyncio.Event()  # the provider took the request: it bills it
         try:
-            async with contextlib.aclosing(provider_chunks(self.client, request)) as chunks:
+            chunks = provider_chunks(self.client, request, opened=began.set)
+            async with contextlib.aclosing(chunks):
                 async for batch in chunks:
-                    began = began or bool(batch)
                     for chunk in batch:
                         accumulator.feed(chunk)
             return accumulator.result()
         except BaseException:
-            if began:
+            if began.is_set():
                 kind = UsageRecord.Kind.SUMMARY
                 await whole(self.usage.account_unfinished(accumulator, None, kind))
             raise

@@ -6,9 +6,9 @@ model's characters-per-token ratio. Each count the provider reports calibrates t
 which sizes the next request (rojos.agent.requests), and the turn stores it once, at its end,
 if it moved. Each response is a `UsageRecord` (with its model and at its prices) whose tokens
 and cost are spent from the budgets the turn runs under, which are checked (read again, for
-the other replies' usage) before each step's request. A response that began to stream and
-did not finish (a Stop, a disconnect, an error) is recorded too, as the provider bills it:
-its usage if it came, else an estimate.
+the other replies' usage) before each step's request. A response the provider took (its
+answer began, a chunk or not) that did not finish (a Stop, a disconnect, an error) is
+recorded too, as the provider bills it: its usage if it came, else an estimate.
 """
 
 import dataclasses

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import aiohttp
@@ -36,6 +36,7 @@ async def provider_chunks(
     *,
     tick: Tick | None = None,
     idle: Idle | None = None,
+    opened: Callable[[], None] | None = None,
 ) -> AsyncIterator[list[dict]]:
     """Yield the parsed chunks of one streaming chat completion, a list per network read.
 
@@ -45,6 +46,8 @@ async def provider_chunks(
     forming tool calls; tick() is None while there is none, and the read needs no timer).
     `idle` is called before each read that will wait, and as the stream ends: what the
     reader was given so far is all there is for now (a turn writes it to its followers).
+    `opened` is called once the provider took the request (its answer's headers came, a
+    success): from then on it bills it, whether a chunk follows or not.
 
     The request goes through the SDK's generic `post` (its auth, retries, timeouts, base URL
     and error types) as the plain JSON body it already is: the typed `create` would first
@@ -57,6 +60,8 @@ async def provider_chunks(
     sent = time.monotonic()
     try:
         response = await _response(client, request)
+        if opened is not None:
+            opened()
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
