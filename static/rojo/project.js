@@ -73,7 +73,7 @@ const chat = new ChatPanel(document.querySelector("rojo-chat-panel"), {
   username: config.username,
 });
 
-new MessageQueue(chat, { projectId: config.project.id });
+new MessageQueue(chat, { projectId: config.project.id, person: config.username });
 
 const models = new ModelPicker(document.querySelector(".model-choice"), {
   chat,

@@ -1,14 +1,17 @@
 // Where the messages queued while a reply runs are kept: this browser's localStorage, one list
-// per project and conversation, so they survive a reload and stay with their conversation when
-// the user goes to another one. A new conversation's list is kept under "new" until its id
-// comes (with the reply's START). Kept in the browser, not on the server: a queued message is a
-// draft the person may still edit or drop, and nothing of it is sent before the reply ends.
+// per person, project and conversation, so they survive a reload and stay with their
+// conversation when the user goes to another one. A new conversation's list is kept under
+// "new" until its id comes (with the reply's START). Kept in the browser, not on the server: a
+// queued message is a draft the person may still edit or drop, and nothing of it is sent
+// before the reply ends. A browser may be shared: whoever signs in after someone never sees,
+// or sends as their own, what that person queued.
 
 const PREFIX = "rojo-chat:queue";
 
-/** The storage key of a conversation's queue (`conversationId` null: a new conversation). */
-export function queueKey(projectId, conversationId) {
-  return `${PREFIX}:${projectId}:${conversationId ?? "new"}`;
+/** The storage key of `person`'s queue in a conversation (`conversationId` null: a new
+ * conversation). */
+export function queueKey(person, projectId, conversationId) {
+  return `${PREFIX}:${encodeURIComponent(person)}:${projectId}:${conversationId ?? "new"}`;
 }
 
 /** The queued messages under `key`, oldest first: each `{ id, text, attachments }`. */

@@ -21,10 +21,11 @@ function actionButton(label, className, title) {
 }
 
 export class MessageQueue {
-  constructor(chat, { projectId }) {
+  constructor(chat, { projectId, person }) {
     this.chat = chat;
     this.projectId = projectId;
-    this.key = queueKey(projectId, chat.conversationId);
+    this.person = person; // the queue is this person's: a browser may be shared
+    this.key = queueKey(person, projectId, chat.conversationId);
     this.paused = true; // until a reply is seen running here: a reload sends nothing by itself
     this.stopAndSend = false;
     this.inFlight = null;
@@ -184,8 +185,8 @@ export class MessageQueue {
 
   /** The conversation got its id (a new one, at START) or the panel shows another. */
   moveTo(conversationId) {
-    const key = queueKey(this.projectId, conversationId);
-    if (this.key === queueKey(this.projectId, null)) queueMove(this.key, key);
+    const key = queueKey(this.person, this.projectId, conversationId);
+    if (this.key === queueKey(this.person, this.projectId, null)) queueMove(this.key, key);
     this.key = key;
     this.render();
   }

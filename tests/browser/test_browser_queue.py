@@ -265,7 +265,7 @@ def test_a_new_conversations_queue_goes_to_the_id_its_start_gives(
     send(page, "Second")  # the first is on its way: this one queues
     queue = page.get_by_role("region", name="Queue", exact=True)
     expect(queue.locator(".queued-text")).to_have_text(["Second"])
-    assert page.evaluate(QUEUE_KEYS) == [f"rojo-chat:queue:{project.pk}:new"]
+    assert page.evaluate(QUEUE_KEYS) == [f"rojo-chat:queue:editor:{project.pk}:new"]
     for _ in range(100):  # the route's event comes with the page's next messages
         if held:
             break
@@ -278,7 +278,7 @@ def test_a_new_conversations_queue_goes_to_the_id_its_start_gives(
     expect(panel.locator(".bubble.assistant")).to_have_text("Working on it.")
     conversation = Conversation.objects.get()
     expect(page).to_have_url(f"/projects/{project.pk}/c/{conversation.pk}/")
-    assert page.evaluate(QUEUE_KEYS) == [f"rojo-chat:queue:{project.pk}:{conversation.pk}"]
+    assert page.evaluate(QUEUE_KEYS) == [f"rojo-chat:queue:editor:{project.pk}:{conversation.pk}"]
     gate.set()
     expect(panel.locator(".bubble.assistant")).to_have_text(["Working on it.", "Second answered."])
     assert [user_texts(r)[-1] for r in fake_provider.requests] == ["First", "Second"]
