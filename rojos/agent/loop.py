@@ -1,5 +1,6 @@
 """The agent loop: one user message in, model steps and tool runs out, as a stream of events."""
 
+import asyncio
 import contextlib
 import dataclasses
 import logging
@@ -63,13 +64,17 @@ async def _stored_counted(
 
 
 async def _unfinished_kept(
-    draft: Draft, accumulator: StreamAccumulator, requests: TurnRequests, model: str
+    draft: Draft,
+    accumulator: StreamAccumulator,
+    requests: TurnRequests,
+    model: str,
+    stopped: bool,
 ) -> None:
     """What a step the turn's end cut short leaves: the text and thinking the user already
     saw (an unfinished call is dropped), and, once the provider took the request (its answer
     began, a chunk or not), what the response used (it bills a stopped, cut or failed
-    response all the same). One shielded
-    whole, so that a second cancel cannot keep the text and lose the count."""
+    response all the same; `stopped`: a Stop or a client gone, not a failure). Awaited
+    whole (rojos.whole), so that a second cancel cannot keep the text and lose the count."""
     reasoning = accumulator.reasoning
     kept = None
     if accumulator.text or draft.started() or reasoning:
@@ -77,7 +82,7 @@ async def _unfinished_kept(
             accumulator.text, reasoning=reasoning, model=model, usage=accumulator.usage
         )
     if requests.answered:
-        await requests.usage.account_unfinished(accumulator, kept)
+        await requests.usage.account_unfinished(accumulator, kept, stopped=stopped)
 
 
 async def agent_loop(
@@ -176,8 +181,9 @@ async def agent_loop(
             completion = accumulator.result(taken=history.call_ids())
             for delta in deltas.final_ids(completion.tool_calls):
                 yield delta
-        except BaseException:
-            await whole(_unfinished_kept(draft, accumulator, requests, model.name))
+        except BaseException as exc:
+            stopped = isinstance(exc, asyncio.CancelledError)
+            await whole(_unfinished_kept(draft, accumulator, requests, model.name, stopped))
             raise
         # A Stop as it is stored: kept and counted, then the turn ends.
         completion, message = await whole(

@@ -298,10 +298,10 @@ class TurnRequests:
                     for chunk in batch:
                         accumulator.feed(chunk)
             return accumulator.result()
-        except BaseException:
+        except BaseException as exc:
             if began.is_set():
-                kind = UsageRecord.Kind.SUMMARY
-                await whole(self.usage.account_unfinished(accumulator, None, kind))
+                kind, stopped = UsageRecord.Kind.SUMMARY, isinstance(exc, asyncio.CancelledError)
+                await whole(self.usage.account_unfinished(accumulator, None, kind, stopped=stopped))
             raise
 
     async def _stream_options_refused(self) -> None:

@@ -121,6 +121,8 @@ class TurnUsage:
         accumulator: StreamAccumulator,
         kept: Message | None,
         kind: UsageRecord.Kind = UsageRecord.Kind.REPLY,
+        *,
+        stopped: bool,
     ) -> None:
         """Record what a response that began but was not stored whole used: stopped, cut by
         a disconnect or an error mid-stream, or stopped while its writes waited. The
@@ -128,7 +130,13 @@ class TurnUsage:
         by a Stop just before each reply's end: the usage the provider sent before the end,
         else an estimate of the request and of what streamed. `kept`: its stored message,
         holding the whole text its drafts took. A failure here is logged, not raised over
-        the end it came with."""
+        the end it came with.
+
+        One that failed (`stopped` off) before it answered anything is not counted: a 200
+        holding only an error, or a web page in place of the stream, is no bill, and a user
+        would pay an estimate for each retry of a provider that keeps refusing."""
+        if not stopped and kept is None and accumulator.holds_nothing():
+            return
         completion = accumulator.so_far()
         if kept is not None:
             completion = dataclasses.replace(completion, text=kept.content or "")

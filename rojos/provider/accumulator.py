@@ -90,6 +90,17 @@ class StreamAccumulator:
         text = "".join(self.reasoning_parts)
         return text if not text.isspace() else ""
 
+    def holds_nothing(self) -> bool:
+        """No text, thinking, call, usage or finish came yet (a role-only chunk at most)."""
+        return not (
+            self.text_parts
+            or self._text_blocks
+            or self.reasoning_parts
+            or self.calls
+            or self.usage
+            or self.finish_reason
+        )
+
     def feed(self, chunk: dict) -> str:
         """Take one parsed chunk; return the text it adds (possibly "")."""
         if not isinstance(chunk, dict):

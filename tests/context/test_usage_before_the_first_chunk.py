@@ -10,7 +10,7 @@ import pytest
 
 from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, request_chars, tokens_of
 from rojos.models import Message, UsageRecord
-from tests.support.fake_provider import Gate, stream, text_chunks
+from tests.support.fake_provider import Gate, error_chunk, stream, text_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, wait_until
 
@@ -61,3 +61,18 @@ def test_a_reply_stopped_while_the_provider_processes_the_prompt_is_counted(
     asked = tokens_of(request_chars(fake_provider.requests[0]), DEFAULT_CHARS_PER_TOKEN)
     assert (row.prompt_tokens, row.completion_tokens, row.reported) == (asked, 0, False)
     assert row.message_id == Message.objects.get(conversation_id=conversation, role="user").pk
+
+
+def test_a_200_holding_only_an_error_is_not_counted(client_for, users, project, fake_provider):
+    """The provider took the request (200) but its stream's first chunk is an error: it
+    answered nothing, so nothing is billed, and a user whose provider keeps refusing is not
+    charged an estimate for each try."""
+    fake_provider.add(stream(error_chunk("The model is overloaded, try again later.")))
+    rojo = make_rojo(fake_provider.base_url)
+    client = client_for(users["editor"])
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Read all of this") as reply:
+        events = [(e.type, e.data) for e in parse_sse(reply.iter_lines())]
+        conversation = events[0][1]["conversation"]
+
+    assert events[-2][0] == "ERROR" and "overloaded" in events[-2][1]["message"]
+    assert not UsageRecord.objects.filter(conversation_id=conversation).exists()
