@@ -265,3 +265,4 @@ def _only(query: QueryDict, names: set[str]) -> QueryDict:
 
 
 from roject.identity import admin as identity_admin  # noqa: E402, F401  (registers the single sign-on pages)
+from roject.identity import user_admin  # noqa: E402, F401  (accounts' rights: superusers')

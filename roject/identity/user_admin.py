@@ -1,0 +1,52 @@
+"""The admin's pages of accounts and groups: who may grant rights is a superuser alone.
+
+Django's own pages let a staff member who was given the right to change users tick
+"superuser" on their own account, put themselves in a group with more rights, or set a
+superuser's password and sign in as them; with a group's change right, add rights to their
+own group. Rojo gives staff rights by the model (rojos, audit, projects), and keeps what
+runs as the app (an MCP server's command, read from any of its variables) to superusers:
+so here a staff member's account rights are read-only, superusers' accounts are out of
+reach, and groups are the superusers' to edit.
+"""
+
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.contrib.auth.admin import GroupAdmin, UserAdmin
+from django.contrib.auth.models import Group
+
+User = get_user_model()
+
+_RIGHTS = ("is_superuser", "is_staff", "groups", "user_permissions")
+
+
+class AccountAdmin(UserAdmin):
+    def get_readonly_fields(self, request, obj=None):
+        fields = tuple(super().get_readonly_fields(request, obj))
+        return fields if request.user.is_superuser else (*fields, *_RIGHTS)
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False  # its password, its rights: a way to become it
+        return super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        if obj is not None and obj.is_superuser and not request.user.is_superuser:
+            return False
+        return super().has_delete_permission(request, obj)
+
+
+class RightsGroupAdmin(GroupAdmin):
+    def has_add_permission(self, request) -> bool:
+        return request.user.is_superuser
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return request.user.is_superuser
+
+
+admin.site.unregister(User)
+admin.site.register(User, AccountAdmin)
+admin.site.unregister(Group)
+admin.site.register(Group, RightsGroupAdmin)
