@@ -56,6 +56,18 @@ class ModelInUse:
         return self.rojo.max_output_tokens
 
     @property
+    def unpriced_pick(self) -> bool:
+        """A model picked from the provider's list (not the default, not offered by an
+        administrator) that has no price: what it uses would cost nothing."""
+        source = self.source
+        return (
+            isinstance(source, ModelOption)
+            and not source.offered
+            and source.price_input is None
+            and source.price_output is None
+        )
+
+    @property
     def capability_profile(self) -> dict | None:
         """What a self-test learned of this model (`Rojo.capability_profiles`), if anything."""
         profiles = getattr(self.rojo, "capability_profiles", None) or {}

@@ -25,7 +25,7 @@ from rojos.context.model_choice import (
 from rojos.mcp.spec import McpLink, rojo_mcp_links
 from rojos.models import Conversation, Message, Rojo, TurnRecord
 from rojos.models.claims import process_owner
-from rojos.turns.budget_starts import budget_start_check
+from rojos.turns.budget_starts import budget_start_check, unpriced_model_check
 from rojos.turns.claims import turn_claim_blocking
 from rojos.turns.limits import turn_limits_check
 from rojos.turns.repair import Repair, conversation_repair
@@ -76,7 +76,7 @@ def turn_begin_blocking(
     with transaction.atomic():
         if limits and user is not None:
             turn_limits_check(user=user)
-        budget_start_check(user=user, project_id=access.project.pk, in_force=in_force)
+        binding = budget_start_check(user=user, project_id=access.project.pk, in_force=in_force)
         if conversation is None:
             conversation = Conversation.objects.create(
                 project=access.project,
@@ -105,6 +105,8 @@ def turn_begin_blocking(
         if chosen is not None:
             conversation.model = chosen
             changed.append("model")
+        in_use = model_in_use_blocking(rojo, model or conversation.model)
+        unpriced_model_check(model=in_use, budgets=binding)
         if client_key and conversation.client_key != client_key:
             conversation.client_key = client_key  # where the client's latest message went
             changed.append("client_key")
@@ -122,7 +124,6 @@ def turn_begin_blocking(
         if changed:
             conversation.save(update_fields=changed)
     links = rojo_mcp_links(rojo)  # no query for a rojo loaded knowing it uses none
-    in_use = model_in_use_blocking(rojo, model or conversation.model)
     return Begun(conversation, history, user_message, record, repair, links, in_use)
 
 

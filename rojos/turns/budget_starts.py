@@ -27,11 +27,12 @@ from rojos.context.budgets import (
     budgets_for,
     budgets_left,
 )
+from rojos.context.model_choice import ModelInUse
 from rojos.context.window import output_reserve, window_of
 from rojos.models import Conversation, TurnRecord, UsageRecord
 from rojos.turns.limits import user_start_lock
 
-__all__ = ["budget_start_check"]
+__all__ = ["budget_start_check", "unpriced_model_check"]
 
 
 def _project_lock(project_id: int) -> None:
@@ -84,18 +85,20 @@ def _reserved_refusal(left: Left) -> str:
     )
 
 
-def budget_start_check(*, user, project_id: int, in_force: list[Budget] | None = None) -> None:
+def budget_start_check(
+    *, user, project_id: int, in_force: list[Budget] | None = None
+) -> list[Budget]:
     """(Blocking, in the transaction that stores the turn) Raise BudgetExceeded when a
     budget of the project or of `user` (None: a start with no user) is used up, counting
     what their running replies reserve; nothing is locked for a project or a user without
     a budget. `in_force`: the budgets as the chat's first check read them (else they are
-    read here)."""
+    read here). Returns the budgets that bind this start."""
     if in_force is None:
         in_force = budgets_for(user=user, project_id=project_id)
     user_id = getattr(user, "pk", None)
     budgets = [b for b in in_force if b.scope == "project" or (b.scope == "user" and user_id)]
     if not budgets:
-        return
+        return budgets
     scopes = {budget.scope for budget in budgets}
     if "user" in scopes:
         user_start_lock(user)  # before the project's, as every start takes them
@@ -113,3 +116,17 @@ def budget_start_check(*, user, project_id: int, in_force: list[Budget] | None =
             left.tokens -= reserved[scope]
             if left.used_up():
                 raise BudgetExceeded(_reserved_refusal(left))
+    return budgets
+
+
+def unpriced_model_check(*, model: ModelInUse, budgets: list[Budget]) -> None:
+    """Raise BudgetExceeded for a model picked from the provider's list that has no price,
+    under a cost budget: its use would cost nothing against that budget, so any such model
+    would pass it. The rojo's default and the models an administrator offers are theirs to
+    price (an empty price there is a free model, a local one)."""
+    if model.unpriced_pick and any(budget.cost is not None for budget in budgets):
+        raise BudgetExceeded(
+            f"The model {model.name!r} has no price, so a cost budget cannot count what it "
+            "uses: pick another model, or ask an administrator to set its price (the rojo's "
+            "Model options)."
+        )

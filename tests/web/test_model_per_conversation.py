@@ -222,3 +222,32 @@ def test_only_someone_who_may_use_the_rojo_makes_the_server_ask_its_provider_for
     assert client_for(users["viewer"]).post(path).status_code == 200
     staff.user_permissions.add(Permission.objects.get(codename="change_rojo"))
     assert client_for(staff).post(path).status_code == 200
+
+
+def test_a_listed_model_without_a_price_is_refused_under_a_cost_budget(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """Any listed model may be picked, and one the price table does not know costs nothing:
+    under a cost budget it is refused before anything is stored (else every reply on it
+    would pass the budget), while the rojo's default, unpriced too, is the administrator's
+    to price and runs; without a cost budget the unpriced pick runs."""
+    Rojo.objects.filter(pk=rojo.pk).update(
+        any_listed_model=True, provider_models=["mystery-model-7b"]
+    )
+    settings.ROJO_USER_DAILY_COST = 5
+    client = client_for(users["editor"])
+
+    with client.chat_stream(
+        project.pk, rojo=rojo.pk, message="Hi", model="mystery-model-7b"
+    ) as response:
+        response.read()
+
+    assert response.status_code == 429
+    assert "'mystery-model-7b' has no price" in response.json()["detail"]
+    assert not Conversation.objects.exists()
+    assert fake_provider.requests == []
+    fake_provider.add(reply("Default says hi."), reply("Mystery says hi."))
+    chat(client, project, rojo, "Hello")  # the default, no price set on the rojo
+    settings.ROJO_USER_DAILY_COST = 0
+    chat(client, project, rojo, "Hello", model="mystery-model-7b")
+    assert fake_provider.models_asked == [MODEL, "mystery-model-7b"]
