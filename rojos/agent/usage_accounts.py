@@ -8,7 +8,9 @@ if it moved. Each response is a `UsageRecord` (with its model and at its prices)
 and cost are spent from the budgets the turn runs under, which are checked (read again, for
 the other replies' usage) before each step's request. A response the provider took (its
 answer began, a chunk or not) that did not finish (a Stop, a disconnect, an error) is
-recorded too, as the provider bills it: its usage if it came, else an estimate.
+recorded too, as the provider bills it: its usage if it came, else an estimate. So is one
+whose process died as it streamed, by the repair of its turn (`cut_off_account_blocking`):
+an estimate of what its drafts kept.
 """
 
 import dataclasses
@@ -19,12 +21,20 @@ from asgiref.sync import sync_to_async
 from rojos import metrics
 from rojos.agent.history import History
 from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_left
-from rojos.context.model_choice import ModelInUse
+from rojos.context.model_choice import ModelInUse, model_in_use_blocking
 from rojos.context.usage import UsageCounts, usage_cost, usage_counts
-from rojos.context.window import DEFAULT_CHARS_PER_TOKEN, calibrated, tokens_of
-from rojos.models import Message, Rojo, UsageRecord
+from rojos.context.window import (
+    DEFAULT_CHARS_PER_TOKEN,
+    calibrated,
+    item_chars,
+    prompt_budget,
+    tokens_of,
+    tools_chars,
+)
+from rojos.models import Conversation, Message, Rojo, TurnRecord, UsageRecord
 from rojos.provider.accumulator import Completion, StreamAccumulator
-from rojos.tools import RojoToolContext
+from rojos.provider.request import request_messages
+from rojos.tools import RojoToolContext, registry
 
 logger = logging.getLogger(__name__)
 
@@ -107,13 +117,7 @@ class TurnUsage:
             conversation=self.history.conversation,
             message=message if message is not None and message.pk else self._turn_message(),
             kind=kind,
-            model=self.model.name,
-            prompt_tokens=counts.prompt,
-            completion_tokens=counts.completion,
-            cached_tokens=counts.cached,
-            reasoning_tokens=counts.reasoning,
-            reported=counts.reported,
-            cost=cost,
+            **_counted(self.model, counts, cost),
         )
 
     async def account_unfinished(
@@ -167,18 +171,7 @@ class TurnUsage:
             )
 
     def _estimated(self, completion: Completion) -> UsageCounts:
-        """The request's size as it was fitted to the window, and what the response wrote:
-        its text, its thinking and its calls' arguments."""
-        out = (
-            len(completion.text)
-            + len(completion.reasoning)
-            + sum(len(call["function"]["arguments"]) for call in completion.tool_calls)
-        )
-        return UsageCounts(
-            prompt=tokens_of(self.sent_chars, self.chars_per_token),
-            completion=tokens_of(out, self.chars_per_token),
-            reported=False,
-        )
+        return estimated(completion, sent_chars=self.sent_chars, ratio=self.chars_per_token)
 
     def _turn_message(self) -> Message | None:
         """The user message of the turn, the last in the history."""
@@ -194,3 +187,66 @@ class TurnUsage:
             return
         self.stored_ratio = after
         await self.model.learned_save(chars_per_token=after)
+
+
+def estimated(completion: Completion, *, sent_chars: int, ratio: float) -> UsageCounts:
+    """The request's size as it was fitted to the window, `sent_chars`, and what the
+    response wrote: its text, its thinking and its calls' arguments; `ratio` characters a
+    token."""
+    out = (
+        len(completion.text)
+        + len(completion.reasoning)
+        + sum(len(call["function"]["arguments"]) for call in completion.tool_calls)
+    )
+    return UsageCounts(
+        prompt=tokens_of(sent_chars, ratio), completion=tokens_of(out, ratio), reported=False
+    )
+
+
+def cut_off_account_blocking(
+    *, conversation: Conversation, record: TurnRecord, reply: Message, before: list[Message]
+) -> UsageRecord | None:
+    """(Blocking, in the repair's transaction) Record what a response its dead process cut
+    off as it streamed used, as a stopped one's is (`account_unfinished`): the provider
+    bills it, and no process is left to count it. Its usage never came, so an estimate: of
+    the request it answered, the history `before` it as the rojo sends it (at most what fits
+    the window), and of the text its drafts kept. None when its rojo was deleted since."""
+    rojo = record.rojo or conversation.rojo
+    if rojo is None:
+        return None
+    model = model_in_use_blocking(rojo, conversation.model)
+    ratio = model.chars_per_token or DEFAULT_CHARS_PER_TOKEN
+    sent = request_messages(before, system_prompt=rojo.system_prompt, model=model.name)
+    sent_chars = sum(map(item_chars, sent)) + tools_chars(registry.definitions(rojo.tools or []))
+    sent_chars = min(sent_chars, int(prompt_budget(model) * ratio))
+    completion = Completion(
+        text=reply.content or "",
+        reasoning=reply.reasoning or "",
+        tool_calls=[],
+        extra={},
+        usage=None,
+        finish_reason=None,
+    )
+    counts = estimated(completion, sent_chars=sent_chars, ratio=ratio)
+    return UsageRecord.objects.create(
+        user=record.user,
+        project_id=conversation.project_id,
+        rojo=rojo,
+        conversation=conversation,
+        message=reply,
+        kind=UsageRecord.Kind.REPLY,
+        **_counted(model, counts, usage_cost(model, counts)),
+    )
+
+
+def _counted(model: ModelInUse, counts: UsageCounts, cost) -> dict:
+    """A usage row's figures: the model, the counts, the cost."""
+    return {
+        "model": model.name,
+        "prompt_tokens": counts.prompt,
+        "completion_tokens": counts.completion,
+        "cached_tokens": counts.cached,
+        "reasoning_tokens": counts.reasoning,
+        "reported": counts.reported,
+        "cost": cost,
+    }

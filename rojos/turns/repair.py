@@ -4,10 +4,11 @@ turn starts.
 
 The stored history is made whole where the turn died: calls left open are answered as
 interrupted (History.load_blocking), the turn's record says it was interrupted, the text it
-kept is no longer a draft (so search finds it), change records the crash left unfinished are
-finished, and what cut-off writes left next to their targets is removed. Nothing else ever
-needs repair: every turn that ends, however it ends, records that and answers its calls
-itself.
+kept is no longer a draft (so search finds it) and what the response that wrote it used is
+recorded (an estimate: the provider bills it, budgets count it), change records the crash
+left unfinished are finished, and what cut-off writes left next to their targets is removed.
+Nothing else ever needs repair: every turn that ends, however it ends, records that and
+answers its calls itself.
 """
 
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ from django.utils import timezone
 from roject import storage
 from rojos.agent.changing_calls import cut_off_writes_clean
 from rojos.agent.history import History
+from rojos.agent.usage_accounts import cut_off_account_blocking
 from rojos.changes import undo
 from rojos.models import Conversation, FileChange, Message, TurnRecord
 from rojos.models.claims import dead_claim
@@ -67,19 +69,44 @@ def conversation_repair(
     repair = Repair(project_id=conversation.project_id, root=root, cut_off=history.cut_off)
     if not (taken_over or history.cut_off):
         return repair
-    TurnRecord.objects.filter(conversation=conversation, status=TurnRecord.Status.RUNNING).update(
+    running = TurnRecord.objects.filter(
+        conversation=conversation, status=TurnRecord.Status.RUNNING
+    ).select_related("rojo", "user")
+    record = running.last()
+    running.update(
         status=TurnRecord.Status.INTERRUPTED,
         error=INTERRUPTED_MESSAGE,
         error_code="interrupted",
         finished=timezone.now(),
     )
-    # Its last draft is what it wrote: kept, so indexed from now on.
-    Message.objects.filter(conversation=conversation, draft=True).update(draft=False)
+    _drafts_keep(conversation, history, record)
     # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
     repair.unfinished = list(
         FileChange.objects.filter(conversation=conversation, after__isnull=True)
     )
     return repair
+
+
+def _drafts_keep(conversation: Conversation, history: History, record: TurnRecord | None) -> None:
+    """(Blocking) The turn's last draft is what it wrote: kept, so indexed from now on; and
+    the response that wrote it is counted, once: only by the repair that took its marker
+    off (the claim's conditional UPDATE already lets one repair through, and this holds even
+    when a draft outlived its turn's record)."""
+    for index, message in enumerate(history.messages):
+        if not message.draft:
+            continue
+        if not Message.objects.filter(pk=message.pk, draft=True).update(draft=False):
+            continue
+        message.draft = False
+        if record is not None:
+            cut_off_account_blocking(
+                conversation=conversation,
+                record=record,
+                reply=message,
+                before=history.messages[:index],
+            )
+    # Drafts off the active branch (switched while the turn ran) are kept all the same.
+    Message.objects.filter(conversation=conversation, draft=True).update(draft=False)
 
 
 def _dead_turn_end_blocking(conversation: Conversation, claim: Q) -> Repair | None:

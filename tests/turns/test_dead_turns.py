@@ -1,15 +1,19 @@
 """Dead turns are found within seconds: a server process SIGKILLed mid-reply, followed through
-another process; a process restarted on the same host. Everyone is told, nothing stays locked.
+another process; a process restarted on the same host. Everyone is told, nothing stays locked,
+and the reply the kill cut off is counted against the budgets.
 
 Real processes on the test's database (SQLite or PostgreSQL; with REDIS_URL the follower
 also gets the reply relayed until the kill).
 """
 
+import math
 import threading
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from rojos.models import Conversation, TurnRecord
+from rojos.context.window import DEFAULT_CHARS_PER_TOKEN
+from rojos.models import Conversation, TurnRecord, UsageRecord
 from rojos.turns.repair import INTERRUPTED_MESSAGE
 from tests.support.fake_provider import Gate, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
@@ -149,3 +153,50 @@ def test_stop_on_a_turn_whose_process_is_gone_ends_it_at_once(
         {"type": "ERROR", "data": {"message": INTERRUPTED_MESSAGE, "code": "interrupted"}},
         {"type": "DONE", "data": {}},
     ]
+
+
+def test_a_reply_killed_as_it_streams_is_counted_once_by_the_processes_that_end_it(
+    server_process, client_for, users, project, rojo, fake_provider, settings
+):
+    """SIGKILL mid-reply, then two processes find its turn dead at the same moment: the
+    response the provider billed is recorded once, as an estimate (no usage came) of the
+    request it answered and of the text its drafts kept, linked to that text; the turn's
+    user's budgets count it."""
+    settings.ROJO_TURN_STALE_SECONDS = 3600  # both survivors find the process gone
+    victim = doomed(server_process)
+    other = server_process(ROJO_TURN_STALE_SECONDS="3600")
+    on_victim = client_for(users["editor"], base_url=victim.base_url)
+    survivors = [client_for(users["editor"]), client_for(users["editor"], base_url=other.base_url)]
+    killed = threading.Event()
+    response_cm, seen = start_slow_turn(on_victim, project, rojo, fake_provider, killed)
+    conversation = seen[0].data["conversation"]
+    wait_until(lambda: len(stored_history(conversation)) > 1, timeout=60)  # a draft is saved
+    victim.kill()
+    killed.set()
+    response_cm.__exit__(None, None, None)
+
+    def read(client) -> dict:
+        return client.get(f"/api/conversations/{conversation}").json()
+
+    with ThreadPoolExecutor(2) as pool:
+        details = list(pool.map(read, survivors))
+
+    assert [d["running"] for d in details] == [False, False]
+    kept = stored_history(conversation)[1]
+    assert (kept.role, kept.draft) == ("assistant", False)
+    usage = list(UsageRecord.objects.filter(conversation_id=conversation))
+    assert len(usage) == 1
+    record = usage[0]
+    assert (record.message_id, record.user_id, record.kind) == (
+        kept.pk,
+        users["editor"].pk,
+        "reply",
+    )
+    assert (record.reported, record.model) == (False, rojo.model)
+    assert record.completion_tokens == math.ceil(len(kept.content) / DEFAULT_CHARS_PER_TOKEN)
+    assert record.prompt_tokens >= math.ceil(
+        len(rojo.system_prompt + "Talk") / DEFAULT_CHARS_PER_TOKEN
+    )
+    reported = survivors[0].get(f"/api/conversations/{conversation}/usage").json()
+    assert reported["total"]["completion"] == record.completion_tokens
+    assert reported["total"]["estimated"] is True
