@@ -74,6 +74,9 @@ class StreamedCalls:
         index = raw.get("index") if isinstance(raw.get("index"), int) else None
         function = raw.get("function") or {}
         name = function.get("name") or ""
+        if not isinstance(name, str) or not isinstance(call_id, str | None):
+            # Stored, such a call would fail every later request of the conversation.
+            raise TypeError("a tool call's name or id that is not a string")
         at_index = self._by_index.get(index) if index is not None else None
         call = None
         if call_id and call_id in self._by_id:

@@ -450,6 +450,37 @@ async def test_chunk_that_is_not_json_fails_and_keeps_the_text(
     await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
 
 
+@pytest.mark.parametrize(
+    "call",
+    [
+        {"index": 0, "id": "call_1", "function": {"name": 5, "arguments": "{}"}},
+        {"index": 0, "id": "call_1", "function": {"name": ["list_files"], "arguments": "{}"}},
+        {"index": 0, "id": 7, "function": {"name": "list_files", "arguments": "{}"}},
+    ],
+    ids=["name-number", "name-list", "id-number"],
+)
+async def test_a_call_whose_name_or_id_is_not_a_string_fails_and_is_never_stored(
+    fake_provider, project, users, call
+):
+    """A tool call delta with a number or a list for its name or id is a malformed chunk:
+    the turn fails with the text before it kept, the call neither runs nor is stored (stored,
+    it would fail every later request of the conversation), and the next message works."""
+    calls = {"choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": None}]}
+    finish = {"choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]}
+    fake_provider.add(stream(text_chunks("Looking.", finish=None), calls, finish))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert_failed(run, "malformed stream chunk")
+    history = await valid_history(run.conversation)
+    assert [(m.role, m.content, m.tool_calls) for m in history] == [
+        ("user", "Please help.", None),
+        ("assistant", "Looking.", None),
+    ]
+    await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
+
+
 async def test_llama_cpp_error_line_fails_with_its_message(fake_provider, project, users):
     """Older llama.cpp writes a non-standard `error:` line instead of a data chunk."""
     line = "error: " + json.dumps({"message": "context overflow"}) + "\n\n"
