@@ -9,7 +9,6 @@ how the request is built is `provider_request`'s.
 
 import asyncio
 import contextlib
-import json
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -65,7 +64,7 @@ async def provider_chunks(
         try:
             if response.headers.get("content-type", "").startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
-                yield [_checked(json.loads(await response.aread()), client.api_key)]
+                yield [_checked(lenient_loads(await response.aread()), client.api_key)]
                 return
             rest = b""
             with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick, idle) as read:

@@ -1,12 +1,15 @@
 """What JSON from outside (a provider's chunk, an API request's body) may carry that no store
-keeps: NUL characters and lone UTF-16 halves.
+keeps: NUL characters, lone UTF-16 halves, and numbers that are not numbers.
 
 A NUL (`\\u0000`) is valid JSON text, but PostgreSQL refuses it in a text column (the reply's
 save failed, and its turn with it) and SQLite's substr() ends a string at it (a draft
 appended after it lost what lay between). A surrogate escape without its other half
 (`\\ud83d`, an emoji cut in two by a gateway that counts UTF-16 units, as JavaScript does) is
 refused by orjson, which failed the whole turn. Both become U+FFFD, the replacement
-character, and the rest of the reply streams and is stored as sent.
+character, and the rest of the reply streams and is stored as sent. `NaN`, `Infinity` (or
+a number too big for a float, `1e999`) are no JSON, but the standard library reads them:
+stored in a message's usage or extra they failed the JSON column's check (SQLite) or
+PostgreSQL's jsonb, and the reply with them; they become null.
 
 A chunk's NULs are replaced in the strings the accumulator keeps (a one-character search
 of each, cheaper per chunk than a search of every chunk's bytes for the escape); an API
@@ -14,6 +17,7 @@ body's in its bytes, before it is parsed.
 """
 
 import json
+import math
 import re
 from typing import Any
 
@@ -34,9 +38,19 @@ def nul_escapes_replaced(payload: bytes) -> bytes:
 
 def lenient_loads(payload: bytes) -> Any:
     """JSON that orjson refused, parsed by the standard library, which lets a lone surrogate
-    through; each then becomes U+FFFD (a pair split inside one string is joined). Raises
-    ValueError for text that is not JSON at all."""
-    return _surrogates_replaced(json.loads(payload))
+    through; each then becomes U+FFFD (a pair split inside one string is joined), and each
+    number that is not finite None. Raises ValueError for text that is not JSON at all."""
+    value = json.loads(payload, parse_constant=_not_a_number, parse_float=_finite)
+    return _surrogates_replaced(value)
+
+
+def _not_a_number(_constant: str) -> None:
+    return None
+
+
+def _finite(text: str) -> float | None:
+    number = float(text)
+    return number if math.isfinite(number) else None
 
 
 def _surrogates_replaced(value: Any) -> Any:

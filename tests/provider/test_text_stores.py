@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rojos.models import Message
+from rojos.models import Message, UsageRecord
 from rojos.tools import RojoTool, RojoToolContext, registry
 from tests.support.agent_run import rojo_for, run_turn, valid_history
 from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_chunks
@@ -65,6 +65,35 @@ async def test_an_emoji_cut_between_two_chunks_as_utf16_halves_ends_no_turn(
     assert run.error is None, run.error
     assert run.text == "Hi \ufffd\ufffd there"
     assert (await valid_history(run.conversation))[-1].content == "Hi \ufffd\ufffd there"
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999"])
+async def test_a_number_that_is_not_finite_in_a_chunk_loses_no_reply(
+    fake_provider, project, users, number
+):
+    """`NaN` or `Infinity` in the usage chunk and in a call's extra field (no JSON, but some
+    servers' encoders write them): read as null, so the reply is stored with its call and
+    its usage estimated. Before, the message's save failed its JSON column (SQLite's check,
+    PostgreSQL's jsonb) and the turn ended with an internal error, the reply lost."""
+    call = tool_call_chunks([("list_files", {"path": ""})], finish=None)
+    call[0]["choices"][0]["delta"]["tool_calls"][0]["logprob"] = "NUMBER"
+    usage = '{"choices": [], "usage": {"prompt_tokens": NUMBER, "completion_tokens": 2}}'
+    lines = [f"data: {json.dumps(c)}\n\n".replace('"NUMBER"', number) for c in call]
+    finish = f"data: {json.dumps(chunk({}, 'tool_calls'))}\n\n"
+    fake_provider.add(
+        stream(*lines, finish, f"data: {usage.replace('NUMBER', number)}\n\n"),
+        stream(text_chunks("Nothing there.")),
+    )
+    rojo = await rojo_for(fake_provider, stream_usage_refused=True)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None, run.error
+    history = await valid_history(run.conversation)
+    assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+    assert history[1].usage == {"prompt_tokens": None, "completion_tokens": 2}
+    assert history[-1].content == "Nothing there."
+    assert [r.reported async for r in UsageRecord.objects.filter(message=history[1])] == [False]
 
 
 async def test_a_streamed_refusal_is_the_reply(fake_provider, project, users):
