@@ -30,9 +30,13 @@ class UsageCounts:
         return self.prompt + self.completion
 
 
+# The most a usage row's column holds (PostgreSQL's integer): a count past it is no count.
+_MOST = 2**31 - 1
+
+
 def _count(*values: Any) -> int | None:
     for value in values:
-        if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= _MOST:
             return int(value)
     return None
 

@@ -169,3 +169,25 @@ async def test_the_estimate_is_calibrated_by_the_usage_the_provider_reports(
     uncalibrated = tokens_of(request_chars(with_two), DEFAULT_CHARS_PER_TOKEN)
     assert abs(uncalibrated - counted) > 0.25 * counted  # cautious: an over-estimate
     assert await sync_to_async(UsageRecord.objects.filter(rojo=rojo).count)() == 4
+
+
+@pytest.mark.parametrize("prompt", ["99999999999", "1e300"])
+async def test_a_count_too_big_for_any_model_is_estimated_and_the_turn_ends_well(
+    fake_provider, project, users, prompt
+):
+    """A prompt count past what a usage row holds (a provider's bug, not a count): the
+    response is recorded with an estimate, as one without usage. Before, the row's insert
+    failed (PostgreSQL's integer out of range, SQLite's overflow) after the reply was
+    stored, and the turn ended with an internal error, its usage lost."""
+    usage = f'{{"choices": [], "usage": {{"prompt_tokens": {prompt}, "completion_tokens": 2}}}}'
+    fake_provider.add(stream(text_chunks("Hello."), f"data: {usage}\n\n"))
+    rojo = await rojo_for(fake_provider, stream_usage_refused=True)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None, run.error
+    history = await valid_history(run.conversation)
+    assert history[-1].content == "Hello."
+    [row] = await records(run.conversation)
+    assert (row.message_id, row.reported) == (history[-1].pk, False)
+    assert row.completion_tokens == tokens_of(len("Hello."), DEFAULT_CHARS_PER_TOKEN)
