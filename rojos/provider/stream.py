@@ -62,10 +62,13 @@ async def provider_chunks(
         if opened is not None:
             opened()
         try:
-            if response.headers.get("content-type", "").startswith("application/json"):
+            kind = response.headers.get("content-type", "")
+            if kind.startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
                 yield [_checked(lenient_loads(await response.aread()), client.api_key)]
                 return
+            if kind.startswith("text/html"):
+                raise ProviderError(_web_page(client))
             rest = b""
             with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick, idle) as read:
                 first = True
@@ -190,3 +193,14 @@ def _checked(chunk: Any, secret: str | None) -> Any:
 
 
 _NOT_JSON = "The provider sent a stream chunk that is not valid JSON."
+
+
+def _web_page(client: openai.AsyncOpenAI) -> str:
+    """What a 200 with a web page says: a base URL that names a site (a chat UI's, a login
+    page of a proxy), not its API; read as a stream, it was a stream that never finished."""
+    metrics.provider_errors.labels(kind="stream").inc()
+    return (
+        f"The provider at {client.base_url} answered with a web page, not a stream of "
+        "completion chunks: check the rojo's base URL (an OpenAI-compatible API's usually "
+        "ends in /v1) and that no proxy's login page is in the way."
+    )

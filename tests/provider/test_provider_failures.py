@@ -13,6 +13,7 @@ from rojos.errors import ProviderError
 from rojos.models import Rojo
 from tests.support.agent_run import API_KEY, rojo_for, run_turn, valid_history
 from tests.support.fake_provider import (
+    HttpError,
     Pause,
     Window,
     error_chunk,
@@ -138,6 +139,24 @@ async def test_error_body_with_status_200_is_a_provider_error(fake_provider, pro
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
     assert_failed(run, "No endpoints found for fake-model.")
+    history = await valid_history(run.conversation)
+    assert [m.role for m in history] == ["user"]
+    await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
+
+
+async def test_a_web_page_with_status_200_names_the_base_url_to_check(
+    fake_provider, project, users
+):
+    """A base URL that names a site, not its API (a chat UI's root, a proxy's login page),
+    answers every path with 200 and HTML: the user is told to check the base URL, not that
+    the response ended before it finished."""
+    page = "<!doctype html><html><body>Sign in</body></html>"
+    fake_provider.add(HttpError(status=200, body=page, headers={"content-type": "text/html"}))
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert_failed(run, "answered with a web page", "check the rojo's base URL")
     history = await valid_history(run.conversation)
     assert [m.role for m in history] == ["user"]
     await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
