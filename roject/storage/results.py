@@ -24,7 +24,7 @@ from django.conf import settings
 
 from .entries import temp_name
 from .layout import UNDO_MODE, directory_make, project_dir
-from .paths import TEMP_PREFIX, StorageError
+from .paths import TEMP_PREFIX, StorageError, reported
 
 _HANDLE = re.compile(r"^r[0-9a-f]{32}$")
 _FILE_MODE = 0o600
@@ -47,21 +47,23 @@ def _results_dir(project_id: int, conversation_id: int) -> Path:
 
 
 def result_keep(*, project_id: int, conversation_id: int, text: str) -> str:
-    """Keep `text` for the conversation and return its handle."""
+    """Keep `text` for the conversation and return its handle; DiskFull when it does not
+    fit (nothing of it left behind), StorageError for another failure of the storage."""
     directory = _results_dir(project_id, conversation_id)
-    directory_make(directory.parent.parent)
-    directory_make(directory.parent, UNDO_MODE)
-    directory_make(directory, UNDO_MODE)
-    handle = "r" + secrets.token_hex(16)
-    temporary = directory / temp_name()
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(text.encode("utf-8"))
-        os.rename(temporary, directory / handle)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with reported("the tool's result"):
+        directory_make(directory.parent.parent)
+        directory_make(directory.parent, UNDO_MODE)
+        directory_make(directory, UNDO_MODE)
+        handle = "r" + secrets.token_hex(16)
+        temporary = directory / temp_name()
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, _FILE_MODE)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(text.encode("utf-8"))
+            os.rename(temporary, directory / handle)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
     return handle
 
 

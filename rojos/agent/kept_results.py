@@ -7,12 +7,15 @@ handed counts against the turn's read budget: the head now, each read_result lat
 """
 
 import asyncio
+import logging
 
 from django.conf import settings
 
 from roject import storage
 from rojos.agent.history import tool_content
 from rojos.tools import ToolOutcome
+
+logger = logging.getLogger(__name__)
 
 # Enough of the head to judge what the result is and where to read, small beside the
 # turn's read budget.
@@ -39,10 +42,14 @@ async def outcome_paged(
         return outcome  # the common case, without encoding the text
     kept_limit = settings.ROJO_MAX_KEPT_RESULT_BYTES
     kept = _first(text, kept_limit) if kept_limit and size > kept_limit else text
-    handle = await asyncio.to_thread(
-        storage.result_keep, project_id=project_id, conversation_id=conversation_id, text=kept
-    )
     head = _first(text, min(HEAD_BYTES, limit))
+    try:
+        handle = await asyncio.to_thread(
+            storage.result_keep, project_id=project_id, conversation_id=conversation_id, text=kept
+        )
+    except storage.StorageError as exc:  # a full disk: the head, and the model told why
+        logger.warning("a result of conversation %s was not kept: %s", conversation_id, exc)
+        return ToolOutcome.success({"head": head, "size": size, "note": _unkept(head, exc)})
     note = (
         f"The result is {size:,} bytes, over the read limit of {limit:,} "
         f"(ROJO_MAX_READ_BYTES): this is its first {len(head.encode('utf-8')):,} bytes. "
@@ -54,3 +61,12 @@ async def outcome_paged(
             "the rest is lost."
         )
     return ToolOutcome.success({"head": head, "size": size, "handle": handle, "note": note})
+
+
+def _unkept(head: str, exc: Exception) -> str:
+    """What the model is told of a result over the read limit that could not be kept."""
+    return (
+        f"The result is over the read limit (ROJO_MAX_READ_BYTES): this is its first "
+        f"{len(head.encode('utf-8')):,} bytes, and the rest could not be kept to read in "
+        f"parts ({exc}). Ask for less at once (a narrower search, offset and limit)."
+    )

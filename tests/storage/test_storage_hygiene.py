@@ -5,6 +5,7 @@ ROJO_STORAGE_DIR: the errors are the kernel's ENOSPC, not a patched function's.
 """
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -26,8 +27,9 @@ from roject.storage import (
 from roject.storage import entries as storage_entries
 from rojos.models import FileChange, default_tools
 from tests.storage.test_storage_race import Swapper
+from tests.support.big_results import BIG as BIG_RESULT
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
-from tests.support.helpers import make_rojo
+from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 from tests.support.small_disk import small_disk_mounted
 
 MIB = 1024 * 1024
@@ -130,6 +132,37 @@ def test_a_rojo_overwriting_a_file_on_a_full_disk_is_refused_and_changes_nothing
     # Only the small write is recorded; it made a new file, so it needs no copy.
     assert list(FileChange.objects.values_list("paths", "before")) == [(["small.txt"], [False])]
     assert undo_entries(small_disk, project.pk) == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_result_too_big_to_hand_over_and_to_keep_on_a_full_disk_is_its_head(
+    small_disk, big_search, fake_provider, client_for, users, project, settings
+):
+    """A 3 MB result, over the read limit, that the full disk cannot keep for read_result:
+    the model gets its head and why the rest is not there, the turn goes on, and no part of
+    the result is left on the disk. Before, the call was answered `interrupted` and the
+    turn ended with an internal error."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    rojo = make_rojo(fake_provider.base_url, tools=["big_search"])
+    fake_provider.add(
+        stream(*tool_call_chunks([("big_search", {})])), stream(*text_chunks("Narrowing."))
+    )
+
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="Find it")
+
+    assert [e.type for e in events] == ["START", "TOOL_CALL", "TOOL_RESULT", "CHAT", "DONE"]
+    [result] = [e.data for e in events if e.type == "TOOL_RESULT"]
+    assert result["ok"] is True and set(result["result"]) == {"head", "size", "note"}
+    assert result["result"]["head"] == BIG_RESULT[: 16 * 1024]
+    assert "could not be kept" in result["result"]["note"]
+    assert "No space left on device" in result["result"]["note"]
+    told = json.loads(fake_provider.requests[-1]["messages"][-1]["content"])
+    assert told == result["result"]
+    history = stored_history(events[0].data["conversation"])
+    assert_history_valid(history)
+    assert history[-1].content == "Narrowing."
+    kept = small_disk / str(project.pk) / "results"
+    assert [p for p in kept.rglob("*") if p.is_file()] == []
 
 
 def test_a_snapshot_is_made_under_a_temporary_name_and_renamed_once_complete(
