@@ -24,7 +24,7 @@ from rojos.agent.changing_calls import cut_off_writes_clean
 from rojos.agent.history import History
 from rojos.agent.usage_accounts import cut_off_account_blocking
 from rojos.changes import undo
-from rojos.models import Conversation, FileChange, Message, TurnRecord
+from rojos.models import Conversation, FileChange, Message, PendingApproval, TurnRecord
 from rojos.models.claims import dead_claim
 from rojos.tools import registry
 
@@ -111,11 +111,16 @@ def _drafts_keep(conversation: Conversation, history: History, record: TurnRecor
 
 def _dead_turn_end_blocking(conversation: Conversation, claim: Q) -> Repair | None:
     """(Blocking) Give a dead claim up and record its turn as interrupted, answering its open
-    calls: one transaction. None when the claim was not (or no longer) that dead one."""
+    calls: one transaction. None when the claim was not (or no longer) that dead one. The
+    wait for an approval it left ends with it, as a taken-over claim's does: else the next
+    turn would read as waiting, and the owners' inbox offer the dead call again."""
     with transaction.atomic():
         rows = Conversation.objects.filter(claim, pk=conversation.pk)
-        if not rows.update(turn_id=None, turn_heartbeat=None, turn_owner=""):
+        ended = {"turn_id": None, "turn_heartbeat": None, "turn_owner": ""}
+        if not rows.update(**ended, approval_waiting=None):
             return None
+        PendingApproval.objects.filter(conversation_id=conversation.pk).delete()
+        conversation.approval_waiting = None
         history = History.load_blocking(conversation)
         return conversation_repair(
             conversation=conversation,

@@ -142,6 +142,47 @@ def test_killed_while_a_call_waits_for_approval_the_next_message_answers_it_inte
     assert FileChange.objects.count() == 0
 
 
+def test_killed_while_a_call_waits_for_an_owner_the_wait_ends_with_the_turn(
+    client_for, users, project, rojo, fake_provider, root, doomed_server
+):
+    """A routed wait, its process killed, and the turn ended by a read elsewhere (not by
+    the next message): the wait leaves the owners' inbox and the conversation's badge with
+    the turn. Before, it stayed: the next turn of the conversation read as waiting for an
+    approval, and the owners' inbox offered the dead call again for its hour."""
+    project.owner_approval = True
+    project.save(update_fields=["owner_approval"])
+    (root / "notes.txt").write_text("mine\n")
+    overwrite = ("write_text_content", {"path": "notes.txt", "text": "theirs\n"})
+    fake_provider.add(stream(*tool_call_chunks([overwrite])))
+    client = client_for(users["editor"], base_url=doomed_server.base_url)
+    with client.chat_stream(project.pk, rojo=rojo.slug, message="Go") as response:
+        seen = read_until(parse_sse(response.iter_lines()), "APPROVAL_REQUIRED")
+        doomed_server.kill()
+    assert seen[-1].data["routed"] is True
+    conversation = seen[0].data["conversation"]
+    survivor, owner = client_for(users["editor"]), client_for(users["owner"])
+
+    detail = survivor.get(f"/api/conversations/{conversation}").json()  # ends the dead turn
+
+    assert detail["running"] is False
+    assert detail["turns"][0]["status"] == "interrupted"
+    released = threading.Event()
+    fake_provider.add(stream(text_chunks("Again ", finish=None), Gate(released), text_chunks(".")))
+    with survivor.chat_stream(
+        project.pk, rojo=rojo.slug, message="Again", conversation=conversation
+    ) as response:
+        events = parse_sse(response.iter_lines())
+        read_until(events, "CHAT")
+        inbox = owner.get("/api/approvals").json()
+        [listed] = survivor.get(f"/api/projects/{project.pk}/conversations").json()
+        released.set()
+        rest = list(events)
+    assert inbox == []
+    assert (listed["status"], listed["waiting_approval"]) == ("running", False)
+    assert [e.type for e in rest][-1] == "DONE" and "ERROR" not in [e.type for e in rest]
+    assert files_in(root) == {"notes.txt": "mine\n"}
+
+
 def test_killed_mid_text_the_finished_call_and_its_file_are_kept(
     client_for, users, project, rojo, fake_provider, root, doomed_server
 ):
