@@ -15,6 +15,12 @@ class ProviderError(TurnError):
     code = "provider"
 
 
+class StreamBroken(ProviderError):
+    """The connection to the provider failed or went silent past its timeout: before its
+    answer or mid-stream, not the provider's own error. One that comes after the response's
+    finish reason costs nothing of it (its usage at most): the turn goes on."""
+
+
 class StepLimitReached(TurnError):
     """The rojo called tools max_steps times without answering."""
 

@@ -153,7 +153,7 @@ async def agent_loop(
         draft = Draft(history, settings.ROJO_DRAFT_SECONDS)
         try:
             chunks = requests.stream(tick=deltas.quiet_spell, idle=idle)
-            async with contextlib.aclosing(chunks):
+            async with accumulator.whole_if_broken(), contextlib.aclosing(chunks):
                 async for batch in chunks:
                     if type(batch) is not list:  # a summary made to fit the window
                         yield batch

@@ -293,7 +293,7 @@ class TurnRequests:
         began = asyncio.Event()  # the provider took the request: it bills it
         try:
             chunks = provider_chunks(self.client, request, opened=began.set)
-            async with contextlib.aclosing(chunks):
+            async with accumulator.whole_if_broken(), contextlib.aclosing(chunks):
                 async for batch in chunks:
                     for chunk in batch:
                         accumulator.feed(chunk)

@@ -8,13 +8,18 @@ into one text and one thinking, and passes each tool-call delta on to the respon
 stays plain: no per-chunk objects or helper layers.
 """
 
+import contextlib
+import logging
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from rojos.errors import ProviderError
+from rojos.errors import ProviderError, StreamBroken
 from rojos.provider.failures import mid_stream_message
 from rojos.provider.streamed_calls import StreamedCalls
 from rojos.provider.think_tags import ThinkTags
 from rojos.provider.wire_text import nul_replaced
+
+logger = logging.getLogger(__name__)
 
 # Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
 _KNOWN_DELTA_KEYS = frozenset(
@@ -62,6 +67,19 @@ class StreamAccumulator:
         self.extra: dict = {}
         self.usage: dict | None = None
         self.finish_reason: str | None = None
+
+    @contextlib.asynccontextmanager
+    async def whole_if_broken(self) -> AsyncIterator[None]:
+        """Around the stream's reading: a connection that breaks or goes silent after the
+        response's finish reason (before its usage chunk or [DONE]: a proxy that resets it,
+        a server that hangs) ends the stream, not the turn, the response being whole (its
+        usage then estimated). Before its finish reason it is the failure it was."""
+        try:
+            yield
+        except StreamBroken as exc:
+            if self.finish_reason is None:
+                raise
+            logger.warning("the provider's stream failed after its response finished: %s", exc)
 
     def take_text(self) -> str:
         """The text since the last take, joined, and given up: a draft (drafts.Draft)

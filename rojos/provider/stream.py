@@ -20,7 +20,7 @@ import orjson
 from django.conf import settings
 
 from rojos import metrics
-from rojos.errors import ProviderError
+from rojos.errors import ProviderError, StreamBroken
 from rojos.provider.admission import admitted
 from rojos.provider.body import Idle, Read, Tick, body_reader
 from rojos.provider.failures import failure_message, mid_stream_message
@@ -53,8 +53,8 @@ async def provider_chunks(
     walk every message and tool definition against its parameter types, about 0.6 ms a
     request. The body is read as raw bytes, split into lines here, each chunk parsed once.
     Transport and HTTP failures become ProviderError (ContextOverflow or OptionRefused when
-    the loop can recover, provider_refusals); a stream that ends early simply stops,
-    and the accumulator then reports it as unfinished.
+    the loop can recover, provider_refusals; StreamBroken for the connection's own); a
+    stream that ends early simply stops, and the accumulator then reports it as unfinished.
     """
     sent = time.monotonic()
     try:
@@ -110,7 +110,7 @@ async def provider_chunks(
         ValueError,
     ) as exc:
         metrics.provider_errors.labels(kind="connection").inc()
-        raise ProviderError(failure_message(exc, client)) from None
+        raise StreamBroken(failure_message(exc, client)) from None
 
 
 def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> bool:

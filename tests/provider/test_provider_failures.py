@@ -5,14 +5,16 @@ import asyncio
 import itertools
 import json
 import socket
+import threading
 
 import pytest
 from asgiref.sync import sync_to_async
 
 from rojos.errors import ProviderError
-from rojos.models import Rojo
+from rojos.models import Rojo, UsageRecord
 from tests.support.agent_run import API_KEY, rojo_for, run_turn, valid_history
 from tests.support.fake_provider import (
+    Gate,
     HttpError,
     Pause,
     Window,
@@ -187,6 +189,43 @@ async def test_stream_without_finish_reason_fails_and_runs_nothing(
     assert [m.content for m in history[1:]] == ([text] if text else [])
     assert all(m.tool_calls is None for m in history)
     await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
+
+
+@pytest.mark.parametrize("fault", ["cut", "silent"])
+@pytest.mark.parametrize("answer", ["text", "call"])
+async def test_a_connection_lost_after_the_finish_reason_loses_nothing(
+    fake_provider, project, users, settings, fault, answer
+):
+    """The response whole, its finish reason sent, then the connection is reset (a proxy)
+    or goes silent past ROJO_PROVIDER_TIMEOUT before the usage chunk and [DONE]: the
+    response counts as finished (its usage estimated) and its calls run. Before, the turn
+    failed with the text kept and the calls dropped."""
+    settings.ROJO_PROVIDER_TIMEOUT = 1
+    never = threading.Event()
+    ending = {"cut": {"cut": True}, "silent": {}}[fault]
+    after = [] if fault == "cut" else [Gate(never, timeout=30)]
+    if answer == "text":
+        fake_provider.add(stream(text_chunks("Whole answer."), *after, **ending))
+    else:
+        listing = tool_call_chunks([("list_files", {"path": ""})])
+        fake_provider.add(stream(listing, *after, **ending), stream(text_chunks("Listed.")))
+    rojo = await rojo_for(fake_provider, stream_usage_refused=True)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+    never.set()
+
+    assert run.error is None, run.error
+    history = await valid_history(run.conversation)
+    if answer == "text":
+        assert [(m.role, m.content) for m in history] == [
+            ("user", "Please help."),
+            ("assistant", "Whole answer."),
+        ]
+    else:
+        assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+        assert history[2].content == "[]" and history[-1].content == "Listed."
+    reported = [r.reported async for r in UsageRecord.objects.filter(message=history[1])]
+    assert reported == [False]
 
 
 async def test_stream_cut_mid_tool_call_writes_nothing(fake_provider, project, users):
