@@ -23,7 +23,15 @@ from pathlib import Path, PurePosixPath
 
 from .beneath import DIRECTORY_MODE, FILE_MODE, opened
 from .layout import incoming_dir_create
-from .paths import PathError, StorageError, check_form, is_temp_file
+from .paths import (
+    PathError,
+    StorageError,
+    check_form,
+    disk_full,
+    is_temp_file,
+    no_room,
+    reported,
+)
 from .uploads import Incoming
 
 _BLOCK = 1 << 16
@@ -31,6 +39,7 @@ _NEW = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _SPECIAL = (stat.S_IFCHR, stat.S_IFBLK, stat.S_IFIFO, stat.S_IFSOCK)
 _NAME_MAX = 255  # bytes in one name component (Linux's NAME_MAX)
+_UPLOAD = "the upload"  # what a full disk's error names
 # What reading or writing one damaged or odd entry raises: a skipped entry, never a 500.
 _ENTRY_ERRORS = (OSError, NotImplementedError, RuntimeError, EOFError, zlib.error, ValueError)
 
@@ -108,6 +117,8 @@ def _directory(top: int, parts: list[str]) -> int:
             pass
         except OSError as exc:
             os.close(fd)
+            if no_room(exc):  # no entry fits either: the whole upload fails, nothing kept
+                raise disk_full(_UPLOAD) from exc
             raise _Skip(f"its folder cannot be made ({exc.strerror})") from None
         try:
             inner = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
@@ -128,6 +139,8 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: l
         except FileExistsError:
             raise _Skip("another entry has the same name") from None
         except OSError as exc:
+            if no_room(exc):
+                raise disk_full(_UPLOAD) from exc
             raise _Skip(f"it cannot be written ({exc.strerror})") from None
         written = 0
         try:
@@ -143,6 +156,8 @@ def _extract(archive: zipfile.ZipFile, info: zipfile.ZipInfo, top: int, parts: l
             raise _Skip("its compression method is not supported") from None
         except (_Skip, zipfile.BadZipFile, *_ENTRY_ERRORS) as exc:
             os.unlink(parts[-1], dir_fd=fd)
+            if no_room(exc):  # not a damaged entry: the disk is full
+                raise disk_full(_UPLOAD) from exc
             raise exc if isinstance(exc, _Skip) else _Skip("it is damaged") from exc
         return written
     finally:
@@ -188,7 +203,8 @@ def zip_unpack(*, project_id: int, archive_file: Incoming, limits: ZipLimits) ->
     except (zipfile.BadZipFile, OSError):
         raise StorageError("the upload is not a readable .zip archive") from None
     directory = incoming_dir_create(project_id) / uuid.uuid4().hex
-    os.mkdir(directory, 0o700)
+    with reported(_UPLOAD):
+        os.mkdir(directory, 0o700)
     try:
         with archive:
             return _unpack_into(archive, directory, limits)

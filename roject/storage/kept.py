@@ -18,37 +18,40 @@ from pathlib import Path
 
 from .entries import temp_name
 from .layout import UNDO_MODE, directory_make, project_dir
-from .paths import is_temp_file
+from .paths import is_temp_file, reported
 
 _NAME = re.compile(r"^[0-9a-f]{64}$")
 # The parts files are kept in (a part's module names itself here, so that the sweep of what
 # crashes leave knows them all).
 PARTS = ("images", "pdfs")
+_LABELS = {"images": "the image", "pdfs": "the PDF"}  # what a failed write names
 _FILE_MODE = 0o600
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def kept_write(*, project_id: int, part: str, data: bytes) -> str:
-    """(Blocking) Keep `data` in the project's `part` and return its name (its SHA-256)."""
+    """(Blocking) Keep `data` in the project's `part` and return its name (its SHA-256);
+    DiskFull when it does not fit (nothing of it left behind)."""
     name = hashlib.sha256(data).hexdigest()
     directory = project_dir(project_id) / part
-    directory_make(directory.parent)
-    directory_make(directory, UNDO_MODE)
-    if (directory / name).is_file():
-        # Kept again (the same file attached anew): now in use, whatever its age, for the
-        # sweep of files no message refers to (`kept_unused`).
-        os.utime(directory / name)
-    else:
-        temporary = directory / temp_name()
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-        fd = os.open(temporary, flags, _FILE_MODE)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.rename(temporary, directory / name)
-        except BaseException:
-            temporary.unlink(missing_ok=True)
-            raise
+    with reported(_LABELS[part]):
+        directory_make(directory.parent)
+        directory_make(directory, UNDO_MODE)
+        if (directory / name).is_file():
+            # Kept again (the same file attached anew): now in use, whatever its age, for
+            # the sweep of files no message refers to (`kept_unused`).
+            os.utime(directory / name)
+        else:
+            temporary = directory / temp_name()
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
+            fd = os.open(temporary, flags, _FILE_MODE)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(data)
+                os.rename(temporary, directory / name)
+            except BaseException:
+                temporary.unlink(missing_ok=True)
+                raise
     return name
 
 

@@ -49,6 +49,11 @@ class DiskFull(StorageError):
 _NO_ROOM = {errno.ENOSPC, errno.EDQUOT}
 
 
+def no_room(exc: BaseException) -> bool:
+    """Whether an error is a full disk's (or an exhausted quota's)."""
+    return isinstance(exc, OSError) and exc.errno in _NO_ROOM
+
+
 def disk_full(label: str) -> DiskFull:
     """The one error a full disk gives, whether found out by a write or foreseen by a check."""
     return DiskFull(
@@ -142,7 +147,7 @@ def reported(relative_path: str) -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        if exc.errno in _NO_ROOM:
+        if no_room(exc):
             raise disk_full(relative_path) from exc
         reason = exc.strerror or exc.__class__.__name__
         raise StorageError(f"{reason}: {relative_path!r}") from exc

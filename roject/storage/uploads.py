@@ -18,7 +18,7 @@ from .beneath import DIRECTORY_MODE, FILE_MODE, opened
 from .entries import entry_remove, fsync_dir, temp_name
 from .files import open_regular_file
 from .layout import incoming_dir_create
-from .paths import EntryExists, PathError, StorageError, TooLarge, refuse_hard_links
+from .paths import EntryExists, PathError, StorageError, TooLarge, refuse_hard_links, reported
 
 _BLOCK = 1 << 20
 
@@ -34,23 +34,25 @@ class Incoming:
 
 
 def upload_receive(*, project_id: int, read: Callable[[int], bytes], max_bytes: int) -> Incoming:
-    """(Blocking) Stream what `read` gives into a new file under incoming/; TooLarge (and
-    nothing kept) past `max_bytes`."""
+    """(Blocking) Stream what `read` gives into a new file under incoming/; TooLarge past
+    `max_bytes`, DiskFull when it does not fit (nothing kept of it either way)."""
     path = incoming_dir_create(project_id) / uuid.uuid4().hex
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
     size = 0
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            while chunk := read(_BLOCK):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise TooLarge(f"the upload is over the limit of {max_bytes:,} bytes")
-                fh.write(chunk)
-            fh.flush()
-            os.fsync(fh.fileno())
-    except BaseException:
-        path.unlink(missing_ok=True)
-        raise
+    with reported("the upload"):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                while chunk := read(_BLOCK):
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise TooLarge(f"the upload is over the limit of {max_bytes:,} bytes")
+                    fh.write(chunk)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except BaseException:
+            path.unlink(missing_ok=True)
+            raise
     return Incoming(path=path, size=size)
 
 
