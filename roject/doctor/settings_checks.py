@@ -10,6 +10,7 @@ from django.http.request import validate_host
 from . import Context, Finding, check
 
 LOCAL_HOSTS = {"localhost", "127.0.0.1", "[::1]", "::1"}
+COOKIE_SETTINGS = {"SESSION_COOKIE_SECURE": "session cookie", "CSRF_COOKIE_SECURE": "CSRF cookie"}
 KEY_FIX = "set SECRET_KEY to python3 -c 'import secrets; print(secrets.token_urlsafe(50))'."
 
 
@@ -92,13 +93,15 @@ def _https_findings(url: str) -> list[Finding]:
                 f"{origin} to CSRF_TRUSTED_ORIGINS.",
             )
         )
-    if not (settings.SESSION_COOKIE_SECURE and settings.CSRF_COOKIE_SECURE):
+    cookies = [name for name in COOKIE_SETTINGS if not getattr(settings, name)]
+    if cookies:
+        which = " and ".join(COOKIE_SETTINGS[name] for name in cookies)
         found.append(
             Finding(
                 level="error",
                 code="cookies-not-secure",
-                message="session or CSRF cookies may be sent over plain HTTP.",
-                fix="remove SESSION_COOKIE_SECURE=0 and CSRF_COOKIE_SECURE=0.",
+                message=f"the {which} may be sent over plain HTTP.",
+                fix=_turned_on_fix(cookies, on="1", default="on"),
             )
         )
     if not settings.SECURE_HSTS_SECONDS:
@@ -107,10 +110,26 @@ def _https_findings(url: str) -> list[Finding]:
                 level="warning",
                 code="hsts-off",
                 message="no Strict-Transport-Security: a first visit over HTTP can be taken.",
-                fix="remove SECURE_HSTS_SECONDS=0 (the default is a year).",
+                fix=_turned_on_fix(["SECURE_HSTS_SECONDS"], on="31536000", default="a year"),
             )
         )
     return found
+
+
+def _turned_on_fix(names: list[str], *, on: str, default: str) -> str:
+    """How to turn back on the HTTPS settings named, which are off by their own variables, by
+    DEBUG (which turns their defaults off), or both: the fix names whichever did it."""
+    own = [f"{name}={os.environ[name].strip()}" for name in names if _set(name)]
+    if settings.DEBUG:
+        debug = "DEBUG from the environment (or set DEBUG=0), which turns the HTTPS defaults off"
+        return f"remove {' and '.join(own)}, and {debug}." if own else f"remove {debug}."
+    if own:
+        return f"remove {' and '.join(own)} (the default is {default})."
+    return f"set {' and '.join(f'{name}={on}' for name in names)}."
+
+
+def _set(name: str) -> bool:
+    return bool(os.environ.get(name, "").strip())
 
 
 @check("settings")

@@ -92,6 +92,34 @@ def test_each_seeded_misconfiguration_is_found_with_its_fix(storage_dir, code, e
     assert status == (2 if output.startswith("ERROR") else 1)
 
 
+FIXES = [
+    ({"DEBUG": "1"}, "cookies-not-secure", "remove DEBUG from the environment (or set DEBUG=0)"),
+    ({"DEBUG": "1"}, "hsts-off", "remove DEBUG from the environment (or set DEBUG=0)"),
+    ({"SESSION_COOKIE_SECURE": "0"}, "cookies-not-secure", "remove SESSION_COOKIE_SECURE=0 ("),
+    ({"CSRF_COOKIE_SECURE": "no"}, "cookies-not-secure", "remove CSRF_COOKIE_SECURE=no ("),
+    (
+        {"DEBUG": "1", "SESSION_COOKIE_SECURE": "0"},
+        "cookies-not-secure",
+        "remove SESSION_COOKIE_SECURE=0, and DEBUG from the environment",
+    ),
+    ({"SECURE_HSTS_SECONDS": "0"}, "hsts-off", "remove SECURE_HSTS_SECONDS=0 ("),
+]
+
+
+@pytest.mark.parametrize(
+    ("env", "code", "fix"), FIXES, ids=[f"{'+'.join(case[0])}:{case[1]}" for case in FIXES]
+)
+def test_an_https_setting_turned_off_is_fixed_where_it_was_turned_off(storage_dir, env, code, fix):
+    """DEBUG turns the HTTPS settings' defaults off: its findings named variables that were
+    not set, whose removal changed nothing; the fix names what turned each off."""
+    _, output = doctor(storage_dir, "--no-network", **env)
+
+    line = next(line for line in output.splitlines() if f" {code}:" in line)
+    assert f" Fix: {fix}" in line
+    named = {"SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_HSTS_SECONDS"} - set(env)
+    assert not [name for name in named if name in line], line  # no variable that was not set
+
+
 def test_storage_that_takes_no_files_is_found(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
