@@ -1,8 +1,12 @@
 """The provider self-test from its three doors: `manage.py test_rojo`, the admin, the API."""
 
 import io
+import os
+import subprocess
+import sys
 
 import pytest
+from django.conf import settings as django_settings
 from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.urls import reverse
@@ -11,7 +15,9 @@ from rojos.context.discovery import window_discovery_forget
 from rojos.models import Rojo
 from rojos.models.capabilities import capabilities_for
 from tests.support.helpers import make_rojo
+from tests.support.own_services import free_port
 from tests.support.provider_profiles import use_profile
+from tests.support.server_process import database_url
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -49,6 +55,25 @@ def test_the_command_tests_another_model_and_refuses_an_unknown_rojo(fake_provid
     assert rojo.listed_window is None  # learned for the rojo's own model only
     with pytest.raises(CommandError, match="No rojo with the slug 'nobody'"):
         call_command("test_rojo", "nobody")
+
+
+def test_the_command_that_verified_nothing_exits_3_and_says_so(storage_dir):
+    """A provider out of reach leaves every check unknown: the command exited 0 as if it
+    passed; it prints the table, then says nothing was verified, with status 3."""
+    rojo = make_rojo(f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    env = {**os.environ, "DATABASE_URL": database_url(), "ROJO_STORAGE_DIR": str(storage_dir)}
+
+    done = subprocess.run(
+        [sys.executable, "manage.py", "test_rojo", rojo.slug],
+        cwd=django_settings.BASE_DIR, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+    assert done.returncode == 3, done.stderr
+    assert "a streamed answer" in done.stdout and "unknown" in done.stdout
+    assert "Nothing was verified: every check is unknown (the first: Could not connect" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr and SECRET not in done.stdout + done.stderr
 
 
 def test_the_admin_action_shows_the_table_and_the_change_page_keeps_it(admin_client, fake_provider):

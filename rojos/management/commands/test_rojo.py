@@ -7,6 +7,11 @@ from rojos.models import Rojo
 from rojos.selftest.results import profile_table
 from rojos.selftest.runner import rojo_selftest_run
 
+# The exit status of a test that could tell nothing (a provider out of reach, a refused key):
+# a script that runs it must not take it for a pass. 1 is an unknown slug or a refused key
+# variable (CommandError's own).
+NOTHING_VERIFIED = 3
+
 
 class Command(BaseCommand):
     help = (
@@ -36,3 +41,11 @@ class Command(BaseCommand):
         self.stdout.write(f"{rojo.slug} · {profile.model} · {rojo.base_url}")
         self.stdout.write(f"{profile.requests} requests, taken {profile.taken}\n")
         self.stdout.write(profile_table(profile))
+        if all(result.status == "unknown" for result in profile.results):
+            first = next((result.reason for result in profile.results if result.reason), "")
+            why = f" (the first: {first.rstrip('.')})" if first else ""
+            raise CommandError(
+                f"Nothing was verified: every check is unknown{why}. Set the rojo right, then "
+                "run the test again.",
+                returncode=NOTHING_VERIFIED,
+            )
