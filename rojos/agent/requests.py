@@ -40,6 +40,7 @@ from rojos.models import Message, Rojo, UsageRecord
 from rojos.models.capabilities import CLOSING_THINK_TAG
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle, Tick
+from rojos.provider.failures import rojo_fixes
 from rojos.provider.images import images_inline, images_taken
 from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.request import build_request
@@ -76,6 +77,7 @@ class TurnRequests:
         self.model = model or model_default(rojo)
         self.history = history
         self.client = client
+        self.fixes = rojo_fixes(rojo)  # what a failure names to set right
         self.ctx = ctx
         self.offer(tools)
         # What each response used: it holds the size of the last request sent and the budgets.
@@ -185,7 +187,12 @@ class TurnRequests:
             started = self.answered = False  # a refused attempt is not billed; this one may be
             try:
                 chunks = provider_chunks(
-                    self.client, request, tick=tick, idle=idle, opened=self._answering
+                    self.client,
+                    request,
+                    tick=tick,
+                    idle=idle,
+                    opened=self._answering,
+                    fixes=self.fixes,
                 )
                 async with contextlib.aclosing(chunks):
                     async for batch in chunks:
@@ -292,7 +299,7 @@ class TurnRequests:
         accumulator = StreamAccumulator(think_opened=self.think_opened)
         began = asyncio.Event()  # the provider took the request: it bills it
         try:
-            chunks = provider_chunks(self.client, request, opened=began.set)
+            chunks = provider_chunks(self.client, request, opened=began.set, fixes=self.fixes)
             async with accumulator.whole_if_broken(), contextlib.aclosing(chunks):
                 async for batch in chunks:
                     for chunk in batch:

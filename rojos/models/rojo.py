@@ -9,6 +9,9 @@ from django.db import models
 from rojos.models.capabilities import Capabilities, capabilities_for
 from rojos.models.key_sources import key_env_refusal, key_env_value
 
+# The rojo `manage.py demo` (make run) makes from ROJO_BASE_URL, ROJO_MODEL and ROJO_API_KEY.
+DEMO_SLUG = "demo"
+
 
 def validate_base_url(value: str) -> None:
     """An http(s) URL with a host; single-label hosts (a container's name) are fine.

@@ -3,18 +3,50 @@
 Providers put their error in different shapes (an object, a FastAPI list of fields, a JSON
 array from Gemini, OpenRouter's upstream error inside its own); the user sees the human part
 of any of them, with a hint per HTTP status and the rojo's key scrubbed out, whole or in
-part. Transport failures say which provider, and what to check.
+part. Transport failures say which provider, and what to check: where the rojo at hand has
+its base URL and key set (`rojo_fixes`), the environment for the demo rojo, the admin for others.
 """
 
 import contextlib
 import json
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 import httpx2
 import openai
 
+from rojos.models import Rojo
+from rojos.models.rojo import DEMO_SLUG
 from rojos.scrub import scrub
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Fixes:
+    """Where a failure tells the user to put a rojo's base URL and key right."""
+
+    base_url: str = "the rojo's base URL (in the admin)"
+    key: str = "the rojo's API key (in the admin)"
+
+
+ANY_ROJO = Fixes()
+
+
+def rojo_fixes(rojo: Rojo) -> Fixes:
+    """Where this rojo's base URL and key are set: the demo rojo's base URL comes from the
+    environment of `make run` (manage.py demo), every other rojo's from its page in the admin;
+    a key stored in the admin wins over the variable the rojo names."""
+    page = f"the rojo {rojo.name!r} in the admin"
+    if rojo.slug == DEMO_SLUG:
+        base_url = "the demo rojo's base URL (ROJO_BASE_URL, which make run sets it from)"
+    else:
+        base_url = f"the base URL of {page}"
+    if rojo.api_key or not rojo.api_key_env:
+        return Fixes(base_url=base_url, key=f"the API key of {page}")
+    return Fixes(
+        base_url=base_url,
+        key=f"{rojo.api_key_env} in the server's environment, or the API key of {page}",
+    )
 
 
 def error_text(error: Any) -> str:
@@ -56,10 +88,10 @@ def mid_stream_message(error: Any) -> str:
     return f"The provider reported an error mid-stream: {error_text(error)}"
 
 
-def failure_message(exc: Exception, client: openai.AsyncOpenAI) -> str:
+def failure_message(exc: Exception, client: openai.AsyncOpenAI, fixes: Fixes) -> str:
     """The message for a failed request or read: an HTTP status, a timeout, a broken stream."""
     if isinstance(exc, openai.APIStatusError):
-        return _status_message(exc, client)
+        return _status_message(exc, client, fixes)
     if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
         if _timed_out(exc):
             return (
@@ -68,7 +100,7 @@ def failure_message(exc: Exception, client: openai.AsyncOpenAI) -> str:
             )
         return (
             f"Could not connect to the provider at {client.base_url}. Check that it is running "
-            "and that the rojo's base URL (ROJO_BASE_URL for the demo rojo) is right."
+            f"and that {fixes.base_url} is right."
         )
     if isinstance(exc, (TimeoutError, httpx2.TimeoutException)):
         return (
@@ -96,7 +128,7 @@ def _timed_out(exc: BaseException) -> bool:
 
 _HINTS = {
     400: "The provider rejected the request.",
-    401: "The provider rejected the API key: set the rojo's API key (ROJO_API_KEY for the demo).",
+    401: "The provider rejected the API key: set {key}.",
     403: "The provider refused access with this API key.",
     404: "The model or endpoint was not found: check the rojo's base URL and model name.",
     408: "The provider timed out.",
@@ -112,11 +144,12 @@ _REDIRECTED = (
 )
 
 
-def _status_message(exc: openai.APIStatusError, client: openai.AsyncOpenAI) -> str:
+def _status_message(exc: openai.APIStatusError, client: openai.AsyncOpenAI, fixes: Fixes) -> str:
     status = exc.status_code
     if 300 <= status < 400:
         hint = _REDIRECTED
     else:
         hint = _HINTS.get(status, "The provider failed." if status >= 500 else "")
+        hint = hint.format(key=fixes.key)
     detail = scrub(error_text(exc.body) if exc.body is not None else exc.message, client.api_key)
     return f"{hint} The provider at {client.base_url} answered {status}: {detail}".strip()

@@ -23,7 +23,7 @@ from rojos import metrics
 from rojos.errors import ProviderError, StreamBroken
 from rojos.provider.admission import admitted
 from rojos.provider.body import Idle, Read, Tick, body_reader
-from rojos.provider.failures import failure_message, mid_stream_message
+from rojos.provider.failures import ANY_ROJO, Fixes, failure_message, mid_stream_message
 from rojos.provider.refusals import refusal_of
 from rojos.provider.wire_text import lenient_loads
 from rojos.scrub import scrub
@@ -36,6 +36,7 @@ async def provider_chunks(
     tick: Tick | None = None,
     idle: Idle | None = None,
     opened: Callable[[], None] | None = None,
+    fixes: Fixes = ANY_ROJO,
 ) -> AsyncIterator[list[dict]]:
     """Yield the parsed chunks of one streaming chat completion, a list per network read.
 
@@ -53,8 +54,10 @@ async def provider_chunks(
     walk every message and tool definition against its parameter types, about 0.6 ms a
     request. The body is read as raw bytes, split into lines here, each chunk parsed once.
     Transport and HTTP failures become ProviderError (ContextOverflow or OptionRefused when
-    the loop can recover, provider_refusals; StreamBroken for the connection's own); a
-    stream that ends early simply stops, and the accumulator then reports it as unfinished.
+    the loop can recover, provider_refusals; StreamBroken for the connection's own), whose
+    message names `fixes` (the rojo's, failures.rojo_fixes: where its base URL and key are
+    set); a stream that ends early simply stops, and the accumulator then reports it as
+    unfinished.
     """
     sent = time.monotonic()
     try:
@@ -101,7 +104,7 @@ async def provider_chunks(
             await response.aclose()
     except openai.APIStatusError as exc:
         metrics.provider_errors.labels(kind=f"http_{exc.status_code // 100}xx").inc()
-        message = failure_message(exc, client)
+        message = failure_message(exc, client, fixes)
         raise refusal_of(exc.body, exc.status_code, message) or ProviderError(message) from None
     except (
         openai.APIConnectionError,
@@ -110,7 +113,7 @@ async def provider_chunks(
         ValueError,
     ) as exc:
         metrics.provider_errors.labels(kind="connection").inc()
-        raise StreamBroken(failure_message(exc, client)) from None
+        raise StreamBroken(failure_message(exc, client, fixes)) from None
 
 
 def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> bool:

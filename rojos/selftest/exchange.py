@@ -16,6 +16,7 @@ import openai
 from rojos.errors import ProviderError
 from rojos.models.capabilities import CLOSING_THINK_TAG
 from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.failures import rojo_fixes
 from rojos.provider.stream import provider_chunks
 from rojos.selftest.asks import base_request
 
@@ -144,7 +145,7 @@ class Session:
 
     async def _read(self, request: dict, accumulator: StreamAccumulator, exchange: Exchange):
         chars = chunks = 0
-        stream = provider_chunks(self.client, request)
+        stream = provider_chunks(self.client, request, fixes=rojo_fixes(self.rojo))
         try:
             async for batch in stream:
                 for chunk in batch:

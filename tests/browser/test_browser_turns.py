@@ -248,7 +248,7 @@ def test_provider_error_shows_inline_without_the_key(
 
 
 def test_unreachable_provider_says_what_to_set(page_for, users, project, settings):
-    """With nothing listening at the rojo's base URL, the chat names ROJO_BASE_URL."""
+    """With nothing listening at the rojo's base URL, the chat names where it is set."""
     settings.ROJO_PROVIDER_RETRIES = 0
     make_rojo("http://127.0.0.1:9/v1")
     page = page_for(users["editor"])
@@ -257,7 +257,7 @@ def test_unreachable_provider_says_what_to_set(page_for, users, project, setting
 
     send(page, "Hello?")
     error = panel.locator(".chat-error")
-    expect(error).to_contain_text("ROJO_BASE_URL")
+    expect(error).to_contain_text("the base URL of the rojo 'Test rojo' in the admin")
     expect(error).to_contain_text("http://127.0.0.1:9/v1")
     expect(page.get_by_label("Message")).to_be_editable()
 

@@ -82,7 +82,7 @@ def test_the_masked_form_still_reads_as_a_key_error(
     events = client.chat(project.pk, rojo=rojo.slug, message="Hi")
 
     assert events[1].data["message"] == (
-        "The provider rejected the API key: set the rojo's API key (ROJO_API_KEY for the demo). "
+        "The provider rejected the API key: set the API key of the rojo 'Test rojo' in the admin. "
         f"The provider at {fake_provider.base_url}/ answered 401: Incorrect API key provided: "
         "sk-proj-*******. You can find your API key at "
         "https://platform.openai.com/account/api-keys."

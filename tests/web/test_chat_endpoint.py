@@ -296,12 +296,39 @@ def test_provider_error_is_one_clear_event_and_the_conversation_goes_on(
 
 
 def test_unreachable_provider_says_what_to_set(client_for, users, project, fake_provider):
-    rojo = make_rojo("http://127.0.0.1:9/v1", slug="nowhere")
-    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="Hi")
+    """An admin's rojo is set right in the admin; ROJO_BASE_URL sets only the demo rojo."""
+    rojo = make_rojo("http://127.0.0.1:9/v1", slug="nowhere", name="Far away")
+    demo = make_rojo("http://127.0.0.1:9/v1", slug="demo", api_key="", api_key_env="ROJO_API_KEY")
+    client = client_for(users["editor"])
+
+    events = client.chat(project.pk, rojo=rojo.slug, message="Hi")
+    demo_events = client.chat(project.pk, rojo=demo.slug, message="Hi")
+
     assert [e.type for e in events] == ["START", "ERROR", "DONE"]
     message = events[1].data["message"]
-    assert "Could not connect to the provider at http://127.0.0.1:9/v1" in message
-    assert "ROJO_BASE_URL" in message
+    assert message == (
+        "Could not connect to the provider at http://127.0.0.1:9/v1/. Check that it is running "
+        "and that the base URL of the rojo 'Far away' in the admin is right."
+    )
+    assert "ROJO_BASE_URL" in demo_events[1].data["message"]
+
+
+def test_a_refused_key_names_the_variable_the_rojo_reads(
+    client_for, users, project, fake_provider, monkeypatch
+):
+    """A rojo keyed by a variable of its own is told to set that one, not the demo's."""
+    monkeypatch.setenv("ROJO_KEY_TEAM", "sk-team-key-0000")
+    rojo = make_rojo(fake_provider.base_url, api_key="", api_key_env="ROJO_KEY_TEAM")
+    fake_provider.add(http_error(401, {"error": {"message": "Incorrect API key provided."}}))
+
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="Hi")
+
+    message = events[1].data["message"]
+    assert message.startswith(
+        "The provider rejected the API key: set ROJO_KEY_TEAM in the server's environment, "
+        "or the API key of the rojo 'Test rojo' in the admin."
+    )
+    assert "ROJO_API_KEY" not in message and "sk-team-key-0000" not in message
 
 
 def test_unknown_rojo_is_404(client_for, users, project):

@@ -13,6 +13,7 @@ from rojos.changes.config_audit import config_audit, field_changes
 from rojos.context.prices import rojo_prices_prefill
 from rojos.models import Rojo, validate_base_url
 from rojos.models.key_sources import endpoint_moved
+from rojos.models.rojo import DEMO_SLUG
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
 DEFAULT_MODEL = "llama3.1"
@@ -47,12 +48,12 @@ class Command(BaseCommand):
         )
         model = os.environ.get("ROJO_MODEL") or DEFAULT_MODEL
         with transaction.atomic():  # the rojo and its audit entry together
-            before = Rojo.objects.filter(slug="demo").values_list("base_url", flat=True).first()
+            before = Rojo.objects.filter(slug=DEMO_SLUG).values_list("base_url", flat=True).first()
             # A key stored for another endpoint is never sent to this one
             # (rojos.models.key_sources).
             moved = {"api_key": ""} if before and endpoint_moved(before, base_url) else {}
             rojo, created = Rojo.objects.update_or_create(
-                slug="demo",
+                slug=DEMO_SLUG,
                 defaults={
                     **moved,
                     "name": "Demo rojo",
