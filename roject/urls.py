@@ -10,12 +10,14 @@ from roject.identity.oidc import views as oidc_views
 from roject.members import views as member_views
 from roject.members.project_settings import project_settings
 from roject.previews.views import preview
+from roject.server.static_files import favicon
 
 # The admin's login counts failures with the site's (roject/identity/login_limits.py).
 admin.site.login_form = AdminLoginForm
 
 urlpatterns = [
     path("", views.home, name="home"),
+    path("favicon.ico", favicon, name="favicon"),
     path("", include("rojos.urls")),
     path("preview/<str:token>/<path:path>", preview, name="file_preview"),
     path("projects/<int:project_id>/settings/", project_settings, name="project_settings"),

@@ -1,5 +1,5 @@
 """The app's own static files handler: Django's, with every path that is not plainly inside
-the static directories answered 404 before it reaches a finder.
+the static directories answered 404 before it reaches a finder; and /favicon.ico, sent there.
 
 Django's handler decodes the URL's path once more after the server has (`url2pathname`), so
 `%252e%252e` arrives as `..`; its finders then refuse a path that leaves their directory with
@@ -12,7 +12,8 @@ from asgiref.sync import sync_to_async
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler
 from django.core.exceptions import SuspiciousOperation
 from django.core.handlers.exception import response_for_exception
-from django.http import Http404
+from django.http import Http404, HttpResponseRedirect
+from django.templatetags.static import static
 
 
 class StaticFilesHandler(ASGIStaticFilesHandler):
@@ -42,4 +43,13 @@ async def _not_found(request):
         request, Http404("No such static file.")
     )
     response._resource_closers.append(request.close)
+    return response
+
+
+def favicon(request):
+    """/favicon.ico, which a browser asks for on every page that names no icon (the admin's,
+    the API docs', an error page): sent to the app's icon among the static files, which the
+    app or the proxy in front serves."""
+    response = HttpResponseRedirect(static("rojo/favicon.ico"))
+    response["Cache-Control"] = "max-age=86400"
     return response
