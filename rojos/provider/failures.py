@@ -23,9 +23,10 @@ from rojos.scrub import scrub
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Fixes:
-    """Where a failure tells the user to put a rojo's base URL and key right."""
+    """Where a failure tells the user to put a rojo's base URL, model and key right."""
 
     base_url: str = "the rojo's base URL (in the admin)"
+    endpoint: str = "the rojo's base URL and model name (in the admin)"
     key: str = "the rojo's API key (in the admin)"
 
 
@@ -33,20 +34,21 @@ ANY_ROJO = Fixes()
 
 
 def rojo_fixes(rojo: Rojo) -> Fixes:
-    """Where this rojo's base URL and key are set: the demo rojo's base URL comes from the
-    environment of `make run` (manage.py demo), every other rojo's from its page in the admin;
-    a key stored in the admin wins over the variable the rojo names."""
+    """Where this rojo's base URL, model and key are set: the demo rojo's base URL and model
+    come from the environment of `make run` (manage.py demo), every other rojo's from its page
+    in the admin; a key stored in the admin wins over the variable the rojo names."""
     page = f"the rojo {rojo.name!r} in the admin"
     if rojo.slug == DEMO_SLUG:
-        base_url = "the demo rojo's base URL (ROJO_BASE_URL, which make run sets it from)"
+        base_url = "the demo rojo's base URL (make run sets it from ROJO_BASE_URL)"
+        endpoint = "ROJO_BASE_URL and ROJO_MODEL, which make run sets the demo rojo's from"
     else:
         base_url = f"the base URL of {page}"
+        endpoint = f"the base URL and model name of {page}"
     if rojo.api_key or not rojo.api_key_env:
-        return Fixes(base_url=base_url, key=f"the API key of {page}")
-    return Fixes(
-        base_url=base_url,
-        key=f"{rojo.api_key_env} in the server's environment, or the API key of {page}",
-    )
+        key = f"the API key of {page}"
+    else:
+        key = f"{rojo.api_key_env} in the server's environment, or the API key of {page}"
+    return Fixes(base_url=base_url, endpoint=endpoint, key=key)
 
 
 def error_text(error: Any) -> str:
@@ -130,7 +132,7 @@ _HINTS = {
     400: "The provider rejected the request.",
     401: "The provider rejected the API key: set {key}.",
     403: "The provider refused access with this API key.",
-    404: "The model or endpoint was not found: check the rojo's base URL and model name.",
+    404: "The model or endpoint was not found: check {endpoint} (a base URL usually ends in /v1).",
     408: "The provider timed out.",
     413: "The request was too large for the provider.",
     422: "The provider could not process the request.",
@@ -150,6 +152,6 @@ def _status_message(exc: openai.APIStatusError, client: openai.AsyncOpenAI, fixe
         hint = _REDIRECTED
     else:
         hint = _HINTS.get(status, "The provider failed." if status >= 500 else "")
-        hint = hint.format(key=fixes.key)
+        hint = hint.format(key=fixes.key, endpoint=fixes.endpoint)
     detail = scrub(error_text(exc.body) if exc.body is not None else exc.message, client.api_key)
     return f"{hint} The provider at {client.base_url} answered {status}: {detail}".strip()

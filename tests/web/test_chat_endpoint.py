@@ -313,6 +313,30 @@ def test_unreachable_provider_says_what_to_set(client_for, users, project, fake_
     assert "ROJO_BASE_URL" in demo_events[1].data["message"]
 
 
+def test_a_base_url_without_its_path_names_what_sets_it(client_for, users, project, fake_provider):
+    """The newcomer's ROJO_BASE_URL without /v1: the server answers 404, and the chat names
+    the variables make run sets the demo rojo from; an admin's rojo, its page in the admin."""
+    root = fake_provider.base_url.removesuffix("/v1")
+    demo = make_rojo(root, slug="demo", name="Demo rojo", api_key="", api_key_env="ROJO_API_KEY")
+    other = make_rojo(root, slug="other", name="Other")
+    client = client_for(users["editor"])
+
+    told = [
+        client.chat(project.pk, rojo=rojo.slug, message="Hi")[1].data["message"]
+        for rojo in (demo, other)
+    ]
+
+    assert told[0].startswith(
+        "The model or endpoint was not found: check ROJO_BASE_URL and ROJO_MODEL, which make "
+        "run sets the demo rojo's from (a base URL usually ends in /v1). "
+        f"The provider at {root} answered 404"
+    ), told[0]
+    assert told[1].startswith(
+        "The model or endpoint was not found: check the base URL and model name of the rojo "
+        "'Other' in the admin (a base URL usually ends in /v1)."
+    ), told[1]
+
+
 def test_a_refused_key_names_the_variable_the_rojo_reads(
     client_for, users, project, fake_provider, monkeypatch
 ):
