@@ -9,20 +9,24 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "roject.settings")
     from django.core.exceptions import ImproperlyConfigured
     from django.core.management import execute_from_command_line
-    from django.db import OperationalError
+    from django.db import OperationalError, ProgrammingError
 
     try:
         execute_from_command_line(sys.argv)
     except ImproperlyConfigured as exc:
         sys.stderr.write(f"Error: {exc}\n")
         sys.exit(2)
-    except OperationalError as exc:
-        # A database out of reach is the operator's to fix, in any command, Django's too.
-        if "--traceback" in sys.argv:
+    except (OperationalError, ProgrammingError) as exc:
+        # A database out of reach or not migrated is the operator's to fix, in any command,
+        # Django's too; any other ProgrammingError is a bug, shown whole.
+        from roject.doctor.database_fixes import database_fix
+
+        fix = None if "--traceback" in sys.argv else database_fix(exc)
+        if fix is None:
             raise
         sys.stderr.write(
-            f"Error: the database cannot be used: {str(exc).strip()}. Check DATABASE_URL, and "
-            "that the database server runs and can be reached (manage.py doctor says more).\n"
+            f"Error: the database cannot be used: {str(exc).strip()}. "
+            f"{fix[0].upper()}{fix[1:]} (manage.py doctor says more.)\n"
         )
         sys.exit(1)
 

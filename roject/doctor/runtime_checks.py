@@ -14,6 +14,7 @@ from django.db.migrations.executor import MigrationExecutor
 from redis.exceptions import RedisError
 
 from . import Context, Finding, check
+from .database_fixes import SERVER_FIX, database_fix
 
 MARKER = ".rojo-storage-marker"
 MARKER_KEY = "rojo:doctor:storage-marker"
@@ -133,7 +134,7 @@ def database(context: Context) -> list[Finding]:
                 level="error",
                 code="database",
                 message=f"the database does not answer: {_database_reason(exc)}.",
-                fix="check DATABASE_URL, and that the database server runs and is reachable.",
+                fix=database_fix(exc) or SERVER_FIX,
             )
         ]
     finally:

@@ -211,6 +211,32 @@ def test_a_database_that_cannot_be_opened_stops_a_command_with_a_message(tmp_pat
     assert "DATABASE_URL" in result.stderr
 
 
+def test_a_relative_sqlite_path_is_named_where_it_leads_with_the_four_slashes(tmp_path):
+    """sqlite:///tmp/x/db.sqlite3 is relative to the working directory: the command named the
+    database server to check; it names the file it looked for and how to write an absolute one."""
+    result = manage("create_project", "--name", "X", "--owner", "demo", tmp_path=tmp_path,
+                    DEBUG="1", DATABASE_URL="sqlite:///no-such-directory/db.sqlite3")  # fmt: skip
+
+    assert result.returncode == 1
+    assert f"'{REPO_ROOT / 'no-such-directory' / 'db.sqlite3'}', whose directory" in result.stderr
+    assert "takes four slashes (sqlite:////data/rojo.sqlite3)" in result.stderr
+    assert "database server" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_command_on_a_database_without_migrations_says_to_migrate(tmp_path):
+    """A new database file, never migrated: 'no such table', then the fix, not a server to
+    reach."""
+    url = f"sqlite:///{tmp_path}/new.sqlite3"
+
+    result = manage("demo", tmp_path=tmp_path, DEBUG="1", DATABASE_URL=url)
+
+    assert result.returncode == 1
+    assert "no such table" in result.stderr
+    assert f"(the SQLite file '{tmp_path}/new.sqlite3') lacks " in result.stderr
+    assert "migrations: run manage.py migrate." in result.stderr
+    assert "database server" not in result.stderr and "Traceback" not in result.stderr
+
+
 def test_the_traceback_option_still_shows_where_a_database_error_came_from(tmp_path):
     """--traceback is Django's way to see the stack; a database error keeps it."""
     url = f"sqlite:///{tmp_path}/no-such-directory/db.sqlite3"
