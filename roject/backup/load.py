@@ -123,6 +123,8 @@ def backup_verify(*, path: Path, using: str = DEFAULT_DB_ALIAS) -> Checked:
             manifest = archive_read(source, on_header=header_check, on_rows=rows_read)
     except FileNotFoundError as exc:
         raise BackupError(f"no archive at {path}") from exc
+    except IsADirectoryError as exc:
+        raise BackupError(f"{path} is a directory; name the archive in it") from exc
     notes = [note for note in (hook.note() for hook in hooks) if note]
     return Checked(manifest=manifest, nuls=+nuls, notes=notes)
 

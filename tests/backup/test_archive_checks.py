@@ -175,6 +175,11 @@ def test_a_backup_to_a_wrong_path_is_refused_before_it_starts(users, tmp_path, w
     assert sorted((tmp_path / "out").rglob("*")) == [target]
 
 
+def test_a_directory_given_for_the_archive_is_named_as_one(users, tmp_path):
+    """verify-backup and restore of a directory said "[Errno 21] Is a directory"."""
+    refused(tmp_path, f"{tmp_path} is a directory; name the archive in it")
+
+
 def test_an_archive_from_a_newer_rojo_is_refused_with_the_reason(users, tmp_path):
     header = header_make(connection, storage="none", projects=[])
     header["rojo_version"] = "99.0.0"
