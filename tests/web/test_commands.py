@@ -495,6 +495,31 @@ def test_demo_defaults_to_a_local_ollama(db, monkeypatch):
     assert "http://127.0.0.1:8000/" in out
 
 
+def test_demo_on_any_address_prints_a_url_the_server_answers(db, settings):
+    """make run HOST=0.0.0.0 printed http://0.0.0.0:8000/, a Host ALLOWED_HOSTS refuses (400)."""
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+
+    out = run("demo", host="0.0.0.0", port="8001")
+
+    assert "Open http://127.0.0.1:8001/ and log in" in out
+    assert "From another machine, open this one's name or address, once ALLOWED_HOSTS" in out
+
+
+def test_demo_refuses_a_host_the_server_would_answer_with_400(db, settings):
+    """A HOST outside ALLOWED_HOSTS: said before anything is made, with the variable to set."""
+    settings.ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+
+    message = command_error("demo", host="chat.lan", port="8000")
+
+    assert message == (
+        "'chat.lan' (make run's HOST) is not in ALLOWED_HOSTS, so the server would answer "
+        "http://chat.lan:8000/ with 400 Bad Request: set ALLOWED_HOSTS=chat.lan as well."
+    )
+    assert not Rojo.objects.exists()
+    settings.ALLOWED_HOSTS = ["chat.lan"]
+    assert "Open http://chat.lan:8000/" in run("demo", host="chat.lan", port="8000")
+
+
 def test_demo_refuses_a_base_url_without_a_scheme_in_one_line(db, monkeypatch):
     monkeypatch.setenv("ROJO_BASE_URL", "localhost:11434/v1")
 

@@ -1,10 +1,12 @@
 import os
 import secrets
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
+from django.http.request import validate_host
 
 from roject.audit.log import AuditAction, audit_command
 from roject.members.projects import project_create
@@ -17,6 +19,8 @@ from rojos.models.rojo import DEMO_SLUG
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
 DEFAULT_MODEL = "llama3.1"
+# Addresses a server binds to that name no host: the browser on this machine uses 127.0.0.1.
+ANY_ADDRESS = {"0.0.0.0", "::", "[::]"}
 
 
 class Command(BaseCommand):
@@ -30,6 +34,13 @@ class Command(BaseCommand):
         parser.add_argument("--port", default="8000")
 
     def handle(self, *args, host, port, **options):
+        opened = _opened_host(host)
+        if not validate_host(opened, settings.ALLOWED_HOSTS):
+            raise CommandError(
+                f"{host!r} (make run's HOST) is not in ALLOWED_HOSTS, so the server would "
+                f"answer http://{host}:{port}/ with 400 Bad Request: set ALLOWED_HOSTS={host} "
+                "as well."
+            )
         base_url = os.environ.get("ROJO_BASE_URL") or DEFAULT_BASE_URL
         try:
             validate_base_url(base_url)
@@ -88,6 +99,20 @@ class Command(BaseCommand):
             )
         self.stdout.write(
             f"Demo project {project.slug!r}, rojo 'demo' on {base_url} with model {model!r}.\n"
-            f"Open http://{host}:{port}/ and log in as demo / {password}\n"
+            f"Open http://{opened}:{port}/ and log in as demo / {password}\n"
             "(admin at /admin/ with the same login; the password is new each run)"
         )
+        if host in ANY_ADDRESS:
+            self.stdout.write(
+                "From another machine, open this one's name or address, once ALLOWED_HOSTS "
+                "names it (ALLOWED_HOSTS=chat.lan,127.0.0.1,localhost make run HOST=0.0.0.0)."
+            )
+
+
+def _opened_host(host: str) -> str:
+    """The host the browser opens for a server bound to `host`: itself, or for any address
+    the first of 127.0.0.1 and ALLOWED_HOSTS that the server answers."""
+    if host not in ANY_ADDRESS:
+        return host
+    names = ("127.0.0.1", *settings.ALLOWED_HOSTS)
+    return next((n for n in names if validate_host(n, settings.ALLOWED_HOSTS)), "127.0.0.1")
