@@ -9,6 +9,7 @@ from django.db import DatabaseError
 
 from roject.doctor import Context, Finding, check
 from rojos.models.key_sources import key_env_refusal
+from rojos.provider.failures import rojo_fixes
 
 from .models import Rojo
 
@@ -17,7 +18,7 @@ PROVIDER_SECONDS = 2.0
 
 def _rojos() -> list[Rojo]:
     try:
-        return list(Rojo.objects.only("pk", "slug", "base_url", "api_key_env", "api_key"))
+        return list(Rojo.objects.only("pk", "slug", "name", "base_url", "api_key_env", "api_key"))
     except DatabaseError:
         return []  # the database check says so
 
@@ -71,8 +72,8 @@ def providers(context: Context) -> list[Finding]:
                     code="provider-unreachable",
                     message=f"rojo {rojo.slug!r}: its provider at {base} does not answer "
                     f"within {PROVIDER_SECONDS:g} s ({type(exc).__name__}).",
-                    fix="check the rojo's base URL, and that this host reaches it (proxy, "
-                    "firewall, DNS).",
+                    fix=f"check {rojo_fixes(rojo).base_url}, and that this host reaches it "
+                    "(proxy, firewall, DNS).",
                 )
             )
     return found

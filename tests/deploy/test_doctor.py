@@ -217,6 +217,7 @@ def test_an_unreachable_provider_and_oidc_provider_are_found(storage_dir):
 
     assert status == 2
     assert codes(output) == {"provider-unreachable", "oidc"}
+    assert "Fix: check the base URL of the rojo 'Test rojo' in the admin, and" in output
     assert "sk-test-secret-key-123" not in output
 
 
