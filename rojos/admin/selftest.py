@@ -63,6 +63,17 @@ class SelfTestAdminMixin:
         except TurnError as exc:  # a misconfigured rojo: said, not raised
             self.message_user(request, f"{rojo}: {exc}", messages.ERROR)
             return
+        if profile.verified_nothing:  # said as a warning, not as a pass
+            nothing = (
+                "Nothing was verified: every check is unknown. Set the rojo right, then test "
+                "it again."
+            )
+            self.message_user(
+                request,
+                format_html("{}: {} {}", rojo, nothing, profile_html(profile)),
+                messages.WARNING,
+            )
+            return
         self.message_user(request, format_html("{}: {}", rojo, profile_html(profile)))
 
     @admin.display(description="capability profiles (self-test)")

@@ -73,6 +73,11 @@ class Profile:
             ),
         )
 
+    @property
+    def verified_nothing(self) -> bool:
+        """Every check unknown (a provider out of reach, a key refused): no pass."""
+        return all(r.status == "unknown" for r in self.results)
+
     def rows(self) -> list[tuple[str, str, str]]:
         """(capability, status, reason) for each result, as the table shows them."""
         shown = {"works": "works", "does_not": "does not", "unknown": "unknown"}

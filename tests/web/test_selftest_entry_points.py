@@ -159,6 +159,17 @@ def test_the_change_pages_button_tests_the_rojo_and_shows_its_table(admin_client
     assert SECRET not in html
 
 
+def test_the_change_pages_button_warns_when_it_verified_nothing(admin_client):
+    """A provider out of reach: the table came as a success message, as if it passed."""
+    rojo = make_rojo(f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    button = reverse("admin:rojos_rojo_selftest", args=[rojo.pk])
+
+    html = admin_client.post(button, follow=True).content.decode()
+
+    assert '<li class="warning">Test rojo: Nothing was verified: every check is unknown.' in html
+    assert "Could not connect to the provider" in html and "success" not in html
+
+
 def test_staff_who_may_only_view_rojos_cannot_test_one(client, users, fake_provider):
     rojo = make_rojo(fake_provider.base_url)
     viewer = users["viewer"]

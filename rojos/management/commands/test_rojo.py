@@ -41,7 +41,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{rojo.slug} · {profile.model} · {rojo.base_url}")
         self.stdout.write(f"{profile.requests} requests, taken {profile.taken}\n")
         self.stdout.write(profile_table(profile))
-        if all(result.status == "unknown" for result in profile.results):
+        if profile.verified_nothing:
             first = next((result.reason for result in profile.results if result.reason), "")
             why = f" (the first: {first.rstrip('.')})" if first else ""
             raise CommandError(
