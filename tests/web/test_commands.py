@@ -520,6 +520,23 @@ def test_demo_refuses_a_host_the_server_would_answer_with_400(db, settings):
     assert "Open http://chat.lan:8000/" in run("demo", host="chat.lan", port="8000")
 
 
+def test_demo_says_which_variable_it_reads_when_another_tools_is_set(db, monkeypatch):
+    """OPENAI_API_KEY set for the demo rojo, which reads ROJO_API_KEY: its first chat failed
+    with a refused key; the run says so before, naming both and never the value."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-secret")
+    monkeypatch.delenv("ROJO_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_MODEL", "gpt-4.1-mini")
+    monkeypatch.setenv("ROJO_MODEL", "gpt-4.1-mini")
+    err = io.StringIO()
+
+    call_command("demo", stdout=io.StringIO(), stderr=err)
+
+    assert err.getvalue().splitlines() == [
+        "Note: OPENAI_API_KEY is set, but the demo rojo reads ROJO_API_KEY, which is not: "
+        "ROJO_API_KEY=$OPENAI_API_KEY make run."
+    ]
+
+
 def test_demo_refuses_a_base_url_without_a_scheme_in_one_line(db, monkeypatch):
     monkeypatch.setenv("ROJO_BASE_URL", "localhost:11434/v1")
 

@@ -21,6 +21,13 @@ DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # a local Ollama
 DEFAULT_MODEL = "llama3.1"
 # Addresses a server binds to that name no host: the browser on this machine uses 127.0.0.1.
 ANY_ADDRESS = {"0.0.0.0", "::", "[::]"}
+# Variables other tools read that a newcomer sets for the demo rojo, which reads its own.
+OTHER_NAMES = {
+    "OPENAI_BASE_URL": "ROJO_BASE_URL",
+    "OPENAI_API_BASE": "ROJO_BASE_URL",
+    "OPENAI_MODEL": "ROJO_MODEL",
+    "OPENAI_API_KEY": "ROJO_API_KEY",
+}
 
 
 class Command(BaseCommand):
@@ -107,6 +114,12 @@ class Command(BaseCommand):
                 "From another machine, open this one's name or address, once ALLOWED_HOSTS "
                 "names it (ALLOWED_HOSTS=chat.lan,127.0.0.1,localhost make run HOST=0.0.0.0)."
             )
+        for other, own in OTHER_NAMES.items():
+            if os.environ.get(other) and not os.environ.get(own):
+                self.stderr.write(
+                    f"Note: {other} is set, but the demo rojo reads {own}, which is not: "
+                    f"{own}=${other} make run."
+                )
 
 
 def _opened_host(host: str) -> str:
