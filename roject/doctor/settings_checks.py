@@ -67,19 +67,22 @@ def hosts(context: Context) -> list[Finding]:
         )
     host = urlsplit(context.url).hostname if context.url else None
     if host and not validate_host(host, settings.ALLOWED_HOSTS):
+        urls = [name for name in settings.ALLOWED_HOSTS if "/" in name]
         found.append(
             Finding(
                 level="error",
                 code="allowed-hosts-url",
                 message=f"{host!r} is not in ALLOWED_HOSTS: every request answers 400.",
-                fix=f"add {host} to ALLOWED_HOSTS.",
+                fix=f"add {host} to ALLOWED_HOSTS"
+                + (f", a host's name alone: not {urls[0]!r}." if urls else "."),
             )
         )
     return found
 
 
 def _https_findings(url: str) -> list[Finding]:
-    origin = f"https://{urlsplit(url).netloc}"
+    netloc = urlsplit(url).netloc
+    origin = f"https://{netloc}"
     found = []
     behind_proxy = getattr(settings, "SECURE_PROXY_SSL_HEADER", None) is not None
     if not behind_proxy and origin not in settings.CSRF_TRUSTED_ORIGINS:
@@ -90,7 +93,8 @@ def _https_findings(url: str) -> list[Finding]:
                 message=f"requests from {origin} arrive as HTTP from the TLS proxy, so their "
                 "Origin does not match and every form and API call is refused (CSRF).",
                 fix="set SECURE_PROXY_SSL_HEADER=1 (the proxy sets X-Forwarded-Proto) or add "
-                f"{origin} to CSRF_TRUSTED_ORIGINS.",
+                f"{origin} to CSRF_TRUSTED_ORIGINS"
+                + (", with its scheme." if netloc in settings.CSRF_TRUSTED_ORIGINS else "."),
             )
         )
     cookies = [name for name in COOKIE_SETTINGS if not getattr(settings, name)]

@@ -120,6 +120,37 @@ def test_an_https_setting_turned_off_is_fixed_where_it_was_turned_off(storage_di
     assert not [name for name in named if name in line], line  # no variable that was not set
 
 
+@pytest.mark.parametrize(
+    ("env", "code", "fix"),
+    [
+        (
+            {"ALLOWED_HOSTS": "https://chat.example.com"},
+            "allowed-hosts-url",
+            "add chat.example.com to ALLOWED_HOSTS, a host's name alone: not "
+            "'https://chat.example.com'.",
+        ),
+        (
+            {
+                "SECURE_PROXY_SSL_HEADER": "0",
+                "ROJO_PROXY_COUNT": "0",
+                "CSRF_TRUSTED_ORIGINS": "chat.example.com",
+            },
+            "csrf-origin",
+            "add https://chat.example.com to CSRF_TRUSTED_ORIGINS, with its scheme.",
+        ),
+    ],
+    ids=["allowed-hosts-a-url", "csrf-origin-without-scheme"],
+)
+def test_a_url_where_a_host_goes_or_a_host_where_an_origin_goes_is_named(
+    storage_dir, env, code, fix
+):
+    """The fix said to add what the operator saw already there, written the wrong way."""
+    _, output = doctor(storage_dir, "--no-network", **env)
+
+    line = next(line for line in output.splitlines() if f" {code}:" in line)
+    assert line.endswith(fix), line
+
+
 def test_storage_that_takes_no_files_is_found(tmp_path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
