@@ -56,6 +56,9 @@ def valgrind_command(out_dir: Path) -> list[str]:
         "valgrind", "--tool=callgrind", "--instr-atstart=no", "--dump-instr=no",
         "--dump-line=no", f"--callgrind-out-file={out_dir}/callgrind.%p", "--log-fd=2",
         "--quiet",
+        # BENCH_CALLGRIND_LOOP_ONLY: a count per thread, and a dump (asked for on the event
+        # loop) then holds the event loop's thread alone, not the database threads'.
+        *(["--separate-threads=yes"] if os.environ.get("BENCH_CALLGRIND_LOOP_ONLY") else []),
     ]  # fmt: skip
 
 
@@ -90,7 +93,7 @@ def dumped_total(out_dir: Path, pid: int, label: str) -> int:
     """The instructions counted in the dump written with `label`: the sum of its functions'
     own counts. (Its `summary` line ran up to 40% over that sum in some counts of the app,
     by a varying amount, with the same functions and calls in them.)"""
-    for dump in out_dir.glob(f"callgrind.{pid}.*"):
+    for dump in out_dir.glob(f"callgrind.{pid}[.-]*"):
         text = dump.read_text(errors="replace")
         if f"\ndesc: Trigger: Client Request: {label}\n" in text:
             return _own_costs(text)

@@ -140,6 +140,16 @@ class _Counter:
         asyncio.run(_stream(opener, WARM + window + 5, self.provider, marks))
         return counted[0] / window
 
+    def start(self, opener) -> int:
+        """The server's instructions for a chat's start: from before its request to its
+        first chunk (the provider then holds the second until the count is taken)."""
+        self.get("zero")
+        counted = []
+        asyncio.run(
+            _stream(opener, TURN_CHUNKS, self.provider, {1: lambda: counted.append(self.dump())})
+        )
+        return counted[0]
+
     def turn(self, opener) -> int:
         """The server's instructions for a whole reply of TURN_CHUNKS chunks, from before its
         request to the end of the work it does after the reply (the process idle again)."""
@@ -317,6 +327,107 @@ def instructions_section(results: list[Counted] | str) -> Section:
     return section
 
 
+def start_instructions(rounds: int = 5) -> list[int] | str:
+    """The app's instructions per chat start (request to first chunk), a figure per round, in
+    a standalone world; or why they cannot be taken."""
+    if reason := callgrind.missing():
+        return reason
+    from .server import server_start
+
+    with standalone_world() as (environ, _bench_provider, scratch, fixtures):
+        provider = LockstepProvider()
+        out_dir = scratch / "callgrind"
+        out_dir.mkdir(exist_ok=True)
+        try:
+            rojo_new(model(TURN_CHUNKS), provider.base_url, model(TURN_CHUNKS))
+            project_id = project_new("starts").pk
+            environ = {
+                **environ,
+                callgrind.LIBRARY_ENV: str(callgrind.control_library(scratch)),
+                "PYTHONHASHSEED": "0",
+                "ROJO_DRAFT_SECONDS": "3600",
+                "ROJO_TURN_HEARTBEAT_SECONDS": "3600",
+                "ROJO_MALLOC_TRIM_SECONDS": "0",
+            }
+            server = server_start(
+                environ, scratch / "server.log", wrapper=callgrind.valgrind_command(out_dir)
+            )
+            try:
+                target = http.Target(
+                    "127.0.0.1", server.port, fixtures.session_key, fixtures.csrf_token
+                )
+                opener = app_opener(target, project_id)
+                counter = _Counter(server, out_dir, provider)
+                for _ in range(
+                    8
+                ):  # warm: lazy imports, caches, firsts (3 left the next starts 1 M higher)
+                    asyncio.run(_stream(opener, TURN_CHUNKS, provider))
+                counter.get("start")
+                return [counter.start(opener) for _ in range(rounds)]
+            finally:
+                server.stop()
+        finally:
+            provider.close()
+            if keep := os.environ.get("BENCH_KEEP_CALLGRIND"):
+                shutil.copytree(out_dir, keep, dirs_exist_ok=True)
+
+
+def calls_per_start(rounds: int = 20, top: int = 40) -> None:
+    """Print where the app's event loop spends a chat's start (request to first chunk), by
+    function: calls per start and CPU per start (cProfile's, inflated by it)."""
+    from .server import server_start
+
+    with standalone_world() as (environ, _bench_provider, scratch, fixtures):
+        provider = LockstepProvider()
+        rojo_new(model(TURN_CHUNKS), provider.base_url, model(TURN_CHUNKS))
+        project_id = project_new("calls").pk
+        environ = {**environ, "ROJO_DRAFT_SECONDS": "3600", "ROJO_TURN_HEARTBEAT_SECONDS": "3600"}
+        server = server_start(environ, scratch / "server.log")
+        totals: dict[str, list[float]] = {}
+        try:
+            target = http.Target("127.0.0.1", server.port, fixtures.session_key, "")
+            target.csrf_token = fixtures.csrf_token
+            opener = app_opener(target, project_id)
+
+            def get(action: str) -> None:
+                callgrind.wait_idle(server.process.pid)
+                answer = server._get(f"{CALLS_PATH}?{action}", timeout=60)
+                if action == "take":
+                    for key, (calls, own, cumulative) in answer.items():
+                        row = totals.setdefault(key, [0, 0.0, 0.0])
+                        row[0] += calls
+                        row[1] += own
+                        row[2] += cumulative
+
+            for _ in range(3):
+                asyncio.run(_stream(opener, TURN_CHUNKS, provider))
+            for _ in range(rounds):
+                get("zero")
+                asyncio.run(_stream(opener, TURN_CHUNKS, provider, {1: lambda: get("take")}))
+        finally:
+            server.stop()
+            provider.close()
+    if keep := os.environ.get("BENCH_KEEP_CALLS"):  # every function's figures, as JSON
+        Path(keep).write_text(json.dumps(totals))
+    rows = sorted(
+        (
+            (calls / rounds, own / rounds * 1e6, cumulative / rounds * 1e6, key)
+            for key, (calls, own, cumulative) in totals.items()
+        ),
+        key=lambda row: -row[1],
+    )
+    print(f"{'calls/start':>11} {'own µs':>8} {'with callees':>12}  function")
+    for calls, own_us, cumulative_us, key in rows[:top]:
+        print(f"{calls:11.2f} {own_us:8.1f} {cumulative_us:12.1f}  {key.replace(str(ROOT), '.')}")
+    print(f"{sum(r[0] for r in rows):11.2f} {sum(r[1] for r in rows):8.1f}  (all)")
+    print("\nThe project's own functions, by time with callees:")
+    for calls, own_us, cumulative_us, key in sorted(rows, key=lambda row: -row[2]):
+        if key.startswith(str(ROOT)) and "/.venv/" not in key:
+            print(
+                f"{calls:11.2f} {own_us:8.1f} {cumulative_us:12.1f}  {key.replace(str(ROOT), '.')}"
+            )
+
+
 def calls_per_chunk(window: int = WINDOW, top: int = 40) -> None:
     """Print where the app's event loop spends each chunk, by function: calls per chunk
     (counted, so exact) and CPU per chunk (cProfile's, inflated by it), in the window that
@@ -365,7 +476,21 @@ def main() -> None:
         "--calls", action="store_true", help="the app's calls per chunk, by function (cProfile)"
     )
     parser.add_argument("--top", type=int, default=40, help="with --calls: the functions shown")
+    parser.add_argument(
+        "--starts", action="store_true", help="the app's instructions per chat start instead"
+    )
     args = parser.parse_args()
+    if args.starts and args.calls:
+        calls_per_start(top=args.top)
+        return
+    if args.starts:
+        counts = start_instructions(args.rounds)
+        if isinstance(counts, str):
+            print(f"skipped: {counts}")
+            return
+        rounds = ", ".join(f"{value:,}" for value in counts)
+        print(f"a chat's start: {_median(counts):,} instructions (rounds: {rounds})")
+        return
     if args.calls:
         calls_per_chunk(args.window, args.top)
         return
