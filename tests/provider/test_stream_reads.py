@@ -92,3 +92,32 @@ async def test_each_read_of_the_providers_socket_takes_at_most_recv_max(fake_pro
         assert transports
         assert [t.max_size for t in transports] == [RECV_MAX] * len(transports)
     assert "".join(texts) == "Hello there, how are you?"
+
+
+async def test_the_request_goes_as_utf8_json_with_its_content_type(fake_provider):
+    """The body is encoded once, by orjson: the provider reads the same request as JSON."""
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    fake_provider.add(stream(text_chunks("Hi back")))
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    client = await rojo_client(rojo)
+    message = {"role": "user", "content": "Grüße ✓"}
+    request = {"model": rojo.model, "messages": [message], "stream": True}
+
+    [_ async for _ in provider_chunks(client, request)]
+
+    assert fake_provider.requests == [request]
+    assert fake_provider.headers[0]["content-type"] == "application/json"
+
+
+async def test_a_body_orjson_cannot_encode_goes_to_the_sdks_encoder_and_fails_as_before():
+    """A lone surrogate: orjson refuses it, the SDK's encoder then refuses it as it always
+    did (the turn's ProviderError, not an unexpected exception)."""
+    from rojos.provider.stream import _body
+
+    request = {"messages": [{"role": "user", "content": "half \ud800 a pair"}]}
+
+    assert _body(request) == {"body": request}
+    assert _body({"n": 1}) == {"content": b'{"n":1}'}
