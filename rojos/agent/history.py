@@ -16,6 +16,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Model
 
+from roject.server.prepared_inserts import PreparedInsert
 from rojos.agent.branches import branch_messages
 from rojos.db import db_retrying
 from rojos.models import Conversation, Message
@@ -25,6 +26,8 @@ from rojos.whole import whole
 logger = logging.getLogger(__name__)
 
 INTERRUPTED = {"error": "interrupted"}
+
+_MESSAGE = PreparedInsert(Message)  # its INSERT compiled once: a turn stores several
 
 
 def tool_content(result: Any) -> str:
@@ -137,7 +140,7 @@ class History:
 
     def append_blocking(self, **fields) -> Message:
         """(Blocking) Store one message, from the database thread."""
-        message = Message.objects.create(
+        message = _MESSAGE.create(
             conversation=self.conversation,
             branch=self.conversation.branch,
             position=self._next_position(),

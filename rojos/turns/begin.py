@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from roject import storage
 from roject.members.access import ProjectAccess
+from roject.server.prepared_inserts import PreparedInsert
 from rojos.agent.branches import branch_fork, branch_started
 from rojos.agent.history import History
 from rojos.context.budgets import Budget
@@ -31,6 +32,11 @@ from rojos.turns.limits import turn_limits_check
 from rojos.turns.repair import Repair, conversation_repair
 
 __all__ = ["Begun", "turn_begin_blocking"]
+
+# Their INSERTs compiled once (every chat message stores one of each, the user's message
+# through History.append_blocking's).
+_CONVERSATION = PreparedInsert(Conversation)
+_RECORD = PreparedInsert(TurnRecord)
 
 
 @dataclass
@@ -78,7 +84,7 @@ def turn_begin_blocking(
             turn_limits_check(user=user)
         binding = budget_start_check(user=user, project_id=access.project.pk, in_force=in_force)
         if conversation is None:
-            conversation = Conversation.objects.create(
+            conversation = _CONVERSATION.create(
                 project=access.project,
                 rojo=rojo,
                 user=user,
@@ -115,7 +121,7 @@ def turn_begin_blocking(
             changed += ["branch", "branches"]
         extra = _attachments_extra(attachments or [])
         user_message = history.append_blocking(role=Message.Role.USER, content=message, extra=extra)
-        record = TurnRecord.objects.create(
+        record = _RECORD.create(
             conversation=conversation, user_message=user_message, rojo=rojo, user=user
         )
         if replace is not None:
