@@ -259,10 +259,15 @@ def test_a_project_changing_files_now_is_cleaned_at_a_later_use(storage_dir, mon
 
 
 @pytest.mark.django_db
-def test_storage_cleanup_prints_and_removes_what_crashes_left(storage_dir, project, tmp_path):
+def test_storage_cleanup_prints_and_removes_what_crashes_left(
+    storage_dir, project, tmp_path, monkeypatch
+):
     """`manage.py storage_cleanup --dry-run` lists the partial snapshot, the temporary file,
     the old snapshot no record names and a dead re-run's scratch copy, removing nothing;
-    without --dry-run it removes exactly those."""
+    without --dry-run it removes exactly those. The scratch copy is in a temporary directory
+    of the test's own: a server process another test starts sweeps the machine's."""
+    monkeypatch.setattr(leftovers.tempfile, "tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
     left = crash_leftovers(storage_dir, project.pk)
     root = project_root_create(project.pk)
     (root / "kept.txt").write_text("k")
