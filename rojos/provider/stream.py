@@ -28,6 +28,17 @@ from rojos.provider.refusals import refusal_of
 from rojos.provider.wire_text import lenient_loads
 from rojos.scrub import scrub
 
+# A line of the stream still unfinished past this size is held in pieces, joined once it
+# ends: joined with each read and split again, a line of N bytes cost N²/read on the loop.
+_LONG_LINE_BYTES = 256 * 1024
+# No chunk is this long (a file's whole text as a call's arguments is ROJO_MAX_WRITE_BYTES):
+# a body with no line end, a download say, is not read into memory past it.
+_MAX_LINE_BYTES = 64 * 1024 * 1024
+_LINE_TOO_LONG = (
+    f"The provider sent a line of over {_MAX_LINE_BYTES // 2**20} MiB without an end, which "
+    "is no stream of chunks: check the rojo's base URL."
+)
+
 
 async def provider_chunks(
     client: openai.AsyncOpenAI,
@@ -73,6 +84,8 @@ async def provider_chunks(
             if kind.startswith("text/html"):
                 raise ProviderError(_web_page(client))
             rest = b""
+            held: list[bytes] = []  # a long line's later pieces, joined once, as it ends
+            held_bytes = 0
             with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick, idle) as read:
                 first = True
                 while (data := await read()) != b"":
@@ -82,6 +95,15 @@ async def provider_chunks(
                     if data is None:
                         yield []
                         continue
+                    if len(rest) > _LONG_LINE_BYTES:  # not joined and split again per read
+                        if b"\n" not in data and b"\r" not in data:
+                            held.append(data)
+                            held_bytes += len(data)
+                            if len(rest) + held_bytes > _MAX_LINE_BYTES:
+                                raise ProviderError(_LINE_TOO_LONG)
+                            continue
+                        rest, held_bytes = b"".join((rest, *held)), 0
+                        held.clear()
                     buffer = rest + data  # its complete lines, and the unfinished rest
                     lines = buffer.splitlines()  # (\n, \r\n or \r)
                     unfinished = lines and not buffer.endswith((b"\n", b"\r"))

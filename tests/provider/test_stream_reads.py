@@ -121,3 +121,45 @@ async def test_a_body_orjson_cannot_encode_goes_to_the_sdks_encoder_and_fails_as
 
     assert _body(request) == {"body": request}
     assert _body({"n": 1}) == {"content": b'{"n":1}'}
+
+
+async def _read_all(fake_provider) -> list[dict]:
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    client = await rojo_client(rojo)
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}], "stream": True}
+    return [chunk async for batch in provider_chunks(client, request) for chunk in batch]
+
+
+def _line_in_pieces(chunk: dict, size: int) -> list[str]:
+    line = f"data: {json.dumps(chunk)}\n\n"
+    return [line[at : at + size] for at in range(0, len(line), size)]
+
+
+async def test_a_line_of_megabytes_sent_in_small_pieces_is_read_whole(fake_provider):
+    """A call's whole arguments in one chunk (Gemini, Mistral send them so): 3 MB written 8 KB
+    at a time, held in pieces past 256 KiB and joined once, as its line ends."""
+    big = {"choices": [{"index": 0, "delta": {"content": "x" * 3_000_000}}]}
+    after = text_chunks("And the end.", pieces=2)
+    fake_provider.add(stream(*_line_in_pieces(big, 8192), *after))
+
+    chunks = await _read_all(fake_provider)
+
+    assert chunks == [big, *json.loads(json.dumps(after))]
+
+
+async def test_a_body_with_no_line_end_is_refused_past_the_longest_line(fake_provider, monkeypatch):
+    """A base URL that streams a download (no line end, ever) is refused once the line passes
+    the longest a chunk may be, not read into memory to its end."""
+    from rojos.errors import ProviderError
+    from rojos.provider import stream as streams
+
+    monkeypatch.setattr(streams, "_MAX_LINE_BYTES", 1_000_000)
+    endless = ["z" * 8192] * 200  # 1.6 MB with no line end
+    fake_provider.add(stream(*endless, done=False))
+
+    with pytest.raises(ProviderError, match="without an end"):
+        await _read_all(fake_provider)
