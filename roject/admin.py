@@ -264,5 +264,14 @@ def _only(query: QueryDict, names: set[str]) -> QueryDict:
     return kept
 
 
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.auth.models import Group  # noqa: E402
+
 from roject.identity import admin as identity_admin  # noqa: E402, F401  (registers the single sign-on pages)
-from roject.identity import user_admin  # noqa: E402, F401  (accounts' rights: superusers')
+from roject.identity.user_admin import AccountAdmin, RightsGroupAdmin  # noqa: E402
+
+# Accounts' and groups' rights are the superusers' to grant (roject/identity/user_admin.py).
+admin.site.unregister(get_user_model())
+admin.site.register(get_user_model(), AccountAdmin)
+admin.site.unregister(Group)
+admin.site.register(Group, RightsGroupAdmin)

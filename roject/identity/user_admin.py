@@ -6,15 +6,11 @@ superuser's password and sign in as them; with a group's change right, add right
 own group. Rojo gives staff rights by the model (rojos, audit, projects), and keeps what
 runs as the app (an MCP server's command, read from any of its variables) to superusers:
 so here a staff member's account rights are read-only, superusers' accounts are out of
-reach, and groups are the superusers' to edit.
+reach, and groups are the superusers' to edit. Registered in place of Django's own by
+roject/admin.py.
 """
 
-from django.contrib import admin
-from django.contrib.auth import get_user_model
 from django.contrib.auth.admin import GroupAdmin, UserAdmin
-from django.contrib.auth.models import Group
-
-User = get_user_model()
 
 _RIGHTS = ("is_superuser", "is_staff", "groups", "user_permissions")
 
@@ -35,7 +31,10 @@ class AccountAdmin(UserAdmin):
         return super().has_delete_permission(request, obj)
 
 
-class RightsGroupAdmin(GroupAdmin):
+class SuperusersEdit:
+    """An admin page whose rows only superusers add, change or remove, whatever rights a
+    staff member was given: groups here, MCP servers (rojos.admin.mcp)."""
+
     def has_add_permission(self, request) -> bool:
         return request.user.is_superuser
 
@@ -46,7 +45,5 @@ class RightsGroupAdmin(GroupAdmin):
         return request.user.is_superuser
 
 
-admin.site.unregister(User)
-admin.site.register(User, AccountAdmin)
-admin.site.unregister(Group)
-admin.site.register(Group, RightsGroupAdmin)
+class RightsGroupAdmin(SuperusersEdit, GroupAdmin):
+    pass

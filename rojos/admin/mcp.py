@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from roject.audit.log import AuditAction, audit_actor
+from roject.identity.user_admin import SuperusersEdit
 from rojos.changes.config_audit import MCP_NAMES_ONLY, config_audit, field_changes
 from rojos.models import McpServer, RojoMcpServer
 from rojos.models.key_sources import endpoint_moved
@@ -139,7 +140,10 @@ class RojoMcpServerInline(admin.TabularInline):
 
 
 @admin.register(McpServer)
-class McpServerAdmin(admin.ModelAdmin):
+class McpServerAdmin(SuperusersEdit, admin.ModelAdmin):
+    """A server's command runs as the app, and its headers and environment may name any of
+    the app's secrets: only superusers add, change or remove one."""
+
     form = McpServerForm
     list_display = [
         "name",
@@ -154,18 +158,6 @@ class McpServerAdmin(admin.ModelAdmin):
     prepopulated_fields = {"slug": ["name"]}
     readonly_fields = ["stored_secrets", "shared_connection", "offered_tools", "listed_at"]
     actions = ["refresh_tools"]
-
-    # A server's command runs as the app, and its headers and environment may name any of
-    # the app's secrets: only superusers may add, change or remove one, whatever the
-    # permissions a staff user was given.
-    def has_add_permission(self, request) -> bool:
-        return request.user.is_superuser
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return request.user.is_superuser
 
     def save_model(self, request, obj, form, change):
         """Save, and audit the change in the admin's transaction (nothing when none was).
