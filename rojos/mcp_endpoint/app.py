@@ -6,7 +6,8 @@ against ROJO_MCP_MAX_BODY_BYTES (413: a declared Content-Length at once, a body 
 chunks as it arrives, so the SDK never holds more than that in memory), the bearer token
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
 revoked token), the project (404 for one the token's user is not a member of, exactly as
-for one that does not exist), a JSON-RPC batch (400 with a JSON-RPC error of its own:
+for one that does not exist), an MCP-Protocol-Version the SDK does not speak (400 naming
+those it does: ./versions.py), a JSON-RPC batch (400 with a JSON-RPC error of its own:
 ./batches.py), then the SDK's streamable HTTP session manager. A client that closes its
 connection before its answer cancels its request (./disconnects.py).
 
@@ -55,6 +56,7 @@ from .caller import SCOPE_KEY, McpCaller
 from .disconnects import ClientGone
 from .origin import origin_allowed
 from .server import mcp_server
+from .versions import version_refuse, version_unserved
 
 PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})/?$")
 
@@ -167,8 +169,10 @@ class McpEndpoint:
             return await _answer(send, 405, "This endpoint offers no GET stream.", allow="POST")
         if scope["method"] != "POST":  # no session to DELETE; the SDK's Allow names GET too
             return await _answer(send, 405, "This endpoint takes only POST.", allow="POST")
+        if (version := version_unserved(scope)) is not None:
+            return await version_refuse(version, send)
         body = BodyStart(receive)
-        if scope["method"] == "POST" and await body.first_byte() == b"[":
+        if await body.first_byte() == b"[":
             return await batch_refuse(scope, send)
         scope[SCOPE_KEY] = McpCaller(
             token_id=claims["token_id"],

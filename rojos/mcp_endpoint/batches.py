@@ -8,11 +8,11 @@ request), saying what to send instead. The bytes looked at are given back to the
 first; what is read goes through the body limit (./body_limit.py) as ever.
 """
 
-import json
-
 from mcp_types import INVALID_REQUEST
 from mcp_types.version import is_version_at_least
 from starlette.types import Message, Receive, Scope, Send
+
+from .rpc_errors import rpc_error_send
 
 _WHITESPACE = b" \t\r\n"  # JSON's own
 
@@ -61,9 +61,4 @@ def _message(scope: Scope) -> str:
 
 async def batch_refuse(scope: Scope, send: Send) -> None:
     """Answer a batch: 400, a JSON-RPC error with no id (a batch has none of its own)."""
-    error = {"code": INVALID_REQUEST, "message": _message(scope)}
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": error}, separators=(",", ":"))
-    body = body.encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body))]
-    await send({"type": "http.response.start", "status": 400, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
+    await rpc_error_send(send, code=INVALID_REQUEST, message=_message(scope))

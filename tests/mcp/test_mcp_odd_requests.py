@@ -1,0 +1,114 @@
+"""Odd requests to Rojo's MCP endpoint, against a real server process: raw HTTP for what no
+well-behaved client sends, and the SDK's own client where one can send it.
+
+Each is answered in a few words that say what to send instead, with the JSON-RPC error
+the transport's rules give, and nothing in it is run or stored.
+"""
+
+import re
+
+import httpx2
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
+
+from roject.identity.tokens import api_token_create
+from roject.storage import project_root_create
+from rojos.models import Message
+from tests.support.mcp_clients import mcp_url, with_mcp
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+SERVED = [*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS]
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+CREATE_D = {
+    "jsonrpc": "2.0",
+    "id": 7,
+    "method": "tools/call",
+    "params": {"name": "create_directory", "arguments": {"path": "d"}},
+}
+
+
+@pytest.fixture
+def server(server_process):
+    return server_process()
+
+
+@pytest.fixture
+def secret(users) -> str:
+    return api_token_create(user=users["editor"], name="agent").secret
+
+
+def _post(server, project, secret: str, body, **headers: str) -> httpx2.Response:
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {secret}", **headers}
+    url = mcp_url(server.base_url, project.pk)
+    if isinstance(body, bytes):
+        return httpx2.post(
+            url, content=body, headers={"Content-Type": "application/json", **headers}
+        )
+    return httpx2.post(url, json=body, headers=headers)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [CREATE_D, {"jsonrpc": "2.0", "method": "notifications/initialized"}],
+    ids=["request", "notification"],
+)
+def test_a_protocol_version_not_served_is_400_naming_those_that_are(server, project, secret, body):
+    """An MCP-Protocol-Version the server does not speak is answered 400, as the transport
+    says a server MUST, with the 2026 protocol's unsupported-version error (-32022) whose
+    message and `data.supported` name the versions served; before, a request without the
+    2026 `_meta` was told that `params._meta` lacked its envelope keys. Nothing is run."""
+    answer = _post(server, project, secret, body, **{"MCP-Protocol-Version": "2025-13-01"})
+
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == -32022
+    assert error["message"] == (
+        "Unsupported protocol version '2025-13-01' (MCP-Protocol-Version): this server "
+        "speaks " + ", ".join(SERVED)
+    )
+    assert error["data"] == {"supported": SERVED, "requested": "2025-13-01"}
+    assert not (project_root_create(project.pk) / "d").exists()
+    assert Message.objects.count() == 0
+
+
+def test_the_sdks_client_sending_a_wrong_version_is_told_the_ones_served(server, project, secret):
+    """The SDK's client, its HTTP client set to send a version that does not exist, fails
+    to connect with an error naming the versions this server speaks."""
+    with pytest.raises(ExceptionGroup) as refused:  # from the SDK's task group
+        with_mcp(
+            mcp_url(server.base_url, project.pk),
+            secret,
+            lambda client: client.list_tools(),
+            headers={"MCP-Protocol-Version": "2025-13-01"},
+        )
+    said = (
+        re.escape("Unsupported protocol version '2025-13-01'") + ".*" + re.escape(", ".join(SERVED))
+    )
+    assert refused.group_contains(MCPError, match=said)
+
+
+def test_a_future_clients_probe_is_answered_with_a_version_it_can_retry_at(server, project, secret):
+    """A client newer than the server probes server/discover at its own version (here the
+    SDK's client, asked to probe at one to come): the -32022 answer lists 2026-07-28 among
+    the versions served, and the probe at that version succeeds."""
+
+    async def probe(client):
+        try:
+            await client.session.send_discover("2027-01-01")
+        except MCPError as exc:
+            retried = await client.session.send_discover(exc.error.data["supported"][-1])
+            return exc, retried
+        raise AssertionError("a probe at 2027-01-01 was served")
+
+    refused, retried = with_mcp(mcp_url(server.base_url, project.pk), secret, probe)
+    assert (refused.error.code, refused.error.data["supported"]) == (-32022, SERVED)
+    assert "2026-07-28" in retried["supportedVersions"]
+
+
+def test_a_long_version_is_named_cut(server, project, secret):
+    """A version kilobytes long is named by its first 64 characters."""
+    answer = _post(server, project, secret, CREATE_D, **{"MCP-Protocol-Version": "9" * 5000})
+    assert answer.status_code == 400
+    assert answer.json()["error"]["data"]["requested"] == "9" * 64 + "…"
