@@ -7,9 +7,10 @@ chunks as it arrives, so the SDK never holds more than that in memory), the bear
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
 revoked token), the project (404 for one the token's user is not a member of, exactly as
 for one that does not exist), an MCP-Protocol-Version the SDK does not speak (400 naming
-those it does: ./versions.py), a JSON-RPC batch (400 with a JSON-RPC error of its own:
-./batches.py), then the SDK's streamable HTTP session manager. A client that closes its
-connection before its answer cancels its request (./disconnects.py).
+those it does) and a body not sent as JSON (415: ./request_headers.py), a JSON-RPC batch
+(400 with a JSON-RPC error of its own: ./batches.py), then the SDK's streamable HTTP
+session manager. A client that closes its connection before its answer cancels its
+request (./disconnects.py).
 
 The manager is stateless, answering in JSON: every request stands alone, so any server
 process can answer any request (no sticky sessions, as for the rest of the app), and each
@@ -55,8 +56,13 @@ from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
 from .disconnects import ClientGone
 from .origin import origin_allowed
+from .request_headers import (
+    content_type_refuse,
+    content_type_refused,
+    version_refuse,
+    version_unserved,
+)
 from .server import mcp_server
-from .versions import version_refuse, version_unserved
 
 PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})/?$")
 
@@ -171,6 +177,8 @@ class McpEndpoint:
             return await _answer(send, 405, "This endpoint takes only POST.", allow="POST")
         if (version := version_unserved(scope)) is not None:
             return await version_refuse(version, send)
+        if (sent := content_type_refused(scope)) is not None:
+            return await content_type_refuse(sent, send)
         body = BodyStart(receive)
         if await body.first_byte() == b"[":
             return await batch_refuse(scope, send)

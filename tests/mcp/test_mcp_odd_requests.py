@@ -5,6 +5,7 @@ Each is answered in a few words that say what to send instead, with the JSON-RPC
 the transport's rules give, and nothing in it is run or stored.
 """
 
+import json
 import re
 
 import httpx2
@@ -112,3 +113,28 @@ def test_a_long_version_is_named_cut(server, project, secret):
     answer = _post(server, project, secret, CREATE_D, **{"MCP-Protocol-Version": "9" * 5000})
     assert answer.status_code == 400
     assert answer.json()["error"]["data"]["requested"] == "9" * 64 + "…"
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", None])
+def test_a_body_not_sent_as_json_is_415_saying_so(server, project, secret, content_type):
+    """A message sent as text/plain, or with no Content-Type, is answered 415 with a
+    JSON-RPC error saying to send application/json; before, the SDK's transport security
+    answered a bare 400 in plain text, "Invalid Content-Type header". Nothing is run."""
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {secret}"}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    url = mcp_url(server.base_url, project.pk)
+
+    answer = httpx2.post(url, content=json.dumps(CREATE_D).encode(), headers=headers)
+
+    assert answer.status_code == 415, answer.text
+    named = "Content-Type 'text/plain'" if content_type else "No Content-Type"
+    assert answer.json() == {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {
+            "code": -32600,
+            "message": f"{named}: send the JSON-RPC message as application/json",
+        },
+    }
+    assert not (project_root_create(project.pk) / "d").exists()

@@ -37,7 +37,7 @@ INITIALIZE = {
         "clientInfo": {"name": "curl", "version": "1"},
     },
 }
-MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
 @pytest.fixture
