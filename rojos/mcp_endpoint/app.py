@@ -8,7 +8,8 @@ chunks as it arrives, so the SDK never holds more than that in memory), the bear
 revoked token), the project (404 for one the token's user is not a member of, exactly as
 for one that does not exist), an MCP-Protocol-Version the SDK does not speak (400 naming
 those it does) and a body not sent as JSON (415: ./request_headers.py), a JSON-RPC batch
-(400 with a JSON-RPC error of its own: ./batches.py), then the SDK's streamable HTTP
+(400 with a JSON-RPC error of its own: ./batches.py), a body that is not one JSON-RPC
+message (400, -32700 or -32600: ./message_shape.py), then the SDK's streamable HTTP
 session manager. A client that closes its connection before its answer cancels its
 request (./disconnects.py).
 
@@ -55,6 +56,7 @@ from .batches import BodyStart, batch_refuse
 from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
 from .disconnects import ClientGone
+from .message_shape import WholeBody, body_refused
 from .origin import origin_allowed
 from .request_headers import (
     content_type_refuse,
@@ -182,6 +184,9 @@ class McpEndpoint:
         body = BodyStart(receive)
         if await body.first_byte() == b"[":
             return await batch_refuse(scope, send)
+        whole = WholeBody(body.receive)
+        if (text := await whole.read()) is not None and await body_refused(text, send):
+            return
         scope[SCOPE_KEY] = McpCaller(
             token_id=claims["token_id"],
             token_name=claims["name"],
@@ -192,7 +197,7 @@ class McpEndpoint:
             address=client_ip(ASGIRequest(scope, io.BytesIO())),
         )
         manager = await self._manager_running()
-        await manager.handle_request(scope, body.receive, send)
+        await manager.handle_request(scope, whole.receive, send)
 
     async def _manager_running(self) -> StreamableHTTPSessionManager:
         """The session manager of this event loop, started on its first request."""

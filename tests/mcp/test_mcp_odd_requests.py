@@ -138,3 +138,78 @@ def test_a_body_not_sent_as_json_is_415_saying_so(server, project, secret, conte
         },
     }
     assert not (project_root_create(project.pk) / "d").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        (b"42", "The body is a number, not a JSON-RPC message"),
+        (b'"ping"', "The body is a string, not a JSON-RPC message"),
+        (b"null", "The body is null, not a JSON-RPC message"),
+        (b'{"jsonrpc": "1.0", "id": 1, "method": "ping"}', '"jsonrpc" must be "2.0"'),
+        (b'{"jsonrpc": "2.0", "id": 1}', 'The message has no "method"'),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": 5}', '"method" must be a string'),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "ping", "params": [1]}', '"params" must be'),
+        (b'{"jsonrpc": "2.0", "id": 1, "result": 5}', '"result" must be an object'),
+        (b'{"jsonrpc": "2.0", "id": 1, "error": "no"}', '"error" must be an object'),
+    ],
+)
+def test_json_of_the_wrong_shape_is_an_invalid_request_saying_what_is_wrong(
+    server, project, secret, body, said
+):
+    """JSON that is not one JSON-RPC message is answered 400 with -32600 (invalid request)
+    in a line that says what is wrong; before, the SDK answered -32602 (invalid params)
+    with up to seven pydantic reports naming its model classes."""
+    answer = _post(server, project, secret, body)
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["id"] is None
+    error = answer.json()["error"]
+    assert error["code"] == -32600
+    assert error["message"].startswith(f"Invalid request: {said}")
+    assert "pydantic" not in error["message"] and len(error["message"]) < 200
+
+
+@pytest.mark.parametrize("request_id", ["1.5", "1.0", "true", "null", "{}", "[1]"])
+def test_a_request_whose_id_is_no_string_or_whole_number_is_refused_not_dropped(
+    server, project, secret, request_id
+):
+    """A request whose id is not a string or a whole number is refused with -32600, never
+    run; before, the SDK took it for a notification and answered 202, so the client waited
+    for good for an answer that never came, and a tools/call ran."""
+    body = json.dumps(CREATE_D).replace('"id": 7', f'"id": {request_id}').encode()
+
+    answer = _post(server, project, secret, body)
+
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"] == {
+        "code": -32600,
+        "message": 'Invalid request: "id" must be a string or a whole number '
+        "(leave it out for a notification)",
+    }
+    assert not (project_root_create(project.pk) / "d").exists()
+    assert Message.objects.count() == 0
+
+
+@pytest.mark.parametrize(
+    "version", [None, "2025-06-18", "2026-07-28"], ids=["no version", "2025", "2026"]
+)
+def test_a_body_that_is_not_json_is_a_parse_error_and_big_ids_are_echoed(
+    server, project, secret, version
+):
+    """A body cut short is -32700 (parse error) saying where; a request whose id is a whole
+    number beyond 64 bits is answered with that id, whole, at every version."""
+    headers = {} if version is None else {"MCP-Protocol-Version": version}
+
+    cut = _post(server, project, secret, b'{"jsonrpc": "2.0", "id": 1,', **headers)
+    big = _post(
+        server,
+        project,
+        secret,
+        b'{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}',
+    )
+
+    assert cut.status_code == 400
+    assert cut.json()["error"]["code"] == -32700
+    assert cut.json()["error"]["message"].startswith("Parse error: the body is not JSON (EOF")
+    assert (big.status_code, big.json()["id"]) == (200, 123456789012345678901234567890)
