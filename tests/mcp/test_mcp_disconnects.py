@@ -136,3 +136,47 @@ def test_a_call_waiting_for_its_turn_never_runs_once_its_client_is_gone(
     assert not (root / "late").exists()
     assert [r.status for r in TurnRecord.objects.all()] == ["done"]
     assert Conversation.objects.get().turn_id is None
+
+
+def test_a_2025_client_that_cancels_but_stays_connected_is_not_heard(
+    server_process, users, project
+):
+    """The SDK's client at a 2025 version cancels a running call by POSTing
+    notifications/cancelled and keeps the call's connection open (as that protocol says):
+    the stateless endpoint cannot route the notification to the call, so the call runs to
+    its end, recorded done with its change, and the token's next call waits for it in
+    line and then runs; the client drops the late answer (docs/mcp.md)."""
+    server = server_process(
+        ROJO_TOOL_MODULES="tests.support.held_tools",
+        ROJO_MCP_SERVE_USER_TOOLS="1",
+        ROJO_LOG_LEVEL="DEBUG",  # the call seen waiting for its turn
+    )
+    root = project_root_create(project.pk)
+    (root / "a.txt").write_text("")
+    secret = api_token_create(user=users["editor"], name="agent").secret
+    url = mcp_url(server.base_url, project.pk)
+
+    async def cancel_and_stay():
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {secret}"})
+        client = Client(streamable_http_client(url, http_client=http), mode="legacy")
+        async with http, client as c:
+            held = asyncio.create_task(c.call_tool("stamp_when_released", {"path": "a.txt"}))
+            await asyncio.to_thread(wait_until, (root / "a.txt.started").exists, SLOW)
+            held.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await held
+            # Accepted, 202: notifications/initialized's and then notifications/cancelled's.
+            accepted = f'"POST /mcp/projects/{project.pk} HTTP/1.1" 202'
+            await asyncio.to_thread(wait_until, lambda: server.log().count(accepted) == 2, SLOW)
+            following = asyncio.create_task(c.call_tool("create_directory", {"path": "next"}))
+            await asyncio.to_thread(wait_until, lambda: WAITS in server.log(), SLOW)
+            (root / "a.txt.release").write_text("")
+            return await following
+
+    following = _in_a_thread(cancel_and_stay)
+
+    assert not following.is_error
+    assert _cancellations(server) == 0
+    assert (root / "a.txt").read_text() == "stamp\n" and (root / "next").is_dir()
+    assert [r.status for r in TurnRecord.objects.order_by("pk")] == ["done", "done"]
+    assert FileChange.objects.filter(tool="stamp_when_released").count() == 1
