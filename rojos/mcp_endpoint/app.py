@@ -56,7 +56,7 @@ from .batches import BodyStart, batch_refuse
 from .body_limit import BodyLimit
 from .caller import SCOPE_KEY, McpCaller
 from .disconnects import ClientGone
-from .message_shape import WholeBody, body_refused
+from .message_shape import WholeBody, body_checked
 from .origin import origin_allowed
 from .request_headers import (
     content_type_refuse,
@@ -185,8 +185,10 @@ class McpEndpoint:
         if await body.first_byte() == b"[":
             return await batch_refuse(scope, send)
         whole = WholeBody(body.receive)
-        if (text := await whole.read()) is not None and await body_refused(text, send):
-            return
+        if (text := await whole.read()) is not None:
+            if (text := await body_checked(text, send)) is None:
+                return
+            whole.hold(text)
         scope[SCOPE_KEY] = McpCaller(
             token_id=claims["token_id"],
             token_name=claims["name"],

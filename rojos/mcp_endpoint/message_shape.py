@@ -8,17 +8,24 @@ waited for good for an answer that never came. Here the body is read whole, afte
 access is checked and within the body limit (./body_limit.py: the SDK would hold as much),
 parsed as the SDK parses it, and a body that is not JSON is answered -32700 (parse error),
 one of the wrong shape -32600 (invalid request), saying what is wrong. A good body goes
-on to the SDK as one message.
+on to the SDK as one message. The SDK's parser refuses a lone surrogate escape (half an
+emoji, which a JavaScript client's JSON.stringify writes): such a body is parsed again,
+each made U+FFFD, and handed on written anew.
 """
 
+import json
+import re
 from typing import Any
 
 import pydantic_core
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from starlette.types import Message, Receive, Send
 
+from rojos.provider.wire_text import lenient_loads
+
 from .rpc_errors import rpc_error_send
 
+_HALF_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")  # a surrogate's escape, \ud800 to \udfff
 _ID = '"id" must be a string or a whole number'
 _SEND = 'send one object with "jsonrpc": "2.0", a "method" and, for a request, an "id"'
 
@@ -44,8 +51,12 @@ class WholeBody:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        self._held = [{"type": "http.request", "body": body, "more_body": False}]
+        self.hold(body)
         return body
+
+    def hold(self, body: bytes) -> None:
+        """Give the app `body`, whole, as the request's."""
+        self._held = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def receive(self) -> Message:
         if self._held:
@@ -100,15 +111,32 @@ def _shape_problem(message: Any) -> str | None:
     return f'The message has no "method": {_SEND}'
 
 
-async def body_refused(body: bytes, send: Send) -> bool:
-    """Answer a body that is not one JSON-RPC message (400); False for one that is."""
+async def body_checked(body: bytes, send: Send) -> bytes | None:
+    """The body to hand on, as sent or with each lone UTF-16 half made U+FFFD; None once a
+    body that is not one JSON-RPC message is answered (400)."""
     try:
         message = pydantic_core.from_json(body)
     except ValueError as exc:
-        problem = f"Parse error: the body is not JSON ({exc})"
-        await rpc_error_send(send, code=PARSE_ERROR, message=problem)
-        return True
+        message = _halves_replaced(body)
+        if message is None:
+            problem = f"Parse error: the body is not JSON ({exc})"
+            await rpc_error_send(send, code=PARSE_ERROR, message=problem)
+            return None
+        body = json.dumps(message, ensure_ascii=False).encode()
     if (problem := _shape_problem(message)) is None:
-        return False
+        return body
     await rpc_error_send(send, code=INVALID_REQUEST, message=f"Invalid request: {problem}")
-    return True
+    return None
+
+
+def _halves_replaced(body: bytes) -> Any | None:
+    """A body the SDK's parser refused for a lone surrogate escape (`\\ud83d`: an emoji cut
+    in two, as JavaScript strings may carry and JSON.stringify writes), parsed with each
+    become U+FFFD, as the API and the providers' streams have it (rojos.provider.wire_text);
+    None for a body that is not JSON for another reason."""
+    if not _HALF_ESCAPE.search(body):
+        return None
+    try:
+        return lenient_loads(body)
+    except (ValueError, RecursionError):
+        return None

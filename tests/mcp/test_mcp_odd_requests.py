@@ -213,3 +213,26 @@ def test_a_body_that_is_not_json_is_a_parse_error_and_big_ids_are_echoed(
     assert cut.json()["error"]["code"] == -32700
     assert cut.json()["error"]["message"].startswith("Parse error: the body is not JSON (EOF")
     assert (big.status_code, big.json()["id"]) == (200, 123456789012345678901234567890)
+
+
+def test_half_an_emoji_in_a_calls_arguments_is_written_as_the_replacement_character(
+    server, project, secret
+):
+    """Arguments holding a lone surrogate escape (an emoji cut in two, as a JavaScript
+    client's JSON.stringify writes it) run, that half written as U+FFFD, as the API and the
+    providers' streams have it; before, the SDK's parser refused the whole call with a
+    parse error. A pair whole is kept as it is."""
+    call = {
+        **CREATE_D,
+        "params": {
+            "name": "write_text_content",
+            "arguments": {"path": "e.txt", "text": "cut \ud83d, whole \ud83d\ude00"},
+        },
+    }
+
+    answer = _post(server, project, secret, json.dumps(call).encode())
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["isError"] is False
+    written = (project_root_create(project.pk) / "e.txt").read_text()
+    assert written == "cut \ufffd, whole \U0001f600"
