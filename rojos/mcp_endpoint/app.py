@@ -7,11 +7,11 @@ chunks as it arrives, so the SDK never holds more than that in memory), the bear
 (the SDK's bearer middleware: 401 with WWW-Authenticate for a missing, unknown, expired or
 revoked token), the project (404 for one the token's user is not a member of, exactly as
 for one that does not exist), an MCP-Protocol-Version the SDK does not speak (400 naming
-those it does) and a body not sent as JSON (415: ./request_headers.py), a JSON-RPC batch
-(400 with a JSON-RPC error of its own: ./batches.py), a body that is not one JSON-RPC
-message (400, -32700 or -32600: ./message_shape.py), then the SDK's streamable HTTP
-session manager. A client that closes its connection before its answer cancels its
-request (./disconnects.py).
+those it does), a body not sent as JSON (415) and an Accept without JSON (406:
+./request_headers.py), a JSON-RPC batch (400 with a JSON-RPC error of its own:
+./batches.py), a body that is not one JSON-RPC message (400, -32700 or -32600:
+./message_shape.py), then the SDK's streamable HTTP session manager. A client that
+closes its connection before its answer cancels its request (./disconnects.py).
 
 The manager is stateless, answering in JSON: every request stands alone, so any server
 process can answer any request (no sticky sessions, as for the rest of the app), and each
@@ -61,6 +61,8 @@ from .origin import origin_allowed
 from .request_headers import (
     content_type_refuse,
     content_type_refused,
+    json_unaccepted,
+    json_unaccepted_refuse,
     version_refuse,
     version_unserved,
 )
@@ -181,6 +183,8 @@ class McpEndpoint:
             return await version_refuse(version, send)
         if (sent := content_type_refused(scope)) is not None:
             return await content_type_refuse(sent, send)
+        if json_unaccepted(scope):
+            return await json_unaccepted_refuse(send)
         body = BodyStart(receive)
         if await body.first_byte() == b"[":
             return await batch_refuse(scope, send)

@@ -1,5 +1,6 @@
 """What a request's headers must say before its body is read: a protocol version the SDK
-speaks, and a body in JSON. Each refusal is a JSON-RPC error saying what to send instead.
+speaks, a body in JSON, and an answer in JSON accepted. Each refusal is a JSON-RPC error
+saying what to send instead.
 
 A version: the transport's rule (basic/transports, "Protocol Version Header") is that a
 server MUST answer an invalid or unsupported version with 400 Bad Request. The SDK sends
@@ -11,6 +12,11 @@ versions served in `data.supported`: the SDK's client picks one from it and trie
 A body's type: the SDK's transport security answered any but application/json with a
 bare 400 in plain text ("Invalid Content-Type header"), no JSON-RPC error and no word of
 what to send; it is 415 with one, as the SDK's transport meant to answer.
+
+An answer's type: the transport asks clients to accept application/json and
+text/event-stream; this endpoint answers in JSON, so it needs the first (or a wildcard).
+The SDK answered a client that did not accept it with a JSON-RPC error at 2025 versions,
+but with a bare 406, no body, at 2026-07-28; both are the first now.
 """
 
 from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
@@ -54,3 +60,17 @@ async def content_type_refuse(sent: str, send: Send) -> None:
     named = f"Content-Type {_shown(sent)!r}" if sent else "No Content-Type"
     message = f"{named}: send the JSON-RPC message as application/json"
     await rpc_error_send(send, code=INVALID_REQUEST, message=message, status=415)
+
+
+def json_unaccepted(scope: Scope) -> bool:
+    """Whether the request's Accept leaves out JSON (as the SDK reads it: */*,
+    application/* and application/json take it; no Accept does not)."""
+    sent = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"accept"), "")
+    types = {part.split(";")[0].strip().lower() for part in sent.split(",")}
+    return not types & {"*/*", "application/*", "application/json"}
+
+
+async def json_unaccepted_refuse(send: Send) -> None:
+    """Answer 406 with -32600, saying what to accept."""
+    message = "Not Acceptable: accept application/json and text/event-stream (Accept header)"
+    await rpc_error_send(send, code=INVALID_REQUEST, message=message, status=406)

@@ -236,3 +236,30 @@ def test_half_an_emoji_in_a_calls_arguments_is_written_as_the_replacement_charac
     assert answer.json()["result"]["isError"] is False
     written = (project_root_create(project.pk) / "e.txt").read_text()
     assert written == "cut \ufffd, whole \U0001f600"
+
+
+@pytest.mark.parametrize("version", [None, "2026-07-28"], ids=["2025", "2026"])
+@pytest.mark.parametrize("accept", [None, "text/event-stream"])
+def test_a_client_that_does_not_accept_json_is_406_saying_what_to_accept(
+    server, project, secret, version, accept
+):
+    """A request whose Accept leaves out application/json (or that sends none) is answered
+    406 with a JSON-RPC error saying what to accept, at every version; before, the SDK
+    answered a bare 406 with no body at 2026-07-28."""
+    headers = {"Authorization": f"Bearer {secret}", "Content-Type": "application/json"}
+    if accept is not None:
+        headers["Accept"] = accept
+    if version is not None:
+        headers["MCP-Protocol-Version"] = version
+    url = mcp_url(server.base_url, project.pk)
+
+    with httpx2.Client() as client:
+        del client.headers["Accept"]  # httpx's own default, */*, is not sent
+        answer = client.post(url, content=json.dumps(CREATE_D).encode(), headers=headers)
+
+    assert answer.status_code == 406, answer.text
+    assert answer.json()["error"] == {
+        "code": -32600,
+        "message": "Not Acceptable: accept application/json and text/event-stream (Accept header)",
+    }
+    assert not (project_root_create(project.pk) / "d").exists()
