@@ -10,7 +10,7 @@ parsed as the SDK parses it, and a body that is not JSON is answered -32700 (par
 one of the wrong shape -32600 (invalid request), saying what is wrong. A good body goes
 on to the SDK as one message. The SDK's parser refuses a lone surrogate escape (half an
 emoji, which a JavaScript client's JSON.stringify writes): such a body is parsed again,
-each made U+FFFD, and handed on written anew.
+each made U+FFFD, and handed on written anew; so is a NUL's escape.
 """
 
 import json
@@ -21,7 +21,7 @@ import pydantic_core
 from mcp_types import INVALID_REQUEST, PARSE_ERROR
 from starlette.types import Message, Receive, Send
 
-from rojos.provider.wire_text import lenient_loads
+from rojos.provider.wire_text import lenient_loads, nul_escapes_replaced
 
 from .rpc_errors import rpc_error_send
 
@@ -113,7 +113,11 @@ def _shape_problem(message: Any) -> str | None:
 
 async def body_checked(body: bytes, send: Send) -> bytes | None:
     """The body to hand on, as sent or with each lone UTF-16 half made U+FFFD; None once a
-    body that is not one JSON-RPC message is answered (400)."""
+    body that is not one JSON-RPC message is answered (400). A NUL it encodes becomes
+    U+FFFD, as in the API's bodies (rojos.web.json_bodies): no store keeps one (PostgreSQL's
+    jsonb refuses it), so the call's record could not be stored."""
+    if b"\\u0000" in body:
+        body = nul_escapes_replaced(body)
     try:
         message = pydantic_core.from_json(body)
     except ValueError as exc:

@@ -238,6 +238,26 @@ def test_half_an_emoji_in_a_calls_arguments_is_written_as_the_replacement_charac
     assert written == "cut \ufffd, whole \U0001f600"
 
 
+def test_a_nul_in_a_calls_arguments_is_written_as_the_replacement_character(
+    server, project, secret
+):
+    """A NUL escape in the arguments (no store keeps one: PostgreSQL's jsonb refuses it, so
+    the call's record could not be stored) is written as U+FFFD, as the API has it, and the
+    call runs and is kept."""
+    call = {
+        **CREATE_D,
+        "params": {"name": "write_text_content", "arguments": {"path": "n.txt", "text": "a\0b"}},
+    }
+
+    answer = _post(server, project, secret, json.dumps(call).encode())
+
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["result"]["isError"] is False
+    assert (project_root_create(project.pk) / "n.txt").read_text() == "a\ufffdb"
+    stored = Message.objects.filter(role="assistant").values_list("tool_calls", flat=True)
+    assert "\ufffd" in json.dumps(list(stored), ensure_ascii=False)
+
+
 @pytest.mark.parametrize("version", [None, "2026-07-28"], ids=["2025", "2026"])
 @pytest.mark.parametrize("accept", [None, "text/event-stream"])
 def test_a_client_that_does_not_accept_json_is_406_saying_what_to_accept(
