@@ -2,6 +2,7 @@
 call one. Each handler reads who calls from the request (caller.caller_of) and checks the
 token and the user's role again, as every call does."""
 
+import asyncio
 from importlib.metadata import PackageNotFoundError, version
 
 import mcp_types as types
@@ -60,8 +61,9 @@ async def _list_resources(
     ctx: ServerRequestContext, params: types.PaginatedRequestParams | None
 ) -> types.ListResourcesResult:
     caller, _ = await _may_write_now(ctx)
-    async with db_context():
-        found = await sync_to_async(resources_list)(project_id=caller.project_id)
+    # Files alone, no database: on a thread of its own, not one of the few database threads
+    # every request and turn waits on (as the web's file API reads).
+    found = await asyncio.to_thread(resources_list, project_id=caller.project_id)
     return types.ListResourcesResult(resources=found)
 
 
@@ -80,10 +82,9 @@ async def _read_resource(
     if path is None:
         raise MCPError(code=INVALID_PARAMS, message=f"Not a file of this project: {params.uri}")
     try:
-        async with db_context():
-            return await sync_to_async(resource_read)(
-                project_id=caller.project_id, uri=params.uri, path=path
-            )
+        return await asyncio.to_thread(
+            resource_read, project_id=caller.project_id, uri=params.uri, path=path
+        )
     except StorageError as exc:
         raise MCPError(code=INVALID_PARAMS, message=str(exc)) from None
 
