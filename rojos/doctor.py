@@ -44,11 +44,13 @@ def rojo_keys(context: Context) -> list[Finding]:
         elif not os.environ.get(name) and not rojo.api_key:
             found.append(
                 Finding(
-                    level="error",
+                    level="warning",  # no key is right for a local server (Ollama, LM Studio)
                     code="rojo-key-missing",
                     message=f"rojo {rojo.slug!r} reads its key from {name}, which is not set "
-                    "in this process's environment.",
-                    fix=f"set {name} for every server process (the env file).",
+                    "in this process's environment: its requests go without a key, which a "
+                    "local server (Ollama, LM Studio) takes and a hosted provider refuses.",
+                    fix=f"for a provider that needs a key, set {name} for every server process "
+                    "(the env file), or store the key on the rojo (admin).",
                 )
             )
     return found

@@ -232,6 +232,7 @@ def test_a_rojo_whose_key_variable_is_missing_or_refused_is_found(storage_dir):
 
     assert (status, codes(output)) == (2, {"rojo-key-missing", "rojo-key-rule"})
     assert "'unset'" in output and "'legacy'" in output
+    assert "WARNING rojo-key-missing" in output  # a local server takes requests without one
     assert database_url() not in output  # the variable's name, never its value
 
 
