@@ -506,6 +506,7 @@ def test_a_reply_that_cannot_start_keeps_the_message_in_its_conversation(
     send(page, "And now?")
 
     expect(page.locator("rojo-chat-panel .bubble.assistant")).to_have_text("Back again.")
+    expect(page.locator("rojo-chat-panel .busy")).to_be_hidden()  # the reply is stored by its DONE
     expect(items).to_have_count(1)
     assert Conversation.objects.count() == 1
     assert [m.content for m in stored_history(conversation.pk)] == [

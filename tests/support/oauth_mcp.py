@@ -25,7 +25,7 @@ from django.conf import settings as django_settings
 from rojos.mcp.sealed import seal
 from rojos.models import McpServer
 from tests.support.oidc_server import CLIENT_ID, CLIENT_SECRET, _consent, _log_in
-from tests.support.server_process import _free_port
+from tests.support.server_process import _free_port, listens
 
 SERVER = Path(__file__).parent / "mcp_servers" / "oauth_protected.py"
 
@@ -58,9 +58,11 @@ def oauth_mcp(oidc_provider, tmp_path_factory) -> Iterator[ProtectedServer]:
             raise RuntimeError("the OAuth MCP server did not start:\n" + log.read_text())
         try:
             httpx2.get(url, timeout=1)
-            break
+            if listens(pid=process.pid, port=port):  # not another worker's on the same port
+                break
         except httpx2.TransportError:
-            time.sleep(0.1)
+            pass
+        time.sleep(0.1)
     try:
         yield ProtectedServer(url=url, issuer=issuer, process=process)
     finally:

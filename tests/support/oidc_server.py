@@ -27,7 +27,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from django.conf import settings as django_settings
 
-from tests.support.server_process import _free_port
+from tests.support.server_process import _free_port, listens
 
 CLIENT_ID = "rojo-chat-tests"
 CLIENT_SECRET = "rojo-chat-tests-secret"
@@ -92,10 +92,13 @@ def _wait_ready(provider: Provider) -> None:
         if provider.process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError("the OIDC provider did not start:\n" + provider.log_path.read_text())
         try:
-            if requests.get(provider.discovery_url, timeout=1).status_code == 200:
-                return
+            answered = requests.get(provider.discovery_url, timeout=1).status_code
         except (requests.ConnectionError, requests.Timeout):  # not listening, or still busy
-            time.sleep(0.2)
+            answered = None
+        port = int(provider.base_url.rsplit(":", 1)[1])
+        if answered == 200 and listens(pid=provider.process.pid, port=port):
+            return  # its own, not another worker's provider handed the same port
+        time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")

@@ -126,15 +126,52 @@ def _launch(*, storage_dir: Path, log_path: Path, server: str, **env: str) -> Se
 
 
 def _wait_ready(server: ServerProcess) -> None:
+    """Wait for an answer on the port from this process's own listener.
+
+    Another xdist worker may have been handed the same free port: its server would answer
+    first, from another database, while this one dies with "address already in use"; a
+    test talking to it gets 401s for tokens it never heard of."""
     deadline = time.monotonic() + START_TIMEOUT
+    port = int(server.base_url.rsplit(":", 1)[1])
     while True:
         if server.process.poll() is not None or time.monotonic() > deadline:
             raise RuntimeError("the server process did not start:\n" + server.log())
         try:
-            if httpx2.get(server.base_url + "/api/projects", timeout=1).status_code == 401:
-                return
+            answered = httpx2.get(server.base_url + "/api/projects", timeout=1).status_code
         except httpx2.TransportError:
-            time.sleep(0.1)
+            answered = None
+        if answered == 401 and listens(pid=server.process.pid, port=port):
+            return
+        time.sleep(0.1)
+
+
+def listens(*, pid: int, port: int) -> bool:
+    """Whether `pid` holds a socket listening on `port` (Linux's /proc; elsewhere, trusted)."""
+    if not Path("/proc/self/net/tcp").exists():
+        return True
+    tables = [Path(f"/proc/{pid}/net/tcp"), Path(f"/proc/{pid}/net/tcp6")]
+    inodes = set()
+    for table in tables:
+        try:
+            rows = table.read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            fields = row.split()
+            local, state, inode = fields[1], fields[3], fields[9]
+            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port:
+                inodes.add(f"socket:[{inode}]")
+    try:
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+    except OSError:
+        return False
+    for fd in fds:
+        try:
+            if os.readlink(fd) in inodes:
+                return True
+        except OSError:
+            continue
+    return False
 
 
 @pytest.fixture
