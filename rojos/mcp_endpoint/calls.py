@@ -49,7 +49,7 @@ from rojos.whole import whole
 
 from ..errors import AccessRevoked, TurnLimited
 from ..models import Conversation, Message, TurnRecord
-from ..tools import RojoToolContext, ToolCall, ToolError, registry
+from ..tools import RojoToolContext, ToolCall, ToolError, echoed, registry
 from ..tools.schema import validate
 from .call_line import call_line
 from .caller import McpCaller
@@ -109,9 +109,8 @@ def _refusal(token: ApiToken | None, role: Role | None, name: str) -> str | None
         return "You are not a member of this project."
     tool = registry.get(name)
     if tool is None or not served(tool):
-        return (
-            f"unknown tool {name!r}; available tools: {', '.join(sorted(served_names(registry)))}"
-        )
+        offered = ", ".join(sorted(served_names(registry)))
+        return f"unknown tool {echoed(name)!r}; available tools: {offered}"
     if tool.writes and token.read_only:
         return f"tool {name!r} changes files, and this API token is read-only"
     if tool.writes and not role.can_write:
@@ -306,7 +305,9 @@ async def mcp_call(*, caller: McpCaller, name: str, arguments: dict | None) -> M
     except asyncio.CancelledError:
         if call.done():  # the call's own end (its claim taken over), not its client's
             raise
-        logger.info("MCP call %r of token %s cancelled before its answer", name, caller.token_id)
+        logger.info(
+            "MCP call %r of token %s cancelled before its answer", echoed(name), caller.token_id
+        )
         call.cancel()
         with anyio.CancelScope(shield=True), contextlib.suppress(asyncio.CancelledError):
             await call  # its end, stored; then the cancellation goes on

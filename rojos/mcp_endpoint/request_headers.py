@@ -23,6 +23,7 @@ from mcp_types import INVALID_REQUEST, UNSUPPORTED_PROTOCOL_VERSION
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, MODERN_PROTOCOL_VERSIONS
 from starlette.types import Scope, Send
 
+from ..tools import echoed
 from .rpc_errors import rpc_error_send
 
 SERVED = (*HANDSHAKE_PROTOCOL_VERSIONS, *MODERN_PROTOCOL_VERSIONS)
@@ -30,7 +31,7 @@ _SHOWN = 64  # of a value named: a header may be kilobytes long
 
 
 def _shown(value: str) -> str:
-    return value[:_SHOWN] + ("…" if len(value) > _SHOWN else "")
+    return echoed(value, _SHOWN)
 
 
 def version_unserved(scope: Scope) -> str | None:

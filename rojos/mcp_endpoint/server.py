@@ -16,7 +16,7 @@ from roject.members.access import project_role
 from roject.server.db_threads import db_context
 from roject.storage import StorageError
 
-from ..tools import registry
+from ..tools import echoed, registry
 from .caller import McpCaller, caller_of
 from .calls import McpResult, mcp_call
 from .listing import mcp_tools
@@ -80,7 +80,8 @@ async def _read_resource(
     caller, _ = await _may_write_now(ctx)
     path = resource_path(params.uri)
     if path is None:
-        raise MCPError(code=INVALID_PARAMS, message=f"Not a file of this project: {params.uri}")
+        named = echoed(params.uri)
+        raise MCPError(code=INVALID_PARAMS, message=f"Not a file of this project: {named}")
     try:
         return await asyncio.to_thread(
             resource_read, project_id=caller.project_id, uri=params.uri, path=path

@@ -9,7 +9,7 @@ from .function_tool import FunctionTool, rojo_tool
 from .get_text_content import GetTextContent
 from .list_files import ListFiles
 from .move_path import MovePath
-from .outcome import ToolError, ToolOutcome
+from .outcome import ToolError, ToolOutcome, echoed
 from .read_path_meta import ReadPathMeta
 from .read_result import ReadResult
 from .registry import RojoToolRegistry
@@ -43,6 +43,7 @@ __all__ = [
     "ToolError",
     "ToolOutcome",
     "display_args",
+    "echoed",
     "parse_arguments",
     "registry",
     "rojo_tool",

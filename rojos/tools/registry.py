@@ -8,7 +8,7 @@ from roject.storage import StorageError
 
 from .arguments import ToolCall
 from .base import RojoTool, RojoToolContext
-from .outcome import ToolError, ToolOutcome
+from .outcome import ToolError, ToolOutcome, echoed
 from .schema import validate
 
 logger = logging.getLogger(__name__)
@@ -84,7 +84,8 @@ class RojoToolRegistry:
         tool = self._tools.get(call.name)
         if tool is None:
             offered = ", ".join(t.name for t in self.available(ctx)) or "none"
-            return ToolOutcome.failure(f"unknown tool {call.name!r}; available tools: {offered}")
+            named = echoed(call.name)
+            return ToolOutcome.failure(f"unknown tool {named!r}; available tools: {offered}")
         refusal = self._refusal(tool, ctx)
         if refusal:
             return ToolOutcome.failure(refusal)

@@ -260,6 +260,23 @@ async def test_unknown_tool_name_becomes_an_error_result(fake_provider, project,
     assert json.loads(fake_provider.requests[1]["messages"][2]["content"]) == {"error": error}
 
 
+async def test_a_long_unknown_tool_name_is_named_cut_short(fake_provider, project, users):
+    """The error names an invented tool by its first 100 characters and an ellipsis: a
+    model that wrote a kilobyte of name does not get it back in every later request."""
+    name = "do_" * 2000
+    fake_provider.add(
+        stream(tool_call_chunks([(name, {})])),
+        stream(text_chunks("I cannot do that.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    error = run.results[0].result["error"]
+    assert error.startswith(f"unknown tool {name[:100] + '…'!r}; available tools: ")
+    assert len(error) < 1000
+
+
 async def test_step_limit_stops_a_rojo_that_keeps_calling_tools(fake_provider, project, users):
     """After max_steps model calls the turn ends with StepLimitReached; every call is answered."""
     keep_listing = tool_call_chunks([("list_files", {"path": ""})])

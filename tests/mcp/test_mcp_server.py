@@ -181,6 +181,32 @@ def test_the_handshake_free_protocol_works_too_and_failures_are_tool_errors(serv
     assert unknown.is_error and text_of(unknown).startswith("unknown tool 'no_such_tool'")
 
 
+def test_a_long_unknown_tool_name_or_uri_is_echoed_cut_short(server, users, project):
+    """An unknown tool's name and a resource URI that is not ours are named in the error by
+    their first 100 characters and an ellipsis, not echoed whole (a client may send
+    megabytes); nothing is stored for the call."""
+    name = "x" * 99 + "😀" + "y" * 20_000
+    uri = "file:///" + "z" * 20_000
+
+    async def work(client):
+        unknown = await client.call_tool(name, {})
+        try:
+            await client.read_resource(uri)
+        except MCPError as exc:
+            return unknown, exc
+        return unknown, None
+
+    unknown, foreign = with_mcp(
+        mcp_url(server.base_url, project.pk), secret_for(users["editor"]), work
+    )
+    assert unknown.is_error
+    assert text_of(unknown).startswith(f"unknown tool {name[:100] + '…'!r}; available tools: ")
+    assert "y" * 30 not in text_of(unknown)
+    assert foreign is not None
+    assert foreign.error.message == f"Not a file of this project: {uri[:100]}…"
+    assert Message.objects.count() == 0
+
+
 @pytest.mark.parametrize("who", ["viewer", "read-only token"])
 def test_writes_are_refused_to_viewers_and_read_only_tokens(server, users, project, who):
     """A viewer's token, and an editor's read-only token, list only the tools that read; a

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from roject.models import Role
-from rojos.tools import BUILTIN_TOOLS, RojoTool, RojoToolRegistry, registry
+from rojos.tools import BUILTIN_TOOLS, RojoTool, RojoToolRegistry, echoed, registry
 from tests.support.helpers import context, error_message
 
 PLAIN_SCHEMA_KEYS = {"type", "properties", "required", "description", "enum", "items"}
@@ -213,6 +213,17 @@ async def test_unknown_tool_offers_only_what_the_viewer_may_call(root):
         "unknown tool 'nope'; available tools: read_path_meta, get_text_content, list_files, "
         "search_text, update_plan"
     )
+
+
+async def test_a_long_unknown_name_is_named_cut_short_never_between_surrogate_halves(ctx):
+    """An error echoes a name by its first 100 characters and an ellipsis; a surrogate
+    pair the cut would split (as text carried with surrogatepass has them) is left out
+    whole, so the message stays encodable."""
+    pair = "\ud83d\ude00"
+    result = await registry.execute("a" * 99 + pair + "b" * 5000, {}, ctx)
+    assert error_message(result).startswith(f"unknown tool {'a' * 99 + '…'!r}; available")
+    assert echoed("c" * 100) == "c" * 100 and echoed("c" * 101) == "c" * 100 + "…"
+    assert echoed("c" * 100 + pair) == "c" * 100 + "…"
 
 
 async def test_arguments_as_json_object_string(root, ctx):
