@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from rojos.models import Rojo
+from rojos.models import Rojo, UsageRecord
 
 _MILLION = Decimal(1_000_000)
 
@@ -65,6 +65,8 @@ def usage_counts(usage: Any) -> UsageCounts | None:
     )
     if "input_tokens" in usage and "prompt_tokens" not in usage and cached:
         prompt += cached  # Anthropic counts cache reads beside its input tokens, not in them
+        if prompt > _MOST:  # together past what a row holds: no count either
+            return None
     return UsageCounts(
         prompt=prompt,
         completion=_count(usage.get("completion_tokens"), usage.get("output_tokens")) or 0,
@@ -89,4 +91,13 @@ def usage_cost(rojo: Rojo, counts: UsageCounts) -> Decimal | None:
         + counts.cached * price_cached
         + counts.completion * (rojo.price_output or Decimal(0))
     ) / _MILLION
-    return cost.quantize(Decimal("0.00000001"))
+    return min(cost.quantize(Decimal("0.00000001")), _cost_most())
+
+
+def _cost_most() -> Decimal:
+    """The most a usage row's cost holds (a million dollars): counts a row holds at prices
+    an admin may type in can cost more, and the row's insert would fail on PostgreSQL."""
+    field = UsageRecord._meta.get_field("cost")
+    return Decimal(10) ** (field.max_digits - field.decimal_places) - Decimal(10) ** (
+        -field.decimal_places
+    )

@@ -2,6 +2,7 @@
 option remembered per rojo, and the estimate of a request's size calibrated from reports."""
 
 import asyncio
+from decimal import Decimal
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -191,3 +192,47 @@ async def test_a_count_too_big_for_any_model_is_estimated_and_the_turn_ends_well
     [row] = await records(run.conversation)
     assert (row.message_id, row.reported) == (history[-1].pk, False)
     assert row.completion_tokens == tokens_of(len("Hello."), DEFAULT_CHARS_PER_TOKEN)
+
+
+async def test_cache_reads_beside_a_count_that_overflow_the_row_together_are_estimated(
+    fake_provider, project, users
+):
+    """Anthropic's input tokens and cache reads are added into the prompt count: two counts
+    each within a row's integer, summed past it, are no count either, and the response is
+    recorded with an estimate. Before, the sum went into the row and its insert failed on
+    PostgreSQL (integer out of range), ending the turn with an internal error."""
+    most = 2**31 - 1
+    usage = (
+        f'{{"choices": [], "usage": {{"input_tokens": {most}, '
+        f'"cache_read_input_tokens": {most}, "output_tokens": 2}}}}'
+    )
+    fake_provider.add(stream(text_chunks("Hello."), f"data: {usage}\n\n"))
+    rojo = await rojo_for(fake_provider, stream_usage_refused=True)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None, run.error
+    [row] = await records(run.conversation)
+    assert row.reported is False and row.prompt_tokens <= most
+    assert row.completion_tokens == tokens_of(len("Hello."), DEFAULT_CHARS_PER_TOKEN)
+
+
+async def test_a_cost_past_what_a_usage_row_holds_is_stored_at_its_most(
+    fake_provider, project, users
+):
+    """Counts a row holds, at prices an admin may type in, can cost more than the row's cost
+    column holds (a million dollars): the cost is stored at that column's most, and the turn
+    ends well, its usage counted. Before, the insert failed on PostgreSQL (numeric field
+    overflow) after the reply was stored, and the turn ended with an internal error."""
+    most = 2**31 - 1
+    fake_provider.add(stream(text_chunks("Hello."), usage_chunk(most, most)))
+    rojo = await rojo_for(
+        fake_provider, price_input=Decimal("99999999.9999"), price_output=Decimal("99999999.9999")
+    )
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None, run.error
+    [row] = await records(run.conversation)
+    assert (row.prompt_tokens, row.completion_tokens, row.reported) == (most, most, True)
+    assert row.cost == Decimal("999999.99999999")
