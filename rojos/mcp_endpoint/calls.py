@@ -278,7 +278,7 @@ async def _call(caller: McpCaller, name: str, arguments: dict) -> McpResult:
         stopped = False
         try:
             if begun.repair.needed:  # the last call was cut off by a crash
-                await whole(begun.repair.files_repair())
+                await whole(begun.repair.complete())
             return await _run(begun)
         except asyncio.CancelledError:
             # A claim taken over (the heartbeat's cancel): its calls are the new turn's.

@@ -39,9 +39,8 @@ def turn_claim_blocking(
         return True
     held = rows.filter(turn_id__isnull=False).first()
     dead = dead_claim(held) if held is not None else None
-    # approval_waiting: a crashed turn's wait
+    # approval_waiting: a crashed turn's wait (its stored calls: rojos.turns.repair)
     if dead is not None and rows.filter(dead).update(**claim, approval_waiting=None):
-        PendingApproval.objects.filter(conversation_id=conversation_id).delete()
         return False
     return None
 

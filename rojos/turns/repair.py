@@ -23,6 +23,7 @@ from roject import storage
 from rojos.agent.changing_calls import cut_off_writes_clean
 from rojos.agent.history import History
 from rojos.agent.usage_accounts import cut_off_account_blocking
+from rojos.approvals.live import approvals_changed_publish
 from rojos.changes import undo
 from rojos.models import Conversation, FileChange, Message, PendingApproval, TurnRecord
 from rojos.models.claims import dead_claim
@@ -41,21 +42,31 @@ class Repair:
     # Calls the crash cut off (answered as interrupted now), and their unfinished records.
     cut_off: list[dict] = field(default_factory=list)
     unfinished: list[FileChange] = field(default_factory=list)
+    # Whether calls of the dead turn that waited for an owner were dropped from the inbox.
+    approvals_dropped: bool = False
 
     @property
     def needed(self) -> bool:
-        return bool(self.cut_off or self.unfinished)
+        return bool(self.cut_off or self.unfinished or self.approvals_dropped)
 
-    async def files_repair(self) -> None:
-        """Finish the change records and clean up after cut-off writes, under the project's
-        change lock (every write to a project runs under it). The records are read again
-        there: a change made since may have finished them first, as they really were."""
+    async def complete(self) -> None:
+        """After the repair's transaction: the files, and the owners' news.
+
+        The change records are finished and what cut-off writes left is cleaned up, under
+        the project's change lock (every write to a project runs under it); the records are
+        read again there: a change made since may have finished them first, as they really
+        were. Owners whose inbox lost the dead turn's calls are told, as when a call is
+        decided (rojos.approvals.pending.pending_approval_remove): else their pages' count
+        stays stale until their next check."""
 
         def repair() -> None:
             undo.cut_off_changes_finish(project_id=self.project_id, root=self.root)
             cut_off_writes_clean(self.root, self.cut_off, registry)
 
-        await storage.under_changes_lock(self.project_id, repair)
+        if self.cut_off or self.unfinished:
+            await storage.under_changes_lock(self.project_id, repair)
+        if self.approvals_dropped:
+            await approvals_changed_publish(project_id=self.project_id)
 
 
 def conversation_repair(
@@ -69,6 +80,10 @@ def conversation_repair(
     repair = Repair(project_id=conversation.project_id, root=root, cut_off=history.cut_off)
     if not (taken_over or history.cut_off):
         return repair
+    if taken_over:  # the dead turn's waits end with it (its claim's approval_waiting did)
+        waits = PendingApproval.objects.filter(conversation=conversation)
+        repair.approvals_dropped = bool(waits.filter(routed=True).delete()[0])
+        waits.delete()
     running = TurnRecord.objects.filter(
         conversation=conversation, status=TurnRecord.Status.RUNNING
     ).select_related("rojo", "user")
@@ -112,14 +127,14 @@ def _drafts_keep(conversation: Conversation, history: History, record: TurnRecor
 def _dead_turn_end_blocking(conversation: Conversation, claim: Q) -> Repair | None:
     """(Blocking) Give a dead claim up and record its turn as interrupted, answering its open
     calls: one transaction. None when the claim was not (or no longer) that dead one. The
-    wait for an approval it left ends with it, as a taken-over claim's does: else the next
-    turn would read as waiting, and the owners' inbox offer the dead call again."""
+    wait for an approval it left ends with it, as a taken-over claim's does
+    (conversation_repair drops its stored calls): else the next turn would read as waiting,
+    and the owners' inbox offer the dead call again."""
     with transaction.atomic():
         rows = Conversation.objects.filter(claim, pk=conversation.pk)
         ended = {"turn_id": None, "turn_heartbeat": None, "turn_owner": ""}
         if not rows.update(**ended, approval_waiting=None):
             return None
-        PendingApproval.objects.filter(conversation_id=conversation.pk).delete()
         conversation.approval_waiting = None
         history = History.load_blocking(conversation)
         return conversation_repair(
@@ -148,7 +163,7 @@ async def dead_turn_end(conversation: Conversation, *, silent: Q | None = None) 
     if repair is None:
         return False
     if repair.needed:
-        await repair.files_repair()
+        await repair.complete()
     conversation.turn_id = conversation.turn_heartbeat = None
     conversation.turn_owner = ""
     return True

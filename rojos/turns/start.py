@@ -141,7 +141,7 @@ async def _turn_start(
         channel = await layer.new_channel()
         await layer.group_add(turn_group(turn.conversation_id), channel)
         if begun.repair.needed:  # the last turn was cut off by a crash
-            await begun.repair.files_repair()
+            await begun.repair.complete()
     except BaseException as exc:
         # Stored, but it cannot run: end it as failed and give the conversation up. Its
         # record says what the chat's answer says (rojos.web.errors): a service down, or

@@ -3,17 +3,22 @@ approval in an editor's turn waits for an owner, who decides it from the Approva
 decision is audited once. The turn runs on the live ASGI server, decisions are separate
 requests; the last tests send them to a second server process (PostgreSQL + Redis)."""
 
+import subprocess
 import threading
 import time
+import uuid
+from datetime import timedelta
 from pathlib import Path
 
 import httpx2
 import pytest
+from django.utils import timezone
 
 from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.models import AuditAction, AuditEntry
 from roject.storage import project_root_create
-from rojos.models import Conversation, PendingApproval, default_tools
+from rojos.models import Conversation, Message, PendingApproval, TurnRecord, default_tools
+from rojos.models.claims import owner_host
 from rojos.turns.decisions import OWNERS_ONLY
 from tests.approvals.test_approvals import DENIED, REPLY, chat_deciding, of_type
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
@@ -285,6 +290,72 @@ def test_the_owners_live_count_follows_the_inbox(
     chat_deciding(client_for(users["editor"]), routed, rojo, owner_approves)
     reader.join(timeout=3)
     assert counts == [0, 1, 0]
+
+
+def dead_turn_waiting(project, rojo, user) -> Conversation:
+    """A conversation whose turn's process died while a call of it waited for an owner: its
+    claim names a gone process of this host (dead at once, its heartbeat still fresh), its
+    record still runs, and the call is still in the owners' inbox."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    conversation = Conversation.objects.create(
+        project=project,
+        rojo=rojo,
+        user=user,
+        turn_id=uuid.uuid4(),
+        turn_heartbeat=timezone.now(),
+        turn_owner=f"{owner_host()}:{gone.pid}:gonegonegone",
+        approval_waiting=timezone.now(),
+    )
+    asked = Message.objects.create(
+        conversation=conversation, position=0, role=Message.Role.USER, content="Tidy up."
+    )
+    TurnRecord.objects.create(conversation=conversation, user_message=asked, rojo=rojo, user=user)
+    PendingApproval.objects.create(
+        project=project,
+        conversation=conversation,
+        user=user,
+        call_id="call-1",
+        tool="delete_path",
+        path="notes.txt",
+        preview={},
+        routed=True,
+        expires=timezone.now() + timedelta(hours=1),
+    )
+    return conversation
+
+
+@pytest.mark.parametrize("found_by", ["a read", "a new message"])
+def test_the_owners_live_count_drops_a_dead_turns_call_at_once(
+    client_for, users, routed, rojo, fake_provider, root, settings, found_by
+):
+    """A turn whose process died while its call waited for an owner is ended by whoever
+    finds it (a read of the conversation, or its next message taking the claim over): its
+    call leaves the inbox and the owners' live count says 0 at once, as when a call is
+    decided, not at the next periodic check. Before, no news was sent and the count stayed
+    at 1 until that check."""
+    settings.ROJO_LIVE_CHECK_SECONDS = 60
+    conversation = dead_turn_waiting(routed, rojo, users["editor"])
+    counts: list[int] = []
+    reader = threading.Thread(
+        target=live_counts, args=(client_for(users["owner"]), counts, 2), daemon=True
+    )
+    reader.start()
+    wait_for(lambda: counts == [1])
+
+    editor = client_for(users["editor"])
+    if found_by == "a read":
+        assert editor.get(f"/api/conversations/{conversation.pk}").json()["running"] is False
+    else:
+        fake_provider.add(stream(*text_chunks(REPLY)))
+        events = editor.chat(
+            routed.pk, rojo=rojo.slug, message="Again", conversation=conversation.pk
+        )
+        assert events[-1].type == "DONE"
+
+    wait_for(lambda: counts == [1, 0])
+    assert not PendingApproval.objects.exists()
+    reader.join(timeout=3)
 
 
 @pytest.mark.parametrize("how", ["logout", "token revoked"])
