@@ -9,6 +9,8 @@ form that all of them take, with no branching on the provider's name:
   or coming only when asked for (true) (rojos.models.capabilities);
 - tool-call ids of 9 letters and digits (Mistral);
 - each call's arguments as a JSON object string, "{}" rather than "" (Gemini parses them);
+- a call's name as providers validate it (^[a-zA-Z0-9_-]{1,64}$, OpenAI): one the model
+  made up outside it goes back as `unknown_tool`, else every later request is refused;
 - Gemini's thought signatures back to the model that made them, and to no other;
 - stored reasoning with its tool calls only where the provider needs it, within the tool
   loop or (DeepSeek) after it (`reasoning_back_field`; Mistral answers 422 to it);
@@ -19,6 +21,7 @@ The stream reader, the other half of speaking to a provider, is `provider.py`.
 
 import hashlib
 import json
+import re
 
 from rojos.errors import TurnError
 from rojos.models import Message, Rojo
@@ -31,6 +34,10 @@ _SENT_BACK_EXTRA = ("extra_content",)
 # What a user message may attach: files' text, images, uploaded PDFs' text.
 _ATTACHED = ("attachments", "images", "pdfs")
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+# The tool names providers accept in a request (OpenAI checks history's calls too).
+_WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
+# What goes back for a name outside that: the call's result already says no such tool.
+UNKNOWN_TOOL = "unknown_tool"
 
 
 def wire_call_id(stored_id: str) -> str:
@@ -60,13 +67,20 @@ def _wire_arguments(arguments: str | None) -> str:
         return "{}"
 
 
+def _wire_name(name: str) -> str:
+    """A stored call's name as providers accept it: a name the model made up with spaces,
+    dots or past 64 characters is stored and shown as it came, but sent back as
+    UNKNOWN_TOOL (OpenAI refuses a request whose history holds it, and so each later one)."""
+    return name if _WIRE_NAME.fullmatch(name) else UNKNOWN_TOOL
+
+
 def _call_to_wire(call: dict, sent_back: tuple[str, ...]) -> dict:
     function = call.get("function") or {}
     wire = {
         "id": wire_call_id(call["id"]),
         "type": "function",
         "function": {
-            "name": function.get("name", ""),
+            "name": _wire_name(function.get("name") or ""),
             "arguments": _wire_arguments(function.get("arguments")),
         },
     }

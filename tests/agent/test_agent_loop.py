@@ -260,6 +260,42 @@ async def test_unknown_tool_name_becomes_an_error_result(fake_provider, project,
     assert json.loads(fake_provider.requests[1]["messages"][2]["content"]) == {"error": error}
 
 
+@pytest.mark.parametrize("name", ["list files", "functions.list_files", "t" * 65, "dir/ls"])
+async def test_a_made_up_tool_name_providers_refuse_goes_back_as_a_stand_in(
+    fake_provider, project, users, name
+):
+    """A call named outside ^[a-zA-Z0-9_-]{1,64}$ (which OpenAI checks in a request's
+    history too) is answered as an unknown tool, stored and shown as the model sent it, and
+    sent back in later requests as `unknown_tool`, its result saying what it was. Before,
+    the name went back as it came, and a provider that checks it refused every later
+    request of the conversation."""
+    fake_provider.add(
+        stream(tool_call_chunks([(name, {"path": ""})])),
+        stream(text_chunks("Sorry.")),
+        stream(text_chunks("Hello again.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+    later = await run_turn(
+        project=project, rojo=rojo, user=users["editor"], conversation=run.conversation
+    )
+
+    assert run.error is None and later.error is None
+    assert run.calls[0].name == name
+    error = run.results[0].result["error"]
+    assert error.startswith(f"unknown tool {name!r}")
+    history = await valid_history(run.conversation)
+    assert history[1].tool_calls[0]["function"]["name"] == name and history[2].name == name
+    assert len(fake_provider.requests) == 3  # the reply after the result, the next turn's
+    for request in fake_provider.requests[1:]:
+        [called] = [m["tool_calls"] for m in request["messages"] if m.get("tool_calls")]
+        [answered] = [m["content"] for m in request["messages"] if m["role"] == "tool"]
+        assert called[0]["function"]["name"] == "unknown_tool"
+        assert json.loads(called[0]["function"]["arguments"]) == {"path": ""}
+        assert json.loads(answered) == {"error": error}
+
+
 async def test_a_long_unknown_tool_name_is_named_cut_short(fake_provider, project, users):
     """The error names an invented tool by its first 100 characters and an ellipsis: a
     model that wrote a kilobyte of name does not get it back in every later request."""
