@@ -37,6 +37,12 @@ def _session_signed_in(session_key: str | None, user_id: int) -> bool:
     return any(constant_time_compare(stored, known) for known in hashes)
 
 
+async def asession_signed_in(*, session_key: str | None, user_id: int) -> bool:
+    """Whether the login session is still signed in as the user, with the user's password
+    as it is now: False once logged out, expired, or the password changed."""
+    return await sync_to_async(_session_signed_in)(session_key, user_id)
+
+
 def live_auth_check(request: HttpRequest, *, user):
     """An async check, to call again as the stream goes on, of whether the request that
     opened it (with a session or an API token, as `user`) is still signed in."""
@@ -49,7 +55,7 @@ def live_auth_check(request: HttpRequest, *, user):
     async def signed_in() -> bool:
         if token_id is not None:
             return await aapi_token_alive(token_id=token_id)
-        return await sync_to_async(_session_signed_in)(session_key, user_id)
+        return await asession_signed_in(session_key=session_key, user_id=user_id)
 
     return signed_in
 

@@ -1,7 +1,8 @@
 """What a call is answered, and a turn ends with, once its user may no longer act: removed
-from the project (or deactivated), made a viewer, or the API token the turn was asked with
-revoked or expired. The runner reads the role (and the token) again before each step and
-each call (rojos.agent.tool_calls)."""
+from the project (or deactivated), made a viewer, the API token the turn was asked with
+revoked or expired, or the login session it was asked in ended (logged out, or the password
+changed, which ends every other session). The runner reads the role (and the token or the
+session) again before each step and each call (rojos.agent.tool_calls)."""
 
 from rojos.tools import ToolOutcome
 
@@ -23,4 +24,13 @@ TOKEN_ENDED_OUTCOME = ToolOutcome.failure(
 )
 TOKEN_ENDED_MESSAGE = (
     "The API token this reply was asked with was revoked or has expired, so it was stopped."
+)
+# The same, for a turn asked in a login session that has ended.
+SESSION_ENDED_OUTCOME = ToolOutcome.failure(
+    "the login session this reply was asked in has ended (logged out, or the password was "
+    "changed): nothing of this project can be read or changed"
+)
+SESSION_ENDED_MESSAGE = (
+    "The login session this reply was asked in has ended (logged out, or the password was "
+    "changed), so it was stopped."
 )

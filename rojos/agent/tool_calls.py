@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
 
 from roject import storage
+from roject.identity.live_auth import asession_signed_in
 from roject.identity.tokens import aapi_token_alive
 from roject.members.access import aproject_role
 from roject.models import Role
@@ -17,6 +18,8 @@ from rojos.agent.access_ended import (
     REMOVED_MESSAGE,
     REMOVED_OUTCOME,
     REVOKED_OUTCOME,
+    SESSION_ENDED_MESSAGE,
+    SESSION_ENDED_OUTCOME,
     TOKEN_ENDED_MESSAGE,
     TOKEN_ENDED_OUTCOME,
 )
@@ -51,8 +54,9 @@ class ToolCallRunner:
     `approver` None runs every call without asking (scripts, re-runs on scratch copies);
     `record_changes` False keeps no undo records (a scratch copy has nothing to undo).
 
-    The user's role is read again before each model step and each call (one query each):
-    a user removed from the project ends the turn (AccessRevoked); one who may no longer
+    The user's role is read again before each model step and each call (one query each; the
+    turn's API token or login session too): a user removed from the project, or whose token
+    was revoked or session ended, ends the turn (AccessRevoked); one who may no longer
     write gets only read tools from then on, as a viewer's turn would. A role that grows
     while the turn runs does not widen it. Scripts and re-runs (no user) keep their role.
     """
@@ -86,16 +90,25 @@ class ToolCallRunner:
 
     async def _role_now(self) -> Role | None:
         """The user's role now, narrowing the context to it when it may no longer write;
-        None for one removed, or whose turn's API token was revoked or has expired."""
+        None for one removed, or whose turn's API token was revoked or has expired, or
+        whose login session has ended."""
         if self.ctx.user is None:
             return self._granted
         if self.ctx.token_id is not None and not await aapi_token_alive(token_id=self.ctx.token_id):
             self._ended = (TOKEN_ENDED_OUTCOME, TOKEN_ENDED_MESSAGE)
             return None
         role = await aproject_role(user=self.ctx.user, project_id=self.ctx.project_id)
+        if role is not None and not await self._session_signed_in():
+            self._ended = (SESSION_ENDED_OUTCOME, SESSION_ENDED_MESSAGE)
+            return None
         if role is not None and self.ctx.can_write and not role.can_write:
             self.ctx = replace(self.ctx, role=role)
         return role
+
+    async def _session_signed_in(self) -> bool:
+        """Whether the login session the turn was asked in (if any) is still signed in."""
+        key = self.ctx.session_key
+        return key is None or await asession_signed_in(session_key=key, user_id=self.ctx.user.pk)
 
     async def step_check(self) -> RojoToolContext:
         """Before a model step: the context to offer tools for; AccessRevoked for a user

@@ -26,6 +26,9 @@ class RojoToolContext:
     # The API token the turn was asked with (None: a session, a command): once revoked or
     # expired, the turn ends at its next step or call, as a removed member's does.
     token_id: int | None = None
+    # The login session it was asked in (None: a token, a command): once logged out, or the
+    # password changed (which ends every other session), the turn ends the same way.
+    session_key: str | None = None
 
     @property
     def can_write(self) -> bool:

@@ -48,6 +48,7 @@ async def turn_start(
     client_key: str = "",
     model: str = "",
     token_id: int | None = None,
+    session_key: str | None = None,
 ) -> Turn:
     """Claim the conversation (a new one when None), store the user's message (with the
     files it attaches, rojos/provider/attachments.py, and its images and uploaded PDFs by
@@ -80,12 +81,15 @@ async def turn_start(
     its model).
 
     `token_id`, the API token the request came with: revoked or expired, it ends the turn
-    at its next step or call (rojos.agent.tool_calls), as a removal from the project does.
+    at its next step or call (rojos.agent.tool_calls), as a removal from the project does;
+    `session_key`, the login session it came with (none with a token), the same once the
+    session is logged out or the user's password changes.
     """
     new_turns_taken()  # none while this process shuts down (roject/server/graceful.py)
     asked = (access, user, rojo, conversation, message, auto_approve, limits, replace)
+    signed_in = (token_id, session_key)
     starting = asyncio.ensure_future(
-        _turn_start(*asked, attachments, admission, budgets, client_key, model, token_id)
+        _turn_start(*asked, attachments, admission, budgets, client_key, model, signed_in)
     )
     turn_starting(starting)  # a shutdown from now on waits for it (rojos.turns.shutdown)
     try:
@@ -110,7 +114,7 @@ async def _turn_start(
     budgets=None,
     client_key="",
     model="",
-    token_id=None,
+    signed_in=(None, None),
 ) -> Turn:
     turn_id = uuid.uuid4()
     # The project's budgets in force, as the caller read them: none, no lock and no query.
@@ -162,7 +166,8 @@ async def _turn_start(
         user=user,
         role=access.role,
         enabled=frozenset(rojo.tools or ()),
-        token_id=token_id,
+        token_id=signed_in[0],
+        session_key=signed_in[1],
     )
     turn.publish(StartEvent(conversation=turn.conversation_id, message=begun.message.pk))
     turn_register(turn)

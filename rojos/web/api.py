@@ -161,6 +161,15 @@ async def turn_undo(request: HttpRequest, conversation_id: int, payload: UndoTur
     return {"undone": [c.pk for c in done]}
 
 
+def _signed_in_with(request: HttpRequest) -> dict:
+    """What a turn checks again as it runs: the API token the chat came with, else its login
+    session (rojos.agent.tool_calls)."""
+    token = getattr(request, "api_token", None)
+    if token is not None:
+        return {"token_id": token.pk}
+    return {"session_key": request.session.session_key}
+
+
 @api.post(
     "/projects/{project_id}/chat",
     response=answers(None, 400, 403, 404, 409, 413, 422, 429, 500),
@@ -197,7 +206,7 @@ async def chat(request: HttpRequest, project_id: int, payload: ChatIn):
             budgets=checked.budgets,
             client_key=payload.key,
             model=payload.model,
-            token_id=getattr(getattr(request, "api_token", None), "pk", None),
+            **_signed_in_with(request),
         )
     except BaseException:
         admission.release_unless_handed()

@@ -3,9 +3,12 @@ reads the user's role again. A member removed mid-turn reads nothing more of the
 the turn stops with a clear error; one made a viewer goes on with read tools only."""
 
 import pytest
+from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
 from django.utils import timezone
 
+from roject.identity.sessions import SessionStore
 from roject.identity.tokens import api_token_create
 from roject.models import ApiToken, Membership, Role
 from roject.storage import project_root_create
@@ -13,6 +16,8 @@ from rojos.agent.access_ended import (
     REMOVED_MESSAGE,
     REMOVED_OUTCOME,
     REVOKED,
+    SESSION_ENDED_MESSAGE,
+    SESSION_ENDED_OUTCOME,
     TOKEN_ENDED_MESSAGE,
     TOKEN_ENDED_OUTCOME,
 )
@@ -36,7 +41,17 @@ class MembershipChange(RojoTool):
     parameters = {
         "type": "object",
         "properties": {
-            "to": {"type": "string", "enum": ["removed", "viewer", "inactive", "token revoked"]}
+            "to": {
+                "type": "string",
+                "enum": [
+                    "removed",
+                    "viewer",
+                    "inactive",
+                    "token revoked",
+                    "password changed",
+                    "signed out",
+                ],
+            }
         },
         "required": ["to"],
     }
@@ -45,6 +60,10 @@ class MembershipChange(RojoTool):
         rows = Membership.objects.filter(project_id=ctx.project_id, user=ctx.user)
         if args["to"] == "token revoked":  # its owner revoked the API token (it leaked)
             await ApiToken.objects.filter(user_id=ctx.user.pk).aupdate(revoked=timezone.now())
+        elif args["to"] == "password changed":  # elsewhere: Django ends the other sessions
+            await sync_to_async(_password_change)(ctx.user.pk)
+        elif args["to"] == "signed out":  # a Log out in another tab of the same session
+            await sync_to_async(_sessions_end)()
         elif args["to"] == "inactive":  # an admin deactivated the account (a leaver)
             await get_user_model().objects.filter(pk=ctx.user.pk).aupdate(is_active=False)
         elif args["to"] == "removed":
@@ -52,6 +71,17 @@ class MembershipChange(RojoTool):
         else:
             await rows.aupdate(role=Role.VIEWER)
         return {"ok": True}
+
+
+def _password_change(user_id: int) -> None:
+    user = get_user_model().objects.get(pk=user_id)
+    user.set_password("a new password, the old one leaked")
+    user.save()
+
+
+def _sessions_end() -> None:
+    for key in Session.objects.values_list("session_key", flat=True):
+        SessionStore(session_key=key).delete()
 
 
 @pytest.fixture
@@ -136,6 +166,36 @@ def test_a_turn_asked_with_an_api_token_revoked_mid_response_reads_nothing_more(
     ]
     assert [(e.type, e.data) for e in events[-2:]] == [
         ("ERROR", {"message": TOKEN_ENDED_MESSAGE, "code": "revoked"}),
+        ("DONE", {}),
+    ]
+    assert len(fake_provider.requests) == 1
+
+
+@pytest.mark.parametrize("ended", ["password changed", "signed out"])
+def test_a_turn_asked_in_a_session_that_ends_mid_response_reads_nothing_more(
+    client_for, users, project, rojo, root, fake_provider, ended
+):
+    """A turn outlives its request, but not the login session it was asked in: someone who
+    took a session cookie starts a long turn, its owner changes their password (which ends
+    every other session) or logs the session out, and the turn stops at its next call, as
+    for a revoked API token. Before, it went on with the user's rights to its end, its
+    stream read by whoever held the cookie."""
+    calls = [
+        ("membership_change", {"to": ended}),
+        ("get_text_content", {"path": "secret.txt"}),
+    ]
+    fake_provider.add(stream(*tool_call_chunks(calls, arguments="whole")))
+
+    text, events = chat(client_for(users["editor"]), project, rojo, "Read the secret")
+
+    assert SECRET.strip() not in text
+    results = [(e.data["name"], e.data["result"]) for e in events if e.type == "TOOL_RESULT"]
+    assert results == [
+        ("membership_change", {"ok": True}),
+        ("get_text_content", SESSION_ENDED_OUTCOME.result),
+    ]
+    assert [(e.type, e.data) for e in events[-2:]] == [
+        ("ERROR", {"message": SESSION_ENDED_MESSAGE, "code": "revoked"}),
         ("DONE", {}),
     ]
     assert len(fake_provider.requests) == 1
