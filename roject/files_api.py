@@ -74,7 +74,12 @@ async def file_preview(request: HttpRequest, project_id: int, path: str):
     meta = await asyncio.to_thread(storage.path_meta, root, path)
     if meta["type"] != "file":
         raise storage.StorageError(f"{path!r} is a directory, not a file")
-    token = preview_capability(user_id=request.auth.pk, project_id=access.project.pk)
+    asked_with = getattr(request, "api_token", None)
+    token = preview_capability(
+        user=request.auth,
+        project_id=access.project.pk,
+        token_id=asked_with.pk if asked_with is not None else None,
+    )
     clean = "/".join(quote(part) for part in path.strip("/").split("/"))
     return {
         "url": f"/preview/{token}/{clean}",

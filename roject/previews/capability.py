@@ -1,27 +1,55 @@
 """The capability in a preview's address: a person's read of one project, signed, for
-`ROJO_PREVIEW_SECONDS`.
+`ROJO_PREVIEW_SECONDS`, as good as the sign-in that asked for it.
 
 A sandboxed page has an origin of its own, so its requests for the pictures and styles beside
 it carry no session cookie; the address carries this instead. It grants nothing the person
-could not read anyway, and each request checks their access again (`views.preview`).
+could not read anyway, and each request checks their access again (`views.preview`), and the
+sign-in it came with: the API token, or the password as it was (a change of password ends the
+person's other sessions, and so their addresses too).
 """
+
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.core import signing
+from django.utils.crypto import constant_time_compare, salted_hmac
 
 _SALT = "rojo.preview"
 
 
-def preview_capability(*, user_id: int, project_id: int) -> str:
-    return signing.dumps([user_id, project_id], salt=_SALT, compress=False)
+@dataclass(frozen=True, slots=True)
+class PreviewGrant:
+    """What an address stands for: whose read of which project, asked with which token."""
+
+    user_id: int
+    project_id: int
+    token_id: int | None
+    password_mark: str
+
+    def password_unchanged(self, user) -> bool:
+        """Whether the user's password is the one the address was made under."""
+        return constant_time_compare(self.password_mark, password_mark(user))
 
 
-def preview_capability_read(token: str) -> tuple[int, int] | None:
-    """(user id, project id), or None for a capability that is forged, altered or expired."""
+def password_mark(user) -> str:
+    """A digest of the user's password hash, of no use elsewhere: a new password, a new mark."""
+    return salted_hmac(_SALT, user.password, algorithm="sha256").hexdigest()[:24]
+
+
+def preview_capability(*, user, project_id: int, token_id: int | None = None) -> str:
+    """The capability of `user` (asked with the API token `token_id`, if any)."""
+    grant = [user.pk, project_id, token_id, password_mark(user)]
+    return signing.dumps(grant, salt=_SALT, compress=False)
+
+
+def preview_capability_read(token: str) -> PreviewGrant | None:
+    """What the capability grants, or None for one forged, altered or expired."""
     try:
-        user_id, project_id = signing.loads(
+        user_id, project_id, token_id, mark = signing.loads(
             token, salt=_SALT, max_age=settings.ROJO_PREVIEW_SECONDS
+        )
+        return PreviewGrant(
+            int(user_id), int(project_id), None if token_id is None else int(token_id), str(mark)
         )
     except (signing.BadSignature, ValueError, TypeError):
         return None
-    return int(user_id), int(project_id)

@@ -1,8 +1,9 @@
 """`/preview/<capability>/<path>`: a project file as its preview shows it (`kinds.py`).
 
-Every request reads the capability, then the person's access as it is now, before anything
-of the file; a capability that is forged, expired, or no longer backed by access is a 404,
-which tells nothing of what exists. The file is read through the storage gate.
+Every request reads the capability, then the person's access and sign-in as they are now
+(the API token it was asked with still live, the password unchanged), before anything of the
+file; a capability that is forged, expired, or no longer backed by access is a 404, which
+tells nothing of what exists. The file is read through the storage gate.
 """
 
 import asyncio
@@ -14,6 +15,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_safe
 
 from roject import storage
+from roject.identity.tokens import aapi_token_alive
 from roject.members.access import aproject_access
 from roject.server.streaming import blocking_stream
 from roject.storage import StorageError
@@ -21,18 +23,21 @@ from roject.storage import StorageError
 from .capability import preview_capability_read
 from .kinds import preview_type
 
+_EXPIRED = "This preview's address has expired; open the file again."
+
 
 @require_safe
 @xframe_options_sameorigin
 async def preview(request: HttpRequest, token: str, path: str):
-    found = preview_capability_read(token)
-    if found is None:
-        raise Http404("This preview's address has expired; open the file again.")
-    user_id, project_id = found
-    user = await get_user_model().objects.filter(pk=user_id, is_active=True).afirst()
-    if user is None:
-        raise Http404("This preview's address has expired; open the file again.")
-    access = await aproject_access(user=user, project_id=project_id)  # 404 without access
+    grant = preview_capability_read(token)
+    if grant is None:
+        raise Http404(_EXPIRED)
+    user = await get_user_model().objects.filter(pk=grant.user_id, is_active=True).afirst()
+    if user is None or not grant.password_unchanged(user):
+        raise Http404(_EXPIRED)
+    if grant.token_id is not None and not await aapi_token_alive(token_id=grant.token_id):
+        raise Http404(_EXPIRED)
+    access = await aproject_access(user=user, project_id=grant.project_id)  # 404 without access
     root = storage.project_root_create(access.project.pk)
     try:
         produce = await asyncio.to_thread(storage.file_download_open, root, path)

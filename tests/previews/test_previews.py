@@ -9,6 +9,7 @@ import os
 import pytest
 from django.core import signing
 
+from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.members.services import member_remove
 from roject.previews.capability import preview_capability
 from roject.storage import project_root_create
@@ -89,7 +90,7 @@ def test_an_outsider_gets_no_address_and_a_forged_or_altered_one_serves_nothing(
     assert response.status_code == 404
     anonymous = client_for()
     # The outsider signs nothing: a capability for the project under their own id is refused.
-    theirs = preview_capability(user_id=users["outsider"].pk, project_id=project.pk)
+    theirs = preview_capability(user=users["outsider"], project_id=project.pk)
     assert anonymous.get(f"/preview/{theirs}/site/index.html").status_code == 404
     forged = signing.dumps([users["owner"].pk, project.pk], salt="another.salt", compress=False)
     assert anonymous.get(f"/preview/{forged}/site/index.html").status_code == 404
@@ -112,6 +113,30 @@ def test_an_address_ends_with_the_persons_access(client_for, users, project, roo
     url = address(client_for(users["viewer"]), project, "site/index.html")
     users["viewer"].is_active = False
     users["viewer"].save()
+    assert anonymous.get(url).status_code == 404
+
+
+def test_an_address_ends_with_the_sign_in_it_was_asked_with(client_for, users, project, root):
+    """An address is as good as the sign-in that asked for it: once the person's password
+    changes (which ends their other sessions: a stolen cookie, say) or the API token it came
+    with is revoked, it serves nothing more. Before, whoever held one read any file of the
+    project for the rest of its ROJO_PREVIEW_SECONDS."""
+    anonymous = client_for()
+    editor = users["editor"]
+    url = address(client_for(editor), project, "site/index.html")
+    kept = address(client_for(users["viewer"]), project, "site/index.html")
+    assert anonymous.get(url).status_code == 200
+    editor.set_password("a new password, the old one leaked")
+    editor.save()
+    assert anonymous.get(url).status_code == 404
+    assert anonymous.get(url.rsplit("/", 1)[0] + "/logo.png").status_code == 404
+    assert anonymous.get(kept).status_code == 200  # someone else's password: theirs goes on
+    made = api_token_create(user=editor, name="script")
+    scripted = client_for()
+    scripted.http.headers["Authorization"] = f"Bearer {made.secret}"
+    url = address(scripted, project, "site/index.html")
+    assert anonymous.get(url).status_code == 200
+    api_token_revoke(user=editor, token_id=made.token.pk)
     assert anonymous.get(url).status_code == 404
 
 
