@@ -11,11 +11,12 @@ its own (ROJO_RESTORE_HOOKS), so roject imports nothing of rojos.
 """
 
 from .dump import backup_stream, backup_write
-from .errors import BackupError
+from .errors import ArchiveExists, BackupError
 from .load import Checked, Restored, backup_restore, backup_verify
 from .manifest import Manifest
 
 __all__ = [
+    "ArchiveExists",
     "BackupError",
     "Checked",
     "Manifest",

@@ -1,5 +1,6 @@
 """`backup`: the installation (or part of it) written as one archive, while it runs."""
 
+import errno
 import os
 import uuid
 from pathlib import Path
@@ -11,7 +12,7 @@ from roject.storage.backups import project_entries
 
 from .archive import ArchiveWriter
 from .consistency import ChangeLocks, read_snapshot
-from .errors import BackupError
+from .errors import ArchiveExists, BackupError
 from .manifest import Manifest, header_make
 from .tables import (
     backed_up_models,
@@ -27,11 +28,19 @@ Scope = Literal["all", "none"] | list[int]
 _CHUNK_ROWS = 2000
 
 
-def backup_write(*, path: Path, storage: Scope = "all", using: str = DEFAULT_DB_ALIAS) -> Manifest:
+def backup_write(
+    *,
+    path: Path,
+    storage: Scope = "all",
+    overwrite: bool = False,
+    using: str = DEFAULT_DB_ALIAS,
+) -> Manifest:
     """(Blocking) Write the archive to `path` (compressed when it ends in .gz or .tgz).
 
     It is written under a temporary name beside `path` and renamed once complete: a backup
-    that fails leaves no archive that looks whole. Returns its manifest.
+    that fails leaves no archive that looks whole. A file already at `path` (an older
+    backup) is replaced only when `overwrite`; else it is left as it was, even one made
+    there while this backup ran. Returns its manifest.
     """
     path = Path(path)
     partial = path.with_name(f".{path.name}.{uuid.uuid4().hex}.partial")
@@ -41,10 +50,29 @@ def backup_write(*, path: Path, storage: Scope = "all", using: str = DEFAULT_DB_
             manifest = backup_stream(out, storage=storage, compress=compress, using=using)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(partial, path)
+        if overwrite:
+            os.replace(partial, path)
+        else:
+            _rename_unless_taken(partial, path)
     finally:
         partial.unlink(missing_ok=True)
     return manifest
+
+
+def _rename_unless_taken(partial: Path, path: Path) -> None:
+    """Give the complete archive its name unless a file has it: a hard link fails rather
+    than replace one (the partial name goes in `backup_write`'s finally). A file system
+    without hard links gets a check just before an ordinary rename."""
+    try:
+        os.link(partial, path)
+    except FileExistsError:
+        raise ArchiveExists(f"{path} exists already") from None
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
+            raise
+        if os.path.lexists(path):
+            raise ArchiveExists(f"{path} exists already") from None
+        os.replace(partial, path)
 
 
 def _project_ids(storage: Scope) -> set[int]:
