@@ -11,7 +11,7 @@ its own (ROJO_RESTORE_HOOKS), so roject imports nothing of rojos.
 """
 
 from .dump import backup_stream, backup_write
-from .errors import ArchiveExists, BackupError
+from .errors import ArchiveExists, BackupError, NotAnArchive
 from .load import Checked, Restored, backup_restore, backup_verify
 from .manifest import Manifest
 
@@ -20,6 +20,7 @@ __all__ = [
     "BackupError",
     "Checked",
     "Manifest",
+    "NotAnArchive",
     "Restored",
     "backup_restore",
     "backup_stream",

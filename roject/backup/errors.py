@@ -10,3 +10,8 @@ class BackupError(AppError):
 
 class ArchiveExists(BackupError):
     """A file has the archive's name already: an older backup, kept unless told otherwise."""
+
+
+class NotAnArchive(BackupError):
+    """The file is no archive `backup` wrote (a text file, a zip, another tar), as opposed to
+    one damaged or cut short: the operator named the wrong file."""

@@ -22,7 +22,8 @@ from roject.storage import StorageError
 from roject.storage.backups import StoredEntry, entry_path_checked
 
 from .archive import BLOCK, TAR_KINDS, Hashing, ProjectCount, entry_digest_start
-from .errors import BackupError
+from .errors import BackupError, NotAnArchive
+from .first_bytes import FirstBytes, not_a_tar
 from .manifest import HEADER_NAME, MANIFEST_NAME, Manifest
 
 # What a reader does with each part (nothing, for a check): a storage entry with its
@@ -32,6 +33,8 @@ OnRows = Callable[[str, list[str], Iterator[list]], None]
 OnHeader = Callable[[dict], None]
 # 19 digits in a row: every integer outside [-2**63, 2**64) has them (and far fewer others).
 _WIDE_INTEGER = re.compile(rb"\d{19}")
+# What tar and gzip raise for a file they cannot read (cut, corrupted, or no archive).
+_UNREADABLE = (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile)
 
 
 @contextlib.contextmanager
@@ -42,7 +45,7 @@ def _words():
         yield
     except BackupError:
         raise
-    except (tarfile.TarError, EOFError, zlib.error, gzip.BadGzipFile) as exc:
+    except _UNREADABLE as exc:
         raise BackupError(
             f"the archive is damaged or cut short ({type(exc).__name__}: {exc})"
         ) from exc
@@ -63,11 +66,24 @@ def archive_read(
     is reached: a restore runs in a transaction and a staging directory, and gives up both
     when this raises.
     """
-    with _words(), tarfile.open(fileobj=fileobj, mode="r|*") as tar:
+    with _words(), _opened(fileobj) as tar:
         reading = _Reading(on_header, on_entry, on_rows)
         for member in tar:
             reading.member(tar, member)
         return reading.finished()
+
+
+def _opened(fileobj: BinaryIO) -> tarfile.TarFile:
+    """tarfile's reader of the stream, which reads the first header; a file that is no tar
+    at all (not one cut or damaged) is a NotAnArchive."""
+    seen = FirstBytes(fileobj)
+    try:
+        return tarfile.open(fileobj=seen, mode="r|*")
+    except _UNREADABLE as exc:
+        why = not_a_tar(bytes(seen.start))
+        if why:
+            raise NotAnArchive(why) from exc
+        raise
 
 
 class _Reading:
@@ -86,7 +102,7 @@ class _Reading:
             raise BackupError(f"the archive holds {member.name!r} after its manifest")
         if self.header is None:
             if member.name != HEADER_NAME:
-                raise BackupError("this is no Rojo backup (it does not start with its header)")
+                raise NotAnArchive("a tar archive, but it does not start with a backup's header")
             data = _small(tar, member)
             self.header_sha256 = hashlib.sha256(data).hexdigest()
             self.header = _parsed(data, "header")

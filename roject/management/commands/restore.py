@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import DatabaseError
 
-from roject.backup import BackupError, backup_restore
+from roject.backup import BackupError, NotAnArchive, backup_restore
 
 
 class Command(BaseCommand):
@@ -28,6 +28,11 @@ class Command(BaseCommand):
     def handle(self, *args, file, replace, **options):
         try:
             restored = backup_restore(path=file, replace=replace)
+        except NotAnArchive as exc:  # the wrong file named, not a broken backup
+            raise CommandError(
+                f"restore refused: {file} is not a backup archive made by `backup` ({exc}); "
+                "nothing was restored"
+            ) from exc
         except (BackupError, OSError, DatabaseError) as exc:
             raise CommandError(f"restore refused: {exc}; nothing was restored") from exc
         self.stdout.write(f"restored {file}: {restored.summary()}")

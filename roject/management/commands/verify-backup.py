@@ -3,7 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 
-from roject.backup import BackupError, backup_verify
+from roject.backup import BackupError, NotAnArchive, backup_verify
 from roject.backup.manifest import schema_refusal
 
 
@@ -19,6 +19,8 @@ class Command(BaseCommand):
     def handle(self, *args, file, **options):
         try:
             checked = backup_verify(path=file)
+        except NotAnArchive as exc:  # the wrong file named, not a broken backup
+            raise CommandError(f"{file} is not a backup archive made by `backup` ({exc})") from exc
         except (BackupError, OSError) as exc:
             raise CommandError(f"{file} is not a sound backup: {exc}") from exc
         refusal = schema_refusal(checked.manifest.header, connection)
