@@ -78,6 +78,15 @@ class Profile:
         """Every check unknown (a provider out of reach, a key refused): no pass."""
         return all(r.status == "unknown" for r in self.results)
 
+    def nothing_verified_text(self) -> str:
+        """What `test_rojo` and the API say when `verified_nothing`, with the first reason."""
+        first = next((result.reason for result in self.results if result.reason), "")
+        why = f" (the first: {first.rstrip('.')})" if first else ""
+        return (
+            f"Nothing was verified: every check is unknown{why}. Set the rojo right, then "
+            "test it again."
+        )
+
     def rows(self) -> list[tuple[str, str, str]]:
         """(capability, status, reason) for each result, as the table shows them."""
         shown = {"works": "works", "does_not": "does not", "unknown": "unknown"}

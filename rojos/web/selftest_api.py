@@ -13,7 +13,7 @@ from ninja import Field, Router, Schema
 from roject.api_answers import answers
 from roject.members.access import LoginRequired
 from rojos.models import Rojo
-from rojos.selftest.results import LABELS
+from rojos.selftest.results import LABELS, Profile
 from rojos.selftest.runner import rojo_selftest_run
 
 router = Router(tags=["rojos"])
@@ -39,6 +39,13 @@ class SelfTestOut(Schema):
     results: list[ProbeOut]
 
 
+class NothingVerifiedOut(SelfTestOut):
+    """502: the test ran, but every check is unknown (a provider out of reach, a key refused);
+    the table says each check's reason."""
+
+    detail: str = Field(description="Nothing was verified, and the first reason.")
+
+
 def _rojo_for_test(*, user, slug: str) -> Rojo:
     """(Blocking) The rojo, for a user who may change rojos."""
     if user is None or not user.is_authenticated:
@@ -52,13 +59,23 @@ def _rojo_for_test(*, user, slug: str) -> Rojo:
     return rojo
 
 
-@router.post("/{slug}/selftest", response=answers(SelfTestOut, 400, 403, 404))
+@router.post(
+    "/{slug}/selftest", response={**answers(SelfTestOut, 400, 403, 404), 502: NothingVerifiedOut}
+)
 async def rojo_selftest(request: HttpRequest, slug: str, payload: SelfTestIn | None = None):
     """Test the rojo's provider and model (a short, bounded set of requests); the table is
-    kept as the model's capability profile, which turns then use."""
+    kept as the model's capability profile, which turns then use. 502 with the table when
+    nothing was verified (every check unknown), as `test_rojo` exits 3: never a pass."""
     rojo = await sync_to_async(_rojo_for_test)(user=request.auth, slug=slug)
     model = (payload.model if payload else None) or None
     profile = await rojo_selftest_run(rojo=rojo, model=model)
+    table = _table(rojo, profile)
+    if profile.verified_nothing:
+        return 502, {"detail": profile.nothing_verified_text(), **table}
+    return table
+
+
+def _table(rojo: Rojo, profile: Profile) -> dict:
     return {
         "rojo": rojo.slug,
         "model": profile.model,

@@ -116,6 +116,29 @@ def test_the_api_tests_a_rojo_for_administrators_only(client_for, users, fake_pr
     assert SECRET not in answered.text
 
 
+def test_the_api_that_verified_nothing_answers_502_with_the_table(client_for, users):
+    """A provider out of reach: the API answered 200 with every check unknown, which a
+    script took for a pass (test_rojo exits 3, the admin warns); now a 502, as for a model
+    list the provider refuses, saying so, with the table and its reasons, profile kept."""
+    rojo = make_rojo(f"http://127.0.0.1:{free_port()}/v1")  # nothing listens there
+    staff = users["owner"]
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(Permission.objects.get(codename="change_rojo"))
+
+    answered = client_for(staff).post(f"/api/rojos/{rojo.slug}/selftest", json={})
+
+    assert answered.status_code == 502, answered.text
+    body = answered.json()
+    assert body["detail"].startswith(
+        "Nothing was verified: every check is unknown (the first: Could not connect"
+    )
+    assert body["rojo"] == rojo.slug and body["model"] == rojo.model
+    assert {r["status"] for r in body["results"]} == {"unknown"} and len(body["results"]) == 8
+    rojo.refresh_from_db()
+    assert list(rojo.capability_profiles) == [rojo.model]
+
+
 def test_a_new_base_url_in_the_admin_forgets_the_old_providers_profiles(admin_client):
     """Profiles are of a provider's models: another endpoint starts untested; another
     model on the same endpoint keeps them (each is kept by model name)."""

@@ -42,10 +42,4 @@ class Command(BaseCommand):
         self.stdout.write(f"{profile.requests} requests, taken {profile.taken}\n")
         self.stdout.write(profile_table(profile))
         if profile.verified_nothing:
-            first = next((result.reason for result in profile.results if result.reason), "")
-            why = f" (the first: {first.rstrip('.')})" if first else ""
-            raise CommandError(
-                f"Nothing was verified: every check is unknown{why}. Set the rojo right, then "
-                "run the test again.",
-                returncode=NOTHING_VERIFIED,
-            )
+            raise CommandError(profile.nothing_verified_text(), returncode=NOTHING_VERIFIED)
