@@ -6,6 +6,7 @@ from django.db import transaction
 from django.forms.models import BaseInlineFormSet
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.urls import path
+from django.utils.translation import ngettext
 
 from roject.audit.export import EXPORT_FORMATS, audit_export_response
 from roject.audit.log import AuditAction, audit_actor, audit_record
@@ -152,7 +153,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     @admin.action(description="Revoke the selected tokens")
     def revoke(self, request, queryset):
         revoked = api_tokens_revoke(tokens=queryset, actor=audit_actor(request))
-        self.message_user(request, f"{revoked} token(s) revoked.")
+        self.message_user(request, f"{revoked} {ngettext('token', 'tokens', revoked)} revoked.")
 
 
 @admin.register(Invitation)

@@ -22,6 +22,7 @@ from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from .errors import BackupError
 
@@ -171,9 +172,11 @@ class Manifest:
         """One line of what the archive holds, for the commands' output."""
         files = sum(p["files"] for p in self.projects.values())
         size = sum(p["bytes"] for p in self.projects.values())
+        rows, parts, projects = self.rows(), len(self.tables), len(self.projects)
         return (
             f"Rojo {self.header['rojo_version']} on {self.header['vendor']}, "
-            f"{self.header['created']}: {self.rows()} rows in {len(self.tables)} parts; "
-            f"storage {self.header['storage']}: {len(self.projects)} projects, "
-            f"{files} files, {size} bytes"
+            f"{self.header['created']}: {rows} {ngettext('row', 'rows', rows)} in {parts} "
+            f"{ngettext('part', 'parts', parts)}; storage {self.header['storage']}: "
+            f"{projects} {ngettext('project', 'projects', projects)}, "
+            f"{files} {ngettext('file', 'files', files)}, {size} {ngettext('byte', 'bytes', size)}"
         )

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterator
 from typing import BinaryIO
 
 import orjson
+from django.utils.translation import ngettext
 
 from roject.storage import StorageError
 from roject.storage.backups import StoredEntry, entry_path_checked
@@ -198,8 +199,10 @@ class _Reading:
                     "(corrupted or tampered)"
                 )
         if len(expected) != len(self.parts):
+            parts = len(self.parts)
             raise BackupError(
-                f"the archive holds {len(self.parts)} database parts, its manifest {len(expected)}"
+                f"the archive holds {parts} database {ngettext('part', 'parts', parts)}, its "
+                f"manifest {len(expected)}"
             )
         if manifest.sequences_sha256 != manifest.sequences_digest():
             raise BackupError(

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from django.db import DatabaseError, ProgrammingError, connection
 from django.db.migrations.executor import MigrationExecutor
+from django.utils.translation import ngettext
 
 SERVER_FIX = "check DATABASE_URL, and that the database server runs and can be reached."
 
@@ -21,7 +22,8 @@ def database_fix(exc: DatabaseError) -> str | None:
     if pending:
         which = f" (the SQLite file {_absolute(connection.settings_dict['NAME'])!r})"
         return (
-            f"this database{which if sqlite else ''} lacks {pending} migrations: run "
+            f"this database{which if sqlite else ''} lacks {pending} "
+            f"{ngettext('migration', 'migrations', pending)}: run "
             "manage.py migrate."
         )
     if isinstance(exc, ProgrammingError):

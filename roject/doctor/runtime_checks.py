@@ -11,6 +11,7 @@ import uuid
 from django.conf import settings
 from django.db import DatabaseError, connection
 from django.db.migrations.executor import MigrationExecutor
+from django.utils.translation import ngettext
 from redis.exceptions import RedisError
 
 from . import Context, Finding, check
@@ -121,7 +122,12 @@ def database(context: Context) -> list[Finding]:
                 Finding(
                     level="error",
                     code="database-migrations",
-                    message=f"{len(pending)} migrations are not applied.",
+                    message=ngettext(
+                        "%(n)d migration is not applied.",
+                        "%(n)d migrations are not applied.",
+                        len(pending),
+                    )
+                    % {"n": len(pending)},
                     fix="run manage.py migrate (the image does at start).",
                 )
             )

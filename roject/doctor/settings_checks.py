@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.http.request import validate_host
+from django.utils.translation import ngettext
 
 from . import Context, Finding, check
 
@@ -32,7 +33,8 @@ def secret_key(context: Context) -> list[Finding]:
             Finding(
                 level="error",
                 code="secret-key-weak",
-                message=f"SECRET_KEY has {len(key)} characters, {len(set(key))} distinct.",
+                message=f"SECRET_KEY has {len(key)} "
+                f"{ngettext('character', 'characters', len(key))}, {len(set(key))} distinct.",
                 fix=KEY_FIX,
             )
         ]

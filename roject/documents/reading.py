@@ -9,6 +9,7 @@ lines asked for are taken from the text of every page (up to the turn's read bou
 from pathlib import Path
 
 from django.conf import settings
+from django.utils.translation import ngettext
 
 from roject import storage
 from roject.storage import StorageError
@@ -55,7 +56,10 @@ def project_file_lines(
     whole = pdf_text(data, name=relative_path, max_bytes=settings.ROJO_TURN_READ_BYTES)
     lines = whole.splitlines(keepends=True)
     if offset > len(lines):
-        raise StorageError(f"the text of {relative_path!r} has only {len(lines)} lines")
+        raise StorageError(
+            f"the text of {relative_path!r} has only {len(lines)} "
+            f"{ngettext('line', 'lines', len(lines))}"
+        )
     budget, taken, used = settings.ROJO_MAX_READ_BYTES, [], 0
     for line in lines[offset - 1 :]:
         size = len(line.encode())

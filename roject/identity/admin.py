@@ -8,6 +8,7 @@ is added or edited by hand, since the sign-in writes these rows.
 
 from django.contrib import admin
 from django.db import transaction
+from django.utils.translation import ngettext
 
 from roject.audit.log import AuditAction, audit_actor, audit_record
 from roject.models import MembershipRemoval, OidcIdentity
@@ -40,7 +41,8 @@ class _DeleteOnly(admin.ModelAdmin):
         with transaction.atomic():
             for obj in rows:
                 self.delete_model(request, obj)
-        self.message_user(request, f"{len(rows)} row(s) deleted.")
+        deleted = len(rows)
+        self.message_user(request, f"{deleted} {ngettext('row', 'rows', deleted)} deleted.")
 
     def audit(self, request, obj) -> None:
         raise NotImplementedError

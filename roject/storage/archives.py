@@ -21,6 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
+from django.utils.translation import ngettext
+
 from .beneath import DIRECTORY_MODE, FILE_MODE, opened
 from .layout import incoming_dir_create
 from .paths import (
@@ -235,8 +237,9 @@ def _unpack_into(archive: zipfile.ZipFile, directory: Path, limits: ZipLimits) -
             unpacked.skipped.append(
                 {
                     "name": infos[limits.max_entries].filename,
-                    "reason": f"{more:,} more entries not unpacked (the limit is "
-                    f"{limits.max_entries:,} entries)",
+                    "reason": f"{more:,} more {ngettext('entry', 'entries', more)} not "
+                    f"unpacked (the limit is {limits.max_entries:,} "
+                    f"{ngettext('entry', 'entries', limits.max_entries)})",
                 }
             )
     finally:

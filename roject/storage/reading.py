@@ -8,6 +8,7 @@ from typing import BinaryIO
 
 import regex as regex_engine
 from django.conf import settings
+from django.utils.translation import ngettext
 
 from .beneath import opened
 from .files import open_regular_file, regular_file
@@ -67,7 +68,9 @@ def read_lines(project_root: Path, relative_path: str, *, offset: int, limit: in
             lines.append(_decode(raw, relative_path))
             used += len(raw)
     if offset > 1 and not lines and number < offset:
-        raise StorageError(f"{relative_path!r} has only {number} lines")
+        raise StorageError(
+            f"{relative_path!r} has only {number} {ngettext('line', 'lines', number)}"
+        )
     return {
         "text": "".join(lines),
         "startLine": offset,

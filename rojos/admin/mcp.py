@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 from django.db import transaction
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.translation import ngettext
 
 from roject.audit.log import AuditAction, audit_actor
 from roject.identity.user_admin import SuperusersEdit
@@ -267,8 +268,13 @@ class McpServerAdmin(SuperusersEdit, admin.ModelAdmin):
                 )
                 self.message_user(request, f"{server}: {exc}", messages.ERROR)
                 continue
-            names = ", ".join(t["name"] for t in tools) or "no tools"
-            self.message_user(request, f"{server} offers {len(tools)}: {names}", messages.SUCCESS)
+            offers = (
+                f"{len(tools)} {ngettext('tool', 'tools', len(tools))}: "
+                + ", ".join(t["name"] for t in tools)
+                if tools
+                else "no tools"
+            )
+            self.message_user(request, f"{server} offers {offers}", messages.SUCCESS)
 
 
 def _server_deleted(server: McpServer, request) -> None:

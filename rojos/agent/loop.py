@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 
 import openai
 from django.conf import settings
+from django.utils.translation import ngettext
 
 from rojos.agent.drafts import Draft
 from rojos.agent.events import AgentEvent, ChatEvent, ToolCallEvent
@@ -208,7 +209,8 @@ async def agent_loop(
         finally:
             await whole(history.close_open_calls())
     raise StepLimitReached(
-        f"The rojo used its limit of {rojo.max_steps} steps without finishing. "
+        f"The rojo used its limit of {rojo.max_steps} "
+        f"{ngettext('step', 'steps', rojo.max_steps)} without finishing. "
         "Reply to let it continue."
     )
 

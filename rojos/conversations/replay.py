@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from asgiref.sync import sync_to_async
+from django.utils.translation import ngettext
 
 from roject.members.access import aproject_role
 from roject.models import Role
@@ -138,7 +139,10 @@ def tool_call_differences(original: list[ReplayTurn], rerun: list[ReplayTurn]) -
                 )
                 break
     if len(rerun) < len(original):
-        differences.append(f"the re-run stopped after {len(rerun)} of {len(original)} turns")
+        turns = len(original)
+        differences.append(
+            f"the re-run stopped after {len(rerun)} of {turns} {ngettext('turn', 'turns', turns)}"
+        )
     return differences
 
 

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from django.conf import settings
+from django.utils.translation import ngettext
 
 from ..tools import ToolOutcome
 
@@ -24,7 +25,7 @@ def _decoded_size(data: str) -> int:
 
 
 def _size(n: int) -> str:
-    return f"{n:,} bytes"
+    return f"{n:,} {ngettext('byte', 'bytes', n)}"
 
 
 def describe_part(part: Any) -> str:
@@ -40,7 +41,8 @@ def describe_part(part: Any) -> str:
         mime = getattr(resource, "mime_type", None) or "unknown type"
         text = getattr(resource, "text", None)
         if text is not None:
-            return f"[resource {resource.uri} ({mime}, {len(text):,} characters)]\n{text}"
+            chars = f"{len(text):,} {ngettext('character', 'characters', len(text))}"
+            return f"[resource {resource.uri} ({mime}, {chars})]\n{text}"
         blob = getattr(resource, "blob", "") or ""
         return f"[resource {resource.uri} ({mime}, {_size(_decoded_size(blob))})]"
     if kind == "resource_link":

@@ -14,6 +14,7 @@ of an older image instead.
 import base64
 
 from django.conf import settings
+from django.utils.translation import ngettext
 
 from roject import storage
 from roject.errors import AppError
@@ -54,7 +55,10 @@ def images_check(*, rojo: Rojo, model: str | None, count: int) -> None:
     or for a model that takes none (saying which of the rojo's models do, when known)."""
     limit = settings.ROJO_MAX_IMAGES_PER_MESSAGE
     if count > limit:
-        raise ImagesRefused(f"A message can carry at most {limit} images; attach fewer.")
+        raise ImagesRefused(
+            f"A message can carry at most {limit} {ngettext('image', 'images', limit)}; "
+            "attach fewer."
+        )
     name = model or rojo.model
     if not count or images_taken(rojo, name):
         return

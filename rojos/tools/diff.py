@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from django.utils.translation import ngettext
+
 from roject import storage
 
 # Line pairs difflib may compare: 2,000 by 2,000 takes about 0.14 s.
@@ -87,9 +89,10 @@ def _cut(lines: list[str]) -> str:
     for kept, line in enumerate(lines):
         size += len(line)
         if size > MAX_CHARS:
+            more = len(lines) - kept
             return (
                 "".join(lines[:kept])
-                + f"... the diff goes on for {len(lines) - kept:,} more lines\n"
+                + f"... the diff goes on for {more:,} more {ngettext('line', 'lines', more)}\n"
             )
     return "".join(lines)
 

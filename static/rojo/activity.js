@@ -4,10 +4,9 @@
 // full. Every text goes in as text, with hidden characters shown as escapes.
 
 import { getJson } from "./api.js";
+import { counted } from "./counted.js";
 import { summarize, toolLineParts } from "./render.js";
 import { visible } from "./visible.js";
-
-const number = new Intl.NumberFormat("en-US");
 
 /** The paths a call names: what it writes, edits, deletes, or moves from and to. */
 export function changedPaths(args) {
@@ -101,7 +100,7 @@ export class Activity {
     line.dataset.tool = name;
     const call = line.querySelector(".call");
     call.replaceChildren(...visible(summarize(name, path === undefined ? "…" : { path, more: 1 })));
-    line.querySelector(".outcome").textContent = ` … ${number.format(chars)} characters so far`;
+    line.querySelector(".outcome").textContent = ` … ${counted(chars, "character")} so far`;
     if (text) {
       const preview = line.querySelector(".tool-args");
       // The preview follows its end as the text grows, unless the reader scrolled up in it.
@@ -153,8 +152,8 @@ export class Activity {
 
   countGroup(group) {
     const count = group.querySelectorAll(":scope > .tool-line").length;
-    group.querySelector(".tool-group-label").textContent = `${count} calls at once`;
-    group.setAttribute("aria-label", `${count} tool calls made at once`);
+    group.querySelector(".tool-group-label").textContent = `${counted(count, "call")} at once`;
+    group.setAttribute("aria-label", `${counted(count, "tool call")} made at once`);
   }
 
   /** The call, complete: its line (the forming one replaced), in its response's group. */
@@ -211,7 +210,7 @@ export class Activity {
     const conversation = this.conversationId();
     const note = document.createElement("p");
     note.className = "tool-paged";
-    note.append(`${number.format(size)} bytes; the rojo got the start and reads on with read_result. `);
+    note.append(`${counted(size, "byte")}; the rojo got the start and reads on with read_result. `);
     if (conversation) {
       const link = document.createElement("a");
       link.href = `/api/conversations/${encodeURIComponent(conversation)}/results/${encodeURIComponent(handle)}`;

@@ -5,6 +5,7 @@
 import { attachmentChip } from "./attach.js";
 import { imageThumbs } from "./image-attach.js";
 import { copyButton } from "./copy.js";
+import { agreeing, counted } from "./counted.js";
 import { finishGrowingMarkdown, renderGrowingMarkdown } from "./markdown.js";
 import { stampTime } from "./message-times.js";
 import { short, toolLine } from "./render.js";
@@ -153,7 +154,9 @@ export class ChatLog {
     box.className = "summary-line";
     const head = document.createElement("summary");
     head.textContent = "Earlier conversation summarised";
-    head.title = `${messages} earlier messages are sent as this summary; they stay stored in full`;
+    head.title =
+      `${counted(messages, "earlier message")} ${agreeing(messages, "is", "are")} sent as this summary; ` +
+      `${agreeing(messages, "it stays", "they stay")} stored in full`;
     const body = document.createElement("div");
     body.className = "summary-text";
     body.textContent = text;

@@ -2,6 +2,7 @@
 // a progress bar. A taken name asks before replacing; a .zip asks whether to unpack it.
 
 import { csrfToken } from "./api.js";
+import { counted } from "./counted.js";
 import { visible } from "./visible.js";
 
 function join(dir, name) {
@@ -108,7 +109,7 @@ export class Uploads {
     row.li.classList.add(ok ? "done" : "failed");
     let text = ok ? "uploaded" : answer.body.detail || `failed (${answer.status})`;
     if (ok && unpack) {
-      text = `${answer.body.extracted.length} files unpacked`;
+      text = `${counted(answer.body.extracted.length, "file")} unpacked`;
       if (answer.body.skipped.length) {
         text += `; skipped: ${answer.body.skipped.map((s) => `${s.name} (${s.reason})`).join(", ")}`;
       }

@@ -2,6 +2,7 @@
 // downloads it (GET /api/projects/{id}/pdfs/{sha256}?name=: members only, served as a
 // download, never as a page of the app). The same chip shows in the box and in the bubble.
 
+import { counted } from "./counted.js";
 import { icon } from "./icons.js";
 import { visible } from "./visible.js";
 
@@ -23,7 +24,7 @@ export function pdfChip(projectId, pdf) {
   link.className = "attachment-chip pdf-chip";
   link.href = pdfUrl(projectId, pdf);
   link.download = pdf.name;
-  const pages = `${pdf.pages} page${pdf.pages === 1 ? "" : "s"}`;
+  const pages = counted(pdf.pages, "page");
   link.title = `Attached PDF: ${pdf.name}, ${pages} (download)`;
   const count = document.createElement("span");
   count.className = "pdf-pages";

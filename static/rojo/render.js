@@ -1,6 +1,7 @@
 // A tool call's activity line, built as DOM nodes; every text goes in as text, never as HTML,
 // and hidden characters in it show as escapes.
 
+import { counted } from "./counted.js";
 import { icon } from "./icons.js";
 import { visible } from "./visible.js";
 
@@ -72,7 +73,7 @@ export function dollars(text) {
 /** `1,234 tokens in (800 cached) · 56 out · $0.0012`; `≈` when some are estimates. */
 export function usageText({ prompt, completion, cached, cost, estimated }) {
   const cachedPart = cached ? ` (${number.format(cached)} cached)` : "";
-  const parts = [`${number.format(prompt)} tokens in${cachedPart}`, `${number.format(completion)} out`];
+  const parts = [`${counted(prompt, "token")} in${cachedPart}`, `${number.format(completion)} out`];
   if (cost !== null && cost !== undefined) parts.push(dollars(cost));
   return `${estimated ? "≈ " : ""}${parts.join(" · ")}`;
 }
@@ -80,5 +81,5 @@ export function usageText({ prompt, completion, cached, cost, estimated }) {
 /** `45% of the window (5,400 of 12,000 tokens)`. */
 export function contextText({ used, window }) {
   const share = window ? Math.round((100 * used) / window) : 0;
-  return `${share}% of the window (${number.format(used)} of ${number.format(window)} tokens)`;
+  return `${share}% of the window (${number.format(used)} of ${counted(window, "token")})`;
 }

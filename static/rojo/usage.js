@@ -2,6 +2,7 @@
 // a live turn's are asked for once it is done (with the conversation's total and the meter).
 
 import { getJson } from "./api.js";
+import { counted } from "./counted.js";
 import { bubbleTitle } from "./message-times.js";
 import { usageText } from "./render.js";
 
@@ -12,8 +13,8 @@ function showUsage(reply, tokens) {
   reply.dataset.text = reply.text; // as its render sets it: the same markup live and replayed
   reply.dataset.usage = usageText(tokens);
   reply.details =
-    `This reply: ${tokens.calls} model ${tokens.calls === 1 ? "call" : "calls"}` +
-    (tokens.reasoning ? `, ${tokens.reasoning} reasoning tokens` : "") +
+    `This reply: ${counted(tokens.calls, "model call")}` +
+    (tokens.reasoning ? `, ${counted(tokens.reasoning, "reasoning token")}` : "") +
     (tokens.estimated ? "; the provider did not count them all, so some are estimates" : "");
   bubbleTitle(reply); // beside the time the pointer shows, never instead of it
 }

@@ -238,15 +238,15 @@ def test_audit_prune_keeps_the_retention_dry_run_counts_and_zero_keeps_all(setti
     settings.ROJO_AUDIT_RETENTION_DAYS = 365
     out = io.StringIO()
     call_command("audit_prune", "--dry-run", stdout=out)
-    assert out.getvalue().startswith("1 audit entries") and "would be" in out.getvalue()
+    assert out.getvalue().startswith("1 audit entry ") and "would be" in out.getvalue()
     assert AuditEntry.objects.count() == 2
     out = io.StringIO()
     call_command("audit_prune", stdout=out)
-    assert out.getvalue().startswith("1 audit entries") and "pruned" in out.getvalue()
+    assert out.getvalue().startswith("1 audit entry ") and "pruned" in out.getvalue()
     assert list(AuditEntry.objects.values_list("pk", flat=True)) == [recent.pk]
     out = io.StringIO()
     call_command("audit_prune", "--days", "5", stdout=out)
-    assert out.getvalue().startswith("1 audit entries")
+    assert out.getvalue().startswith("1 audit entry ")
     assert not AuditEntry.objects.filter(pk__in=[old.pk, recent.pk]).exists()
 
 

@@ -301,7 +301,7 @@ def test_list_shows_id_project_rojo_user_time_and_message_count(story):
     assert run.status == 0
     assert run.out.splitlines() == [
         f"{orphan.pk}\tother\t(deleted rojo)\t(deleted user)\t"
-        f"{orphan.updated:%Y-%m-%d %H:%M}\t1 messages\tOrphaned",
+        f"{orphan.updated:%Y-%m-%d %H:%M}\t1 message\tOrphaned",
         f"{conversation.pk}\tdemo-project\ttest-rojo\teditor\t"
         f"{conversation.updated:%Y-%m-%d %H:%M}\t10 messages\t{MESSAGES[0]}",
     ]

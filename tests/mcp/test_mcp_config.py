@@ -136,7 +136,7 @@ def test_admin_action_lists_the_tools_a_server_offers(admin_client):
         follow=True,
     )
 
-    assert "Time offers 2: get_current_time, convert_time" in response.content.decode()
+    assert "Time offers 2 tools: get_current_time, convert_time" in response.content.decode()
     server.refresh_from_db()
     assert {t["name"] for t in server.listed_tools} == {"get_current_time", "convert_time"}
     page = admin_client.get(reverse("admin:rojos_mcpserver_change", args=[server.pk]))

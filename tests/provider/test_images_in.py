@@ -136,7 +136,7 @@ def test_an_image_over_the_size_limit_of_another_type_or_too_many_is_refused(
     too_many = editor.post(
         f"/api/projects/{project.pk}/chat", json={"rojo": rojo.slug, "message": "x", "images": ids}
     )
-    assert too_many.status_code == 400 and "at most 1 images" in too_many.text
+    assert too_many.status_code == 400 and "at most 1 image;" in too_many.text
     unknown = editor.post(
         f"/api/projects/{project.pk}/chat",
         json={"rojo": rojo.slug, "message": "x", "images": ["0" * 64]},

@@ -3,6 +3,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
+from django.utils.translation import ngettext
 
 from roject.audit.log import audit_prune
 from roject.models import AuditEntry
@@ -30,7 +31,14 @@ class Command(BaseCommand):
         if dry_run:
             cutoff = timezone.now() - timedelta(days=days)
             count = AuditEntry.objects.filter(at__lt=cutoff).count()
-            self.stdout.write(f"{count} audit entries older than {days} days would be pruned")
+            self.stdout.write(f"{_entries(count, days)} would be pruned")
             return
         count = audit_prune(days=days)
-        self.stdout.write(f"{count} audit entries older than {days} days pruned")
+        self.stdout.write(f"{_entries(count, days)} pruned")
+
+
+def _entries(count: int, days: int) -> str:
+    return (
+        f"{count} {ngettext('audit entry', 'audit entries', count)} older than {days} "
+        f"{ngettext('day', 'days', days)}"
+    )

@@ -1,4 +1,5 @@
 from django.core.management.base import BaseCommand
+from django.utils.translation import ngettext
 
 from rojos.mcp.accounts import accounts_reseal, client_secrets_reseal
 
@@ -12,16 +13,31 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         resealed, unopened = accounts_reseal()
-        self.stdout.write(f"{resealed} MCP accounts sealed again under the first key")
+        self.stdout.write(
+            ngettext(
+                "%(n)d MCP account sealed again under the first key",
+                "%(n)d MCP accounts sealed again under the first key",
+                resealed,
+            )
+            % {"n": resealed}
+        )
         if unopened:
             self.stderr.write(
-                f"{unopened} MCP accounts open with none of the keys: their people sign in again"
+                ngettext(
+                    "%(n)d MCP account opens with none of the keys: its person signs in again",
+                    "%(n)d MCP accounts open with none of the keys: their people sign in again",
+                    unopened,
+                )
+                % {"n": unopened}
             )
         secrets, unopened_servers = client_secrets_reseal()
         self.stdout.write(
-            f"{secrets} MCP server's client secret sealed again under the first key"
-            if secrets == 1
-            else f"{secrets} MCP servers' client secrets sealed again under the first key"
+            ngettext(
+                "%(n)d MCP server's client secret sealed again under the first key",
+                "%(n)d MCP servers' client secrets sealed again under the first key",
+                secrets,
+            )
+            % {"n": secrets}
         )
         for slug in unopened_servers:
             self.stderr.write(

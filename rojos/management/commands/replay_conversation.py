@@ -4,6 +4,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Count
+from django.utils.translation import ngettext
 
 from roject import storage
 from roject.models import Project
@@ -70,7 +71,7 @@ class Command(BaseCommand):
             raise CommandError(f"no conversation {conversation}", returncode=ERROR_EXIT) from None
         if branch is not None and not 1 <= branch <= branch_count(conv):
             raise CommandError(
-                f"conversation {conv.pk} has {branch_count(conv)} branch(es)", returncode=ERROR_EXIT
+                f"conversation {conv.pk} has {_branches(branch_count(conv))}", returncode=ERROR_EXIT
             )
         original = conversation_replay(conv, branch=None if branch is None else branch - 1)
         if not rerun:
@@ -101,10 +102,11 @@ class Command(BaseCommand):
         for c in conversations:
             rojo = c.rojo.slug if c.rojo else "(deleted rojo)"
             user = c.user.get_username() if c.user else "(deleted user)"
+            messages = f"{c.message_count} {ngettext('message', 'messages', c.message_count)}"
             self.stdout.write(
                 f"{c.pk}\t{c.project.slug}\t{rojo}\t{user}\t"
-                f"{c.updated:%Y-%m-%d %H:%M}\t{c.message_count} messages\t"
-                + (f"{branch_count(c)} branches\t" if c.branches else "")
+                f"{c.updated:%Y-%m-%d %H:%M}\t{messages}\t"
+                + (f"{_branches(branch_count(c))}\t" if c.branches else "")
                 + c.title
             )
 
@@ -163,8 +165,9 @@ class Command(BaseCommand):
         if differences:
             self.note("tool calls differ from the original:\n  " + "\n  ".join(differences))
             return 1
-        calls = sum(len(turn.tool_calls) for turn in rerun)
-        self.note(f"same tool calls as the original ({calls} in {len(rerun)} turns)")
+        calls, turns = sum(len(turn.tool_calls) for turn in rerun), len(rerun)
+        in_turns = f"{turns} {ngettext('turn', 'turns', turns)}"
+        self.note(f"same tool calls as the original ({calls} in {in_turns})")
         return 0
 
     async def _collect(self, conv, rojo, root, messages, approver):
@@ -174,3 +177,7 @@ class Command(BaseCommand):
                 conversation=conv, rojo=rojo, root=root, user_messages=messages, approver=approver
             )
         ]
+
+
+def _branches(count: int) -> str:
+    return f"{count} {ngettext('branch', 'branches', count)}"

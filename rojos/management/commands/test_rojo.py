@@ -1,6 +1,7 @@
 import asyncio
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils.translation import ngettext
 
 from rojos.errors import TurnError
 from rojos.models import Rojo
@@ -39,7 +40,8 @@ class Command(BaseCommand):
         except TurnError as exc:  # a misconfigured rojo (its key's variable refused, …)
             raise CommandError(str(exc)) from None
         self.stdout.write(f"{rojo.slug} · {profile.model} · {rojo.base_url}")
-        self.stdout.write(f"{profile.requests} requests, taken {profile.taken}\n")
+        requests = f"{profile.requests} {ngettext('request', 'requests', profile.requests)}"
+        self.stdout.write(f"{requests}, taken {profile.taken}\n")
         self.stdout.write(profile_table(profile))
         if profile.verified_nothing:
             raise CommandError(profile.nothing_verified_text(), returncode=NOTHING_VERIFIED)
