@@ -169,12 +169,14 @@ def test_the_turns_own_time_limit_does_not_cut_a_routed_wait_short(
     client_for, users, routed, rojo, fake_provider, root, settings
 ):
     """An owner deciding after the turn's ROJO_TURN_MAX_SECONDS still gets the call run."""
-    settings.ROJO_TURN_MAX_SECONDS = 1
+    # The turn's own work (two provider requests, the call) within 3 s even on a loaded
+    # machine; the wait alone past it.
+    settings.ROJO_TURN_MAX_SECONDS = 3
     overwrite(fake_provider)
     owner = client_for(users["owner"])
 
     def owner_approves_late(conversation: int, event: Event) -> None:
-        time.sleep(2)
+        time.sleep(4)
         [entry] = inbox(owner)
         assert decide(owner, entry["id"], True).status_code == 200
 
