@@ -4,6 +4,8 @@ A server may list thousands of tools, or descriptions and schemas of megabytes; 
 would go into every model request of every turn that uses the server, and into the stored
 listing. So a session keeps at most MAX_TOOLS tools, cuts descriptions to MAX_DESCRIPTION
 characters with a note, and leaves out (logged) a tool whose schema is over MAX_SCHEMA_BYTES.
+It also leaves out a tool that runs only as a task (`execution.taskSupport` "required"):
+the client starts no MCP tasks, and the server refuses every plain call to such a tool.
 """
 
 import json
@@ -23,6 +25,11 @@ def tools_bounded(tools: list[types.Tool], server: str) -> list[types.Tool]:
     """The tools a session keeps of what `server` listed, in its order."""
     kept: list[types.Tool] = []
     for tool in tools:
+        if tool.execution is not None and tool.execution.task_support == "required":
+            logger.info(
+                "MCP server %s: tool %r left out, it runs only as a task", server, tool.name
+            )
+            continue
         if len(kept) >= MAX_TOOLS:
             logger.warning(
                 "MCP server %s lists over %d tools; the rest are left out", server, MAX_TOOLS

@@ -176,6 +176,24 @@ def test_a_tool_with_a_huge_schema_is_left_out():
     assert [tool.name for tool in tools_bounded(listed, "edge")] == ["small"]
 
 
+def test_a_tool_that_runs_only_as_a_task_is_left_out():
+    """A tool whose `execution.taskSupport` is "required" cannot run without MCP's tasks,
+    which the client does not start (the reference server answers every plain call to one
+    with an error): it is never offered. "optional" and unset tools stay."""
+    import mcp_types as types
+
+    from rojos.mcp.bounds import tools_bounded
+
+    plain = {"type": "object"}
+    listed = [
+        types.Tool(name="research", input_schema=plain, execution={"taskSupport": "required"}),
+        types.Tool(name="either", input_schema=plain, execution={"taskSupport": "optional"}),
+        types.Tool(name="never", input_schema=plain, execution={"taskSupport": "forbidden"}),
+        types.Tool(name="plain", input_schema=plain),
+    ]
+    assert [tool.name for tool in tools_bounded(listed, "edge")] == ["either", "never", "plain"]
+
+
 async def test_a_crash_mid_call_is_a_tool_error_and_the_server_starts_again(pool, root):
     server = await sync_to_async(edge_server)()
     tools, ctx = await turn_tools(root, link(server))
