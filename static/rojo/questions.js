@@ -1,5 +1,5 @@
 // A question an MCP server asks during a call (elicitation): a form built from the schema's
-// primitive fields (text, number, integer, yes/no, a choice), or a link to visit, with
+// primitive fields (text, number, integer, yes/no, a choice, several choices), or a link to visit, with
 // Accept, Decline and Cancel and the time left. All the server's text goes in as text, never
 // as markup; a link is only ever http(s), and opened only by the person.
 
@@ -7,8 +7,10 @@ import { ApiError, request } from "./api.js";
 
 const FORMATS = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
 
-/** The choices of a string field: `enum` (named by `enumNames`) or `oneOf` of consts. */
+/** The choices of a string field (or of a list field's `items`): `enum` (named by
+ * `enumNames`) or `oneOf`/`anyOf` of consts. */
 function choices(field) {
+  if (!field || typeof field !== "object") return null;
   if (Array.isArray(field.enum)) {
     return field.enum.map((value, n) => ({ value: String(value), title: field.enumNames?.[n] ?? String(value) }));
   }
@@ -27,7 +29,17 @@ function fieldNode(name, field, required) {
   title.textContent = `${field.title ?? name}${required ? " *" : ""}`;
   let control;
   const options = field.type === "string" || !field.type ? choices(field) : null;
-  if (options) {
+  const several = field.type === "array" ? choices(field.items) : null;
+  if (several) {
+    // Several choices (SEP-1330): a list box, the schema's defaults chosen.
+    control = document.createElement("select");
+    control.multiple = true;
+    control.size = Math.min(several.length, 6);
+    const chosen = new Set((Array.isArray(field.default) ? field.default : []).map(String));
+    for (const { value, title: label } of several) {
+      control.append(new Option(label, value, false, chosen.has(value)));
+    }
+  } else if (options) {
     control = document.createElement("select");
     if (!required) control.append(new Option("", ""));
     for (const { value, title: label } of options) control.append(new Option(label, value));
@@ -67,7 +79,10 @@ function formValues(form) {
   for (const control of form.querySelectorAll("[name]")) {
     const type = control.dataset.type;
     if (type === "boolean") values[control.name] = control.checked;
-    else if (control.value === "") continue;
+    else if (type === "array") {
+      const chosen = [...control.selectedOptions].map((option) => option.value);
+      if (chosen.length) values[control.name] = chosen;
+    } else if (control.value === "") continue;
     else if (type === "integer") values[control.name] = Number.parseInt(control.value, 10);
     else if (type === "number") values[control.name] = Number(control.value);
     else values[control.name] = control.value;
@@ -200,7 +215,10 @@ export function questionAnswered(box, data) {
       const control = box.querySelector(`[name="${CSS.escape(name)}"]`);
       if (!control) continue;
       if (control.type === "checkbox") control.checked = Boolean(value);
-      else control.value = String(value);
+      else if (control.multiple) {
+        const chosen = new Set((Array.isArray(value) ? value : [value]).map(String));
+        for (const option of control.options) option.selected = chosen.has(option.value);
+      } else control.value = String(value);
     }
   }
   const said = document.createElement("p");

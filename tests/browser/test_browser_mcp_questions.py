@@ -6,7 +6,7 @@ from django.conf import settings as django_settings
 from playwright.sync_api import expect
 
 from roject.storage import project_root_create
-from rojos.models import Conversation, RojoMcpServer
+from rojos.models import Conversation, Message, RojoMcpServer
 from tests.mcp.test_mcp_elicitation import asking_server
 from tests.support.accessibility import WCAG_AA
 from tests.support.browser import screenshot
@@ -101,3 +101,47 @@ def test_a_url_question_offers_a_link_it_does_not_open(
     question.get_by_role("button", name="Cancel").click()
     expect(question.locator(".question-answer")).to_have_text("Cancelled")
     expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+
+def test_a_field_of_several_choices_sends_a_list(
+    page_for, users, project, fake_provider, settings, tmp_path
+):
+    """The reference server's form (`trigger-elicitation-request`) has fields whose value is
+    a list of choices (`type: array` of `enum` or `anyOf` consts, SEP-1330): each is a list
+    box of its choices with the schema's defaults chosen, and Accept sends a list."""
+    from tests.mcp.test_mcp_everything import registered
+    from tests.support.npx_packages import EVERYTHING, npx_installed
+
+    command = npx_installed(EVERYTHING, "--version", says="Everything Server")
+    settings.ROJO_MCP_IDLE_SECONDS = 2
+    project_root_create(project.pk)
+    rojo = make_rojo(fake_provider.base_url)
+    with registered(command, "stdio", tmp_path) as server:
+        RojoMcpServer.objects.create(rojo=rojo, server=server, ask_before=False)
+        fake_provider.add(
+            stream(*tool_call_chunks([("everything__trigger-elicitation-request", {})])),
+            stream(*text_chunks("Done.")),
+        )
+        page = page_for(users["editor"])
+        page.goto(f"/projects/{project.pk}/")
+        page.get_by_label("Message").fill("Ask me")
+        page.keyboard.press("Enter")
+        question = page.locator("form.question")
+        expect(question).to_contain_text("Please provide inputs", timeout=30_000)
+        instruments = question.locator('select[name="untitledMultipleSelectEnum"]')
+        expect(instruments).to_have_attribute("multiple", "")
+        expect(instruments).to_have_values(["Guitar"])
+        fish = question.locator('select[name="titledMultipleSelectEnum"]')
+        expect(fish.locator("option")).to_have_text(["Tuna", "Salmon", "Trout"])
+        question.locator('[name="name"]').fill("Ada")
+        instruments.select_option(["Piano", "Bass"])
+        question.get_by_role("button", name="Accept").click()
+        expect(question.locator(".question-answer")).to_have_text("Accepted")
+        expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+    [tool] = Message.objects.filter(role=Message.Role.TOOL)
+    [asked] = tool.extra["questions"]
+    content = asked["answer"]["content"]
+    assert content["untitledMultipleSelectEnum"] == ["Piano", "Bass"]
+    assert content["titledMultipleSelectEnum"] == ["fish-1"]
+    assert content["name"] == "Ada"
