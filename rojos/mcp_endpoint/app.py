@@ -68,7 +68,9 @@ from .request_headers import (
 )
 from .server import mcp_server
 
-PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})/?$")
+# With /mcp added too: some clients post to <origin>/mcp unless the address ends in /mcp
+# (the MCP Inspector's CLI), or guess the transport from that ending.
+PATH = re.compile(r"^/mcp/projects/(?P<ref>[A-Za-z0-9_-]{1,200})(?:/mcp)?/?$")
 
 
 class _TokenVerifier:
