@@ -34,7 +34,7 @@ from roject.storage import (
     snapshot_restore,
     snapshot_text,
 )
-from rojos.models import Conversation, FileChange
+from rojos.models import Conversation, FileChange, Message
 from rojos.tools.diff import unified_diff
 
 logger = logging.getLogger(__name__)
@@ -178,9 +178,12 @@ async def change_undo(*, change: FileChange, user, actor: AuditActor | None = No
 
 
 def _undone_save(change: FileChange, actor: AuditActor) -> None:
-    """(Blocking) Mark the change undone, and audit it, in one transaction."""
+    """(Blocking) Mark the change undone, and the tool message of the call that made it
+    (the model is told at its next request: rojos.provider.request), and audit it, in one
+    transaction."""
     with transaction.atomic():
         change.save(update_fields=["undone", "undone_by"])
+        _call_result_mark(change)
         paths = ", ".join(change.paths)
         audit_record(
             action=AuditAction.UNDO,
@@ -190,6 +193,22 @@ def _undone_save(change: FileChange, actor: AuditActor) -> None:
             object_repr=f"{change.tool}: {paths}",
             details={"tool": change.tool, "origin": change.origin, "paths": paths[:200]},
         )
+
+
+def _call_result_mark(change: FileChange) -> None:
+    """(Blocking) Record on the result of the call that made `change` which paths its undo
+    put back: the conversation keeps the call's result as it came, and the model would
+    otherwise go on believing the files hold what the call wrote."""
+    if change.conversation_id is None or not change.tool_call_id:
+        return  # a person's change: no call in any conversation
+    results = Message.objects.filter(
+        conversation_id=change.conversation_id,
+        role=Message.Role.TOOL,
+        tool_call_id=change.tool_call_id,
+    )
+    for message in results:
+        message.extra = {**(message.extra or {}), "undone": list(change.paths)}
+        message.save(update_fields=["extra"])
 
 
 async def changes_undo(

@@ -9,6 +9,7 @@ that needed it; the stored turns stay whole.
 """
 
 from rojos.models import Message
+from rojos.provider.request import undone_note
 
 SUMMARY_INSTRUCTION = """\
 You write the working memory of an assistant that works on a project's files with a user. \
@@ -35,6 +36,7 @@ def _line(message: Message, calls: dict[str, dict]) -> str:
         return f"User: {text}"
     if message.role == Message.Role.TOOL:
         shown = text if len(text) <= RESULT_CHARS else f"{text[:RESULT_CHARS]}… [cut]"
+        shown += undone_note(message)
         call = calls.get(message.tool_call_id) or {}
         arguments = (call.get("function") or {}).get("arguments") or "{}"
         return f"Result of {message.name}({arguments}):\n{shown}"

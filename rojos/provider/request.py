@@ -14,6 +14,7 @@ form that all of them take, with no branching on the provider's name:
 - Gemini's thought signatures back to the model that made them, and to no other;
 - stored reasoning with its tool calls only where the provider needs it, within the tool
   loop or (DeepSeek) after it (`reasoning_back_field`; Mistral answers 422 to it);
+- a call's result with a note of its undo, once the user undid what it changed;
 - no null or empty content beside tool calls (llama-cpp-python, some gateways);
 - alternating roles with no empty assistant message (vLLM's and llama.cpp's templates).
 The stream reader, the other half of speaking to a provider, is `provider.py`.
@@ -140,13 +141,28 @@ def reasoning_extra(rojo: Rojo, completion: Completion, *, model: str) -> dict:
     return {"reasoning_back": field, "reasoning_kept": kept, "model": model}
 
 
+def undone_note(message: Message) -> str:
+    """What a stored tool message adds for the model once the user undid the call's change
+    ("" when not): the page shows the call undone, and the model would otherwise go on
+    from files that are no longer as the result says."""
+    undone = (message.extra or {}).get("undone")
+    if not undone:
+        return ""
+    paths = ", ".join(undone)
+    were, state = ("were", "they were") if len(undone) > 1 else ("was", "it was")
+    return (
+        f"\n\n[The user undid this change afterwards: {paths} {were} put back as {state} "
+        "before this call.]"
+    )
+
+
 def message_to_wire(message: Message, model: str | None = None) -> dict:
     """One stored message as a provider expects it back, for `model` (None: any)."""
     if message.role == Message.Role.TOOL:
         return {
             "role": "tool",
             "tool_call_id": wire_call_id(message.tool_call_id),
-            "content": message.content or "",
+            "content": (message.content or "") + undone_note(message),
         }
     wire: dict = {"role": message.role}
     extra = message.extra or {}

@@ -352,6 +352,42 @@ def test_undo_turn_needs_the_id_of_a_user_message(run_turn, editor):
     assert FileChange.objects.get().undone is None
 
 
+def test_after_an_undo_the_model_is_told_the_files_were_put_back(
+    run_turn, editor, root, project, rojo, fake_provider
+):
+    """Undo of a turn's write, then the next message: the model's history still holds the
+    call and its {"ok": true}, which the page shows, and now also that the user undid it;
+    before, it was told nothing, believed a.txt held its text, and said so."""
+    build(root, {"b.txt": "b\n"})
+    events = run_turn(
+        ("write_text_content", {"path": "a.txt", "text": "a\n"}),
+        ("write_text_content", {"path": "b.txt", "text": "B\n"}),
+    )
+    conversation, message = events[0].data["conversation"], events[0].data["message"]
+    response = editor.post(
+        f"/api/conversations/{conversation}/undo-turn", json={"message": message}
+    )
+    assert response.status_code == 200, response.text
+    assert tree(root) == {"b.txt": "b\n"}
+
+    fake_provider.add(stream(*text_chunks("a.txt is gone; b.txt is back.")))
+    editor.chat(project.pk, rojo=rojo.slug, message="What is in a.txt?", conversation=conversation)
+
+    sent = fake_provider.requests[-1]["messages"]
+    results = [m["content"] for m in sent if m["role"] == "tool"]
+    assert results == [
+        '{"ok": true}\n\n[The user undid this change afterwards: a.txt was put back as it '
+        "was before this call.]",
+        '{"ok": true}\n\n[The user undid this change afterwards: b.txt was put back as it '
+        "was before this call.]",
+    ]
+    shown = editor.get(f"/api/conversations/{conversation}").json()
+    assert [m["content"] for m in shown["messages"] if m["role"] == "tool"] == [
+        '{"ok": true}',
+        '{"ok": true}',
+    ]
+
+
 # who may undo, and what the conversation shows
 
 
