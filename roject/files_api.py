@@ -9,6 +9,7 @@ from django.http import HttpRequest, StreamingHttpResponse
 from ninja import Router, Schema
 
 from roject.identity.live_auth import checked_stream, live_access_check
+from roject.identity.login_limits import client_address
 from roject.members.access import aproject_access
 from roject.members.live import KEEPALIVE_SECONDS, project_subscribed, sse_event
 
@@ -78,6 +79,7 @@ async def file_preview(request: HttpRequest, project_id: int, path: str):
     token = preview_capability(
         user=request.auth,
         project_id=access.project.pk,
+        address=client_address(request),
         token_id=asked_with.pk if asked_with is not None else None,
     )
     clean = "/".join(quote(part) for part in path.strip("/").split("/"))

@@ -1,11 +1,16 @@
 """The capability in a preview's address: a person's read of one project, signed, for
-`ROJO_PREVIEW_SECONDS`, as good as the sign-in that asked for it.
+`ROJO_PREVIEW_SECONDS`, as good as the sign-in that asked for it, from where it was asked.
 
 A sandboxed page has an origin of its own, so its requests for the pictures and styles beside
 it carry no session cookie; the address carries this instead. It grants nothing the person
 could not read anyway, and each request checks their access again (`views.preview`), and the
 sign-in it came with: the API token, or the password as it was (a change of password ends the
 person's other sessions, and so their addresses too).
+
+It is bound to the client's address too (as the login limits count it: an IPv6 client's
+/64). A page the rojo or an editor wrote can undo the preview's `Referrer-Policy` (a
+`<meta name="referrer" content="unsafe-url">`), so a click on its link hands the address to
+another site; from there it reads nothing.
 """
 
 from dataclasses import dataclass
@@ -25,10 +30,15 @@ class PreviewGrant:
     project_id: int
     token_id: int | None
     password_mark: str
+    address_mark: str
 
     def password_unchanged(self, user) -> bool:
         """Whether the user's password is the one the address was made under."""
         return constant_time_compare(self.password_mark, password_mark(user))
+
+    def asked_from(self, address: str) -> bool:
+        """Whether `address` is the client address the address was asked from."""
+        return constant_time_compare(self.address_mark, _address_mark(address))
 
 
 def password_mark(user) -> str:
@@ -36,20 +46,30 @@ def password_mark(user) -> str:
     return salted_hmac(_SALT, user.password, algorithm="sha256").hexdigest()[:24]
 
 
-def preview_capability(*, user, project_id: int, token_id: int | None = None) -> str:
-    """The capability of `user` (asked with the API token `token_id`, if any)."""
-    grant = [user.pk, project_id, token_id, password_mark(user)]
+def _address_mark(address: str) -> str:
+    """A digest of the client's address: the capability's text is signed, not secret."""
+    return salted_hmac(_SALT + ".address", address, algorithm="sha256").hexdigest()[:24]
+
+
+def preview_capability(*, user, project_id: int, address: str, token_id: int | None = None) -> str:
+    """The capability of `user` asking from the client `address` (with the API token
+    `token_id`, if any)."""
+    grant = [user.pk, project_id, token_id, password_mark(user), _address_mark(address)]
     return signing.dumps(grant, salt=_SALT, compress=False)
 
 
 def preview_capability_read(token: str) -> PreviewGrant | None:
     """What the capability grants, or None for one forged, altered or expired."""
     try:
-        user_id, project_id, token_id, mark = signing.loads(
+        user_id, project_id, token_id, mark, address = signing.loads(
             token, salt=_SALT, max_age=settings.ROJO_PREVIEW_SECONDS
         )
         return PreviewGrant(
-            int(user_id), int(project_id), None if token_id is None else int(token_id), str(mark)
+            int(user_id),
+            int(project_id),
+            None if token_id is None else int(token_id),
+            str(mark),
+            str(address),
         )
     except (signing.BadSignature, ValueError, TypeError):
         return None

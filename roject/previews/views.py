@@ -1,9 +1,10 @@
 """`/preview/<capability>/<path>`: a project file as its preview shows it (`kinds.py`).
 
-Every request reads the capability, then the person's access and sign-in as they are now
-(the API token it was asked with still live, the password unchanged), before anything of the
-file; a capability that is forged, expired, or no longer backed by access is a 404, which
-tells nothing of what exists. The file is read through the storage gate.
+Every request reads the capability (from the client address it was asked from), then the
+person's access and sign-in as they are now (the API token it was asked with still live, the
+password unchanged), before anything of the file; a capability that is forged, expired, or
+no longer backed by access is a 404, which tells nothing of what exists. The file is read
+through the storage gate.
 """
 
 import asyncio
@@ -15,6 +16,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_safe
 
 from roject import storage
+from roject.identity.login_limits import client_address
 from roject.identity.tokens import aapi_token_alive
 from roject.members.access import aproject_access
 from roject.server.streaming import blocking_stream
@@ -30,7 +32,7 @@ _EXPIRED = "This preview's address has expired; open the file again."
 @xframe_options_sameorigin
 async def preview(request: HttpRequest, token: str, path: str):
     grant = preview_capability_read(token)
-    if grant is None:
+    if grant is None or not grant.asked_from(client_address(request)):
         raise Http404(_EXPIRED)
     user = await get_user_model().objects.filter(pk=grant.user_id, is_active=True).afirst()
     if user is None or not grant.password_unchanged(user):

@@ -6,6 +6,7 @@ project's root."""
 
 import os
 
+import httpx2
 import pytest
 from django.core import signing
 
@@ -90,7 +91,7 @@ def test_an_outsider_gets_no_address_and_a_forged_or_altered_one_serves_nothing(
     assert response.status_code == 404
     anonymous = client_for()
     # The outsider signs nothing: a capability for the project under their own id is refused.
-    theirs = preview_capability(user=users["outsider"], project_id=project.pk)
+    theirs = preview_capability(user=users["outsider"], project_id=project.pk, address="127.0.0.1")
     assert anonymous.get(f"/preview/{theirs}/site/index.html").status_code == 404
     forged = signing.dumps([users["owner"].pk, project.pk], salt="another.salt", compress=False)
     assert anonymous.get(f"/preview/{forged}/site/index.html").status_code == 404
@@ -155,3 +156,28 @@ def test_an_address_reaches_nothing_outside_the_root(client_for, users, project,
         f"/api/projects/{project.pk}/files/preview", params={"path": "site/css"}
     )
     assert response.status_code == 400
+
+
+def test_an_address_serves_only_the_client_address_that_asked_for_it(
+    client_for, users, project, root, asgi_server
+):
+    """A page the rojo wrote can undo the preview's Referrer-Policy (`<meta name="referrer"
+    content="unsafe-url">`) and so hand its own address to another site on a click. Before,
+    that site then read any file of the project for the rest of ROJO_PREVIEW_SECONDS; an
+    address now serves only the client address that asked for it."""
+    url = address(client_for(users["editor"]), project, "site/index.html")
+    assert client_for().get(url).status_code == 200  # from 127.0.0.1, as it was asked
+    elsewhere = httpx2.Client(
+        base_url=asgi_server, transport=httpx2.HTTPTransport(local_address="127.0.0.2")
+    )
+    with elsewhere:
+        assert elsewhere.get(url).status_code == 404
+        assert elsewhere.get(url.rsplit("/", 1)[0] + "/logo.png").status_code == 404
+        asked_there = elsewhere.get(
+            f"/api/projects/{project.pk}/files/preview",
+            params={"path": "site/index.html"},
+            cookies=client_for(users["editor"]).http.cookies,
+        )
+        assert asked_there.status_code == 200
+        assert elsewhere.get(asked_there.json()["url"]).status_code == 200
+    assert client_for().get(asked_there.json()["url"]).status_code == 404
