@@ -62,6 +62,9 @@ def unanswered_calls(messages: list[Message]) -> list[dict]:
     return []
 
 
+_NAME_CHARS = Message._meta.get_field("name").max_length
+
+
 def _tool_message(
     call: dict, result: Any, *, ok: bool, mcp_server: str | None = None, questions=None
 ) -> dict:
@@ -75,7 +78,9 @@ def _tool_message(
     return {
         "role": Message.Role.TOOL,
         "tool_call_id": call["id"],
-        "name": call["function"]["name"],
+        # As much of it as the column holds: a model may make up a name of any length (its
+        # call keeps it whole; PostgreSQL would refuse the row, and every later one).
+        "name": call["function"]["name"][:_NAME_CHARS],
         "content": tool_content(result),
         "is_error": not ok,
         # A text result (a file's content) is stored as is; remember it was not JSON.
