@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from rojos.context.window import item_chars
 from rojos.models import Message
-from rojos.provider.request import assembled, message_to_wire
+from rojos.provider.request import assembled, message_to_wire, undone_note
 
 # A result smaller than this is left as it is: its stub would save next to nothing.
 _STUB_MIN_CHARS = 400
@@ -80,12 +80,13 @@ def _call_label(call: dict | None, name: str) -> str:
 
 
 def stub(message: Message, call: dict | None) -> str:
-    """The one line that stands in for an old tool result."""
+    """The one line that stands in for an old tool result (with the note of its undo, if
+    the user undid the call's change: the model must not go on from what it wrote)."""
     size = len(message.content or "")
     return (
         f"[{_call_label(call, message.name)}: {size:,} characters, left out to fit the "
         "context window; call the tool again if needed]"
-    )
+    ) + undone_note(message)
 
 
 def cut_text(text: str, keep: int, message: Message, call: dict | None) -> str:
@@ -194,8 +195,13 @@ def _cut(
     and the number of texts cut are returned.
     """
     cut: set[int] = set()
+    stuck: set[int] = set()  # cut as far as they go: cutting again would change nothing
     while total > budget:
-        candidates = [i for i, item in enumerate(items) if _cuttable(item) > _CUT_MIN_CHARS * 2]
+        candidates = [
+            i
+            for i, item in enumerate(items)
+            if i not in stuck and _cuttable(item) > _CUT_MIN_CHARS * 2
+        ]
         if not candidates:
             break
         i = max(candidates, key=sizes.__getitem__)
@@ -205,7 +211,9 @@ def _cut(
             items[i] = _arguments_cut(item, keep)
         else:
             text = cut_text(message.content or "", keep, message, calls.get(message.tool_call_id))
-            items[i] = {**item, "content": text}
+            items[i] = {**item, "content": text + undone_note(message)}  # kept through the cut
+        if item_chars(items[i]) >= sizes[i]:
+            stuck.add(i)
         total, sizes[i] = total - sizes[i] + item_chars(items[i]), item_chars(items[i])
         cut.add(i)
     return total, len(cut)
@@ -225,13 +233,36 @@ def _arguments_cut(item: dict, keep: int) -> dict:
     calls = []
     for call in item["tool_calls"]:
         arguments = json.loads(call["function"]["arguments"])  # a JSON object: wire form
-        share = keep // max(len(arguments), 1)
-        for key, value in arguments.items():
-            if isinstance(value, str) and len(value) > max(share, 200):
-                arguments[key] = (
-                    f"{value[:share]}… [{len(value):,} characters; the rest left out to fit "
-                    "the context window]"
-                )
+        share = keep // max(_strings(arguments), 1)
+        arguments = _strings_cut(arguments, share)
         function = {**call["function"], "arguments": json.dumps(arguments, ensure_ascii=False)}
         calls.append({**call, "function": function})
     return {**item, "tool_calls": calls}
+
+
+def _strings(value) -> int:
+    """How many strings `value` holds, at any depth (an edit's old and new texts are in a
+    list of objects)."""
+    if isinstance(value, str):
+        return 1
+    if isinstance(value, dict):
+        return sum(_strings(inner) for inner in value.values())
+    if isinstance(value, list):
+        return sum(_strings(inner) for inner in value)
+    return 0
+
+
+def _strings_cut(value, share: int):
+    """`value` with each string longer than `share` (and 200) cut to it, at any depth."""
+    if isinstance(value, str):
+        if len(value) <= max(share, 200):
+            return value
+        return (
+            f"{value[:share]}… [{len(value):,} characters; the rest left out to fit the "
+            "context window]"
+        )
+    if isinstance(value, dict):
+        return {key: _strings_cut(inner, share) for key, inner in value.items()}
+    if isinstance(value, list):
+        return [_strings_cut(inner, share) for inner in value]
+    return value

@@ -4,6 +4,7 @@ Turns run on the live ASGI server with a rojo that asks no approval, so each cal
 """
 
 import asyncio
+import json
 import os
 import threading
 import uuid
@@ -386,6 +387,42 @@ def test_after_an_undo_the_model_is_told_the_files_were_put_back(
         '{"ok": true}',
         '{"ok": true}',
     ]
+
+
+def test_an_undone_result_cut_to_fit_still_says_it_was_undone(editor, project, root, fake_provider):
+    """An edit's result (its diff) is often the largest text of a request, so the one cut to
+    fit a small window: the note of the undo goes after the cut. Before, the cut rebuilt
+    the result from the stored text and the note was lost; and an edit's arguments (texts in
+    a list of objects) could not be cut at all, so the cutting never ended and the turn hung
+    with its event loop busy."""
+    text = "".join(f"row {n:05d} of the big ledger, with its entries\n" for n in range(1300))
+    build(root, {"big.md": text})
+    block = text[: len(text) // 2]
+    edit = {"path": "big.md", "edits": [{"old_text": block, "new_text": block.upper()}]}
+    rojo = make_rojo(fake_provider.base_url, context_window=12_000, approval_tools=[])
+    fake_provider.add(
+        stream(*tool_call_chunks([("edit_text_content", edit)])),
+        stream(*text_chunks("Shouted the first half.")),
+        stream(*text_chunks("It is as it was.")),
+    )
+    events = editor.chat(project.pk, rojo=rojo.slug, message="Shout")
+    assert events[-1].type == "DONE" and not [e for e in events if e.type == "ERROR"]
+    conversation, message = events[0].data["conversation"], events[0].data["message"]
+    undone = editor.post(f"/api/conversations/{conversation}/undo-turn", json={"message": message})
+    assert undone.status_code == 200, undone.text
+    assert tree(root) == {"big.md": text}
+
+    later = editor.chat(project.pk, rojo=rojo.slug, message="And now?", conversation=conversation)
+
+    assert later[-1].type == "DONE" and not [e for e in later if e.type == "ERROR"]
+    [result] = [m for m in fake_provider.requests[-1]["messages"] if m["role"] == "tool"]
+    assert "to fit the context window" in result["content"]  # cut, or left out
+    assert result["content"].endswith(
+        "[The user undid this change afterwards: big.md was put back as it was before this call.]"
+    )
+    [asked] = [m for m in fake_provider.requests[-1]["messages"] if m.get("tool_calls")]
+    arguments = json.loads(asked["tool_calls"][0]["function"]["arguments"])
+    assert "the rest left out to fit the context window" in arguments["edits"][0]["old_text"]
 
 
 # who may undo, and what the conversation shows
