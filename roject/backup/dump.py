@@ -1,6 +1,5 @@
 """`backup`: the installation (or part of it) written as one archive, while it runs."""
 
-import errno
 import os
 import uuid
 from pathlib import Path
@@ -62,14 +61,13 @@ def backup_write(
 def _rename_unless_taken(partial: Path, path: Path) -> None:
     """Give the complete archive its name unless a file has it: a hard link fails rather
     than replace one (the partial name goes in `backup_write`'s finally). A file system
-    without hard links gets a check just before an ordinary rename."""
+    without hard links (each says so its own way: EPERM, ENOTSUP, ENOSYS on a FUSE mount...)
+    gets a check just before an ordinary rename, which raises what is really wrong."""
     try:
         os.link(partial, path)
     except FileExistsError:
         raise ArchiveExists(f"{path} exists already") from None
-    except OSError as exc:
-        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EMLINK):
-            raise
+    except OSError:
         if os.path.lexists(path):
             raise ArchiveExists(f"{path} exists already") from None
         os.replace(partial, path)

@@ -79,3 +79,29 @@ def test_a_file_made_at_the_name_during_the_backup_is_kept(users, project, older
         backup_write(path=older, storage="all")
 
     assert_untouched(older)
+
+
+def test_a_file_system_without_hard_links_still_gets_its_archive(
+    users, project, tmp_path, monkeypatch
+):
+    """A FUSE mount without links answers ENOSYS, not EPERM: the archive, written whole, was
+    then deleted and the backup failed at its very end. Every refusal of a link falls back
+    to a check and a rename, which says what is really wrong."""
+    import errno
+
+    from roject.backup import dump
+
+    def no_links(source, target):
+        raise OSError(errno.ENOSYS, "Function not implemented")
+
+    installation_build(users, project)
+    monkeypatch.setattr(dump.os, "link", no_links)
+    path = tmp_path / "backups" / "rojo.tar.gz"
+    path.parent.mkdir()
+
+    call_command("backup", str(path), stdout=io.StringIO())
+
+    checked = io.StringIO()
+    call_command("verify-backup", str(path), stdout=checked)
+    assert "sound" in checked.getvalue()
+    assert sorted(p.name for p in path.parent.iterdir()) == [path.name]
