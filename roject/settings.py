@@ -426,7 +426,9 @@ ROJO_WINDOW_PROBE_SECONDS = env_float("ROJO_WINDOW_PROBE_SECONDS", 2)
 # A live stream checks this often, whatever its traffic, that its user is still an active
 # member and its API token still live; it ends when not.
 ROJO_LIVE_CHECK_SECONDS = env_float("ROJO_LIVE_CHECK_SECONDS", 5)
-ROJO_MCP_CALL_TIMEOUT = env_float("ROJO_MCP_CALL_TIMEOUT", 60)
+ROJO_MCP_CALL_TIMEOUT = env_float("ROJO_MCP_CALL_TIMEOUT", 60)  # of silence: progress resets it
+# A call that keeps reporting progress still ends after this long, in all.
+ROJO_MCP_CALL_MAX_SECONDS = env_float("ROJO_MCP_CALL_MAX_SECONDS", 1800)
 ROJO_MCP_START_TIMEOUT = env_float("ROJO_MCP_START_TIMEOUT", 30)
 ROJO_MCP_IDLE_SECONDS = env_float("ROJO_MCP_IDLE_SECONDS", 600)
 # Hosts (names) and networks (10.20.0.0/16, an address) that an HTTP MCP server's OAuth

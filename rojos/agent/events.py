@@ -99,6 +99,21 @@ class ToolResultEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ToolProgressEvent:
+    """How far running call `id` has come, as its MCP server reports it (`total` and
+    `message` if it gave them; the message is the server's words, cut to a line).
+
+    Throttled (rojos/mcp/progress.py) and never stored: the turn's log keeps them for a
+    re-attaching page, which shows the last; the call's TOOL_RESULT supersedes them."""
+
+    id: str
+    progress: float
+    total: float | None = None
+    message: str | None = None
+    type: Literal["TOOL_PROGRESS"] = "TOOL_PROGRESS"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class QuestionEvent:
     """An MCP server asks the person whose turn it is, during call `call` (elicitation): a
     form (`schema`) or a URL to visit; `seconds` to answer (rojos/mcp/questions.py)."""
@@ -158,6 +173,7 @@ AgentEvent = (
     | ToolCallDeltaEvent
     | ToolCallEvent
     | ApprovalRequiredEvent
+    | ToolProgressEvent
     | ToolResultEvent
     | QuestionEvent
     | AnsweredEvent
@@ -174,6 +190,7 @@ WireType = Literal[
     "TOOL_CALL_DELTA",
     "TOOL_CALL",
     "APPROVAL_REQUIRED",
+    "TOOL_PROGRESS",
     "TOOL_RESULT",
     "QUESTION",
     "ANSWERED",
@@ -227,7 +244,7 @@ def event_data(event: TurnEvent) -> dict:
             return data
         case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
             return {"id": id_, "name": name, "args": args, "preview": preview}
-        case QuestionEvent() | AnsweredEvent():
+        case ToolProgressEvent() | QuestionEvent() | AnsweredEvent():
             return {k: v for k, v in asdict(event).items() if k != "type" and v is not None}
         case SummaryEvent(text=text, messages=messages):
             return {"text": text, "messages": messages}

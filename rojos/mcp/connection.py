@@ -24,6 +24,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import exit_hook
 from .process_log import StderrPipe
+from .progress import OnProgress
 from .questions import DECLINED, BoundAsker, asker_current, elicit_result, question_from
 from .spec import ServerSpec
 from .transport import McpUnavailable, client_make, secrets_scrubbed, start_failure, tools_list
@@ -122,19 +123,27 @@ class McpConnection:
     def mark_stale(self) -> None:
         self._stale = True
 
-    async def call(self, name: str, arguments: dict) -> types.CallToolResult:
-        """One tools/call within ROJO_MCP_CALL_TIMEOUT; MCPError, TimeoutError or a
-        transport error when it fails. A call that timed out stops the session (the next
-        use starts the server again): a server that hangs, or keeps sending what is not
-        its answer, is not left running with the session wedged on it."""
-        timeout = settings.ROJO_MCP_CALL_TIMEOUT
+    async def call(
+        self, name: str, arguments: dict, *, on_progress: OnProgress | None = None
+    ) -> types.CallToolResult:
+        """One tools/call; MCPError, TimeoutError or a transport error when it fails.
+
+        The call may go ROJO_MCP_CALL_TIMEOUT without a word from the server: each progress
+        notification (handed to `on_progress`) starts that time again, so a long call that
+        keeps reporting runs on, up to ROJO_MCP_CALL_MAX_SECONDS in all. A call that timed
+        out stops the session (the next use starts the server again): a server that hangs,
+        or keeps sending what is not its answer, is not left running with the session
+        wedged on it."""
+        quiet = settings.ROJO_MCP_CALL_TIMEOUT
         asker = asker_current()
         if asker is not None:  # the person's time to answer is not the server's
-            timeout += settings.ROJO_ELICITATION_SECONDS
+            quiet += settings.ROJO_ELICITATION_SECONDS
         client = await self._client()
         try:
             with self._using(), self._asking(asker):
-                return await self._call(client, name, arguments, seconds=timeout)
+                return await self._call(
+                    client, name, arguments, quiet=quiet, on_progress=on_progress
+                )
         except MCPError as exc:
             if exc.error.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):
                 self.stop()  # the next use starts the server again
@@ -143,11 +152,31 @@ class McpConnection:
             self.stop()
             raise
 
-    async def _call(self, client: Client, name: str, arguments: dict, *, seconds: float):
-        # The SDK's timeout cancels the request on the server (REQUEST_TIMEOUT); this one
-        # only guards against a call the SDK could not end.
-        async with asyncio.timeout(seconds + 5):
-            return await client.call_tool(name, arguments, read_timeout_seconds=seconds)
+    async def _call(
+        self,
+        client: Client,
+        name: str,
+        arguments: dict,
+        *,
+        quiet: float,
+        on_progress: OnProgress | None,
+    ):
+        # The SDK's timeout (the whole call's bound) cancels the request on the server
+        # (REQUEST_TIMEOUT). The SDK's own clock is not moved by progress, so the silence
+        # is timed here: a caller's cancellation, which the SDK also tells the server of.
+        loop = asyncio.get_running_loop()
+        bound = max(settings.ROJO_MCP_CALL_MAX_SECONDS, quiet)
+        async with asyncio.timeout(quiet) as silence:
+
+            async def progressed(progress: float, total: float | None, message: str | None):
+                if not silence.expired():
+                    silence.reschedule(loop.time() + quiet)
+                if on_progress is not None:
+                    on_progress(progress, total, message)
+
+            return await client.call_tool(
+                name, arguments, read_timeout_seconds=bound, progress_callback=progressed
+            )
 
     def stop(self) -> None:
         """End the session (its task leaves the client, which stops a stdio process)."""

@@ -96,6 +96,12 @@ def asker_current() -> BoundAsker | None:
     return ask
 
 
+def call_id_current() -> str | None:
+    """The id of the tool call running in this context (`call_questions`), or None."""
+    scope = _call.get()
+    return scope[0] if scope else None
+
+
 def call_asked() -> list[dict]:
     """The questions asked so far during the tool call running in this context."""
     scope = _call.get()

@@ -2,6 +2,7 @@
 
 import asyncio
 import logging
+from dataclasses import replace
 
 import httpx2
 import mcp_types as types
@@ -15,7 +16,8 @@ from .accounts import account_connected
 from .connection import McpUnavailable, secrets_scrubbed
 from .names import model_tool_name
 from .pool import mcp_pool
-from .questions import answer_outcome, call_asked
+from .progress import CallProgress, Progress, progress_reporter
+from .questions import answer_outcome, call_asked, call_id_current
 from .results import outcome_from_result
 from .schemas import clean_schema
 from .spec import McpLink, ServerSpec
@@ -47,6 +49,21 @@ class McpTool(RojoTool):
         self.needs_approval = link.ask_before and not self.read_only
         self.mcp_server = link.spec.name
 
+    def _progress(self) -> CallProgress | None:
+        """Where the server's progress reports of this call go (the turn's stream), if anywhere."""
+        reporter = progress_reporter()
+        call_id = call_id_current()
+        if reporter is None or call_id is None:
+            return None
+        spec = self.link.spec
+
+        def scrubbed(progress: Progress) -> None:
+            if progress.message is not None:  # the server's words, as its errors are
+                progress = replace(progress, message=secrets_scrubbed(spec, progress.message))
+            reporter(progress)
+
+        return CallProgress(call_id, scrubbed)
+
     def preview(self, args: dict, ctx: RojoToolContext) -> dict:
         server = self.link.spec.name
         return {"mcp": {"server": server, "tool": self.tool_name, "note": NOT_UNDOABLE}}
@@ -60,20 +77,26 @@ class McpTool(RojoTool):
             raise ToolError(refusal)
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
         server = self.link.spec.name
+        progress = self._progress()
         try:
-            result = await connection.call(self.tool_name, args)
+            result = await connection.call(
+                self.tool_name, args, on_progress=progress.report if progress else None
+            )
         except McpUnavailable as exc:
             raise ToolError(str(exc)) from None
         except TimeoutError:
             raise ToolError(
                 f"the MCP server {server!r} did not answer within {timeout:g} s "
-                "(ROJO_MCP_CALL_TIMEOUT); the call was cancelled"
+                "(ROJO_MCP_CALL_TIMEOUT, counted again from each progress report it sends); "
+                "the call was cancelled"
             ) from None
         except MCPError as exc:
             if exc.error.code == types.REQUEST_TIMEOUT:
+                bound = settings.ROJO_MCP_CALL_MAX_SECONDS
                 raise ToolError(
-                    f"the MCP server {server!r} did not answer within {timeout:g} s "
-                    "(ROJO_MCP_CALL_TIMEOUT); the call was cancelled"
+                    f"the MCP server {server!r} did not finish within {bound:g} s "
+                    "(ROJO_MCP_CALL_MAX_SECONDS, however much progress it reports); "
+                    "the call was cancelled"
                 ) from None
             if exc.error.code == types.CONNECTION_CLOSED:
                 raise ToolError(
@@ -92,6 +115,9 @@ class McpTool(RojoTool):
             raise ToolError(
                 f"the MCP server {server!r} sent an answer that is not valid MCP"
             ) from None
+        finally:
+            if progress is not None:
+                progress.close()  # its last report before its result
         outcome = outcome_from_result(result)
         if not outcome.ok:
             raise ToolError(secrets_scrubbed(self.link.spec, outcome.error))

@@ -8,6 +8,7 @@ recorded, and the conversation given up, in one more transaction.
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 import uuid
@@ -19,11 +20,12 @@ from django.utils import timezone
 from roject.server.db_threads import db_context
 from roject.server.log_format import log_context
 from rojos import metrics
-from rojos.agent.events import DoneEvent
+from rojos.agent.events import DoneEvent, ToolProgressEvent
 from rojos.agent.history import History
 from rojos.agent.loop import agent_loop
 from rojos.db import DB_DOWN, unreachable
 from rojos.errors import TurnError
+from rojos.mcp.progress import Progress, progress_in_task
 from rojos.mcp.questions import questions_in_task
 from rojos.models import Rojo, TurnRecord
 from rojos.provider.admission import start_slot_use
@@ -95,6 +97,7 @@ async def _run(
     deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     if getattr(ctx.user, "pk", None) is not None:
         questions_in_task(TurnAsker(turn, ctx.user))  # servers' questions go to the turn's user
+    progress_in_task(functools.partial(_progress_publish, turn))  # servers' progress reports
     try:
         if turn.stop_asked:  # stopped before its task first ran
             raise asyncio.CancelledError
@@ -160,6 +163,16 @@ async def _run(
         for helper in helpers:
             helper.cancel()
         await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
+
+
+def _progress_publish(turn: Turn, progress: Progress) -> None:
+    """A call's progress on the turn's stream (its log keeps it for a re-attaching page)."""
+    if turn.finished:  # a report held past the turn's end
+        return
+    event = ToolProgressEvent(
+        id=progress.call, progress=progress.progress, total=progress.total, message=progress.message
+    )
+    turn.publish(event)
 
 
 async def _publish_interrupted(turn: Turn, history: History) -> None:

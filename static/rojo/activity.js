@@ -79,6 +79,20 @@ function resultText(result) {
   return typeof result === "string" ? result : JSON.stringify(result, null, 2);
 }
 
+function amount(value) {
+  return Number.isInteger(value) ? String(value) : value.toFixed(2).replace(/\.?0+$/, "");
+}
+
+/** A progress report in words: "3/10 (30%) · Fetching page 3", or "3 · …" with no total. */
+export function progressText({ progress, total, message }) {
+  let text = amount(progress);
+  if (typeof total === "number" && total > 0) {
+    const percent = Math.min(100, Math.max(0, Math.floor((100 * progress) / total)));
+    text = `${text}/${amount(total)} (${percent}%)`;
+  }
+  return message ? `${text} · ${message}` : text;
+}
+
 export class Activity {
   /** Lines in `log` (a ChatLog); `conversationId()` names the conversation, for the link to
    * a kept result's whole. */
@@ -174,6 +188,15 @@ export class Activity {
     }
     line.addEventListener("toggle", () => line.open && this.opened(line));
     return line;
+  }
+
+  /** How far a running call has come, as its MCP server says: the latest replaces the last. */
+  progress(data) {
+    const line = this.log.lines.get(data.id);
+    if (!line?.classList.contains("pending")) return; // its result came, or it is not shown
+    const outcome = line.querySelector(".outcome");
+    outcome.classList.add("progress");
+    outcome.replaceChildren(...visible(` … ${progressText(data)}`)); // the server's text, as text
   }
 
   /** What the call returned, under its arguments (an error in full). */

@@ -118,6 +118,7 @@ export class ChatLog {
     line.approval?.remove();
     const message = result && typeof result === "object" && "error" in result ? result.error : result;
     const outcome = line.querySelector(".outcome");
+    outcome.classList.remove("progress"); // the last report gives way to the outcome
     line.querySelector(".mcp-connect")?.remove();
     outcome.replaceChildren(...visible(ok ? " → ok" : ` → error: ${short(String(message), 200)}`));
     if (mcp) {

@@ -136,6 +136,9 @@ export class ChatPanel extends EventTarget {
       case "TOOL_CALL":
         this.activity.call(data);
         break;
+      case "TOOL_PROGRESS":
+        this.activity.progress(data);
+        break;
       case "APPROVAL_REQUIRED":
         this.log.addUnderCall(
           data.id,

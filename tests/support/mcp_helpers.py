@@ -14,6 +14,7 @@ import httpx2
 from rojos.models import McpServer
 
 EDGE = str(Path(__file__).resolve().parent / "mcp_servers" / "edge.py")
+PROGRESS = str(Path(__file__).resolve().parent / "mcp_servers" / "progress.py")
 
 
 def time_server(**fields) -> McpServer:
@@ -26,6 +27,19 @@ def time_server(**fields) -> McpServer:
         "transport": "stdio",
         "command": sys.executable,
         "args": ["-m", "mcp_server_time"],
+    }
+    return McpServer.objects.create(**{**defaults, **fields})
+
+
+def progress_server(**fields) -> McpServer:
+    """tests/support/mcp_servers/progress.py over stdio, trusted: tools that report progress."""
+    defaults = {
+        "trusted": True,
+        "name": "Progress",
+        "slug": "progress",
+        "transport": "stdio",
+        "command": sys.executable,
+        "args": [PROGRESS],
     }
     return McpServer.objects.create(**{**defaults, **fields})
 
