@@ -198,3 +198,49 @@ def test_the_reference_servers_form_is_answered_by_the_person(
     stored = Message.objects.get(conversation_id=conversation, role=Message.Role.TOOL)
     [kept] = stored.extra["questions"]
     assert kept["answer"]["content"]["untitledMultipleSelectEnum"] == ["Piano", "Bass"]
+
+
+def test_the_reference_servers_progress_reaches_the_stream_in_order(
+    everything, client_for, users, project, fake_provider, settings, tmp_path
+):
+    """Its long-running tool, called with a progressToken, reports each step: TOOL_PROGRESS
+    events for the call, in order, the last before its result; a page that re-attaches while
+    it runs gets them from the turn's log; the stored history has none and is valid."""
+    settings.ROJO_MCP_CALL_TIMEOUT = 1.5  # shorter than the call: its reports keep it going
+    steps = 6
+    calls = [("everything__trigger-long-running-operation", {"duration": 3, "steps": steps})]
+    with registered(everything, "stdio", tmp_path) as server:
+        _turn(project, fake_provider, settings, server, calls)
+        with client_for(users["editor"]).chat_stream(
+            project.pk, rojo="test-rojo", message="Go"
+        ) as response:
+            live = parse_sse(response.iter_lines())
+            seen = read_until(live, "TOOL_PROGRESS")
+            conversation = seen[0].data["conversation"]
+            with client_for(users["editor"]).http.stream(
+                "GET",
+                f"/api/conversations/{conversation}/stream",
+                headers={"Last-Event-ID": "0"},
+                timeout=40,
+            ) as again:
+                replayed = read_until(parse_sse(again.iter_lines()), "TOOL_RESULT")
+            events = seen + list(live)
+
+    kinds = [e.type for e in events]
+    assert kinds[-1] == "DONE" and "ERROR" not in kinds, events[-3:]
+    call_id = next(e.data["id"] for e in events if e.type == "TOOL_CALL")
+    progress = [e.data for e in events if e.type == "TOOL_PROGRESS"]
+    assert progress and all(p["id"] == call_id for p in progress)
+    amounts = [p["progress"] for p in progress]
+    assert amounts == sorted(set(amounts)) and amounts[-1] == steps, progress
+    assert all(p["total"] == steps for p in progress), progress
+    assert kinds.index("TOOL_RESULT") > max(i for i, k in enumerate(kinds) if k == "TOOL_PROGRESS")
+    result = next(e.data for e in events if e.type == "TOOL_RESULT")
+    assert result["ok"] and "Long running operation completed" in str(result["result"])
+
+    again_progress = [e.data for e in replayed if e.type == "TOOL_PROGRESS"]
+    assert again_progress and again_progress[-1]["progress"] == steps
+
+    history = stored_history(conversation)
+    assert_history_valid(history)
+    assert "TOOL_PROGRESS" not in repr([(m.content, m.tool_calls) for m in history])
