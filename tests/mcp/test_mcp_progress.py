@@ -43,33 +43,36 @@ async def reported_call(root, name: str, args: dict) -> tuple[object, list[Progr
 
 
 async def test_a_call_that_keeps_reporting_outlives_the_call_timeout(pool, tmp_path, settings):
-    """Six reports half a second apart: three times ROJO_MCP_CALL_TIMEOUT, and it answers."""
-    settings.ROJO_MCP_CALL_TIMEOUT = 1
-    outcome, reports = await reported_call(tmp_path, "progress__steady", {"steps": 6, "every": 0.5})
-    assert outcome.ok and outcome.value == "done after 6 steps", outcome
-    assert [r.progress for r in reports] == [1, 2, 3, 4, 5, 6]
-    assert reports[-1] == Progress(call="call_1", progress=6, total=6, message="Fetching page 6")
+    """Eight reports half a second apart: twice ROJO_MCP_CALL_TIMEOUT, and it answers. (Two
+    reports a loaded machine delivers within the throttle's interval go as the later one.)"""
+    settings.ROJO_MCP_CALL_TIMEOUT = 2
+    outcome, reports = await reported_call(tmp_path, "progress__steady", {"steps": 8, "every": 0.5})
+    assert outcome.ok and outcome.value == "done after 8 steps", outcome
+    progress = [r.progress for r in reports]
+    assert progress == sorted(set(progress)) and len(progress) >= 4
+    assert reports[-1] == Progress(call="call_1", progress=8, total=8, message="Fetching page 8")
 
 
 async def test_a_call_that_falls_silent_is_still_cut(pool, tmp_path, settings):
     """Its three reports came over a second and a half (the timeout started again at each),
     then nothing for ROJO_MCP_CALL_TIMEOUT: cancelled, and the model told why."""
-    settings.ROJO_MCP_CALL_TIMEOUT = 1
+    settings.ROJO_MCP_CALL_TIMEOUT = 2
     outcome, reports = await reported_call(
         tmp_path, "progress__falls_silent", {"steps": 3, "every": 0.5}
     )
-    assert not outcome.ok and "did not answer within 1 s" in outcome.error, outcome
+    assert not outcome.ok and "did not answer within 2 s" in outcome.error, outcome
     assert "counted again from each progress report" in outcome.error
-    assert reports == [Progress(call="call_1", progress=i, message=f"step {i}") for i in (1, 2, 3)]
+    assert [r.progress for r in reports] == sorted({r.progress for r in reports})
+    assert reports[-1] == Progress(call="call_1", progress=3, message="step 3")
 
 
 async def test_progress_does_not_lift_the_calls_whole_bound(pool, tmp_path, settings):
-    settings.ROJO_MCP_CALL_TIMEOUT = 1
-    settings.ROJO_MCP_CALL_MAX_SECONDS = 1.5
+    settings.ROJO_MCP_CALL_TIMEOUT = 2
+    settings.ROJO_MCP_CALL_MAX_SECONDS = 3
     outcome, reports = await reported_call(
         tmp_path, "progress__steady", {"steps": 20, "every": 0.4}
     )
-    assert not outcome.ok and "did not finish within 1.5 s" in outcome.error, outcome
+    assert not outcome.ok and "did not finish within 3 s" in outcome.error, outcome
     assert "ROJO_MCP_CALL_MAX_SECONDS" in outcome.error
     assert 1 <= len(reports) < 20
 
