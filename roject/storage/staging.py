@@ -3,8 +3,9 @@
 A restore writes into a staging directory beside the projects (a temporary name, which no
 listing of projects takes for one), each entry created anew (O_EXCL, O_NOFOLLOW) inside a
 directory the same restore made, so an archive cannot reach outside it whatever its names
-or links say. Only once the database's restore is committed are the projects renamed into
-place (a rename each: no project is ever seen half restored). The restore holds an flock on
+or links say, and with no mode the gate would not give (KEPT_MODE). Only once the
+database's restore is committed are the projects renamed into place (a rename each: no
+project is ever seen half restored). The restore holds an flock on
 the staging directory's STAGING_LOCK from the start to the end: a restore killed meanwhile
 (SIGKILL, a lost machine) leaves the directory, and the sweep of what crashes leave removes
 it once it can take that lock (leftovers.staging_leftovers_remove), never while its restore
@@ -27,6 +28,12 @@ from .layout import directory_make
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _BLOCK = 1 << 20
+# The permission bits a restored file or directory may keep: an archive is not to be trusted
+# with setuid, setgid or sticky bits, or with write access for the group or others, which
+# the gate never gives (it makes 0644 and 0755): a tampered archive's setuid program would
+# run as the app for any account on the host that can reach the storage, and a directory
+# anyone may write into would let them plant files in a project.
+KEPT_MODE = 0o755
 # The file in a staging directory that says it is one, locked while its restore runs.
 STAGING_LOCK = "restore.lock"
 
@@ -64,8 +71,8 @@ class StorageStaging:
             raise BackupEntryError(f"the archive holds {entry.path!r} twice") from exc
         if entry.kind == "dir":
             self._made.add(f"{project}/{relative}")
-            if entry.mode & 0o700 != 0o700:
-                self._modes.append((f"{project}/{relative}", entry.mode))
+            if entry.mode & KEPT_MODE & 0o700 != 0o700:
+                self._modes.append((f"{project}/{relative}", entry.mode & KEPT_MODE))
 
     def _folder(self, made: str) -> int:
         """A directory this restore made, opened one name at a time from the staging
@@ -85,7 +92,8 @@ class StorageStaging:
             os.mkdir(name, 0o700, dir_fd=folder)
             made = os.open(name, _DIRECTORY, dir_fd=folder)
             try:
-                os.fchmod(made, entry.mode | 0o700)  # writable by the restore until the end
+                # Writable by the restore until the end.
+                os.fchmod(made, (entry.mode & KEPT_MODE) | 0o700)
             finally:
                 os.close(made)
         elif entry.kind == "link":
@@ -102,7 +110,7 @@ class StorageStaging:
                     left -= len(block)
                 if left:
                     raise BackupEntryError(f"the archive's {entry.path!r} is cut short")
-                os.fchmod(fd, entry.mode)
+                os.fchmod(fd, entry.mode & KEPT_MODE)
                 os.utime(fd, (entry.mtime, entry.mtime))
             finally:
                 os.close(fd)

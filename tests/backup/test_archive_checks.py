@@ -352,3 +352,45 @@ def test_sealed_secrets_changed_in_the_archive_are_refused(users, tmp_path, toke
 
     rewritten(path, tampered, change)
     refused(tampered, "mcpaccount.jsonl' differs from its manifest")
+
+
+def test_a_tampered_archives_setuid_and_writable_modes_are_not_restored(users, project, tmp_path):
+    """An archive made to harm, its digests in order, with a setuid and setgid program, a
+    file anyone may write and a sticky directory anyone may write into: the restore gives
+    the files and folder back without those bits (a setuid program in the storage would run
+    as the app for any account on the host; a folder open to all lets anyone plant files in
+    the project), and the permissions a backup really holds come back as they were."""
+    path = tmp_path / "modes.tar"
+    entries = [
+        ("root", "dir", 0o755),
+        ("root/run", "file", 0o6755),
+        ("root/open.txt", "file", 0o666),
+        ("root/private.txt", "file", 0o600),
+        ("root/drop", "dir", 0o1777),
+        ("root/drop/x.txt", "file", 0o644),
+        ("root/tight", "dir", 0o700),
+    ]
+    with path.open("wb") as out:
+        header = header_make(connection, storage="all", projects=[project.pk])
+        writer = ArchiveWriter(out, header=header, compress=False)
+        for name, kind, mode in entries:
+            size = 5 if kind == "file" else 0
+            entry = StoredEntry(path=name, kind=kind, mode=mode, mtime=0, size=size)
+            writer.storage_add(project.pk, entry, io.BytesIO(b"harm\n") if size else None)
+        writer.close()
+    call_command("verify-backup", str(path), stdout=io.StringIO())
+    installation_empty()
+    call_command("restore", str(path), stdout=io.StringIO())
+    root = project_root(project.pk)
+    modes = {
+        name: os.stat(root / name, follow_symlinks=False).st_mode & 0o7777
+        for name in ("run", "open.txt", "private.txt", "drop", "drop/x.txt", "tight")
+    }
+    assert modes == {
+        "run": 0o755,
+        "open.txt": 0o644,
+        "private.txt": 0o600,
+        "drop": 0o755,
+        "drop/x.txt": 0o644,
+        "tight": 0o700,
+    }
