@@ -6,9 +6,16 @@ session of a server that does not sign in as each member is shared by a project'
 runs, and a question goes to the asker of the one call in flight. With several calls in
 flight nobody can tell whose the question is, so it is declined; so is one asked while
 nobody can answer (an outside agent's call through Rojo's endpoint, a script).
+
+A question's text and form are the server's, untrusted: one the page could not show whole
+(a message, a link or a form past the bounds below) is declined, never cut, so that nobody
+answers a question they did not see; and a call may ask at most MAX_QUESTIONS, so that a
+server cannot fill the chat, its stream and the stored result with questions.
 """
 
 import contextlib
+import json
+import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
@@ -19,6 +26,15 @@ from urllib.parse import urlsplit
 import mcp_types as types
 
 Action = Literal["accept", "decline", "cancel"]
+
+logger = logging.getLogger("rojos.mcp")
+
+MESSAGE_CHARS = 2000  # a question's text: a paragraph, not a document
+URL_CHARS = 2048  # a URL question's address
+MAX_FIELDS = 20  # a form's fields
+MAX_CHOICES = 100  # a field's choices (a list box's options)
+SCHEMA_BYTES = 16 * 1024  # the whole form as JSON: titles, descriptions, defaults
+MAX_QUESTIONS = 10  # asked during one call; the rest are declined
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,7 +66,18 @@ BoundAsker = Callable[[Question], Awaitable[Answer]]
 DECLINED = Answer(action="decline")
 
 _asker: ContextVar[Asker | None] = ContextVar("mcp_question_asker", default=None)
-_call: ContextVar[tuple[str, list[dict]] | None] = ContextVar("mcp_question_call", default=None)
+
+
+@dataclass(kw_only=True)
+class _CallScope:
+    """The questions of one tool call: those answered, and how many were put."""
+
+    id: str | None
+    asked: list[dict]
+    put: int = 0
+
+
+_call: ContextVar[_CallScope | None] = ContextVar("mcp_question_call", default=None)
 
 
 @contextlib.contextmanager
@@ -74,7 +101,7 @@ def call_questions(call_id: str) -> Iterator[list[dict]]:
     """The questions asked during tool call `call_id`, with their answers, as they come (what
     its stored result keeps: `question_record`)."""
     asked: list[dict] = []
-    token = _call.set((call_id, asked))
+    token = _call.set(_CallScope(id=call_id, asked=asked))
     try:
         yield asked
     finally:
@@ -86,11 +113,19 @@ def asker_current() -> BoundAsker | None:
     asker = _asker.get()
     if asker is None:
         return None
-    call_id, asked = _call.get() or (None, [])
+    scope = _call.get() or _CallScope(id=None, asked=[])
 
     async def ask(question: Question) -> Answer:
-        answer = await asker(question, call=call_id)
-        asked.append(question_record(question, answer))
+        if scope.put >= MAX_QUESTIONS:  # counted before the answer: questions may overlap
+            logger.info(
+                "MCP server %s asked more than %d questions in one call: declined",
+                question.server,
+                MAX_QUESTIONS,
+            )
+            return DECLINED
+        scope.put += 1
+        answer = await asker(question, call=scope.id)
+        scope.asked.append(question_record(question, answer))
         return answer
 
     return ask
@@ -99,13 +134,13 @@ def asker_current() -> BoundAsker | None:
 def call_id_current() -> str | None:
     """The id of the tool call running in this context (`call_questions`), or None."""
     scope = _call.get()
-    return scope[0] if scope else None
+    return scope.id if scope else None
 
 
 def call_asked() -> list[dict]:
     """The questions asked so far during the tool call running in this context."""
     scope = _call.get()
-    return list(scope[1]) if scope else []
+    return list(scope.asked) if scope else []
 
 
 def question_record(question: Question, answer: Answer) -> dict:
@@ -115,19 +150,52 @@ def question_record(question: Question, answer: Answer) -> dict:
 
 def question_from(params: types.ElicitRequestParams, server: str) -> Question | None:
     """The question the server asks, or None for one that cannot be shown: a URL that is
-    not http(s) (a `javascript:` link is never offered)."""
+    not http(s) (a `javascript:` link is never offered), or a question past the bounds."""
+    if len(params.message) > MESSAGE_CHARS:
+        return _unshown(server, f"its message is over {MESSAGE_CHARS} characters")
     if isinstance(params, types.ElicitRequestURLParams):
         if urlsplit(params.url).scheme not in ("http", "https"):
             return None
+        if len(params.url) > URL_CHARS:
+            return _unshown(server, f"its URL is over {URL_CHARS} characters")
         return Question(
             id=uuid.uuid4().hex, server=server, mode="url", message=params.message, url=params.url
         )
     schema = params.requested_schema
     if not isinstance(schema, dict):
         schema = schema.model_dump(by_alias=True, exclude_none=True)
+    if (why := _form_too_big(schema)) is not None:
+        return _unshown(server, why)
     return Question(
         id=uuid.uuid4().hex, server=server, mode="form", message=params.message, schema=schema
     )
+
+
+def _form_too_big(schema: dict) -> str | None:
+    """Why the form cannot be shown whole, or None."""
+    try:
+        size = len(json.dumps(schema, ensure_ascii=False).encode())
+    except (TypeError, ValueError):
+        return "its form is not JSON"
+    if size > SCHEMA_BYTES:
+        return f"its form is over {SCHEMA_BYTES} bytes"
+    fields = schema.get("properties")
+    if not isinstance(fields, dict):
+        return None
+    if len(fields) > MAX_FIELDS:
+        return f"its form has over {MAX_FIELDS} fields"
+    for field in fields.values():
+        for holder in (field, field.get("items") if isinstance(field, dict) else None):
+            if not isinstance(holder, dict):
+                continue
+            for key in ("enum", "enumNames", "oneOf", "anyOf"):
+                if isinstance(holder.get(key), list) and len(holder[key]) > MAX_CHOICES:
+                    return f"a field of its form has over {MAX_CHOICES} choices"
+    return None
+
+
+def _unshown(server: str, why: str) -> None:
+    logger.info("MCP server %s asked a question too big to show (%s): declined", server, why)
 
 
 def defaults_applied(schema: dict | None, content: dict | None) -> dict:
