@@ -58,7 +58,9 @@ class Gate:
     timeout: float = 60.0
 
 
-Chunk = dict[str, Any] | str | Pause | Gate
+# dicts go out as `data: <json>` lines, strings and bytes verbatim (bytes may cut a UTF-8
+# character in two, as a TCP segment can).
+Chunk = dict[str, Any] | str | bytes | Pause | Gate
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -282,7 +284,8 @@ def stream(
     cut: bool = False,
     together: threading.Barrier | None = None,
 ) -> Stream:
-    """A streamed reply: dicts go out as `data: <json>`, strings verbatim, lists are flattened.
+    """A streamed reply: dicts go out as `data: <json>`, strings and bytes verbatim, lists are
+    flattened.
 
     Replies given the same `together` barrier start only once all of them were requested, so
     that concurrent turns get their replies at the same moment.
@@ -713,7 +716,7 @@ class _Handler(BaseHTTPRequestHandler):
                         return
                     continue
                 self._write_chunk(
-                    item if isinstance(item, str) else f"data: {json.dumps(item)}\n\n"
+                    item if isinstance(item, str | bytes) else f"data: {json.dumps(item)}\n\n"
                 )
             if reply.cut:
                 self.close_connection = True
@@ -725,8 +728,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ConnectionError:
             self.close_connection = True
 
-    def _write_chunk(self, text: str) -> None:
-        data = text.encode()
+    def _write_chunk(self, text: str | bytes) -> None:
+        data = text if isinstance(text, bytes) else text.encode()
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
 
 
@@ -786,12 +789,21 @@ def _completion_tokens(chunks: tuple[Chunk, ...]) -> int:
     return total
 
 
+def _has_usage(item: Chunk) -> bool:
+    """Whether a scripted chunk carries usage (a raw line written as the provider sends it)."""
+    if isinstance(item, dict):
+        return "usage" in item
+    if isinstance(item, str | bytes):
+        return b'"usage"' in (item if isinstance(item, bytes) else item.encode())
+    return False
+
+
 def _with_usage(reply: Reply | None, body: dict[str, Any], prompt: int) -> Reply | None:
     """A stream with the usage chunk real servers add when asked, unless the script has one."""
     asked = (body.get("stream_options") or {}).get("include_usage") is True
     if not asked or not isinstance(reply, Stream) or reply.cut or not reply.done:
         return reply
-    if any(isinstance(item, dict) and "usage" in item for item in reply.chunks):
+    if any(_has_usage(item) for item in reply.chunks):
         return reply
     usage = usage_chunk(prompt, _completion_tokens(reply.chunks))
     return dataclasses.replace(reply, chunks=(*reply.chunks, usage))
