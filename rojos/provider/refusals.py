@@ -148,11 +148,15 @@ _ERROR_BODY_MAX = 64 * 1024
 async def overflow_not_retried(response: httpx2.Response) -> None:
     """A response hook of the providers' HTTP pool: a 5xx that reports a context overflow
     (llama.cpp answers 500) is marked not to be retried, as the SDK would a transient
-    failure: the same prompt would only be refused again (Gemini CLI's loop, #5807)."""
+    failure: the same prompt would only be refused again (Gemini CLI's loop, #5807).
+
+    A body without a length (a proxy in front of llama-server that compresses it sends it in
+    chunks) is read too: the SDK reads a failed response's whole body itself once it stops
+    retrying, so reading it here first costs nothing more."""
     if response.status_code < 500 or "json" not in response.headers.get("content-type", ""):
         return
-    length = response.headers.get("content-length", "")
-    if not length.isdigit() or int(length) > _ERROR_BODY_MAX:
+    length = response.headers.get("content-length")
+    if length is not None and (not length.isdigit() or int(length) > _ERROR_BODY_MAX):
         return
     await response.aread()
     with contextlib.suppress(ValueError):

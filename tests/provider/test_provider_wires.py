@@ -12,7 +12,7 @@ import pytest
 
 from roject import storage
 from rojos.provider.request import wire_call_id
-from tests.support.fake_provider import http_error, stream, text_chunks
+from tests.support.fake_provider import http_error, prompt_tokens, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -509,3 +509,41 @@ def test_openrouter_error_mid_stream_with_finish_reason_error_keeps_the_text(
     assert [(m.role, m.content) for m in history] == [
         ("user", "List the files."), ("assistant", "Looking at ")
     ]  # fmt: skip
+
+
+def test_llama_server_behind_a_proxy_refusing_a_long_prompt_with_500_is_not_sent_it_again(
+    client_for, users, project, fake_provider, settings
+):
+    """llama-server answers a prompt over its context 500 `exceed_context_size_error`; a
+    proxy in front of it (Caddy's `encode`, say) sends that body in chunks, with no length.
+    The SDK retries a 500, so the same prompt went twice more before the turn read the
+    refusal; it goes once, then once more made to fit the `n_ctx` the server stated."""
+    settings.ROJO_PROVIDER_RETRIES = 2
+    window = 2_000
+    body = {
+        "error": {
+            "code": 500,
+            "message": "the request exceeds the available context size, try increasing it",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": 0,
+            "n_ctx": window,
+        }
+    }
+
+    def llama_server(request: dict):
+        prompt = prompt_tokens(request)
+        if prompt <= window:
+            return stream(text_chunks("Read what fits."))
+        refusal = {"error": {**body["error"], "n_prompt_tokens": prompt}}
+        return http_error(500, refusal, {"transfer-encoding": "chunked"})
+
+    fake_provider.responder = llama_server
+    rojo = make_rojo(fake_provider.base_url, tools=[])
+    message = "Please check this log:\n" + "".join(f"event {n:05d} ok\n" for n in range(700))
+
+    events, history = chat(client_for, users, project, rojo, message=message)
+
+    assert seen(events) == [("START",), ("CHAT", "Read what fits."), ("DONE",)]
+    sizes = [prompt_tokens(request) for request in fake_provider.requests]
+    assert len(sizes) == 2 and sizes[0] > window >= sizes[1], sizes
+    assert history[0].content == message

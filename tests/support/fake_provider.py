@@ -680,6 +680,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send_json(404, _error_body(f"fake provider: no route {self.path!r}", code="404"))
 
     def _send_json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        """The body with its length, or in chunks with no length when `headers` say
+        `transfer-encoding: chunked` (as a proxy that compresses or buffers sends it)."""
         headers = {key.lower(): value for key, value in (headers or {}).items()}
         if isinstance(body, str):
             data = body.encode()
@@ -687,12 +689,20 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             data = json.dumps(body).encode()
             headers.setdefault("content-type", "application/json")
+        chunked = headers.get("transfer-encoding") == "chunked"
         self.send_response(status)
         for key, value in headers.items():
             self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
+        if not chunked:
+            self.send_header("Content-Length", str(len(data)))
         self.end_headers()
-        self.wfile.write(data)
+        if not chunked:
+            self.wfile.write(data)
+            return
+        half = len(data) // 2
+        for part in (data[:half], data[half:]):
+            self._write_chunk(part)
+        self.wfile.write(b"0\r\n\r\n")
 
     def _send_stream(self, reply: Stream) -> None:
         try:
