@@ -79,7 +79,10 @@ async def provider_chunks(
             kind = response.headers.get("content-type", "")
             if kind.startswith("application/json"):
                 # A server that ignored stream=true and answered with one JSON completion.
-                yield [_checked(lenient_loads(await response.aread()), client.api_key)]
+                body = await response.aread()
+                if not body.strip():
+                    raise ProviderError(_empty_body(client))
+                yield [_checked(lenient_loads(body), client.api_key)]
                 return
             if kind.startswith("text/html"):
                 raise ProviderError(_web_page(client))
@@ -120,6 +123,8 @@ async def provider_chunks(
                     if done:
                         await _drain(read)
                         return
+                if first:  # not a byte: not a response cut short, but none at all
+                    raise ProviderError(_empty_body(client))
         finally:
             if idle is not None:
                 idle()
@@ -229,6 +234,17 @@ def _checked(chunk: Any, secret: str | None) -> Any:
 
 
 _NOT_JSON = "The provider sent a stream chunk that is not valid JSON."
+
+
+def _empty_body(client: openai.AsyncOpenAI) -> str:
+    """What a 200 with an empty body says: the provider failed without a word, and only its
+    own log says why (llama-cpp-python answers a streamed request with tools so)."""
+    metrics.provider_errors.labels(kind="stream").inc()
+    return (
+        f"The provider at {client.base_url} answered with an empty body: no text, call, finish "
+        "reason or error. Its own log says why; some servers (llama-cpp-python) answer so to a "
+        "streamed request with tools they cannot stream."
+    )
 
 
 def _web_page(client: openai.AsyncOpenAI) -> str:

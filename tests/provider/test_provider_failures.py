@@ -165,16 +165,16 @@ async def test_a_web_page_with_status_200_names_the_base_url_to_check(
 
 
 @pytest.mark.parametrize(
-    "chunks",
+    ("chunks", "said"),
     [
-        text_chunks("Half an ans", finish=None),
-        tool_call_chunks(NOTE, text_before="Writing it.", finish=None),
-        [],
+        (text_chunks("Half an ans", finish=None), "ended before it finished"),
+        (tool_call_chunks(NOTE, text_before="Writing it.", finish=None), "ended before it"),
+        ([], "answered with an empty body"),
     ],
     ids=["text", "complete-looking-call", "empty-body"],
 )
 async def test_stream_without_finish_reason_fails_and_runs_nothing(
-    fake_provider, project, users, chunks
+    fake_provider, project, users, chunks, said
 ):
     """A stream that just ends (old llama.cpp errors, llama-cpp-python's empty 200) fails."""
     fake_provider.add(stream(chunks, done=bool(chunks)))
@@ -182,7 +182,7 @@ async def test_stream_without_finish_reason_fails_and_runs_nothing(
 
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
 
-    assert_failed(run, "ended before it finished")
+    assert_failed(run, said)
     text = "".join(c["choices"][0]["delta"].get("content") or "" for c in chunks)
     assert run.text == text
     history = await valid_history(run.conversation)

@@ -12,7 +12,7 @@ import pytest
 
 from roject import storage
 from rojos.provider.request import wire_call_id
-from tests.support.fake_provider import http_error, prompt_tokens, stream, text_chunks
+from tests.support.fake_provider import HttpError, http_error, prompt_tokens, stream, text_chunks
 from tests.support.helpers import assert_history_valid, make_rojo, stored_history
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -473,17 +473,28 @@ def test_a_server_not_set_up_for_tools_is_named_in_its_own_words(
     assert [m.role for m in history] == ["user"]
 
 
-def test_an_empty_200_says_the_provider_sent_nothing(
-    client_for, users, project, rojo, fake_provider
+@pytest.mark.parametrize("kind", ["text/event-stream", "application/json"])
+def test_an_empty_200_says_the_provider_sent_nothing_and_where_to_look(
+    client_for, users, project, rojo, fake_provider, kind
 ):
     """llama-cpp-python 0.3 answers a streamed request with tools 200 and an empty body
-    (only its log says why): the turn ends with an error, nothing runs or is stored."""
-    fake_provider.add(stream(done=False))
+    (only its log says why). The user is told just that, not that a response was cut short
+    or a connection broke; nothing runs or is stored, and the next message is answered."""
+    empty = HttpError(status=200, body="", headers={"content-type": kind})
+    fake_provider.add(empty, stream(text_chunks("Here.")))
+    client = client_for(users["editor"])
 
-    events, history = chat(client_for, users, project, rojo, message="List the files.")
+    events = client.chat(project.pk, rojo=rojo.slug, message="List the files.")
 
     assert [e.type for e in events] == ["START", "ERROR", "DONE"]
-    assert [m.role for m in history] == ["user"]
+    message = events[1].data["message"]
+    assert "answered with an empty body" in message and "log" in message
+    assert fake_provider.base_url in message
+    assert "broke" not in message and "ended before it finished" not in message
+    conversation = events[0].data["conversation"]
+    assert [m.role for m in stored_history(conversation)] == ["user"]
+    again = client.chat(project.pk, rojo=rojo.slug, message="Again.", conversation=conversation)
+    assert seen(again) == [("START",), ("CHAT", "Here."), ("DONE",)]
 
 
 def test_openrouter_error_mid_stream_with_finish_reason_error_keeps_the_text(
