@@ -201,14 +201,27 @@ def _call_result_mark(change: FileChange) -> None:
     otherwise go on believing the files hold what the call wrote."""
     if change.conversation_id is None or not change.tool_call_id:
         return  # a person's change: no call in any conversation
-    results = Message.objects.filter(
-        conversation_id=change.conversation_id,
-        role=Message.Role.TOOL,
-        tool_call_id=change.tool_call_id,
+    asked = Message.objects.filter(pk=change.message_id).values("branch", "position").first()
+    if asked is None:
+        return  # the reply that made the call is gone, and its results with it
+    # Ids are unique along one path only: a provider that numbers calls per response
+    # ("call_0" each time) gives another branch's call the same id. The result is the
+    # first with the id after the reply, on the reply's branch (forks start at a user
+    # message, so a reply and its results share one).
+    result = (
+        Message.objects.filter(
+            conversation_id=change.conversation_id,
+            branch=asked["branch"],
+            position__gt=asked["position"],
+            role=Message.Role.TOOL,
+            tool_call_id=change.tool_call_id,
+        )
+        .order_by("position")
+        .first()
     )
-    for message in results:
-        message.extra = {**(message.extra or {}), "undone": list(change.paths)}
-        message.save(update_fields=["extra"])
+    if result is not None:
+        result.extra = {**(result.extra or {}), "undone": list(change.paths)}
+        result.save(update_fields=["extra"])
 
 
 async def changes_undo(

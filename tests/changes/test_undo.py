@@ -17,7 +17,7 @@ from django.utils import timezone
 from roject.members.projects import project_create
 from roject.storage import Snapshot, changes_locked, digests, project_root_create, snapshot_take
 from rojos.changes.undo import UndoRefused, change_undo, changes_undo
-from rojos.models import Conversation, FileChange, default_tools
+from rojos.models import Conversation, FileChange, Message, default_tools
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
 from tests.support.live_server import ApiClient, Event
@@ -387,6 +387,53 @@ def test_after_an_undo_the_model_is_told_the_files_were_put_back(
         '{"ok": true}',
         '{"ok": true}',
     ]
+
+
+def numbered_per_response(chunks: list[dict]) -> list[dict]:
+    """The chunks with each call's id as vLLM numbers them, per response: call_0, call_1..."""
+    for piece in chunks:
+        for n, call in enumerate(piece["choices"][0]["delta"].get("tool_calls") or ()):
+            if "id" in call:
+                call["id"] = f"call_{call.get('index', n)}"
+    return chunks
+
+
+def test_an_undo_marks_only_its_own_calls_result_when_another_branch_reused_the_id(
+    editor, project, rojo, root, fake_provider
+):
+    """A provider that numbers calls per response gives the first call of every response the
+    id call_0; an edit forks the conversation, so the new branch's call_0 does not clash with
+    the old branch's on the path the model sees. Undoing the new branch's write must tell
+    the model nothing about the old branch's: before, both results took the note, and back
+    on the first branch the model was told a.txt was put back when it was not."""
+    write_a = ("write_text_content", {"path": "a.txt", "text": "a\n"})
+    write_b = ("write_text_content", {"path": "b.txt", "text": "b\n"})
+    fake_provider.add(
+        stream(*numbered_per_response(tool_call_chunks([write_a]))),
+        stream(*text_chunks("Wrote a.txt.")),
+        stream(*numbered_per_response(tool_call_chunks([write_b]))),
+        stream(*text_chunks("Wrote b.txt.")),
+        stream(*text_chunks("a.txt holds a.")),
+    )
+    first = editor.chat(project.pk, rojo=rojo.slug, message="Write a")
+    conversation, asked_a = first[0].data["conversation"], first[0].data["message"]
+    forked = editor.chat(
+        project.pk, rojo=rojo.slug, message="Write b", conversation=conversation, replace=asked_a
+    )
+    asked_b = forked[0].data["message"]
+    assert [r["id"] for r in results(first)] == [r["id"] for r in results(forked)] == ["call_0"]
+    undone = editor.post(f"/api/conversations/{conversation}/undo-turn", json={"message": asked_b})
+    assert undone.status_code == 200, undone.text
+    assert tree(root) == {"a.txt": "a\n"}
+
+    switched = editor.post(f"/api/conversations/{conversation}/branch", json={"message": asked_a})
+    assert switched.status_code == 200, switched.text
+    editor.chat(project.pk, rojo=rojo.slug, message="What is in a.txt?", conversation=conversation)
+
+    sent = fake_provider.requests[-1]["messages"]
+    assert [m["content"] for m in sent if m["role"] == "tool"] == ['{"ok": true}']
+    marked = Message.objects.filter(conversation_id=conversation, role="tool")
+    assert {m.branch: m.extra.get("undone") for m in marked} == {0: None, 1: ["b.txt"]}
 
 
 def test_an_undone_result_cut_to_fit_still_says_it_was_undone(editor, project, root, fake_provider):
