@@ -140,10 +140,12 @@ class ToolCallRunner:
         role = await self._role_now()
         tool = self.tools.get(name)
         writes = tool is not None and tool.writes and self._granted.can_write
-        if writes and (role is None or not role.can_write):
-            return REVOKED_OUTCOME, role is None  # the refusal of a write, as before
-        if role is None:
+        # A removed user's write keeps the refusal of a write; an ended token or session
+        # says so, not that the user was removed or made a viewer.
+        if role is None and not (writes and self._ended[0] is REMOVED_OUTCOME):
             return self._ended[0], True
+        if writes and (role is None or not role.can_write):
+            return REVOKED_OUTCOME, role is None
         return None, False
 
     def _changing_tool(self, call: ToolCall) -> tuple[RojoTool, dict] | None:

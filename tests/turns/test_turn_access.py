@@ -99,6 +99,13 @@ def root(project):
     return root
 
 
+# What the turn asks next, once its user may no longer act: a read, or a write.
+NEXT_CALLS = {
+    "read": ("get_text_content", {"path": "secret.txt"}),
+    "write": ("write_text_content", {"path": "secret.txt", "text": "overwritten\n"}),
+}
+
+
 def chat(client, project, rojo, message: str):
     """The raw SSE text of one turn, and its events."""
     response = client.post(
@@ -141,15 +148,14 @@ def test_a_member_removed_mid_response_reads_nothing_more_and_the_turn_stops(
     assert (record.status, record.error_code) == (TurnRecord.Status.ERROR, "revoked")
 
 
+@pytest.mark.parametrize("call", NEXT_CALLS.values(), ids=NEXT_CALLS.keys())
 def test_a_turn_asked_with_an_api_token_revoked_mid_response_reads_nothing_more(
-    client_for, users, project, rojo, root, fake_provider
+    client_for, users, project, rojo, root, fake_provider, call
 ):
     """A turn outlives its request, but not the token it was asked with: a leaked token's
-    owner revokes it, and the turn it started stops at its next call, as a removal does."""
-    calls = [
-        ("membership_change", {"to": "token revoked"}),
-        ("get_text_content", {"path": "secret.txt"}),
-    ]
+    owner revokes it, and the turn it started stops at its next call, as a removal does,
+    with the reason: a write was refused as though its user were removed or made a viewer."""
+    calls = [("membership_change", {"to": "token revoked"}), call]
     fake_provider.add(stream(*tool_call_chunks(calls, arguments="whole")))
     client = client_for()
     client.http.headers["Authorization"] = "Bearer " + (
@@ -159,10 +165,11 @@ def test_a_turn_asked_with_an_api_token_revoked_mid_response_reads_nothing_more(
     text, events = chat(client, project, rojo, "Read the secret")
 
     assert SECRET.strip() not in text
+    assert (root / "secret.txt").read_text() == SECRET
     results = [(e.data["name"], e.data["result"]) for e in events if e.type == "TOOL_RESULT"]
     assert results == [
         ("membership_change", {"ok": True}),
-        ("get_text_content", TOKEN_ENDED_OUTCOME.result),
+        (call[0], TOKEN_ENDED_OUTCOME.result),
     ]
     assert [(e.type, e.data) for e in events[-2:]] == [
         ("ERROR", {"message": TOKEN_ENDED_MESSAGE, "code": "revoked"}),
@@ -171,28 +178,28 @@ def test_a_turn_asked_with_an_api_token_revoked_mid_response_reads_nothing_more(
     assert len(fake_provider.requests) == 1
 
 
+@pytest.mark.parametrize("call", NEXT_CALLS.values(), ids=NEXT_CALLS.keys())
 @pytest.mark.parametrize("ended", ["password changed", "signed out"])
 def test_a_turn_asked_in_a_session_that_ends_mid_response_reads_nothing_more(
-    client_for, users, project, rojo, root, fake_provider, ended
+    client_for, users, project, rojo, root, fake_provider, ended, call
 ):
     """A turn outlives its request, but not the login session it was asked in: someone who
     took a session cookie starts a long turn, its owner changes their password (which ends
     every other session) or logs the session out, and the turn stops at its next call, as
     for a revoked API token. Before, it went on with the user's rights to its end, its
-    stream read by whoever held the cookie."""
-    calls = [
-        ("membership_change", {"to": ended}),
-        ("get_text_content", {"path": "secret.txt"}),
-    ]
+    stream read by whoever held the cookie; and a write was then refused as though its
+    user were removed or made a viewer, not because the sign-in ended."""
+    calls = [("membership_change", {"to": ended}), call]
     fake_provider.add(stream(*tool_call_chunks(calls, arguments="whole")))
 
     text, events = chat(client_for(users["editor"]), project, rojo, "Read the secret")
 
     assert SECRET.strip() not in text
+    assert (root / "secret.txt").read_text() == SECRET
     results = [(e.data["name"], e.data["result"]) for e in events if e.type == "TOOL_RESULT"]
     assert results == [
         ("membership_change", {"ok": True}),
-        ("get_text_content", SESSION_ENDED_OUTCOME.result),
+        (call[0], SESSION_ENDED_OUTCOME.result),
     ]
     assert [(e.type, e.data) for e in events[-2:]] == [
         ("ERROR", {"message": SESSION_ENDED_MESSAGE, "code": "revoked"}),
