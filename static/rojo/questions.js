@@ -73,16 +73,16 @@ function fieldNode(name, field, required) {
   return row;
 }
 
-/** The form's values by field name, typed as the schema says; empty optional fields left out. */
+/** The form's values by field name, typed as the schema says; empty optional fields left out,
+ * but a list of choices is always sent: none chosen is an answer, where a field left out
+ * gets the schema's defaults back (rojos/mcp/questions.py). */
 function formValues(form) {
   const values = {};
   for (const control of form.querySelectorAll("[name]")) {
     const type = control.dataset.type;
     if (type === "boolean") values[control.name] = control.checked;
-    else if (type === "array") {
-      const chosen = [...control.selectedOptions].map((option) => option.value);
-      if (chosen.length) values[control.name] = chosen;
-    } else if (control.value === "") continue;
+    else if (type === "array") values[control.name] = [...control.selectedOptions].map((option) => option.value);
+    else if (control.value === "") continue;
     else if (type === "integer") values[control.name] = Number.parseInt(control.value, 10);
     else if (type === "number") values[control.name] = Number(control.value);
     else values[control.name] = control.value;

@@ -44,7 +44,8 @@ def _asked(page_for, users, project, fake_provider, settings, tool="greet", era=
     page.keyboard.press("Enter")
     question = page.locator("form.question")
     # The first use starts the server: a Python process, slow on a busy machine.
-    expect(question).to_contain_text("What" if tool == "greet" else "Sign up", timeout=30_000)
+    asks = {"greet": "What is your name?", "order": "Which toppings?", "visit": "Sign up"}
+    expect(question).to_contain_text(asks[tool], timeout=30_000)
     return page, question
 
 
@@ -101,6 +102,24 @@ def test_a_url_question_offers_a_link_it_does_not_open(
     question.get_by_role("button", name="Cancel").click()
     expect(question.locator(".question-answer")).to_have_text("Cancelled")
     expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+
+def test_an_optional_field_of_several_choices_left_empty_sends_an_empty_list(
+    page_for, users, project, fake_provider, settings
+):
+    """Every choice of an optional list field unticked is an answer: none. Before, the form
+    left the field out, the schema's defaults filled it, and the server got the toppings
+    the person had just taken off."""
+    page, question = _asked(page_for, users, project, fake_provider, settings, "order")
+    toppings = question.locator('select[name="toppings"]')
+    expect(toppings).to_have_values(["cheese", "olives"])  # the schema's default
+    toppings.select_option([])
+    question.get_by_role("button", name="Accept").click()
+    expect(question.locator(".question-answer")).to_have_text("Accepted")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+    [result] = Message.objects.filter(role=Message.Role.TOOL)
+    assert "toppings: none" in result.content
 
 
 def test_a_field_of_several_choices_sends_a_list(

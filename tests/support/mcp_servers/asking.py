@@ -1,7 +1,9 @@
 """An MCP server whose tools ask the user something mid-call (elicitation), over stdio.
 
 `greet` asks for a name (and how many times to greet, 1 unless told) and answers with what
-came back: the greeting, or how the question was answered (declined, cancelled). `visit`
+came back: the greeting, or how the question was answered (declined, cancelled). `order`
+asks which toppings (an optional field of several choices, two chosen unless told) and
+answers with the toppings it got. `visit`
 asks the user to open a URL (only on a 2025 connection: the SDK's 2026 flow has no URL
 question). Run as `python asking.py [legacy]`: with `legacy` it serves only the 2025
 handshake, so the question comes as a request of its own mid-call; else in the call's
@@ -9,7 +11,7 @@ handshake, so the question comes as a request of its own mid-call; else in the c
 """
 
 import sys
-from typing import Annotated
+from typing import Annotated, Literal
 
 import anyio
 from mcp.server.mcpserver import Context, Elicit, ElicitationResult, MCPServer, Resolve
@@ -37,6 +39,24 @@ async def greet(answer: Annotated[ElicitationResult[Name], Resolve(ask_name)]) -
     if answer.action == "accept":
         return " ".join([f"Hello, {answer.data.name}!"] * answer.data.times)
     return f"no greeting: the user answered {answer.action}"
+
+
+class Toppings(BaseModel):
+    toppings: list[Literal["cheese", "olives", "ham"]] = Field(
+        default=["cheese", "olives"], description="On your pizza"
+    )
+
+
+def ask_toppings() -> Elicit[Toppings]:
+    return Elicit("Which toppings?", Toppings)
+
+
+@server.tool(annotations=READ_ONLY)
+async def order(answer: Annotated[ElicitationResult[Toppings], Resolve(ask_toppings)]) -> str:
+    """Order a pizza with the toppings the user picks when asked."""
+    if answer.action == "accept":
+        return "toppings: " + (", ".join(answer.data.toppings) or "none")
+    return f"no order: the user answered {answer.action}"
 
 
 @server.tool(annotations=READ_ONLY)
