@@ -3,7 +3,9 @@
 A stream (server-sent events) outlives the request that opened it: its user may sign out,
 change their password (which ends their other sessions), be made inactive, or revoke the
 API token it came with. Each check reads the session store or the token again, so a
-stream ends within one check interval of any of these.
+stream ends within one check interval of any of these. A check only reads: a session's
+cached copy missing is not put back (as loading it would), lest a check racing a logout
+bring back the session the logout deleted.
 """
 
 import contextlib
@@ -26,7 +28,8 @@ def _session_signed_in(session_key: str | None, user_id: int) -> bool:
     if not session_key:
         return False
     store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
-    data = store.load()  # nothing for a session that was flushed or expired
+    # Nothing for a session that was flushed or expired; read only (roject.identity.sessions).
+    data = store.peek() if hasattr(store, "peek") else store.load()
     if data.get(SESSION_KEY) != str(user_id):
         return False
     user = get_user_model().objects.filter(pk=user_id, is_active=True).first()

@@ -100,6 +100,18 @@ class SessionStore(cached_db.SessionStore):
         except Exception as exc:
             raise SessionNotEnded(f"the session cache cannot be reached: {exc}") from exc
 
+    def peek(self) -> dict:
+        """The session's data as load() reads it, but a miss is not written back to the
+        cache: a check racing a logout (which deletes the cached copy, then the row) would
+        otherwise put back a copy of the session it ended."""
+        if self.session_key is None:
+            return {}
+        data = self._cache.get(self.cache_key_prefix + self.session_key)
+        if data is None:
+            row = self._get_session_from_db()
+            data = self.decode(row.session_data) if row else {}
+        return data
+
     def flush(self) -> None:
         self.cached_copy_delete()
         super().flush()

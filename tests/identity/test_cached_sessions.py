@@ -2,10 +2,13 @@
 so a deactivated user, a changed password or a removed user is logged out at once."""
 
 import pytest
+from asgiref.sync import async_to_sync
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 
+from roject.identity.live_auth import asession_signed_in
+from roject.identity.sessions import SessionStore
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -29,6 +32,22 @@ def test_a_session_is_read_from_the_cache_with_no_database_row_read(client_for, 
     Session.objects.all().delete()
     assert _projects(client) == 200
     assert settings.SESSION_ENGINE == "roject.identity.sessions"
+
+
+def test_a_turns_check_of_its_session_never_puts_back_a_copy_a_logout_deleted(client_for, member):
+    """A logout deletes the session's cached copy, then its row. A running turn's check of
+    its session, between the two, read the row and wrote it back to the cache (Django's
+    cached_db load on a miss), so the session came back to life there, logged in again.
+    The check is a read: the logout leaves the session ended."""
+    client = client_for(member)
+    assert _projects(client) == 200
+    key = client.http.cookies[settings.SESSION_COOKIE_NAME]
+    SessionStore(session_key=key).cached_copy_delete()  # the logout's first step
+
+    assert async_to_sync(asession_signed_in)(session_key=key, user_id=member.pk)
+
+    Session.objects.filter(session_key=key).delete()  # and its second
+    assert _projects(client) == 401
 
 
 def _deactivate(users, user):
