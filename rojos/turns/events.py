@@ -12,6 +12,12 @@ after any seq is exactly what it is sent. (The whole rest in one event had been 
 whole reply, 0.8 MB on 100,000 chunks, sliced, decoded, encoded and buffered at once for
 every follower far behind: ten slow readers held several times the reply each.)
 
+A call's progress reports (TOOL_PROGRESS, up to four a second for as long as an MCP call
+runs) are kept as its latest alone: each report drops the call's one before from the log.
+A follower that keeps up still gets every report as it comes; one that comes later (a
+re-attach) gets the latest, where it had all of them (7,200 for a half-hour call). A dropped
+report's number is a gap: what follows it is the next event kept.
+
 The event that holds the first chunk of a REASONING run also says how long that thinking has
 lasted as the event is read (`elapsed`, seconds, by this process's clock): a follower that
 comes mid-thought (a reload, another tab) counts its "Thinking… N s" from when the thinking
@@ -31,6 +37,8 @@ RUN_KINDS: frozenset[WireType] = frozenset({"CHAT", "REASONING"})
 JOIN_AFTER = 32
 # About the most text (UTF-8 bytes, whole chunks) one such event carries.
 CATCH_UP_BYTES = 64 * 1024
+# The events kept as the latest alone, by this field of their data: a call's progress.
+LATEST_KEPT: dict[WireType, str] = {"TOOL_PROGRESS": "id"}
 
 
 class _Run:
@@ -125,6 +133,8 @@ class TurnEvents:
         # The last event's text when it is a chunk of a run: what a follower that keeps up
         # asks for next, given without finding and decoding it in the run.
         self._last_text: str | None = None
+        # The seq of the latest event of each LATEST_KEPT kind and key: the one kept.
+        self._latest: dict[tuple[WireType, object], int] = {}
 
     def append(self, kind: WireType, data: dict | str) -> None:
         """Add the next event: a CHAT or REASONING chunk by its text alone, any other event
@@ -138,8 +148,18 @@ class TurnEvents:
             run.add(data)
             self._last_text = data
         else:
+            if (field := LATEST_KEPT.get(kind)) is not None:
+                earlier = self._latest.get((kind, data.get(field)))
+                if earlier is not None:
+                    self._drop(earlier)
+                self._latest[kind, data.get(field)] = self.seq
             self._entry(kind, data)
             self._last_text = None
+
+    def _drop(self, seq: int) -> None:
+        """Take the event numbered `seq` (an entry of its own) out of the log."""
+        index = self._find(seq)
+        del self._starts[index], self._kinds[index], self._data[index]
 
     def _entry(self, kind: WireType, data: dict | _Run) -> None:
         if self._data and type(self._data[-1]) is _Run:
@@ -169,9 +189,12 @@ class TurnEvents:
             return None
         index = self._find(seq)
         data = self._data[index]
+        start = self._starts[index]
+        if self._dropped(seq, index):  # the next event kept, after the gap
+            return self.after(self._starts[index + 1] - 1)
         if type(data) is not _Run:
             return WireEvent(seq, self._kinds[index], data)
-        start, count = self._starts[index], len(data)
+        count = len(data)
         kind = self._kinds[index]
         if start + count - seq <= JOIN_AFTER:
             return WireEvent(seq, kind, _run_data(kind, data, seq - start, data.chunk(seq - start)))
@@ -180,14 +203,20 @@ class TurnEvents:
 
     def at(self, seq: int) -> WireEvent:
         """The event numbered `seq`, a CHAT chunk on its own."""
-        if not 1 <= seq <= self.seq:
+        if not 1 <= seq <= self.seq or self._dropped(seq, index := self._find(seq)):
             raise IndexError(seq)
-        index = self._find(seq)
         data = self._data[index]
         if type(data) is not _Run:
             return WireEvent(seq, self._kinds[index], data)
         chunk, kind = seq - self._starts[index], self._kinds[index]
         return WireEvent(seq, kind, _run_data(kind, data, chunk, data.chunk(chunk)))
+
+    def _dropped(self, seq: int, index: int) -> bool:
+        """Whether `seq`, found in entry `index`, is the number of an event dropped from it
+        (past the entry's one event, or past its run's chunks)."""
+        data = self._data[index]
+        held = len(data) if type(data) is _Run else 1
+        return seq - self._starts[index] >= held
 
     def others(self) -> Iterator[tuple[WireType, dict]]:
         """Every event but the CHAT and REASONING chunks, in order, as (type, data)."""

@@ -166,7 +166,8 @@ async def _run(
 
 
 def _progress_publish(turn: Turn, progress: Progress) -> None:
-    """A call's progress on the turn's stream (its log keeps it for a re-attaching page)."""
+    """A call's progress on the turn's stream (its log keeps the call's latest for a
+    re-attaching page)."""
     if turn.finished:  # a report held past the turn's end
         return
     event = ToolProgressEvent(

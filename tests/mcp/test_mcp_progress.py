@@ -8,12 +8,17 @@ import asyncio
 import pytest
 from asgiref.sync import sync_to_async
 
+from roject.storage import project_root_create
 from rojos.mcp.pool import mcp_pool, mcp_pool_close
 from rojos.mcp.progress import MESSAGE_CHARS, CallProgress, Progress, progress_in_task
 from rojos.mcp.questions import call_questions
 from rojos.mcp.spec import McpLink, ServerSpec
 from rojos.mcp.tools import TurnTools
+from rojos.models import RojoMcpServer
 from rojos.tools import RojoToolContext, ToolCall, registry
+from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
+from tests.support.helpers import make_rojo
+from tests.support.live_server import parse_sse
 from tests.support.mcp_helpers import progress_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -101,3 +106,40 @@ async def test_reports_held_in_an_interval_give_way_to_the_last():
     progress.close()
     progress.report(11, 10, "late")
     assert [p.progress for p in sent] == [1, 10]
+
+
+def test_a_reattach_gets_a_calls_latest_progress_alone(
+    client_for, users, project, fake_provider, settings
+):
+    """A page that follows the turn gets every report as it comes; one that re-attaches from
+    the start gets the call's latest only. Before, the turn's log kept every report (up to
+    four a second: 7,200 for a half-hour call), and a re-attach replayed them all."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    settings.ROJO_MCP_IDLE_SECONDS = 2  # the server stops soon after the test
+    project_root_create(project.pk)
+    rojo = make_rojo(fake_provider.base_url)
+    RojoMcpServer.objects.create(rojo=rojo, server=progress_server(), ask_before=False)
+    fake_provider.add(
+        stream(*tool_call_chunks([("progress__steady", {"steps": 6, "every": 0.4})])),
+        stream(*text_chunks("Fetched.")),
+    )
+    client = client_for(users["editor"])
+
+    live = client.chat(project.pk, rojo=rojo.slug, message="Fetch the pages")
+    conversation = live[0].data["conversation"]
+    again = client.get(f"/api/conversations/{conversation}/stream", headers={"Last-Event-ID": "0"})
+
+    assert live[-1].type == "DONE" and "ERROR" not in [e.type for e in live]
+    followed = [e.data["progress"] for e in live if e.type == "TOOL_PROGRESS"]
+    assert len(followed) > 1 and followed[-1] == 6  # (reports a loaded machine sent
+    # within the throttle's interval go as the later one)
+    replayed = list(parse_sse(again.text.splitlines()))
+    assert [(e.type, e.data["progress"]) for e in replayed if e.type == "TOOL_PROGRESS"] == [
+        ("TOOL_PROGRESS", 6)
+    ]
+    assert [e.type for e in replayed] == [
+        e.type for e in live if e.type != "TOOL_PROGRESS" or e.data["progress"] == 6
+    ]
+    assert [e.id for e in replayed] == [
+        e.id for e in live if e.type != "TOOL_PROGRESS" or e.data["progress"] == 6
+    ]

@@ -113,3 +113,53 @@ def test_the_event_that_begins_a_thinking_says_how_long_it_has_lasted(monkeypatc
     events.append("REASONING", "Then ")  # the next response's thinking counts anew
     clock.now = 111.0
     assert events.after(events.seq - 1).data == {"text": "Then ", "elapsed": 1.0}
+
+
+def test_a_calls_progress_is_kept_as_its_latest_and_followed_as_it_came():
+    """Two calls' reports among text chunks and other events: a follower that keeps up gets
+    each event as published; one that starts from any seq later gets every event kept
+    from there in order, each call's progress as its latest alone, and no dropped one."""
+    events, published, live = TurnEvents(), [], []
+
+    def publish(kind: str, data):
+        events.append(kind, data)
+        published.append((events.seq, kind, data))
+        seen = live[-1].seq if live else 0
+        while (event := events.after(seen)) is not None:
+            live.append(event)
+            seen = event.seq
+
+    publish("START", {"conversation": 1})
+    publish("CHAT", "Fetching ")
+    publish("CHAT", "both.")
+    publish("TOOL_CALL", {"id": "a"})
+    publish("TOOL_CALL", {"id": "b"})
+    for step in range(1, 50):
+        publish("TOOL_PROGRESS", {"id": "a", "progress": step})
+        if step % 3 == 0:
+            publish("TOOL_PROGRESS", {"id": "b", "progress": step})
+        if step % 7 == 0:
+            publish("CHAT", f"({step})")
+    publish("TOOL_RESULT", {"id": "b"})
+    publish("DONE", {})
+
+    def wire(kind, data):
+        return {"text": data} if kind in ("CHAT", "REASONING") else data
+
+    assert [(e.seq, e.type, e.data) for e in live] == [(s, k, wire(k, d)) for s, k, d in published]
+    latest = {("a", 49), ("b", 48)}
+    kept = [
+        (s, k, wire(k, d))
+        for s, k, d in published
+        if k != "TOOL_PROGRESS" or (d["id"], d["progress"]) in latest
+    ]
+    assert events.entries() < len(published) - 60
+    for after in range(events.seq + 1):
+        rest, seen = [], after
+        while (event := events.after(seen)) is not None:
+            rest.append((event.seq, event.type, event.data))
+            seen = event.seq
+        assert rest == [entry for entry in kept if entry[0] > after]
+        if after and after not in {s for s, _k, _d in kept}:
+            with pytest.raises(IndexError):
+                events.at(after)
