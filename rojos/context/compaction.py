@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from rojos.context.window import item_chars
 from rojos.models import Message
-from rojos.provider.request import assembled, message_to_wire, undone_note
+from rojos.provider.request import assembled, message_to_wire, undone_note, undone_paths
 
 # A result smaller than this is left as it is: its stub would save next to nothing.
 _STUB_MIN_CHARS = 400
@@ -52,16 +52,38 @@ def latest_summary(messages: list[Message]) -> Message | None:
     return None
 
 
-def system_text(system_prompt: str, summary: Message | None, instructions: str = "") -> str:
+def system_text(
+    system_prompt: str, summary: Message | None, instructions: str = "", undos: str = ""
+) -> str:
     """The system message: the rojo's prompt, the project's instructions
-    (rojos.context.instructions), then the summary of the earlier conversation."""
+    (rojos.context.instructions), then the summary of the earlier conversation and the
+    undos of calls it covers (`covered_undos`)."""
     block = ""
     if summary is not None:
         block = (
             "Summary of the earlier part of this conversation (its messages are left out to "
             f"fit the context window):\n{summary.content or ''}"
         )
-    return "\n\n".join(part for part in (system_prompt, instructions, block) if part)
+    return "\n\n".join(part for part in (system_prompt, instructions, block, undos) if part)
+
+
+def covered_undos(covered: list[Message]) -> str:
+    """The changes the user undid of calls a summary covers ("" when none): an undo marks
+    the call's result, which requests no longer send once it is summarised, and a summary
+    written before the undo says the files hold what the calls wrote. (One written after
+    says it too: then this repeats it.)"""
+    calls = {c["id"]: c for m in covered for c in m.tool_calls or ()}
+    lines = [
+        f"- {_call_label(calls.get(m.tool_call_id), m.name)}: {put_back}"
+        for m in covered
+        if m.role == Message.Role.TOOL and (put_back := undone_paths(m))
+    ]
+    if not lines:
+        return ""
+    return (
+        "Changes the user undid afterwards, of calls the summary above covers (whatever it "
+        "says, the files are as they were before each of these calls):\n" + "\n".join(lines)
+    )
 
 
 def _call_label(call: dict | None, name: str) -> str:
@@ -135,7 +157,7 @@ def compact(
         until = (summary.extra or {}).get("until", summary.position)
         start = next((i for i, m in enumerate(messages) if m.position >= until), len(messages))
     tail = [m for m in messages[start:] if m.role != Message.Role.SUMMARY]
-    system = system_text(system_prompt, summary, instructions)
+    system = system_text(system_prompt, summary, instructions, covered_undos(messages[:start]))
     items = [message_to_wire(m, model) for m in tail]
     sizes = [item_chars(item) for item in items]
     fixed = fixed_chars + (item_chars({"content": system}) if system else 0)

@@ -141,19 +141,25 @@ def reasoning_extra(rojo: Rojo, completion: Completion, *, model: str) -> dict:
     return {"reasoning_back": field, "reasoning_kept": kept, "model": model}
 
 
-def undone_note(message: Message) -> str:
-    """What a stored tool message adds for the model once the user undid the call's change
-    ("" when not): the page shows the call undone, and the model would otherwise go on
-    from files that are no longer as the result says."""
+def undone_paths(message: Message) -> str:
+    """What the undo of a stored tool message's call put back, in words ("" when none):
+    "a.txt was put back as it was before this call."."""
     undone = (message.extra or {}).get("undone")
     if not undone:
         return ""
     paths = ", ".join(undone)
     were, state = ("were", "they were") if len(undone) > 1 else ("was", "it was")
-    return (
-        f"\n\n[The user undid this change afterwards: {paths} {were} put back as {state} "
-        "before this call.]"
-    )
+    return f"{paths} {were} put back as {state} before this call."
+
+
+def undone_note(message: Message) -> str:
+    """What a stored tool message adds for the model once the user undid the call's change
+    ("" when not): the page shows the call undone, and the model would otherwise go on
+    from files that are no longer as the result says."""
+    put_back = undone_paths(message)
+    if not put_back:
+        return ""
+    return f"\n\n[The user undid this change afterwards: {put_back}]"
 
 
 def message_to_wire(message: Message, model: str | None = None) -> dict:

@@ -389,6 +389,41 @@ def test_after_an_undo_the_model_is_told_the_files_were_put_back(
     ]
 
 
+def test_an_undo_of_a_call_a_summary_covers_still_reaches_the_model(
+    run_turn, editor, root, project, rojo, fake_provider
+):
+    """Once the oldest turns are summarised, requests send the summary in their place, not
+    the call's result that an undo marks: the model was told nothing of the undo, and went
+    on from the summary's word that a.txt holds its text. The system message now says so
+    after the summary."""
+    events = run_turn(("write_text_content", {"path": "a.txt", "text": "a\n"}))
+    conversation, message = events[0].data["conversation"], events[0].data["message"]
+    covered = Message.objects.filter(conversation_id=conversation).count()
+    Message.objects.create(  # as compaction stores one, after the turn that needed it
+        conversation_id=conversation,
+        position=covered,
+        role=Message.Role.SUMMARY,
+        content="The assistant wrote a.txt, holding a.",
+        extra={"until": covered, "summarised": covered, "from": 0},
+    )
+    undone = editor.post(f"/api/conversations/{conversation}/undo-turn", json={"message": message})
+    assert undone.status_code == 200, undone.text
+    assert tree(root) == {}
+
+    fake_provider.add(stream(*text_chunks("There is no a.txt.")))
+    editor.chat(project.pk, rojo=rojo.slug, message="What is in a.txt?", conversation=conversation)
+
+    sent = fake_provider.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user"]
+    system = sent[0]["content"]
+    assert "The assistant wrote a.txt, holding a." in system
+    assert system.endswith(
+        "Changes the user undid afterwards, of calls the summary above covers (whatever it "
+        "says, the files are as they were before each of these calls):\n"
+        "- write_text_content a.txt: a.txt was put back as it was before this call."
+    )
+
+
 def numbered_per_response(chunks: list[dict]) -> list[dict]:
     """The chunks with each call's id as vLLM numbers them, per response: call_0, call_1..."""
     for piece in chunks:
