@@ -18,12 +18,14 @@ from .snapshots import Snapshot, present_at, snapshot_discard
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def snapshot_restore(root: Path, snapshot: Snapshot) -> None:
-    """Put every path back as the snapshot has it, then discard the snapshot (blocking).
+def snapshot_restore(root: Path, snapshot: Snapshot, *, discard: bool = True) -> None:
+    """Put every path back as the snapshot has it, then discard the snapshot (blocking;
+    `discard` False keeps it, for a caller that records the restore first).
 
     Each path's copy is made beside it under a temporary name and renamed into place: a
     crash leaves a file as the change left it or restored, never half copied (a directory
-    takes two renames). The caller checks first that nothing changed since.
+    takes two renames), and a restore run again finishes one a crash cut off. The caller
+    checks first that nothing changed since.
     """
     with reported(", ".join(snapshot.paths)), Root(root) as opened_root:
         # The paths the call made go first: a move's source and destination may swap places.
@@ -43,7 +45,8 @@ def snapshot_restore(root: Path, snapshot: Snapshot) -> None:
             finally:
                 os.close(copies)
         _remove_created_parents(opened_root, snapshot.missing_parents)
-    snapshot_discard(snapshot)
+    if discard:
+        snapshot_discard(snapshot)
 
 
 def _put_back(copies: int, copy: str, root: Root, relative: str) -> None:

@@ -144,16 +144,29 @@ def _cut_off_record(change: FileChange) -> None:
         change.save(update_fields=["after", "diffs"])
 
 
+def _undo_cut_off(now: list[str | None], change: FileChange, snapshot: Snapshot) -> bool:
+    """(Blocking) Whether the paths are as an undo of `change` that a crash cut off leaves
+    them: each as the change left it or as its copy has it (put back already), every copy
+    still there. Finishing that undo loses nothing: no path holds anything else."""
+    before = snapshot_digests(snapshot)
+    if any(existed and copy is None for existed, copy in zip(change.before, before, strict=True)):
+        return False
+    return all(n in (a, b) for n, a, b in zip(now, change.after, before, strict=True))
+
+
 def _restore(change: FileChange) -> None:
-    """Put every path back as the snapshot has it, if none changed since (blocking)."""
+    """Put every path back as the snapshot has it, if none changed since (blocking); the
+    snapshot is kept, for the undo to be recorded before it goes."""
     root = project_root_create(change.project_id)
-    if digests(root, change.paths) != change.after:
+    snapshot = snapshot_for(change)
+    now = digests(root, change.paths)
+    if now != change.after and not _undo_cut_off(now, change, snapshot):
         by = "the rojo's" if change.origin == FileChange.Origin.ROJO else "the"
         raise UndoRefused(
             f"{', '.join(change.paths)} changed since {by} {change.tool}; "
             "undo refused so that newer work is not lost"
         )
-    snapshot_restore(root, snapshot_for(change))
+    snapshot_restore(root, snapshot, discard=False)
 
 
 async def change_undo(*, change: FileChange, user, actor: AuditActor | None = None) -> FileChange:
@@ -170,10 +183,13 @@ async def change_undo(*, change: FileChange, user, actor: AuditActor | None = No
             await sync_to_async(_cut_off_record)(change)
         await asyncio.to_thread(_restore, change)
         # Marked undone before the lock goes: a backup (roject/backup), which holds every
-        # change lock, never finds the files put back and the change not yet undone.
+        # change lock, never finds the files put back and the change not yet undone. The
+        # copy goes only once it is marked: an undo a crash cut off before (some paths put
+        # back, or all) is told from newer work by it, and finished by the next undo.
         change.undone = timezone.now()
         change.undone_by = user
         await sync_to_async(_undone_save)(change, actor or AuditActor(user=user))
+        await asyncio.to_thread(snapshot_discard, snapshot_for(change))
     return change
 
 

@@ -12,7 +12,7 @@ import threading
 import httpx2
 import pytest
 
-from roject.storage import project_root_create
+from roject.storage import project_root_create, undo_dir
 from rojos.models import FileChange
 from tests.support.fake_provider import stream, tool_call_chunks
 from tests.support.helpers import make_rojo
@@ -181,3 +181,45 @@ def test_a_rojos_write_killed_before_its_rename_leaves_y_to_its_saver(
     assert (root / "notes.txt").read_text() == Y
     (only,) = history(survivor, project)
     assert (only["origin"], only["author"]) == ("person", users["owner"].username)
+
+
+@pytest.mark.parametrize("renamed", [False, True], ids=["before-put-back", "after-put-back"])
+def test_an_undo_killed_part_way_is_finished_by_the_next_undo_not_refused(
+    client_for, users, project, root, server_process, renamed
+):
+    """The undo of a move (notes.txt -> moved.txt) killed as it puts notes.txt back: its
+    copy renamed in or not, moved.txt already removed. Before, the file was in neither place
+    (or back, with the change not undone) and every undo was refused as "changed since";
+    now the next undo finishes it and the change is undone, its copy gone."""
+    editor = client_for(users["editor"])
+    moved = editor.post(
+        f"/api/projects/{project.pk}/files/move",
+        json={"source": "notes.txt", "destination": "moved.txt"},
+    )
+    assert moved.status_code == 200, moved.text
+    change = FileChange.objects.get(pk=moved.json()["change"])
+    server = hanging_server(server_process, renamed=renamed)
+    doomed_client = client_for(users["editor"], base_url=server.base_url)
+
+    def send() -> None:
+        with contextlib.suppress(httpx2.HTTPError):  # the server was killed under it
+            doomed_client.post(f"/api/changes/{change.pk}/undo")
+
+    sender = threading.Thread(target=send, daemon=True)
+    sender.start()
+    if renamed:
+        wait_until(lambda: (root / "notes.txt").exists())
+    else:
+        wait_until(lambda: any(root.glob(".rojo-*.tmp")))
+    server.kill()
+    sender.join(timeout=10)
+    assert not (root / "moved.txt").exists()
+    assert FileChange.objects.get(pk=change.pk).undone is None
+
+    undone = editor.post(f"/api/changes/{change.pk}/undo")
+
+    assert undone.status_code == 200, undone.text
+    assert (root / "notes.txt").read_text() == "mine\n"
+    assert not (root / "moved.txt").exists()
+    assert FileChange.objects.get(pk=change.pk).undone is not None
+    assert not undo_dir(project.pk, change.key).exists()
