@@ -31,6 +31,7 @@ from rojos.context.window import (
     tokens_of,
     tools_chars,
 )
+from rojos.db import db_retrying
 from rojos.models import Conversation, Message, Rojo, TurnRecord, UsageRecord
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.request import request_messages
@@ -110,7 +111,7 @@ class TurnUsage:
             metrics.cost.inc(float(cost))
         for left in self.budgets or ():
             left.spend(counts.total, cost)
-        return await UsageRecord.objects.acreate(
+        row = UsageRecord(
             user=self.ctx.user if getattr(self.ctx.user, "pk", None) else None,
             project_id=self.ctx.project_id,
             rojo=self.rojo,
@@ -119,6 +120,10 @@ class TurnUsage:
             kind=kind,
             **_counted(self.model, counts, cost),
         )
+        # Retried as the reply it counts was (rojos.db): an outage that began just after the
+        # reply was stored would otherwise end its turn and lose its count.
+        await db_retrying(lambda: row.asave(force_insert=True))
+        return row
 
     async def account_unfinished(
         self,
@@ -186,7 +191,7 @@ class TurnUsage:
         if after is None or (before and abs(after - before) / before <= _RECALIBRATE):
             return
         self.stored_ratio = after
-        await self.model.learned_save(chars_per_token=after)
+        await db_retrying(lambda: self.model.learned_save(chars_per_token=after))
 
 
 def estimated(completion: Completion, *, sent_chars: int, ratio: float) -> UsageCounts:

@@ -10,6 +10,7 @@ import sys
 import threading
 import time
 
+import psycopg
 import pytest
 from django.conf import settings
 
@@ -207,3 +208,56 @@ def test_a_draft_stored_before_an_outage_past_the_retry_time_is_finished_once_it
         time.sleep(1)
     assert after["messages"] == [["user", "Talk"], ["assistant", LONG_REPLY]]
     assert after["indexed"] == ["user", "assistant"]
+
+
+WAITING_INSERT = """
+SELECT count(*) FROM pg_stat_activity
+WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "rojos_usagerecord"%%'
+"""
+
+
+def test_an_outage_between_the_stored_reply_and_its_usage_is_waited_out(
+    on_outage_db, outage_db, fake_provider
+):
+    """PostgreSQL stopped for 3 s just after the reply was stored, as its usage is written:
+    the usage write is retried like the reply's, so the reply ends with DONE and no ERROR,
+    counted once, and the conversation is free. Before, that write alone was not retried:
+    the turn ended with ERROR `database` and the usage was never recorded. The moment is
+    held by a lock on the usage table (a transaction of the test's own that PostgreSQL's
+    stop ends), not by a hook in the app."""
+    client, made = on_outage_db
+    fake_provider.add(stream(*text_chunks("All done.")))
+    holder = psycopg.connect(outage_db.url.replace("postgres://", "postgresql://"))
+    holder.execute("BEGIN")
+    holder.execute("LOCK TABLE rojos_usagerecord IN SHARE MODE")  # inserts wait, reads not
+    watcher = psycopg.connect(outage_db.url.replace("postgres://", "postgresql://"))
+    watcher.autocommit = True
+    with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT")
+        wait_until(lambda: watcher.execute(WAITING_INSERT).fetchone()[0] == 1, timeout=60)
+        watcher.close()
+        outage_db.stop()  # ends the test's lock with every connection
+        time.sleep(3)
+        outage_db.start()
+        seen += list(events)
+    holder.close()
+
+    assert [e.type for e in seen if e.type != "CHAT"] == ["START", "DONE"]
+    conversation = seen[0].data["conversation"]
+    after = stored(outage_db, conversation)
+    assert after["status"] == "done"
+    assert after["messages"] == [["user", "Talk"], ["assistant", "All done."]]
+    assert stored_usage(outage_db, conversation) == [["assistant", True]]
+
+
+USAGE = """
+import json
+from rojos.models import UsageRecord
+print(json.dumps([[u.message.role, u.reported] for u in UsageRecord.objects.filter(
+    conversation_id={conversation})]))
+"""
+
+
+def stored_usage(outage_db, conversation: int) -> list:
+    return last_json(manage(outage_db.url, "shell", "-c", USAGE.format(conversation=conversation)))
