@@ -115,6 +115,8 @@ class History:
         # Text shown but not stored, the database being out of reach: (its draft, the text,
         # how many characters of the draft's stored text it follows).
         self.unsaved: tuple[Message | None, str, int] | None = None
+        # What responses used that the database, out of reach, kept from being recorded.
+        self.unsaved_usage: list[Model] = []
 
     @classmethod
     async def load(

@@ -32,6 +32,7 @@ from rojos.context.window import (
     tools_chars,
 )
 from rojos.db import db_retrying
+from rojos.errors import DatabaseUnreachable
 from rojos.models import Conversation, Message, Rojo, TurnRecord, UsageRecord
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.request import request_messages
@@ -121,8 +122,13 @@ class TurnUsage:
             **_counted(self.model, counts, cost),
         )
         # Retried as the reply it counts was (rojos.db): an outage that began just after the
-        # reply was stored would otherwise end its turn and lose its count.
-        await db_retrying(lambda: row.asave(force_insert=True))
+        # reply was stored would otherwise end its turn and lose its count. Past the retry
+        # time it is recorded with the turn's end (rojos.turns.writeback), as its text is.
+        try:
+            await db_retrying(lambda: row.asave(force_insert=True))
+        except DatabaseUnreachable:
+            self.history.unsaved_usage.append(row)
+            raise
         return row
 
     async def account_unfinished(

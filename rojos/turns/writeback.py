@@ -5,7 +5,7 @@ The retry budget is the process's (rojos.db.db_retrying). A turn that gave up en
 error saying the database could not be reached; its text so far stays in memory
 (History.unsaved) and is stored with the turn's end, by a task that tries again every few
 seconds for as long as the process runs (up to WRITEBACK_SECONDS), and only while the
-conversation is still this turn's.
+conversation is still this turn's; so is what its responses used (History.unsaved_usage).
 """
 
 import asyncio
@@ -31,18 +31,20 @@ WRITEBACK_SECONDS = 600
 
 
 def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:
-    """(Blocking) Store the text the turn could not, answer its open calls, record how it
-    ended and give the conversation up: one transaction, and only while the conversation is
-    still this turn's (else a later turn took it over and repaired it)."""
+    """(Blocking) Store the text and the usage the turn could not, answer its open calls,
+    record how it ended and give the conversation up: one transaction, and only while the
+    conversation is still this turn's (else a later turn took it over and repaired it)."""
     with transaction.atomic():
         ours = Conversation.objects.select_for_update().filter(
             pk=turn.conversation_id, turn_id=turn_id
         )
         left = history.unsaved is not None or unanswered_calls(history.messages)
-        if left and ours.exists():
+        if (left or history.unsaved_usage) and ours.exists():
             if history.unsaved is not None:
                 _unsaved_store(history)
             history.close_open_calls_blocking()
+            for usage in history.unsaved_usage:
+                usage.save(force_insert=True)
         TurnRecord.objects.filter(pk=turn.record_id).update(
             status=turn.status,
             error=turn.error.get("message", ""),

@@ -4,11 +4,13 @@ ROJO_DB_RETRY_SECONDS; when the outage is shorter it finishes whole, when longer
 saying the database could not be reached and stores the text it showed once it is back.
 """
 
+import contextlib
 import json
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 
 import psycopg
 import pytest
@@ -215,42 +217,6 @@ SELECT count(*) FROM pg_stat_activity
 WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "rojos_usagerecord"%%'
 """
 
-
-def test_an_outage_between_the_stored_reply_and_its_usage_is_waited_out(
-    on_outage_db, outage_db, fake_provider
-):
-    """PostgreSQL stopped for 3 s just after the reply was stored, as its usage is written:
-    the usage write is retried like the reply's, so the reply ends with DONE and no ERROR,
-    counted once, and the conversation is free. Before, that write alone was not retried:
-    the turn ended with ERROR `database` and the usage was never recorded. The moment is
-    held by a lock on the usage table (a transaction of the test's own that PostgreSQL's
-    stop ends), not by a hook in the app."""
-    client, made = on_outage_db
-    fake_provider.add(stream(*text_chunks("All done.")))
-    holder = psycopg.connect(outage_db.url.replace("postgres://", "postgresql://"))
-    holder.execute("BEGIN")
-    holder.execute("LOCK TABLE rojos_usagerecord IN SHARE MODE")  # inserts wait, reads not
-    watcher = psycopg.connect(outage_db.url.replace("postgres://", "postgresql://"))
-    watcher.autocommit = True
-    with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
-        events = parse_sse(response.iter_lines())
-        seen = read_until(events, "CHAT")
-        wait_until(lambda: watcher.execute(WAITING_INSERT).fetchone()[0] == 1, timeout=60)
-        watcher.close()
-        outage_db.stop()  # ends the test's lock with every connection
-        time.sleep(3)
-        outage_db.start()
-        seen += list(events)
-    holder.close()
-
-    assert [e.type for e in seen if e.type != "CHAT"] == ["START", "DONE"]
-    conversation = seen[0].data["conversation"]
-    after = stored(outage_db, conversation)
-    assert after["status"] == "done"
-    assert after["messages"] == [["user", "Talk"], ["assistant", "All done."]]
-    assert stored_usage(outage_db, conversation) == [["assistant", True]]
-
-
 USAGE = """
 import json
 from rojos.models import UsageRecord
@@ -261,3 +227,89 @@ print(json.dumps([[u.message.role, u.reported] for u in UsageRecord.objects.filt
 
 def stored_usage(outage_db, conversation: int) -> list:
     return last_json(manage(outage_db.url, "shell", "-c", USAGE.format(conversation=conversation)))
+
+
+@contextlib.contextmanager
+def usage_inserts_held(outage_db) -> Iterator[Callable[[], None]]:
+    """The usage table locked against inserts (reads go on) by a transaction of the test's
+    own, which PostgreSQL's stop ends; yields a wait for a turn's insert to wait on it: the
+    moment after a reply was stored, as its usage is written, held without a hook in the
+    app."""
+    url = outage_db.url.replace("postgres://", "postgresql://")
+    holder, watcher = psycopg.connect(url), psycopg.connect(url, autocommit=True)
+    try:
+        holder.execute("LOCK TABLE rojos_usagerecord IN SHARE MODE")  # its transaction's
+        yield lambda: wait_until(
+            lambda: watcher.execute(WAITING_INSERT).fetchone()[0] == 1, timeout=60
+        )
+    finally:
+        holder.close()  # their server was stopped under them: nothing to commit
+        watcher.close()
+
+
+def test_an_outage_between_the_stored_reply_and_its_usage_is_waited_out(
+    on_outage_db, outage_db, fake_provider
+):
+    """PostgreSQL stopped for 3 s just after the reply was stored, as its usage is written:
+    the usage write is retried like the reply's, so the reply ends with DONE and no ERROR,
+    counted once, and the conversation is free. Before, that write alone was not retried:
+    the turn ended with ERROR `database` and the usage was never recorded."""
+    client, made = on_outage_db
+    fake_provider.add(stream(*text_chunks("All done.")))
+    with (
+        usage_inserts_held(outage_db) as waiting,
+        client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response,
+    ):
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT")
+        waiting()
+        outage_db.stop()
+        time.sleep(3)
+        outage_db.start()
+        seen += list(events)
+
+    assert [e.type for e in seen if e.type != "CHAT"] == ["START", "DONE"]
+    conversation = seen[0].data["conversation"]
+    after = stored(outage_db, conversation)
+    assert after["status"] == "done"
+    assert after["messages"] == [["user", "Talk"], ["assistant", "All done."]]
+    assert stored_usage(outage_db, conversation) == [["assistant", True]]
+
+
+def test_a_usage_write_past_the_retry_time_is_stored_with_the_turns_end_once_it_is_back(
+    on_outage_db, outage_db, fake_provider, server_process
+):
+    """The same outage, longer than ROJO_DB_RETRY_SECONDS (3 s here): the turn ends with
+    ERROR `database`, and once PostgreSQL is back the usage is recorded with the turn's end,
+    as the text an outage kept from being stored is. Before, it was lost: the budgets never
+    counted that reply."""
+    client, made = on_outage_db
+    server = server_process(
+        DATABASE_URL=outage_db.url,
+        ROJO_PROVIDER_RETRIES="0",
+        ROJO_DB_RETRY_SECONDS="3",
+        ROJO_DB_POOL_TIMEOUT="2",
+    )
+    client.http.base_url = server.base_url
+    fake_provider.add(stream(*text_chunks("All done.")))
+    with (
+        usage_inserts_held(outage_db) as waiting,
+        client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response,
+    ):
+        events = parse_sse(response.iter_lines())
+        seen = read_until(events, "CHAT")
+        waiting()
+        outage_db.stop()
+        seen += list(events)
+    outage_db.start()
+
+    assert [e.type for e in seen][-2:] == ["ERROR", "DONE"]
+    assert seen[-2].data["code"] == "database"
+    conversation = seen[0].data["conversation"]
+    deadline = time.monotonic() + 30
+    while (after := stored(outage_db, conversation))["status"] == "running":
+        assert time.monotonic() < deadline, "the turn's end was never stored"
+        time.sleep(1)
+    assert (after["status"], after["code"]) == ("error", "database")
+    assert after["messages"] == [["user", "Talk"], ["assistant", "All done."]]
+    assert stored_usage(outage_db, conversation) == [["assistant", True]]
