@@ -33,6 +33,10 @@ from .manifest import HEADER_NAME, MANIFEST_NAME, Manifest
 PART_BYTES = 64 << 20
 _SPOOL_BYTES = 4 << 20
 BLOCK = 1 << 20
+# The longest line a database part may hold: one row, far past any a real installation
+# writes (a message with its images, a change's diffs). A reader refuses a longer one
+# rather than holding it whole, so a small compressed file cannot fill the memory.
+ROW_BYTES = 256 << 20
 _KINDS = {"dir": tarfile.DIRTYPE, "file": tarfile.REGTYPE, "link": tarfile.SYMTYPE}
 TAR_KINDS = {value: key for key, value in _KINDS.items()}
 

@@ -22,7 +22,7 @@ from django.utils.translation import ngettext
 from roject.storage import StorageError
 from roject.storage.backups import StoredEntry, entry_path_checked
 
-from .archive import BLOCK, TAR_KINDS, Hashing, ProjectCount, entry_digest_start
+from .archive import BLOCK, ROW_BYTES, TAR_KINDS, Hashing, ProjectCount, entry_digest_start
 from .errors import BackupError, NotAnArchive
 from .first_bytes import FirstBytes, not_a_tar
 from .manifest import HEADER_NAME, MANIFEST_NAME, Manifest
@@ -151,7 +151,7 @@ class _Reading:
     def _part(self, tar: tarfile.TarFile, member: tarfile.TarInfo) -> None:
         digest = hashlib.sha256()
         source = Hashing(tar.extractfile(member), digest)
-        lines = _lines(source)
+        lines = _lines(source, member.name)
         head = _parsed(next(lines, b"{}"), member.name)
         label, columns = head.get("model"), head.get("columns")
         if not isinstance(label, str) or not isinstance(columns, list):
@@ -238,16 +238,21 @@ def _parsed(data: bytes, what: str):
         raise BackupError(f"the archive's {what} is not valid JSON ({exc})") from exc
 
 
-def _lines(source: BinaryIO) -> Iterator[bytes]:
-    """The lines of a stream, read in blocks (a line is as long as a row)."""
+def _lines(source: BinaryIO, name: str) -> Iterator[bytes]:
+    """The lines of a stream, read in blocks (a line is as long as a row); one longer than
+    ROW_BYTES is refused before it is held whole (a compressed file of one endless line)."""
     rest = bytearray()
     while block := source.read(BLOCK):
         start = len(rest)
         rest += block
         end = rest.rfind(b"\n", start)
-        if end < 0:
-            continue
-        yield from bytes(rest[:end]).split(b"\n")
-        del rest[: end + 1]
+        if end >= 0:
+            yield from bytes(rest[:end]).split(b"\n")
+            del rest[: end + 1]
+        if len(rest) > ROW_BYTES:
+            raise BackupError(
+                f"the archive's {name!r} holds a line longer than any row "
+                f"({ROW_BYTES >> 20} MiB): it is damaged or not a backup"
+            )
     if rest:
         yield bytes(rest)
