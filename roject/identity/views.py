@@ -16,7 +16,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_POST
 
 from roject.audit.log import audit_actor
-from roject.identity.forms import ApiTokenForm, LoginForm
+from roject.identity.forms import ApiTokenForm, LimitedPasswordChangeForm, LoginForm
 from roject.identity.oidc.config import oidc_enabled
 from roject.identity.tokens import TokenError, api_token_create, api_token_list, api_token_revoke
 from roject.members.selectors import membership_list
@@ -123,3 +123,22 @@ def admin_login(request):
     if not settings.ROJO_PASSWORD_LOGIN:
         return redirect_to_login(request.GET.get("next") or reverse("admin:index"))
     return admin.site.login(request)
+
+
+class _AdminPasswordChange(auth_views.PasswordChangeView):
+    form_class = LimitedPasswordChangeForm
+
+    def get_form_kwargs(self):
+        return {**super().get_form_kwargs(), "request": self.request}
+
+
+@_limited
+def admin_password_change(request):
+    """The admin's password change (Django's AdminSite.password_change, whose form checks the
+    old password with no limit), its old password counted as a login."""
+    request.current_app = admin.site.name
+    view = _AdminPasswordChange.as_view(
+        success_url=reverse("admin:password_change_done", current_app=admin.site.name),
+        extra_context=admin.site.each_context(request),
+    )
+    return view(request)

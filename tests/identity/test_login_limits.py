@@ -1,9 +1,11 @@
 """Failed logins are limited per username and per client address, on the site's login form and
 the admin's: past the limit a readable refusal that says when to try again, never a 500."""
 
+import os
 import re
 import threading
 import time
+import uuid
 
 import pytest
 from django.conf import settings
@@ -57,7 +59,7 @@ def assert_refused(response, *, within: int) -> None:
     assert match, page
     wait = int(match.group(1)) * (60 if match.group(2) == "minute" else 1)
     assert 0 < wait <= within
-    assert 0 < int(response["Retry-After"]) <= within
+    assert 0 < int(response.headers["Retry-After"]) <= within
     assert "Traceback" not in page
 
 
@@ -260,3 +262,81 @@ def test_the_refusal_reads_on_the_login_page_in_a_browser(page_for, staff, login
         "Too many failed logins for this username or from your network. Try again in 10 minutes."
     )
     screenshot(page, f"login-refused-{login}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_parallel_guesses_of_the_old_password_in_the_admin_check_at_most_the_limit(
+    server_process,
+):
+    """A staff session someone else holds cannot guess its password at the admin's password
+    change: twelve wrong old passwords sent at once (over two server processes, with Redis)
+    are counted as logins, three checked and nine refused; then the right one is refused
+    too, the site's login with it, and the password is unchanged."""
+    import httpx2
+
+    limits = {
+        "ROJO_LOGIN_USER_FAILURES": "3",
+        "ROJO_LOGIN_ADDRESS_FAILURES": "6",
+        "ROJO_LOGIN_LOCKOUT_SECONDS": "600",
+    }
+    servers = [server_process(**limits).base_url]
+    if os.environ.get("REDIS_URL"):  # the counts are shared across processes through Redis
+        servers.append(server_process(**limits).base_url)
+    # Redis may be shared with other runs: a name of this run's own counts apart.
+    staff = make_user(f"staffer-{uuid.uuid4().hex[:12]}")
+    staff.is_staff = True
+    staff.save()
+    csrf = _get_new_csrf_string()
+    session = Client()
+    session.force_login(staff)
+    cookies = {
+        settings.CSRF_COOKIE_NAME: csrf,
+        settings.SESSION_COOKIE_NAME: session.cookies[settings.SESSION_COOKIE_NAME].value,
+    }
+    answers: list[int] = []
+    barrier = threading.Barrier(12)
+
+    def post(n: int, path: str, data: dict, *, together: bool = False) -> httpx2.Response:
+        with httpx2.Client(base_url=servers[n % len(servers)], cookies=cookies, timeout=60) as http:
+            if together:
+                barrier.wait()
+            return http.post(path, data={**data, "csrfmiddlewaretoken": csrf})
+
+    def change(n: int, old: str, *, together: bool = False) -> httpx2.Response:
+        new = "a-new-long-password-9"
+        form = {"old_password": old, "new_password1": new, "new_password2": new}
+        return post(n, "/admin/password_change/", form, together=together)
+
+    def guess(n: int) -> None:
+        answers.append(change(n, f"wrong-{n}", together=True).status_code)
+
+    threads = [threading.Thread(target=guess, args=(n,)) for n in range(12)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+
+    assert sorted(answers) == [200] * 3 + [429] * 9
+    assert_refused(change(0, f"pw-{staff.username}"), within=600)
+    login = {"username": staff.username, "password": f"pw-{staff.username}"}
+    assert_refused(post(1, "/login/", login), within=600)
+    staff.refresh_from_db()
+    assert staff.check_password(f"pw-{staff.username}")
+
+
+def test_the_right_old_password_changes_it_and_forgives_the_failures(staff):
+    """The limits do not get in the way of a person who mistyped once."""
+    client = Client(REMOTE_ADDR="198.51.100.1")
+    client.force_login(staff)
+    form = {"new_password1": "a-new-long-password-9", "new_password2": "a-new-long-password-9"}
+
+    wrong = client.post("/admin/password_change/", {"old_password": "wrong", **form})
+    right = client.post("/admin/password_change/", {"old_password": "pw-staffer", **form})
+
+    assert wrong.status_code == 200
+    assert "Your old password was entered incorrectly." in wrong.content.decode()
+    assert right.status_code == 302 and right["Location"] == "/admin/password_change/done/"
+    staff.refresh_from_db()
+    assert staff.check_password("a-new-long-password-9")
+    for n in range(3):
+        assert log_in("site", "staffer", f"wrong-{n}")[0].status_code == 200
