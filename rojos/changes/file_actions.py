@@ -15,6 +15,7 @@ from rojos.changes.undo import UndoRefused, snapshot_for
 from rojos.models import FileChange
 
 Origin = FileChange.Origin
+UNDONE = "that change was undone, and its copy of the file with it"
 
 
 def _text_or_none(root, path: str) -> str | None:
@@ -100,9 +101,13 @@ async def version_restore(*, change: FileChange, path: str, user, actor: AuditAc
     if path not in change.paths:
         raise UndoRefused(f"that change did not touch {path!r}")
     if change.undone is not None:
-        raise UndoRefused("that change was undone, and its copy of the file with it")
+        raise UndoRefused(UNDONE)
     number = change.paths.index(path)
     snapshot = snapshot_for(change)
+
+    def check(root) -> None:  # an undo may have taken the copy since the change was read
+        if FileChange.objects.filter(pk=change.pk, undone__isnull=False).exists():
+            raise UndoRefused(UNDONE)
 
     async def work():
         root = storage.project_root_create(change.project_id)
@@ -115,6 +120,7 @@ async def version_restore(*, change: FileChange, path: str, user, actor: AuditAc
         tool="restore",
         paths=[path],
         work=work,
+        check=check,
         audited=(AuditAction.RESTORE, actor or AuditActor(user=user)),
     )
 

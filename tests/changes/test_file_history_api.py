@@ -1,10 +1,19 @@
 """One history per file: every recorded change to it, with who, how and the diff, and a
 restore of an older version that is itself a recorded change."""
 
+import contextlib
+import fcntl
+import os
+import signal
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
 import pytest
 
-from roject.storage import project_root_create
+from roject.storage import change_lock_open, project_root_create
+from roject.storage.layout import change_lock_path
 from rojos.models import FileChange
+from tests.support.live_server import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -71,3 +80,56 @@ def test_history_and_restore_of_another_project_are_404(client_for, users, proje
     )
     response = editor.post(f"{files}/restore", json={"change": 999999, "path": "a.md"})
     assert response.status_code == 404
+
+
+def _waits_for_the_change_lock(pid: int, project_id: int) -> bool:
+    """Whether process `pid` holds the project's lock file open: a change there has read
+    what it changes and is trying the lock."""
+    lock = str(change_lock_path(project_id))
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        with contextlib.suppress(OSError):
+            if os.readlink(fd) == lock:
+                return True
+    return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="reads /proc")
+def test_a_restore_overtaken_by_an_undo_of_its_change_says_so(
+    server_process, client_for, users, project, root
+):
+    """A restore reads its change, then waits for the change lock while an undo of that
+    change (in another process) takes the change's copy away: it is refused with the reason,
+    as a restore of an undone change is, not as a missing file (before: 400 "No such file or
+    directory: 'a.md'", though a.md was there)."""
+    files = f"/api/projects/{project.pk}/files"
+    editor = client_for(users["editor"])
+    assert editor.post(f"{files}/new", json={"path": "a.md", "text": "one\n"}).status_code == 200
+    base = editor.get(f"{files}/content", params={"path": "a.md"}).json()["version"]
+    saved = editor.post(f"{files}/save", json={"path": "a.md", "text": "two\n", "base": base})
+    change = saved.json()["change"]
+    restoring = server_process()
+    restorer = client_for(users["owner"], base_url=restoring.base_url)
+
+    lock = change_lock_open(project.pk)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the restore will wait for it
+        with ThreadPoolExecutor(1) as pool:
+            restore = {"change": change, "path": "a.md"}
+            restored = pool.submit(restorer.post, f"{files}/restore", json=restore)
+            wait_until(lambda: _waits_for_the_change_lock(restoring.process.pid, project.pk), 60)
+            restoring.process.send_signal(signal.SIGSTOP)  # held where it waits
+            try:
+                os.close(lock)
+                lock = None
+                assert editor.post(f"/api/changes/{change}/undo").status_code == 200
+            finally:
+                restoring.process.send_signal(signal.SIGCONT)
+            answer = restored.result(timeout=60)
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+    assert answer.status_code == 409, answer.text
+    assert answer.json() == {"detail": "that change was undone, and its copy of the file with it"}
+    assert (root / "a.md").read_text() == "one\n"
+    assert not FileChange.objects.filter(origin="restore").exists()
