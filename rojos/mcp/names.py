@@ -6,16 +6,14 @@ long names that share their first 55 characters still differ.
 """
 
 import hashlib
-import re
 
-MAX_LENGTH = 64
-_INVALID = re.compile(r"[^a-zA-Z0-9_-]")
+from rojos.tool_names import MAX_LENGTH, NOT_WIRE
 
 
 def model_tool_name(server_slug: str, tool_name: str) -> str:
     """The name the model sees for `tool_name` of the server `server_slug`."""
     full = f"{server_slug}__{tool_name}"
-    name = _INVALID.sub("_", full)
+    name = NOT_WIRE.sub("_", full)
     if len(name) <= MAX_LENGTH and name == full:
         return name
     # Replaced characters could make two names equal, and a cut one more so: the hash of

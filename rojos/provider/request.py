@@ -22,21 +22,19 @@ The stream reader, the other half of speaking to a provider, is `provider.py`.
 
 import hashlib
 import json
-import re
 
 from rojos.errors import TurnError
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion
 from rojos.provider.attachments import attachments_wire
 from rojos.provider.images import image_parts
+from rojos.tool_names import wire_name_valid
 
 # Message-level fields a provider needs back (Gemini's thought signatures); the rest stay stored.
 _SENT_BACK_EXTRA = ("extra_content",)
 # What a user message may attach: files' text, images, uploaded PDFs' text.
 _ATTACHED = ("attachments", "images", "pdfs")
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-# The tool names providers accept in a request (OpenAI checks history's calls too).
-_WIRE_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 # What goes back for a name outside that: the call's result already says no such tool.
 UNKNOWN_TOOL = "unknown_tool"
 
@@ -72,7 +70,7 @@ def _wire_name(name: str) -> str:
     """A stored call's name as providers accept it: a name the model made up with spaces,
     dots or past 64 characters is stored and shown as it came, but sent back as
     UNKNOWN_TOOL (OpenAI refuses a request whose history holds it, and so each later one)."""
-    return name if _WIRE_NAME.fullmatch(name) else UNKNOWN_TOOL
+    return name if wire_name_valid(name) else UNKNOWN_TOOL
 
 
 def _call_to_wire(call: dict, sent_back: tuple[str, ...]) -> dict:

@@ -1,10 +1,10 @@
 """The tool registry: name -> tool, and the boundary where every failure becomes a value."""
 
 import logging
-import re
 from typing import Any
 
 from roject.storage import StorageError
+from rojos.tool_names import WIRE_NAME, wire_name_valid
 
 from .arguments import ToolCall
 from .base import RojoTool, RojoToolContext
@@ -12,8 +12,6 @@ from .outcome import ToolError, ToolOutcome, echoed
 from .schema import validate
 
 logger = logging.getLogger(__name__)
-
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class RojoToolRegistry:
@@ -26,8 +24,8 @@ class RojoToolRegistry:
 
     def register(self, tool: RojoTool) -> RojoTool:
         name = getattr(tool, "name", None)
-        if not isinstance(name, str) or not _NAME.match(name):
-            raise ValueError(f"tool name {name!r} must match {_NAME.pattern}")
+        if not wire_name_valid(name):
+            raise ValueError(f"tool name {name!r} must match {WIRE_NAME.pattern}")
         if name in self._tools:
             raise ValueError(f"a tool named {name!r} is already registered")
         if tool.parameters.get("type") != "object":
