@@ -28,6 +28,7 @@ __all__ = [
     "audit_command",
     "audit_prune",
     "audit_record",
+    "audit_text",
 ]
 
 _NAME_LENGTH = 200
@@ -66,9 +67,11 @@ def audit_actor(request: HttpRequest, *, user=None) -> AuditActor:
     return AuditActor(user=user, token=token, address=address)
 
 
-def _clip(text) -> str:
-    text = str(text)
-    return text if len(text) <= _NAME_LENGTH else text[: _NAME_LENGTH - 1] + "…"
+def audit_text(value, limit: int = _NAME_LENGTH) -> str:
+    """`value` as an entry copies it: as text, at most `limit` characters, the last an
+    ellipsis when it was cut."""
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _actor(user, token: ApiToken | None) -> tuple[str, int | None, str]:
@@ -77,10 +80,10 @@ def _actor(user, token: ApiToken | None) -> tuple[str, int | None, str]:
         return (
             AuditEntry.ActorKind.TOKEN,
             token.user_id,
-            _clip(f"{token.user} (token {token.name})"),
+            audit_text(f"{token.user} (token {token.name})"),
         )
     if user is not None and getattr(user, "is_authenticated", False):
-        return AuditEntry.ActorKind.USER, user.pk, _clip(user.get_username())
+        return AuditEntry.ActorKind.USER, user.pk, audit_text(user.get_username())
     return AuditEntry.ActorKind.SYSTEM, None, ""
 
 
@@ -89,9 +92,9 @@ def _project(project) -> tuple[int | None, str]:
     if project is None:
         return None, ""
     if isinstance(project, Project):
-        return project.pk, _clip(project.name)
+        return project.pk, audit_text(project.name)
     name = Project.objects.filter(pk=project).values_list("name", flat=True).first()
-    return int(project), _clip(name or "")
+    return int(project), audit_text(name or "")
 
 
 def _object(obj, object_type: str, object_id, object_repr: str) -> tuple[str, str, str]:
@@ -99,7 +102,7 @@ def _object(obj, object_type: str, object_id, object_repr: str) -> tuple[str, st
         object_type = object_type or obj._meta.label_lower
         object_id = obj.pk if object_id in ("", None) else object_id
         object_repr = object_repr or str(obj)
-    return object_type, "" if object_id is None else _clip(object_id), _clip(object_repr)
+    return object_type, "" if object_id is None else audit_text(object_id), audit_text(object_repr)
 
 
 def audit_record(

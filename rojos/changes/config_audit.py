@@ -10,7 +10,7 @@ import json
 
 from django.db import models
 
-from roject.audit.log import AuditAction, AuditActor, audit_record
+from roject.audit.log import AuditAction, AuditActor, audit_record, audit_text
 
 _VALUE_LENGTH = 80
 # An MCP server's URL (a query may carry a key) and command arguments (`--api-key …`) may
@@ -24,8 +24,7 @@ def short_value(value):
         value = str(value)
     if value is None or isinstance(value, bool | int | float):
         return value
-    text = value if isinstance(value, str) else repr(value)
-    return text if len(text) <= _VALUE_LENGTH else text[: _VALUE_LENGTH - 1] + "…"
+    return audit_text(value if isinstance(value, str) else repr(value), _VALUE_LENGTH)
 
 
 def field_changes(
