@@ -64,10 +64,7 @@ class SelfTestAdminMixin:
             self.message_user(request, f"{rojo}: {exc}", messages.ERROR)
             return
         if profile.verified_nothing:  # said as a warning, not as a pass
-            nothing = (
-                "Nothing was verified: every check is unknown. Set the rojo right, then test "
-                "it again."
-            )
+            nothing = profile.nothing_verified_text(reason=False)  # the table has each reason
             self.message_user(
                 request,
                 format_html("{}: {} {}", rojo, nothing, profile_html(profile)),

@@ -78,9 +78,10 @@ class Profile:
         """Every check unknown (a provider out of reach, a key refused): no pass."""
         return all(r.status == "unknown" for r in self.results)
 
-    def nothing_verified_text(self) -> str:
-        """What `test_rojo` and the API say when `verified_nothing`, with the first reason."""
-        first = next((result.reason for result in self.results if result.reason), "")
+    def nothing_verified_text(self, *, reason: bool = True) -> str:
+        """What `test_rojo`, the API and the admin say when `verified_nothing`; with the first
+        reason unless the table of every reason is shown beside it (`reason=False`)."""
+        first = next((r.reason for r in self.results if r.reason), "") if reason else ""
         why = f" (the first: {first.rstrip('.')})" if first else ""
         return (
             f"Nothing was verified: every check is unknown{why}. Set the rojo right, then "
