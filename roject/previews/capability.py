@@ -5,7 +5,8 @@ A sandboxed page has an origin of its own, so its requests for the pictures and 
 it carry no session cookie; the address carries this instead. It grants nothing the person
 could not read anyway, and each request checks their access again (`views.preview`), and the
 sign-in it came with: the API token, or the password as it was (a change of password ends the
-person's other sessions, and so their addresses too).
+person's other sessions, and so their addresses too). Like a session, it outlives a rotation of
+SECRET_KEY while the old key is in SECRET_KEY_FALLBACKS.
 
 It is bound to the client's address too (as the login limits count it: an IPv6 client's
 /64). A page the rojo or an editor wrote can undo the preview's `Referrer-Policy` (a
@@ -13,7 +14,9 @@ It is bound to the client's address too (as the login limits count it: an IPv6 c
 another site; from there it reads nothing.
 """
 
+import hashlib
 from dataclasses import dataclass
+from itertools import chain
 
 from django.conf import settings
 from django.core import signing
@@ -33,28 +36,35 @@ class PreviewGrant:
     address_mark: str
 
     def password_unchanged(self, user) -> bool:
-        """Whether the user's password is the one the address was made under."""
-        return constant_time_compare(self.password_mark, password_mark(user))
+        """Whether the user's password is the one the address was made under: Django's
+        session check (`django.contrib.auth.get_user`), its fallback keys too."""
+        hashes = chain([user.get_session_auth_hash()], user.get_session_auth_fallback_hash())
+        return any(constant_time_compare(self.password_mark, _password_mark(h)) for h in hashes)
 
     def asked_from(self, address: str) -> bool:
         """Whether `address` is the client address the address was asked from."""
-        return constant_time_compare(self.address_mark, _address_mark(address))
+        secrets = [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
+        marks = (_address_mark(address, secret) for secret in secrets)
+        return any(constant_time_compare(self.address_mark, mark) for mark in marks)
 
 
-def password_mark(user) -> str:
-    """A digest of the user's password hash, of no use elsewhere: a new password, a new mark."""
-    return salted_hmac(_SALT, user.password, algorithm="sha256").hexdigest()[:24]
+def _password_mark(session_auth_hash: str) -> str:
+    """A digest of the user's session auth hash (Django's, keyed by SECRET_KEY, of the
+    password hash), of no use elsewhere: a new password, a new mark."""
+    return hashlib.sha256(f"{_SALT}:{session_auth_hash}".encode()).hexdigest()[:24]
 
 
-def _address_mark(address: str) -> str:
+def _address_mark(address: str, secret: str | None = None) -> str:
     """A digest of the client's address: the capability's text is signed, not secret."""
-    return salted_hmac(_SALT + ".address", address, algorithm="sha256").hexdigest()[:24]
+    mark = salted_hmac(_SALT + ".address", address, secret=secret, algorithm="sha256")
+    return mark.hexdigest()[:24]
 
 
 def preview_capability(*, user, project_id: int, address: str, token_id: int | None = None) -> str:
     """The capability of `user` asking from the client `address` (with the API token
     `token_id`, if any)."""
-    grant = [user.pk, project_id, token_id, password_mark(user), _address_mark(address)]
+    password = _password_mark(user.get_session_auth_hash())
+    grant = [user.pk, project_id, token_id, password, _address_mark(address)]
     return signing.dumps(grant, salt=_SALT, compress=False)
 
 

@@ -141,6 +141,23 @@ def test_an_address_ends_with_the_sign_in_it_was_asked_with(client_for, users, p
     assert anonymous.get(url).status_code == 404
 
 
+def test_an_address_outlives_a_rotation_of_the_secret_key(
+    client_for, users, project, root, settings
+):
+    """A new SECRET_KEY with the old one in SECRET_KEY_FALLBACKS keeps the person's sessions,
+    and so their addresses: one made before goes on serving. Before, its marks, made with
+    the old key alone, no longer matched, and a rotation ended every preview. Once the old
+    key is dropped, it serves nothing."""
+    url = address(client_for(users["editor"]), project, "site/index.html")
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a new key for the rotation, long enough for Django's checks"
+    anonymous = client_for()
+    assert anonymous.get(url).status_code == 200
+    assert anonymous.get(url.rsplit("/", 1)[0] + "/logo.png").status_code == 200
+    settings.SECRET_KEY_FALLBACKS = []
+    assert anonymous.get(url).status_code == 404
+
+
 def test_an_address_reaches_nothing_outside_the_root(client_for, users, project, root, tmp_path):
     outside = tmp_path / "secret.txt"
     outside.write_text("not the project's")
