@@ -2,6 +2,7 @@
 // events (any process's news), and a browser notification when one more comes in, where
 // the user has permitted it. Permission is asked only from the "Notify me" button.
 
+import { agreeing, counted } from "./counted.js";
 import { backoffDelay } from "./reconnect.js";
 
 const link = document.querySelector(".approvals-link");
@@ -10,7 +11,8 @@ const notifyButton = document.querySelector(".notify-enable");
 
 function notify(count) {
   if (!("Notification" in window) || Notification.permission !== "granted") return;
-  const body = count === 1 ? "A change waits for your approval." : `${count} changes wait for your approval.`;
+  const changes = count === 1 ? "A change" : counted(count, "change"); // "A", as one says it
+  const body = `${changes} ${agreeing(count, "waits", "wait")} for your approval.`;
   new Notification("Rojo Chat", { body, tag: "rojo-approvals" });
 }
 

@@ -5,6 +5,7 @@
 // failed turn, or after they stopped the rojo, is rarely what they meant. So does a queue found
 // on opening a conversation whose reply is over: nothing is sent without a reply ending here.
 
+import { agreeing, counted } from "./counted.js";
 import { queueItem, queueKey, queueMove, queueRead, queueTakeFirst, queueWrite } from "./queue-store.js";
 import { queuedMessage } from "./queue-items.js";
 
@@ -86,8 +87,8 @@ export class MessageQueue {
     this.chat.input.value = "";
     if (this.chat.busy) this.paused = false; // queued to follow this reply
     this.render();
-    const waits = items.length === 1 ? "1 message waits" : `${items.length} messages wait`;
-    this.announce(`Queued. ${waits} for the reply to end.`);
+    const waiting = `${counted(items.length, "message")} ${agreeing(items.length, "waits", "wait")}`;
+    this.announce(`Queued. ${waiting} for the reply to end.`);
   }
 
   edit(id, text) {
