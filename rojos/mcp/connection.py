@@ -20,14 +20,21 @@ import mcp_types as types
 from django.conf import settings
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from . import exit_hook
+from .call_timing import call_timed
 from .process_log import StderrPipe
 from .progress import OnProgress
 from .questions import DECLINED, BoundAsker, asker_current, elicit_result, question_from
 from .spec import ServerSpec
-from .transport import McpUnavailable, client_make, secrets_scrubbed, start_failure, tools_list
+from .transport import (
+    McpUnavailable,
+    client_make,
+    secrets_scrubbed,
+    start_failure,
+    tools_changes_follow,
+    tools_list,
+)
 
 # Callers import these from here, as before the opening moved to `transport`.
 __all__ = ["McpConnection", "McpUnavailable", "secrets_scrubbed"]
@@ -141,7 +148,7 @@ class McpConnection:
         client = await self._client()
         try:
             with self._using(), self._asking(asker):
-                return await self._call(
+                return await call_timed(
                     client, name, arguments, quiet=quiet, on_progress=on_progress
                 )
         except MCPError as exc:
@@ -151,32 +158,6 @@ class McpConnection:
         except (TimeoutError, httpx2.TransportError, OSError):
             self.stop()
             raise
-
-    async def _call(
-        self,
-        client: Client,
-        name: str,
-        arguments: dict,
-        *,
-        quiet: float,
-        on_progress: OnProgress | None,
-    ):
-        # The SDK's timeout (the whole call's bound) cancels the request on the server
-        # (REQUEST_TIMEOUT). The SDK's own clock is not moved by progress, so the silence
-        # is timed here: a caller's cancellation, which the SDK also tells the server of.
-        loop = asyncio.get_running_loop()
-        bound = max(settings.ROJO_MCP_CALL_MAX_SECONDS, quiet)
-        async with asyncio.timeout(quiet) as silence:
-
-            async def progressed(progress: float, total: float | None, message: str | None):
-                if not silence.expired():
-                    silence.reschedule(loop.time() + quiet)
-                if on_progress is not None:
-                    on_progress(progress, total, message)
-
-            return await client.call_tool(
-                name, arguments, read_timeout_seconds=bound, progress_callback=progressed
-            )
 
     def stop(self) -> None:
         """End the session (its task leaves the client, which stops a stdio process)."""
@@ -261,8 +242,7 @@ class McpConnection:
                     exit_hook.track(self.pid)
                     stack.callback(exit_hook.untrack, self.pid)
                 self.protocol_version = client.protocol_version
-                if client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-                    await self._listen(stack, client)
+                await tools_changes_follow(stack=stack, client=client, on_change=self.mark_stale)
                 self._failed = None
                 self._used = self._loop.time()  # idle from now, not from the spawn
                 ready.set_result(client)
@@ -279,23 +259,6 @@ class McpConnection:
             if not ready.done():
                 ready.set_exception(McpUnavailable(f"the MCP server {self.spec.name!r} stopped"))
             ready.exception()  # retrieved: no warning when nobody waits for it
-
-    async def _listen(self, stack: AsyncExitStack, client: Client) -> None:
-        """On a 2026 connection, changes come on a subscription: follow it in a child task."""
-        capabilities = client.server_capabilities.tools
-        if not (capabilities and capabilities.list_changed):
-            return
-        from mcp.client.subscriptions import SubscriptionLost
-
-        subscription = await stack.enter_async_context(client.listen(tools_list_changed=True))
-
-        async def follow() -> None:
-            with contextlib.suppress(SubscriptionLost):
-                async for _event in subscription:
-                    self.mark_stale()
-
-        task = asyncio.get_running_loop().create_task(follow())
-        stack.callback(task.cancel)
 
     async def _on_message(self, message) -> None:
         if isinstance(message, types.ToolListChangedNotification):

@@ -1,11 +1,15 @@
 """How a session with one MCP server opens: its transport and SDK client, its tool list read
-page by page, and why opening failed, told without the server's URL.
+page by page (and followed for changes, on a 2026 connection), and why opening failed, told
+without the server's URL.
 
 The session's task (`connection`) decides when a session opens and ends; this module only
 says how: what the client is made of and what a failure tells the model.
 """
 
+import asyncio
+import contextlib
 import tempfile
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,6 +22,7 @@ from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import MCP_DEFAULT_SSE_READ_TIMEOUT, MCP_DEFAULT_TIMEOUT
 from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from rojos.scrub import scrub
 
@@ -92,6 +97,29 @@ async def tools_list(*, client: Client, spec: ServerSpec) -> list[types.Tool]:
         if not cursor or len(tools) > MAX_TOOLS:  # no use asking for more
             break
     return tools_bounded(tools, spec.slug)
+
+
+async def tools_changes_follow(
+    *, stack: AsyncExitStack, client: Client, on_change: Callable[[], None]
+) -> None:
+    """On a 2026 connection, changes come on a subscription: follow it in a child task, which
+    calls `on_change` at each, until `stack` closes."""
+    if client.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+        return  # an older one notifies them on the session (`connection._on_message`)
+    capabilities = client.server_capabilities.tools
+    if not (capabilities and capabilities.list_changed):
+        return
+    from mcp.client.subscriptions import SubscriptionLost
+
+    subscription = await stack.enter_async_context(client.listen(tools_list_changed=True))
+
+    async def follow() -> None:
+        with contextlib.suppress(SubscriptionLost):
+            async for _event in subscription:
+                on_change()
+
+    task = asyncio.get_running_loop().create_task(follow())
+    stack.callback(task.cancel)
 
 
 def start_failure(spec: ServerSpec, exc: BaseException) -> str:
