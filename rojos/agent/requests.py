@@ -4,7 +4,7 @@ All of it is for the turn's model (rojos.context.model_choice.ModelInUse: the co
 a regenerate's, or the rojo's default), and what is learned is kept with that model.
 Before the first, the model's window is learned from its provider if nobody declared it.
 Each request is compacted to fit (rojos.context.compaction), with the oldest turns summarised by
-the same model when that is needed (rojos.context.summaries). A provider that refuses the
+the same model when that is needed (rojos.agent.summary_requests). A provider that refuses the
 request as too long teaches the window it states and gets it again, compacted harder, once
 per step; then the turn ends with `context_overflow`, the history intact. A provider that
 refuses `stream_options` gets the request again without it, and the model remembers that (a
@@ -22,23 +22,17 @@ import openai
 
 from rojos.agent.events import SummaryEvent
 from rojos.agent.history import History
+from rojos.agent.summary_requests import summary_make
 from rojos.agent.usage_accounts import TurnUsage
 from rojos.context.budgets import Left
-from rojos.context.compaction import SUMMARY_MAX_CHARS, Compaction, compact, latest_summary
+from rojos.context.compaction import Compaction, compact
 from rojos.context.discovery import window_learn
 from rojos.context.instructions import folders_entered, instruction_files_read, instructions_text
 from rojos.context.model_choice import ModelInUse, model_default
 from rojos.context.plan import plan_text
-from rojos.context.summaries import (
-    SUMMARY_INSTRUCTION,
-    summary_extra,
-    summary_messages,
-    transcript_parts,
-)
 from rojos.context.window import item_chars, prompt_budget, tokens_of, tools_chars, window_of
-from rojos.models import Message, Rojo, UsageRecord
+from rojos.models import Rojo
 from rojos.models.capabilities import CLOSING_THINK_TAG
-from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle, Tick
 from rojos.provider.failures import rojo_fixes
 from rojos.provider.images import images_inline, images_taken
@@ -46,7 +40,6 @@ from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.request import build_request
 from rojos.provider.stream import provider_chunks
 from rojos.tools import RojoToolContext
-from rojos.whole import whole
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +104,7 @@ class TurnRequests:
             compaction = self._compact(budget, summaries=True)
             if not compaction.summarise:
                 break
-            yield await self._summarise(compaction.summarise, budget)
+            yield await summary_make(self, compaction.summarise, budget)
         else:
             compaction = self._compact(budget, summaries=False)
         if compaction.chars > budget:
@@ -124,7 +117,7 @@ class TurnRequests:
                     "the prompt, turn tools off, or set a larger window in the admin, and "
                     "members can shorten the instruction files."
                 )
-            raise self._overflow_error()
+            raise self.overflow_error()
         self.request = build_request(
             self.rojo,
             self.history.messages,
@@ -204,24 +197,24 @@ class TurnRequests:
                 if started or refused or "stream_options" not in request:
                     raise
                 refused = True
-                await self._stream_options_refused()
+                await self.stream_options_refused()
                 request.pop("stream_options")
             except ContextOverflow as exc:
                 if started or recovered:
-                    raise self._overflow_error() from exc
+                    raise self.overflow_error() from exc
                 recovered = True  # once per step: smaller, then give up
                 refused_chars = self.usage.sent_chars
-                await self._overflowed(exc)
+                await self.overflowed(exc)
                 async for event in self._prepare():
                     yield event
                 if self.usage.sent_chars >= refused_chars:  # never the same request again
-                    raise self._overflow_error() from exc
+                    raise self.overflow_error() from exc
                 request = self.request
 
     def _answering(self) -> None:
         self.answered = True
 
-    async def _overflowed(self, exc: ContextOverflow) -> None:
+    async def overflowed(self, exc: ContextOverflow) -> None:
         """Learn from a refusal: the prompt's size as the provider counted it (it calibrates
         the estimate), and the window, kept on the rojo: the one the provider states, else
         an upper bound, a little under what was refused."""
@@ -233,7 +226,7 @@ class TurnRequests:
         if window < window_of(self.model):
             await self.model.learned_save(refused_window=window)
 
-    def _overflow_error(self) -> ContextOverflow:
+    def overflow_error(self) -> ContextOverflow:
         return ContextOverflow(
             "The conversation is too long for the model's context window "
             f"({window_of(self.model):,} tokens), even with old tool results left out and "
@@ -242,75 +235,6 @@ class TurnRequests:
             "context window in the admin."
         )
 
-    async def _summarise(self, messages: list[Message], budget: int) -> SummaryEvent:
-        """Summarise `messages` (the oldest turns) and store the summary; its event."""
-        previous = latest_summary(self.history.messages)
-        text = previous.content if previous is not None else None
-        part_chars = max(budget - len(SUMMARY_INSTRUCTION) - SUMMARY_MAX_CHARS, 2_000)
-        completions: list[tuple[Completion, int]] = []
-        try:
-            for part in transcript_parts(messages, part_chars):
-                completion = await self._complete(summary_messages(part, text))
-                text = completion.text.strip()[:SUMMARY_MAX_CHARS] or text
-                completions.append((completion, self.usage.sent_chars))
-            index = self.history.messages.index(messages[-1]) + 1
-            until = next(
-                (m.position for m in self.history.messages[index:] if m.role == Message.Role.USER),
-                messages[-1].position + 1,
-            )
-            message = await self.history.add(
-                role=Message.Role.SUMMARY,
-                content=text or "",
-                extra=summary_extra(until, messages),
-            )
-        except BaseException:  # the parts read before a stop or failure were billed too
-            await whole(self.usage.account_summary(completions, None))
-            raise
-        await self.usage.account_summary(completions, message)  # counted in its turn
-        return SummaryEvent(text=message.content or "", messages=len(messages))
-
-    async def _complete(self, messages: list[dict]) -> Completion:
-        """One request without tools, read to its end, read as a step's is: its text without
-        the thinking of a model that thinks from its prompt, `stream_options` dropped (and
-        remembered) where the provider refuses them, and a refusal as too long learnt from.
-        A summary may be a turn's first request: failing on a refusal without learning from
-        it, the turn would leave every later turn to fail the same way."""
-        request = {**(self.rojo.request_options or {}), "model": self.model.name}
-        request.update(messages=messages, stream=True)
-        if not self.model.stream_usage_refused:
-            request["stream_options"] = {"include_usage": True}
-        self.usage.sent_chars = sum(map(item_chars, messages))
-        while True:
-            try:
-                return await self._read(request)
-            except OptionRefused:  # refused before any chunk: nothing read is lost
-                if "stream_options" not in request:
-                    raise
-                await self._stream_options_refused()
-                request.pop("stream_options")
-            except ContextOverflow as exc:
-                # Made to fit a window guessed too large (a refusal that stated none): learnt
-                # from as a step's refusal is, or the next turn would send it again.
-                await self._overflowed(exc)
-                raise self._overflow_error() from exc
-
-    async def _read(self, request: dict) -> Completion:
-        """One summary request read to its end; what one cut short used is counted."""
-        accumulator = StreamAccumulator(think_opened=self.think_opened)
-        began = asyncio.Event()  # the provider took the request: it bills it
-        try:
-            chunks = provider_chunks(self.client, request, opened=began.set, fixes=self.fixes)
-            async with accumulator.whole_if_broken(), contextlib.aclosing(chunks):
-                async for batch in chunks:
-                    for chunk in batch:
-                        accumulator.feed(chunk)
-            return accumulator.result()
-        except BaseException as exc:
-            if began.is_set():
-                kind, stopped = UsageRecord.Kind.SUMMARY, isinstance(exc, asyncio.CancelledError)
-                await whole(self.usage.account_unfinished(accumulator, None, kind, stopped=stopped))
-            raise
-
-    async def _stream_options_refused(self) -> None:
+    async def stream_options_refused(self) -> None:
         logger.info("rojo %s: the provider refused stream_options; usage is estimated", self.rojo)
         await self.model.learned_save(stream_usage_refused=True)
