@@ -11,7 +11,7 @@ outside it touches a project's files.
 The functions are blocking unless async; async callers run them with `asyncio.to_thread`.
 """
 
-from .archives import Unpacked, ZipLimits, zip_unpack, zip_write
+from .archives import Unpacked, ZipLimits, zip_unpack
 from .browser import project_file_read, project_file_show, project_files_list
 from .changes import delete_path, move_path, paths_under
 from .entries import entry_exists
@@ -87,6 +87,7 @@ from .snapshots import (
 from .staging_leftovers import staging_leftovers_remove
 from .uploads import Incoming, file_download_open, incoming_discard, upload_place, upload_receive
 from .versions import file_version, same_version
+from .zip_downloads import zip_write
 
 __all__ = [
     "IMAGE_TYPES",

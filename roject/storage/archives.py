@@ -1,5 +1,5 @@
-"""Zip archives in and out: an uploaded .zip unpacked with every entry checked, and a folder
-(or the whole project) written as a .zip while it is sent, never whole in memory.
+"""An uploaded .zip unpacked with every entry checked (a folder sent as a .zip is
+./zip_downloads.py).
 
 Unpacking refuses, entry by entry and with a reason, what a hostile archive holds: names
 that climb out (`..`) or are absolute, links, devices and other special files, entries over
@@ -13,17 +13,15 @@ import os
 import re
 import shutil
 import stat
-import time
 import uuid
 import zipfile
 import zlib
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from django.utils.translation import ngettext
 
-from .beneath import DIRECTORY_MODE, FILE_MODE, opened
+from .beneath import DIRECTORY_MODE, FILE_MODE
 from .layout import incoming_dir_create
 from .paths import (
     PathError,
@@ -246,62 +244,3 @@ def _unpack_into(archive: zipfile.ZipFile, directory: Path, limits: ZipLimits) -
         os.close(top)
     unpacked.incoming = Incoming(path=directory, size=total)
     return unpacked
-
-
-class _Sink:
-    """A write-only file for zipfile that hands what it gets on in blocks."""
-
-    def __init__(self, emit: Callable[[bytes], None], block: int = 1 << 18) -> None:
-        self.emit, self.block, self.buffer = emit, block, bytearray()
-
-    def write(self, data) -> int:
-        self.buffer += data
-        if len(self.buffer) >= self.block:
-            self.emit(bytes(self.buffer))
-            self.buffer.clear()
-        return len(data)
-
-    def flush(self) -> None:
-        if self.buffer:
-            self.emit(bytes(self.buffer))
-            self.buffer.clear()
-
-
-def _add_file(archive: zipfile.ZipFile, dir_fd: int, name: str, arcname: str) -> None:
-    try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=dir_fd)
-    except OSError:
-        return  # gone meanwhile, or a link swapped in: not part of the archive
-    with os.fdopen(fd, "rb") as source:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
-            return  # the gate reads no special file nor one with other hard links
-        info = zipfile.ZipInfo(arcname, time.localtime(max(st.st_mtime, 315532800))[:6])
-        info.compress_type = zipfile.ZIP_DEFLATED
-        info.external_attr = (stat.S_IFREG | 0o644) << 16
-        with archive.open(info, "w", force_zip64=True) as target:
-            for block in iter(lambda: source.read(_BLOCK), b""):
-                target.write(block)
-
-
-def zip_write(project_root: Path, relative: str, emit: Callable[[bytes], None]) -> None:
-    """(Blocking) Write a folder of the project (or the root, for "") as a .zip to `emit`.
-
-    Walked on descriptors with links not followed: only regular files of one link go in,
-    named from the folder; nothing is built in memory past one block.
-    """
-    sink = _Sink(emit)
-    with opened(project_root, relative or ".") as root:
-        top = root.open_dir(relative or ".")
-        try:
-            # Level 1: a folder of already compressed files costs little CPU time per MB.
-            with zipfile.ZipFile(sink, "w", compresslevel=1) as archive:
-                for dirpath, dirnames, filenames, dir_fd in os.fwalk(".", dir_fd=top):
-                    dirnames[:] = sorted(d for d in dirnames if not is_temp_file(d))
-                    for name in sorted(filenames):
-                        if not is_temp_file(name):
-                            arcname = str(PurePosixPath(dirpath, name))
-                            _add_file(archive, dir_fd, name, arcname)
-        finally:
-            os.close(top)
-    sink.flush()
