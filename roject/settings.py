@@ -1,71 +1,26 @@
 """Settings for Rojo Chat, read from environment variables with embedded defaults.
 
 With nothing set, the app runs on SQLite, the in-memory channel layer and ./storage.
-`DATABASE_URL` (postgres://...) and `REDIS_URL` switch to the multi-instance setup.
+`DATABASE_URL` (postgres://...) and `REDIS_URL` switch to the multi-instance setup. What
+takes more than a line to parse and check is in roject/config/, by group.
 """
 
 import os
 import sys
 from pathlib import Path
 
-import dj_database_url
-from django.core.exceptions import ImproperlyConfigured
+from roject.config.databases import databases
+from roject.config.environment import env_bool, env_float, env_int, env_list, secret_key
+from roject.config.log_config import logging_config
+from roject.config.oidc import oidc_group_roles
+from roject.config.redis import caches, channel_layers, redis_url
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-
-def env_bool(name: str, default: bool) -> bool:
-    """Read a yes/no environment variable (1/0, true/false, yes/no, on/off)."""
-    value = os.environ.get(name)
-    if value is None or value.strip() == "":
-        return default
-    return value.strip().lower() in {"1", "true", "yes", "on"}
-
-
-def env_list(name: str, default: str) -> list[str]:
-    return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
-
-
-def env_int(name: str, default: int) -> int:
-    return _env_number(name, default, int)
-
-
-def env_float(name: str, default: float) -> float:
-    return _env_number(name, default, float)
-
-
-def _env_number(name: str, default, kind):
-    """A number from the environment; one that is not stops the start with its name."""
-    value = os.environ.get(name, "").strip()
-    if not value:
-        return default
-    try:
-        return kind(value)
-    except ValueError:
-        what = "a whole number" if kind is int else "a number"
-        raise ImproperlyConfigured(f"{name}: {value!r} is not {what}.") from None
-
-
 DEBUG = env_bool("DEBUG", False)
 
-SECRET_KEY = os.environ.get("SECRET_KEY", "")
-if not SECRET_KEY and os.environ.get("SECRET_KEY_FILE"):
-    # The key kept in a file (a container secret, or the one the image keeps in its volume):
-    # every process of the install reads the same, `manage.py` in `podman exec` included.
-    try:
-        SECRET_KEY = Path(os.environ["SECRET_KEY_FILE"]).read_text().strip()
-    except OSError as exc:
-        raise ImproperlyConfigured(
-            f"SECRET_KEY_FILE: cannot read {os.environ['SECRET_KEY_FILE']!r} ({exc.strerror}). "
-            "Point it at the file that holds the key, or set SECRET_KEY."
-        ) from None
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY is not set. Set SECRET_KEY to a long random string for production, "
-            "or set DEBUG=1 to run a local development server with a throw-away key."
-        )
-    SECRET_KEY = "django-insecure-development-only-key-do-not-deploy"
+# SECRET_KEY, or the file SECRET_KEY_FILE names (roject/config/environment.py).
+SECRET_KEY = secret_key(debug=DEBUG)
 
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", "")
@@ -120,57 +75,9 @@ TEMPLATES = [
 ASGI_APPLICATION = "roject.asgi.application"
 WSGI_APPLICATION = None
 
-try:
-    DATABASES = {
-        "default": dj_database_url.parse(
-            os.environ.get("DATABASE_URL") or f"sqlite:///{BASE_DIR / 'db.sqlite3'}",
-            conn_max_age=0,
-            conn_health_checks=True,
-        )
-    }
-except ValueError as exc:  # the URL itself is not repeated: it may hold a password
-    raise ImproperlyConfigured(
-        f"DATABASE_URL is not a database URL: {str(exc).split('. ')[0].rstrip('.')}. Set it to "
-        "postgres://user:password@host:5432/name (special characters in the password "
-        "percent-encoded), or unset it for the SQLite file db.sqlite3."
-    ) from None
-if DATABASES["default"]["ENGINE"] not in {
-    "django.db.backends.sqlite3",
-    "django.db.backends.postgresql",
-}:
-    # Django's own error for mysql:// asked to install mysqlclient, which would not help: the
-    # search, the locks and the backups are written for these two.
-    scheme = os.environ["DATABASE_URL"].split("://", 1)[0]
-    raise ImproperlyConfigured(
-        f"DATABASE_URL: Rojo runs on PostgreSQL or SQLite, not {scheme}://. Set it to "
-        "postgres://user:password@host:5432/name, or unset it for the SQLite file db.sqlite3."
-    )
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # WAL and immediate transactions let the streaming turn and page requests share the file;
-    # the writers of a process take turns in order (see roject/sqlite_backend). Each database
-    # thread keeps its connection for the life of the process (roject/server/db_threads.py).
-    DATABASES["default"]["ENGINE"] = "roject.server.sqlite_backend"
-    DATABASES["default"]["CONN_MAX_AGE"] = None
-    # A page cache of 512 KiB a connection, not 2 MiB: each long reply written fills it,
-    # and the connections live as long as the process (docs/performance.md, section 8).
-    DATABASES["default"]["OPTIONS"] = {
-        "timeout": 20,
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-        "PRAGMA cache_size=-512;",
-    }
-
-if DATABASES["default"]["ENGINE"].startswith("django.db.backends.postgresql"):
-    # A pool of connections per process, each lent for one trip to the database and given
-    # back after it (roject/server/db_threads.py): a streaming reply holds none, so the connections
-    # PostgreSQL allows bound the database trips at once, not the replies. A trip waits up to
-    # ROJO_DB_POOL_TIMEOUT seconds for a connection; while the database is out of reach, each
-    # try of a turn's retried writes (ROJO_DB_RETRY_SECONDS) waits that long.
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1,
-        "max_size": env_int("ROJO_DB_POOL_SIZE", 10),
-        "timeout": env_float("ROJO_DB_POOL_TIMEOUT", 20),
-    }
+# DATABASE_URL: PostgreSQL (its pool: ROJO_DB_POOL_SIZE, ROJO_DB_POOL_TIMEOUT) or, unset,
+# SQLite (roject/config/databases.py).
+DATABASES = databases(BASE_DIR)
 
 # The threads every request's and turn's database calls run on (roject/server/db_threads.py): as
 # many calls can wait at once (SQLite busy, a row lock, a database out of reach) before the
@@ -188,59 +95,12 @@ ROJO_START_HOLD_SECONDS = env_float("ROJO_START_HOLD_SECONDS", 1)
 # The longest a step's writes (its reply, usage, the turn's end) wait for the starts under way.
 ROJO_END_YIELD_SECONDS = env_float("ROJO_END_YIELD_SECONDS", 3)
 
-REDIS_URL = os.environ.get("REDIS_URL", "").strip()
-if REDIS_URL and REDIS_URL.split("://", 1)[0].lower() not in {"redis", "rediss", "unix"}:
-    # redis-py's own ValueError came as a traceback from the doctor and the first request that
-    # used the cache; the URL itself is not repeated: it may hold a password.
-    raise ImproperlyConfigured(
-        "REDIS_URL is not a Redis URL: it must start with redis://, rediss:// (TLS) or "
-        "unix://. Set it to redis://host:6379/0, or unset it for one process's in-memory "
-        "channel layer and cache."
-    )
-if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "roject.server.channel_layer.BlockingPoolRedisChannelLayer",
-            # redis-py 8 reads with a 5 s socket timeout by default, as long as the layer's
-            # blocking pop waits (5 s) for a message: an idle receive then failed (a page's
-            # live stream broke). A longer read timeout still notices a Redis gone silent
-            # (ROJO_REDIS_SOCKET_TIMEOUT; the relay retries a read that timed out anyway).
-            # At most ROJO_REDIS_POOL_SIZE connections per process; a command past them
-            # waits up to 10 s for one (a burst of 1,000 turn starts joins 1,000 groups).
-            "CONFIG": {
-                "hosts": [
-                    {
-                        "address": REDIS_URL,
-                        "socket_timeout": env_float("ROJO_REDIS_SOCKET_TIMEOUT", 15),
-                        "max_connections": env_int("ROJO_REDIS_POOL_SIZE", 50),
-                        "timeout": 10,
-                    }
-                ]
-            },
-        }
-    }
-    # A turn's Stop, approvals and follow requests, apart from the relayed chunks: a layer
-    # object of its own has a queue of its own in Redis (rojos/turns/control_layer.py).
-    CHANNEL_LAYERS["control"] = {
-        **CHANNEL_LAYERS["default"],
-        "CONFIG": {**CHANNEL_LAYERS["default"]["CONFIG"], "prefix": "asgi-control"},
-    }
-else:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-
-# The cache holds the counts of failed logins (roject/identity/login_limits.py), which must hold
-# across server processes: in Redis with REDIS_URL, in the process's memory without it (one
-# process; several need REDIS_URL anyway, for the channel layer).
-if REDIS_URL:
-    CACHES = {
-        "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
-            "KEY_PREFIX": "rojo",
-        }
-    }
-else:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+# REDIS_URL: the channel layers (ROJO_REDIS_SOCKET_TIMEOUT, ROJO_REDIS_POOL_SIZE) and the
+# cache in Redis, shared by the server processes; unset, in one process's memory
+# (roject/config/redis.py).
+REDIS_URL = redis_url()
+CHANNEL_LAYERS = channel_layers(REDIS_URL)
+CACHES = caches(REDIS_URL)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
@@ -272,24 +132,6 @@ ROJO_INVITATION_DAYS = env_int("ROJO_INVITATION_DAYS", 7)
 ROJO_AUDIT_RETENTION_DAYS = env_int("ROJO_AUDIT_RETENTION_DAYS", 365)
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
-
-
-def oidc_group_roles(value: str) -> list[tuple[str, str, str]]:
-    """ROJO_OIDC_GROUP_ROLES as (group, project slug, role) triples: `group:slug:role`,
-    comma-separated; a group's name may itself hold colons (the last two fields are split off)."""
-    triples = []
-    for item in (part.strip() for part in value.split(",")):
-        if not item:
-            continue
-        group, _, rest = item.rpartition(":")
-        group, _, slug = group.rpartition(":")
-        if not group or not slug or rest not in {"viewer", "editor", "owner"}:
-            raise ImproperlyConfigured(
-                f"ROJO_OIDC_GROUP_ROLES: {item!r} is not group:project-slug:role "
-                "(role: viewer, editor or owner)."
-            )
-        triples.append((group, slug, rest))
-    return triples
 
 
 # Single sign-on (roject/identity/oidc/config.py): on when a discovery URL (or an issuer,
@@ -509,32 +351,6 @@ SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", _https)
 if env_bool("SECURE_PROXY_SSL_HEADER", False):
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
-# ROJO_LOG_FORMAT=json: one JSON object a line with the request's, user's, project's and
-# conversation's ids (roject/server/log_format.py), uvicorn's own lines included.
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
-_LOG_LEVEL = os.environ.get("ROJO_LOG_LEVEL", "").strip().upper() or "INFO"
-if _LOG_LEVEL not in _LOG_LEVELS:
-    raise ImproperlyConfigured(
-        f"ROJO_LOG_LEVEL: {_LOG_LEVEL!r} is not a level: {', '.join(_LOG_LEVELS)}."
-    )
-_LOG_JSON = os.environ.get("ROJO_LOG_FORMAT", "").strip().lower() == "json"
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "formatters": {"json": {"()": "roject.server.log_format.JsonFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "loggers": {
-        "roject": {"handlers": ["console"], "level": _LOG_LEVEL},
-        "rojos": {"handlers": ["console"], "level": _LOG_LEVEL},
-        **(
-            {
-                name: {"handlers": ["console"], "level": "INFO", "propagate": False}
-                for name in ("uvicorn", "uvicorn.error", "uvicorn.access", "django")
-            }
-            if _LOG_JSON
-            else {}
-        ),
-    },
-}
-if _LOG_JSON:
-    LOGGING["handlers"]["console"]["formatter"] = "json"
+# ROJO_LOG_LEVEL, and ROJO_LOG_FORMAT=json: one JSON object a line with the request's,
+# user's, project's and conversation's ids (roject/config/log_config.py).
+LOGGING = logging_config()
