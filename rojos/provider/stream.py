@@ -34,6 +34,7 @@ _LONG_LINE_BYTES = 256 * 1024
 # No chunk is this long (a file's whole text as a call's arguments is ROJO_MAX_WRITE_BYTES):
 # a body with no line end, a download say, is not read into memory past it.
 _MAX_LINE_BYTES = 64 * 1024 * 1024
+_BOM = b"\xef\xbb\xbf"
 _LINE_TOO_LONG = (
     f"The provider sent a line of over {_MAX_LINE_BYTES // 2**20} MiB without an end, which "
     "is no stream of chunks: check the rojo's base URL."
@@ -95,6 +96,8 @@ async def provider_chunks(
                     if first and data:  # the time to the first chunk: a test a read
                         first = False
                         metrics.first_chunk_seconds.observe(time.monotonic() - sent)
+                        if data[0] == _BOM[0]:
+                            data = await _bom_dropped(data, read)
                     if data is None:
                         yield []
                         continue
@@ -179,6 +182,19 @@ def _error_line(payload: bytes, secret: str | None) -> ProviderError:
         return ProviderError(scrub(f"The provider reported an error: {text}", secret))
     message = scrub(mid_stream_message(error), secret)
     return refusal_of(error, None, message) or ProviderError(message)
+
+
+async def _bom_dropped(data: bytes, read: Read) -> bytes:
+    """The body's first bytes without the UTF-8 byte-order mark they begin with, which SSE
+    says to ignore: kept, it hid the first line's `data:`, and that chunk was lost. Read on
+    while the bytes could be a mark cut short."""
+    while len(data) < len(_BOM) and _BOM.startswith(data):
+        more = await read()
+        if more == b"":
+            break
+        if more:  # None: a quiet spell
+            data += more
+    return data.removeprefix(_BOM)
 
 
 async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Response:
