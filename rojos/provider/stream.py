@@ -90,6 +90,7 @@ async def provider_chunks(
             rest = b""
             held: list[bytes] = []  # a long line's later pieces, joined once, as it ends
             held_bytes = 0
+            event: list[bytes] = []  # the data lines of an event of several, not ended yet
             with body_reader(response, settings.ROJO_PROVIDER_TIMEOUT, tick, idle) as read:
                 first = True
                 while (data := await read()) != b"":
@@ -116,7 +117,7 @@ async def provider_chunks(
                     rest = lines.pop() if unfinished else b""
                     chunks: list[dict] = []
                     try:
-                        done = _parse_lines(lines, chunks, client.api_key)
+                        done = _parse_lines(lines, chunks, client.api_key, event)
                     except ProviderError:
                         if chunks:
                             yield chunks  # what came before the error in the same read counts
@@ -128,6 +129,11 @@ async def provider_chunks(
                         return
                 if first:  # not a byte: not a response cut short, but none at all
                     raise ProviderError(_empty_body(client))
+                if event:  # an event of several lines that the body's end ended
+                    chunks = []
+                    _parse_events([b"".join((rest, *held)), b""], chunks, client.api_key, event)
+                    if chunks:
+                        yield chunks
         finally:
             if idle is not None:
                 idle()
@@ -146,9 +152,17 @@ async def provider_chunks(
         raise StreamBroken(failure_message(exc, client, fixes)) from None
 
 
-def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> bool:
+def _parse_lines(
+    lines: list[bytes], chunks: list[dict], secret: str | None, event: list[bytes]
+) -> bool:
     """Parse SSE lines into `chunks`; True once [DONE] is read (what follows is ignored).
-    (Once per chunk: a plain chunk is parsed and checked here, without the helpers' calls.)"""
+    (Once per chunk: a plain chunk is parsed and checked here, without the helpers' calls.)
+
+    Each data line is read as an event of its own, as every provider sends them; one that is
+    not JSON alone, and what follows it, is read by SSE's rule (`_parse_events`), which
+    `event` then holds the unended event's lines for, until it ends."""
+    if event:  # an event of several data lines goes on in this read
+        return _parse_events(lines, chunks, secret, event)
     for line in lines:
         if line.startswith(b"data:"):
             payload = line[5:].strip()
@@ -160,14 +174,72 @@ def _parse_lines(lines: list[bytes], chunks: list[dict], secret: str | None) -> 
                 except ValueError:
                     try:  # a lone surrogate, say (wire_text)
                         chunk = lenient_loads(payload)
-                    except ValueError:
-                        raise ProviderError(_NOT_JSON) from None
+                    except ValueError:  # the first of an event's several lines, maybe
+                        return _parse_events(lines[lines.index(line) :], chunks, secret, event)
                 if type(chunk) is not dict or "error" in chunk:
                     chunk = _checked(chunk, secret)
                 chunks.append(chunk)
         elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
             raise _error_line(line[6:].strip(), secret)
     return False
+
+
+def _parse_events(
+    lines: list[bytes], chunks: list[dict], secret: str | None, event: list[bytes]
+) -> bool:
+    """Parse SSE lines by SSE's rule: an event's data lines join with a line end, and a blank
+    line ends it (a proxy that pretty-prints each chunk spreads it over several). A data line
+    that is JSON alone with no event open is an event of its own, as `_parse_lines` reads it:
+    joined with a next line it would be no JSON. `event` holds an unended event's lines."""
+    for line in lines:
+        if not line:
+            if event and _event_ended(event, chunks, secret):
+                return True
+        elif line.startswith(b"data:"):
+            payload = line[5:].strip()
+            if not event:
+                if payload == b"[DONE]":
+                    return True
+                if not payload:
+                    continue
+                try:
+                    chunk = _loaded(payload)
+                except ValueError:  # an event's first line
+                    pass
+                else:
+                    chunks.append(_chunk_of(chunk, secret))
+                    continue
+            event.append(payload)
+        elif line.startswith(b"error:"):
+            raise _error_line(line[6:].strip(), secret)
+    return False
+
+
+def _event_ended(event: list[bytes], chunks: list[dict], secret: str | None) -> bool:
+    """Parse an event of several data lines into `chunks`; True if it was [DONE]."""
+    payload = b"\n".join(event).strip()
+    event.clear()
+    if payload == b"[DONE]":
+        return True
+    try:
+        chunk = _loaded(payload)
+    except ValueError:
+        raise ProviderError(_NOT_JSON) from None
+    chunks.append(_chunk_of(chunk, secret))
+    return False
+
+
+def _loaded(payload: bytes) -> Any:
+    """The JSON text parsed as `_parse_lines` parses a line's; ValueError if it is none."""
+    try:
+        return orjson.loads(payload)
+    except ValueError:
+        return lenient_loads(payload)
+
+
+def _chunk_of(chunk: Any, secret: str | None) -> Any:
+    """The parsed chunk, checked as `_parse_lines` checks a line's."""
+    return _checked(chunk, secret) if type(chunk) is not dict or "error" in chunk else chunk
 
 
 def _error_line(payload: bytes, secret: str | None) -> ProviderError:
