@@ -35,6 +35,9 @@ _LONG_LINE_BYTES = 256 * 1024
 # a body with no line end, a download say, is not read into memory past it.
 _MAX_LINE_BYTES = 64 * 1024 * 1024
 _BOM = b"\xef\xbb\xbf"
+_SPACE_AND_BOM = b" \t\r\n" + _BOM
+# What an SSE body's first line begins with (llama.cpp's error line among them).
+_SSE_FIELDS = (b"data:", b":", b"event:", b"id:", b"retry:", b"error:")
 _LINE_TOO_LONG = (
     f"The provider sent a line of over {_MAX_LINE_BYTES // 2**20} MiB without an end, which "
     "is no stream of chunks: check the rojo's base URL."
@@ -78,13 +81,6 @@ async def provider_chunks(
             opened()
         try:
             kind = response.headers.get("content-type", "")
-            if kind.startswith("application/json"):
-                # A server that ignored stream=true and answered with one JSON completion.
-                body = await response.aread()
-                if not body.strip():
-                    raise ProviderError(_empty_body(client))
-                yield [_checked(lenient_loads(body), client.api_key)]
-                return
             if kind.startswith("text/html"):
                 raise ProviderError(_web_page(client))
             rest = b""
@@ -97,8 +93,12 @@ async def provider_chunks(
                     if first and data:  # the time to the first chunk: a test a read
                         first = False
                         metrics.first_chunk_seconds.observe(time.monotonic() - sent)
-                        if data[0] == _BOM[0]:
-                            data = await _bom_dropped(data, read)
+                        data = await _head(data, read)
+                        if not data.strip():
+                            raise ProviderError(_empty_body(client))
+                        if _one_json(data, kind):
+                            yield [await _json_body(data, read, client.api_key)]
+                            return
                     if data is None:
                         yield []
                         continue
@@ -256,17 +256,43 @@ def _error_line(payload: bytes, secret: str | None) -> ProviderError:
     return refusal_of(error, None, message) or ProviderError(message)
 
 
-async def _bom_dropped(data: bytes, read: Read) -> bytes:
-    """The body's first bytes without the UTF-8 byte-order mark they begin with, which SSE
-    says to ignore: kept, it hid the first line's `data:`, and that chunk was lost. Read on
-    while the bytes could be a mark cut short."""
-    while len(data) < len(_BOM) and _BOM.startswith(data):
+async def _head(data: bytes, read: Read) -> bytes:
+    """The body's first bytes, as many as tell what it is: read on past white space and a
+    UTF-8 byte-order mark cut short, and without the mark, which SSE says to ignore (kept,
+    it hid the first line's `data:`, and that chunk was lost)."""
+    while not data.lstrip(_SPACE_AND_BOM) or (len(data) < len(_BOM) and _BOM.startswith(data)):
         more = await read()
         if more == b"":
             break
         if more:  # None: a quiet spell
             data += more
     return data.removeprefix(_BOM)
+
+
+def _one_json(head: bytes, kind: str) -> bool:
+    """Whether the body is one JSON document, not a stream of events. Its first bytes tell,
+    whatever its label: a server that ignored stream=true answers one completion, or an
+    error object, under either; a proxy labels a stream application/json."""
+    start = head.lstrip()
+    if start.startswith((b"{", b"[")):
+        return True
+    return kind.startswith("application/json") and not start.startswith(_SSE_FIELDS)
+
+
+async def _json_body(head: bytes, read: Read, secret: str | None) -> Any:
+    """The whole body from `head` on, one JSON completion (or error object: raised)."""
+    parts, size = [head], len(head)
+    while (more := await read()) != b"":
+        if more:
+            parts.append(more)
+            size += len(more)
+            if size > _MAX_LINE_BYTES:
+                raise ProviderError(_LINE_TOO_LONG)
+    try:
+        body = lenient_loads(b"".join(parts))
+    except ValueError:
+        raise ProviderError(_NOT_JSON_BODY) from None
+    return _checked(body, secret)
 
 
 async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Response:
@@ -322,6 +348,10 @@ def _checked(chunk: Any, secret: str | None) -> Any:
 
 
 _NOT_JSON = "The provider sent a stream chunk that is not valid JSON."
+_NOT_JSON_BODY = (
+    "The provider answered with a body that is neither JSON nor a stream of completion "
+    "chunks: check the rojo's base URL."
+)
 
 
 def _empty_body(client: openai.AsyncOpenAI) -> str:

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.provider.test_provider_wires import chat, data, delta, made, seen, sent_back
-from tests.support.fake_provider import Pause, stream, text_chunks
+from tests.support.fake_provider import HttpError, Pause, stream, text_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -100,3 +100,71 @@ def test_an_event_spread_over_several_data_lines_is_joined(
     )
 
     made_alpha(client_for, users, project, rojo, fake_provider)
+
+
+def labelled(kind: str, body: str) -> HttpError:
+    """A 200 whose body is `body`, whatever it is, labelled `kind`."""
+    return HttpError(status=200, body=body, headers={"content-type": kind})
+
+
+COMPLETION = {
+    "id": "chatcmpl-whole",
+    "object": "chat.completion",
+    "created": 1_750_000_000,
+    "model": MODEL,
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "Making alpha.",
+                "tool_calls": [{k: v for k, v in CALL.items() if k != "index"}],
+            },
+            "finish_reason": "tool_calls",
+        }
+    ],
+    "usage": {"prompt_tokens": 120, "completion_tokens": 9, "total_tokens": 129},
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "body"),
+    [
+        (
+            "application/json",
+            data(delta(MODEL, {"role": "assistant", "content": "Making alpha."}))
+            + data(delta(MODEL, {"tool_calls": [CALL]}, "tool_calls"))
+            + "data: [DONE]\n\n",
+        ),
+        ("application/json", json.dumps(COMPLETION)),
+        ("text/event-stream", "\n" + json.dumps(COMPLETION, indent=2)),
+    ],
+    ids=["stream-labelled-json", "completion-labelled-json", "completion-labelled-stream"],
+)
+def test_a_body_is_read_as_what_it_begins_with_whatever_its_label(
+    client_for, users, project, rojo, fake_provider, kind, body
+):
+    """A proxy labels a stream application/json; a server that ignored stream=true answers
+    one whole completion, under either label. A body that begins with `data:` is read as a
+    stream, one that begins with `{` as one completion: the turn runs the same."""
+    fake_provider.add(labelled(kind, body), stream(text_chunks("It is there.")))
+
+    made_alpha(client_for, users, project, rojo, fake_provider)
+
+
+def test_an_error_object_labelled_a_stream_is_the_providers_error(
+    client_for, users, project, rojo, fake_provider
+):
+    """A 200 with an error object for its body, labelled text/event-stream: the user reads
+    the provider's words (not that the response ended before it finished); nothing but the
+    message is stored, and the next message goes out as usual."""
+    error = {"error": {"message": "No endpoints found for any-model.", "code": 404}}
+    fake_provider.add(labelled("text/event-stream", json.dumps(error)))
+
+    events, history = chat(client_for, users, project, rojo, message="List the files.")
+
+    assert seen(events) == [("START",), ("ERROR",), ("DONE",)]
+    message = events[1].data["message"]
+    assert "No endpoints found for any-model." in message
+    assert "ended before it finished" not in message
+    assert [m.role for m in history] == ["user"]
