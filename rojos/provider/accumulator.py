@@ -77,7 +77,7 @@ class StreamAccumulator:
         try:
             yield
         except StreamBroken as exc:
-            if self.finish_reason is None:
+            if self.finish_reason is None or self.finish_reason == "error":
                 raise
             logger.warning("the provider's stream failed after its response finished: %s", exc)
 
@@ -243,6 +243,11 @@ class StreamAccumulator:
             raise ProviderError(
                 "The provider's response ended before it finished (no finish reason); "
                 "nothing from the unfinished part was run."
+            )
+        if self.finish_reason == "error":  # an error object with it was raised as it came
+            raise ProviderError(
+                'The provider ended its response with an error (finish reason "error") and '
+                "gave no reason; nothing from it was run."
             )
         tool_calls = self._calls.finished(taken)
         reasoning = self.reasoning

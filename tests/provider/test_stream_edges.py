@@ -168,3 +168,36 @@ def test_an_error_object_labelled_a_stream_is_the_providers_error(
     assert "No endpoints found for any-model." in message
     assert "ended before it finished" not in message
     assert [m.role for m in history] == ["user"]
+
+
+def test_a_finish_reason_error_with_no_error_object_is_an_error_that_keeps_the_text(
+    client_for, users, project, rojo, fake_provider
+):
+    """A response that ends with finish reason "error" and no error object (a gateway whose
+    upstream failed): the turn ends in an error, not a reply; the text shown so far is kept
+    and goes back in the next request; the call that came before it never runs."""
+    failed = delta(MODEL, {"content": ""}, "error")
+    fake_provider.add(
+        stream(
+            data(delta(MODEL, {"role": "assistant", "content": "Making alpha."})),
+            data(delta(MODEL, {"tool_calls": [CALL]})),
+            data(failed),
+        ),
+        stream(text_chunks("Here.")),
+    )
+    client = client_for(users["editor"])
+
+    events, history = chat(client_for, users, project, rojo, message="Make alpha.")
+
+    assert seen(events) == [("START",), ("CHAT", "Making alpha."), ("ERROR",), ("DONE",)]
+    assert 'finish reason "error"' in events[-2].data["message"]
+    assert not made(project, "alpha")
+    assert [(m.role, m.content, m.tool_calls) for m in history] == [
+        ("user", "Make alpha.", None), ("assistant", "Making alpha.", None)
+    ]  # fmt: skip
+    conversation = events[0].data["conversation"]
+    again = client.chat(project.pk, rojo=rojo.slug, message="Again.", conversation=conversation)
+    assert seen(again) == [("START",), ("CHAT", "Here."), ("DONE",)]
+    sent = [(m["role"], m.get("content")) for m in fake_provider.requests[1]["messages"]]
+    assert sent[-3:] == [("user", "Make alpha."), ("assistant", "Making alpha."),
+                         ("user", "Again.")]  # fmt: skip
