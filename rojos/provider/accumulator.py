@@ -13,7 +13,7 @@ import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from rojos.errors import ProviderError, StreamBroken
+from rojos.errors import ProviderError
 from rojos.provider.failures import mid_stream_message
 from rojos.provider.streamed_calls import StreamedCalls
 from rojos.provider.think_tags import ThinkTags
@@ -70,13 +70,15 @@ class StreamAccumulator:
 
     @contextlib.asynccontextmanager
     async def whole_if_broken(self) -> AsyncIterator[None]:
-        """Around the stream's reading: a connection that breaks or goes silent after the
-        response's finish reason (before its usage chunk or [DONE]: a proxy that resets it,
-        a server that hangs) ends the stream, not the turn, the response being whole (its
-        usage then estimated). Before its finish reason it is the failure it was."""
+        """Around the stream's reading: a failure after the response's finish reason (before
+        its usage chunk or [DONE]: a proxy that resets the connection, a server that hangs,
+        or one that sends an error object or a line that is no chunk) ends the stream, not
+        the turn. A finished response is whole: its text stands and its calls run (its
+        usage then estimated); the failure is logged. Before its finish reason, or after a
+        finish reason "error", it is the failure it was."""
         try:
             yield
-        except StreamBroken as exc:
+        except ProviderError as exc:
             if self.finish_reason is None or self.finish_reason == "error":
                 raise
             logger.warning("the provider's stream failed after its response finished: %s", exc)

@@ -201,3 +201,29 @@ def test_a_finish_reason_error_with_no_error_object_is_an_error_that_keeps_the_t
     sent = [(m["role"], m.get("content")) for m in fake_provider.requests[1]["messages"]]
     assert sent[-3:] == [("user", "Make alpha."), ("assistant", "Making alpha."),
                          ("user", "Again.")]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "late",
+    [
+        data({"error": {"message": "Usage accounting is unavailable.", "code": 500}}),
+        'error: {"code": 500, "message": "Usage accounting is unavailable."}\n\n',
+    ],
+    ids=["error-object", "llama-cpp-error-line"],
+)
+def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
+    client_for, users, project, rojo, fake_provider, late
+):
+    """An error after the response's finish reason (where its usage chunk would come): the
+    response had finished, its text and call whole, so the call runs and the turn goes on,
+    as after a connection that breaks there. The late error is logged, not shown."""
+    fake_provider.add(
+        stream(
+            data(delta(MODEL, {"role": "assistant", "content": "Making alpha."})),
+            data(delta(MODEL, {"tool_calls": [CALL]}, "tool_calls")),
+            late,
+        ),
+        stream(text_chunks("It is there.")),
+    )
+
+    made_alpha(client_for, users, project, rojo, fake_provider)
