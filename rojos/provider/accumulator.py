@@ -21,9 +21,10 @@ from rojos.provider.wire_text import nul_replaced
 
 logger = logging.getLogger(__name__)
 
-# Delta keys the accumulator understands; anything else a provider adds is kept verbatim.
+# Delta keys the accumulator reads first; anything else a provider adds is kept verbatim,
+# but for the rare `function_call` (the pre-tools shape of a call, read as one).
 _KNOWN_DELTA_KEYS = frozenset(
-    {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal", "function_call"}
+    {"role", "content", "tool_calls", "reasoning_content", "reasoning", "refusal"}
 )
 # The keys of nearly every streamed delta: text and nothing else to look for.
 _TEXT_KEYS = frozenset({"role", "content"})
@@ -228,7 +229,20 @@ class StreamAccumulator:
             self._calls.take(raw)
         for key, value in delta.items():
             if key not in _KNOWN_DELTA_KEYS and value is not None:
-                self.extra[key] = value
+                if key == "function_call":
+                    text += self._function_call(value)
+                else:
+                    self.extra[key] = value
+        return text
+
+    def _function_call(self, function: dict) -> str:
+        """A `function_call` delta: OpenAI's shape of one call from before `tool_calls`,
+        still sent by old servers and the proxies in front of them, its name first and its
+        arguments in fragments. It is one tool call, read as a tool call's delta with
+        neither id nor index (it gets an id as it finishes); unread, such a reply ended
+        empty, with no error. Returns the text its beginning adds, as a tool call's does."""
+        text = self._content_ended() if self._tags is not None and not self.calls else ""
+        self._calls.take({"function": function})
         return text
 
     def _text_add(self, text: str) -> None:

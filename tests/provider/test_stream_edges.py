@@ -227,3 +227,50 @@ def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
     )
 
     made_alpha(client_for, users, project, rojo, fake_provider)
+
+
+def legacy(function: dict, finish: str | None = None) -> dict:
+    """A chunk with a `function_call` delta: the shape of a call from before `tool_calls`."""
+    return delta(MODEL, {"function_call": function}, finish)
+
+
+LEGACY_WHOLE = {
+    **COMPLETION,
+    "choices": [
+        {
+            "index": 0,
+            "message": {
+                "role": "assistant",
+                "content": "Making alpha.",
+                "function_call": {"name": "create_directory", "arguments": '{"path": "alpha"}'},
+            },
+            "finish_reason": "function_call",
+        }
+    ],
+}
+
+
+@pytest.mark.parametrize("shape", ["streamed", "whole"])
+def test_a_legacy_function_call_is_read_as_a_tool_call(
+    client_for, users, project, rojo, fake_provider, shape
+):
+    """An old server (or a proxy in front of one) answers with `function_call`, OpenAI's shape
+    of one call before `tool_calls`: streamed, its name then its arguments in fragments and
+    finish reason "function_call"; or whole, in a non-streamed completion. The call runs as
+    a tool call, with an id of its own, and goes back in the next request as one."""
+    if shape == "streamed":
+        first = stream(
+            data(delta(MODEL, {"role": "assistant", "content": "Making alpha."})),
+            data(legacy({"name": "create_directory", "arguments": ""})),
+            data(legacy({"arguments": '{"path": '})),
+            data(legacy({"arguments": '"alpha"}'})),
+            data(delta(MODEL, {}, "function_call")),
+        )
+    else:
+        first = labelled("application/json", json.dumps(LEGACY_WHOLE))
+    fake_provider.add(first, stream(text_chunks("It is there.")))
+
+    _events, history = made_alpha(client_for, users, project, rojo, fake_provider)
+
+    assert history[1].tool_calls[0]["id"].startswith("call_")
+    assert "function_call" not in json.dumps(fake_provider.requests[1])
