@@ -15,7 +15,7 @@ import openai
 from django.conf import settings
 
 from rojos.models import Rojo
-from rojos.provider.refusals import overflow_not_retried
+from rojos.provider.refusals import refusal_not_retried
 
 # Distinct endpoint-and-key clients kept per loop; past this the oldest is dropped.
 _MAX_CLIENTS = 64
@@ -69,7 +69,7 @@ async def _loop_clients() -> _LoopClients:
             pool=openai.DefaultAioHttpClient(
                 verify=tls_context(),
                 follow_redirects=False,
-                event_hooks={"response": [overflow_not_retried]},
+                event_hooks={"response": [refusal_not_retried]},
             )
         )
         clients.lifetime = _lifetime(loop, clients)

@@ -11,7 +11,8 @@ contains N tokens ... too large for model with M maximum context length"; LM Stu
 "context length of only M tokens". The body is read whatever its shape and status, and the
 limit it states is kept, so that the next request can be built to fit. Providers that
 refuse `stream_options` (older OpenAI-compatible servers; FastAPI ones list it as an extra
-field) are told apart the same way.
+field) are told apart the same way, and so are a server's answers that it is not set up
+for the request, which no retry helps.
 """
 
 import contextlib
@@ -60,6 +61,14 @@ _OVERFLOW_TEXTS = [
     ),
 ]
 _OVERFLOW = [(re.compile(p, re.IGNORECASE | re.DOTALL), w, n) for p, w, n in _OVERFLOW_TEXTS]
+# A server not set up for what the request asks, in its own words: llama-server without
+# --jinja ("tools param requires --jinja flag", a 500), vLLM without a tool-call parser
+# ("requires --enable-auto-tool-choice"), an older llama.cpp ("Unsupported param: tools"), a
+# model without tool support. Only the server's operator can change that: no retry helps.
+_SET_UP = re.compile(
+    r"requires? (?:the )?--[a-z][\w-]*|unsupported param|(?:does not|doesn't) support tool",
+    re.IGNORECASE,
+)
 # vLLM counts the completion in what was "requested"; the prompt alone is "X in the messages".
 _IN_MESSAGES = re.compile(rf"{_NUMBER} in the messages", re.IGNORECASE)
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "exceed_context_size_error"})
@@ -145,10 +154,17 @@ def refusal_of(body: Any, status: int | None, message: str) -> ProviderError | N
 _ERROR_BODY_MAX = 64 * 1024
 
 
-async def overflow_not_retried(response: httpx2.Response) -> None:
+def _set_up_error(body: Any) -> bool:
+    """Whether an error body says the server is not set up for the request (`_SET_UP`)."""
+    return body is not None and _SET_UP.search(error_text(body)) is not None
+
+
+async def refusal_not_retried(response: httpx2.Response) -> None:
     """A response hook of the providers' HTTP pool: a 5xx that reports a context overflow
-    (llama.cpp answers 500) is marked not to be retried, as the SDK would a transient
-    failure: the same prompt would only be refused again (Gemini CLI's loop, #5807).
+    (llama.cpp answers 500) or a server not set up for the request (llama-server without
+    --jinja answers 500) is marked not to be retried, as the SDK would a transient failure:
+    the same request would only be refused again (Gemini CLI's loop, #5807), the user
+    waiting out the SDK's back-off for it.
 
     A body without a length (a proxy in front of llama-server that compresses it sends it in
     chunks) is read too: the SDK reads a failed response's whole body itself once it stops
@@ -160,5 +176,6 @@ async def overflow_not_retried(response: httpx2.Response) -> None:
         return
     await response.aread()
     with contextlib.suppress(ValueError):
-        if overflow_of(response.json(), "") is not None:
+        body = response.json()
+        if overflow_of(body, "") is not None or _set_up_error(body):
             response.headers["x-should-retry"] = "false"

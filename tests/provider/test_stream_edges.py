@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.provider.test_provider_wires import chat, data, delta, made, seen, sent_back
-from tests.support.fake_provider import HttpError, Pause, stream, text_chunks
+from tests.support.fake_provider import HttpError, Pause, http_error, stream, text_chunks
 from tests.support.helpers import make_rojo
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -274,3 +274,26 @@ def test_a_legacy_function_call_is_read_as_a_tool_call(
 
     assert history[1].tool_calls[0]["id"].startswith("call_")
     assert "function_call" not in json.dumps(fake_provider.requests[1])
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["tools param requires --jinja flag", "tool_choice param requires --jinja flag",
+     "Unsupported param: tool_choice"],
+)  # fmt: skip
+def test_a_server_not_set_up_for_tools_is_asked_once(
+    client_for, users, project, rojo, fake_provider, settings, message
+):
+    """llama-server started without --jinja answers a request with tools 500, in words that
+    say so. The SDK retries a 500; this one no retry helps (only the server's operator
+    can), so it goes once and the user reads the server's words at once."""
+    settings.ROJO_PROVIDER_RETRIES = 2
+    body = {"error": {"code": 500, "message": message, "type": "server_error"}}
+    fake_provider.responder = lambda _request: http_error(500, body)
+
+    events, history = chat(client_for, users, project, rojo, message="List the files.")
+
+    assert seen(events) == [("START",), ("ERROR",), ("DONE",)]
+    assert message in events[1].data["message"]
+    assert len(fake_provider.requests) == 1
+    assert [m.role for m in history] == ["user"]
