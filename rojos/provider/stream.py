@@ -129,9 +129,11 @@ async def provider_chunks(
                         return
                 if first:  # not a byte: not a response cut short, but none at all
                     raise ProviderError(_empty_body(client))
-                if event:  # an event of several lines that the body's end ended
+                tail = b"".join((rest, *held))
+                if tail or event:  # a last line, and an event, that the body's end ended
                     chunks = []
-                    _parse_events([b"".join((rest, *held)), b""], chunks, client.api_key, event)
+                    if not _parse_lines([tail], chunks, client.api_key, event) and event:
+                        _parse_events([b""], chunks, client.api_key, event)
                     if chunks:
                         yield chunks
         finally:

@@ -297,3 +297,23 @@ def test_a_server_not_set_up_for_tools_is_asked_once(
     assert message in events[1].data["message"]
     assert len(fake_provider.requests) == 1
     assert [m.role for m in history] == ["user"]
+
+
+@pytest.mark.parametrize("end", ["", "\r"], ids=["no-line-end", "lone-cr"])
+def test_a_last_line_the_bodys_end_ends_is_read(
+    client_for, users, project, rojo, fake_provider, end
+):
+    """A server that closes the body right after its last data line, with no line end (or
+    a lone CR) and no [DONE]: that line, here the one with the calls and the finish reason,
+    is read like any other; the turn was cut short as "ended before it finished"."""
+    last = delta(MODEL, {"tool_calls": [CALL]}, "tool_calls")
+    fake_provider.add(
+        stream(
+            data(delta(MODEL, {"role": "assistant", "content": "Making alpha."})),
+            f"data: {json.dumps(last)}{end}",
+            done=False,
+        ),
+        stream(text_chunks("It is there.")),
+    )
+
+    made_alpha(client_for, users, project, rojo, fake_provider)
