@@ -283,3 +283,28 @@ def test_a_growing_reply_looks_at_every_step_as_if_rendered_whole(page_for, user
         TRICKY,
     )
     assert differences == []
+
+
+def test_a_wide_table_scrolls_in_its_box_rather_than_breaking_its_words(
+    page_for, users, project, fake_provider
+):
+    """A table wider than the reply keeps its words whole and scrolls sideways: the bubble's
+    rule that breaks a long word anywhere must not squeeze each cell to a letter a line."""
+    make_rojo(fake_provider.base_url)
+    columns = 14
+    head = "| " + " | ".join(f"column {n}" for n in range(columns)) + " |"
+    rule = "|" + "---|" * columns
+    rows = ["| " + " | ".join(f"r{r}c{c}value" for c in range(columns)) + " |" for r in range(3)]
+    fake_provider.add(stream(*text_chunks("\n".join([head, rule, *rows]))))
+    page = page_for(users["editor"], width=390, height=844)
+    ask(page, project)
+    table = page.locator("rojo-chat-panel .bubble.assistant table")
+    expect(table.locator("tbody td").first).to_have_text("r0c0value")
+
+    cell = table.locator("tbody td").first
+    line = cell.evaluate("td => parseFloat(getComputedStyle(td).lineHeight)")
+    box = cell.evaluate("td => td.getBoundingClientRect().height")
+    assert box < 2 * line, f"the cell's word wraps: {box}px tall for {line}px lines"
+    assert table.evaluate("t => t.scrollWidth > t.clientWidth"), "the table does not scroll"
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    screenshot(page, "wide-table-narrow")
