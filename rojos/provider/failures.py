@@ -8,7 +8,9 @@ its base URL and key set (`rojo_fixes`), the environment for the demo rojo, the 
 """
 
 import contextlib
+import html
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +63,8 @@ def _error_text(error: Any) -> str:
         if error and all(isinstance(item, dict) and "msg" in item for item in error):
             return "; ".join(_invalid_field(item) for item in error)  # FastAPI's 422 (Mistral)
         return _error_text(error[0]) if error else ""
+    if isinstance(error, str):
+        return _page_words(error)
     if not isinstance(error, dict):
         return str(error)
     inner = error.get("error")
@@ -77,6 +81,22 @@ def _error_text(error: Any) -> str:
             raw = json.loads(raw)
         text += f" ({_error_text(raw)})"
     return text
+
+
+_HTML_PAGE = re.compile(r"\s*<(!doctype|html|head|body)\b", re.IGNORECASE)
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_HIDDEN = re.compile(r"<(script|style)\b.*?</\1\s*>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _page_words(text: str) -> str:
+    """A proxy's HTML error page (nginx's 502, a gateway's 504) as what it says: its title,
+    or else its text, never its markup."""
+    if not _HTML_PAGE.match(text):
+        return text
+    title = _TITLE.search(text)
+    words = title.group(1) if title else _TAG.sub(" ", _HIDDEN.sub(" ", text))
+    return " ".join(html.unescape(words).split())
 
 
 def _invalid_field(item: dict) -> str:

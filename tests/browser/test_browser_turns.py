@@ -247,6 +247,31 @@ def test_provider_error_shows_inline_without_the_key(
     assert asked == ["Hello?\n\nHello again?"]  # the unanswered one goes with the next
 
 
+NGINX_502 = (
+    "<html>\r\n<head><title>502 Bad Gateway</title></head>\r\n<body>\r\n"
+    "<center><h1>502 Bad Gateway</h1></center>\r\n<hr><center>nginx/1.25.3</center>\r\n"
+    "</body>\r\n</html>\r\n"
+)
+
+
+def test_a_proxys_html_error_page_reads_as_its_words(
+    page_for, users, project, fake_provider, settings
+):
+    """A proxy in front of the provider answers with an HTML page: the chat says what the page
+    says (its title), not its markup."""
+    settings.ROJO_PROVIDER_RETRIES = 0
+    make_rojo(fake_provider.base_url)
+    fake_provider.add(http_error(502, NGINX_502, {"content-type": "text/html"}))
+    page = page_for(users["editor"])
+    open_project(page, project)
+
+    send(page, "Hello?")
+    error = page.locator("rojo-chat-panel .chat-error")
+    expect(error).to_contain_text(f"{fake_provider.base_url}/ answered 502: 502 Bad Gateway")
+    expect(error).not_to_contain_text("<")
+    expect(error).not_to_contain_text("nginx")
+
+
 def test_unreachable_provider_says_what_to_set(page_for, users, project, settings):
     """With nothing listening at the rojo's base URL, the chat names where it is set."""
     settings.ROJO_PROVIDER_RETRIES = 0

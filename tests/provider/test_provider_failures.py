@@ -264,6 +264,12 @@ MISTRAL_EXTRA_FIELD = {
         (400, [{"error": {"code": 400, "message": "Unknown name 'x'."}}], ["Unknown name 'x'."]),
         (502, "Bad gateway from nginx", ["Bad gateway from nginx"]),
         (
+            504,
+            "<!DOCTYPE html><html><body><h1>Gateway Timeout</h1><p>Upstream gave up &amp; left."
+            "</p><script>track()</script></body></html>",
+            ["answered 504: Gateway Timeout Upstream gave up & left."],
+        ),
+        (
             422,
             {
                 "object": "error",
@@ -286,7 +292,17 @@ MISTRAL_EXTRA_FIELD = {
             ["Provider returned error (tools.0.input_schema is invalid)"],
         ),
     ],
-    ids=["401", "404", "429", "500", "400-gemini-array", "502-text", "422-mistral", "openrouter"],
+    ids=[
+        "401",
+        "404",
+        "429",
+        "500",
+        "400-gemini-array",
+        "502-text",
+        "504-html-page",
+        "422-mistral",
+        "openrouter",
+    ],
 )
 async def test_http_error_names_the_status_and_the_providers_message(
     fake_provider, project, users, status, body, expected
