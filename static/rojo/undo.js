@@ -82,6 +82,12 @@ export class UndoButtons {
       button.focus();
     };
     cancel.addEventListener("click", close);
+    // Esc answers "no" as Cancel does, and is not also taken as Esc for Stop.
+    box.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape" || event.isComposing || cancel.disabled) return;
+      event.stopPropagation();
+      close();
+    });
     confirm.addEventListener("click", async () => {
       cancel.disabled = true;
       const path = `/api/conversations/${this.conversationId()}/undo-turn`;

@@ -231,8 +231,8 @@ def test_allow_for_this_conversation_and_no_change_writes_do_not_ask(
 
 
 def test_undo_this_turn_asks_first_listing_the_files(page_for, users, project, fake_provider):
-    """The turn's Undo names the files it would put back; Cancel leaves them; confirming
-    undoes the turn."""
+    """The turn's Undo names the files it would put back; Cancel or Esc leaves them, and the
+    focus goes back to the turn's Undo; confirming undoes the turn."""
     root = project_root_create(project.pk)
     make_rojo(fake_provider.base_url, approval_tools=[])
     fake_provider.add(
@@ -251,6 +251,13 @@ def test_undo_this_turn_asks_first_listing_the_files(page_for, users, project, f
     screenshot(page, "undo-turn-confirm")
     confirm.get_by_role("button", name="Cancel").click()
     expect(confirm).to_have_count(0)
+    assert (root / "two.md").read_text() == "1\n"
+
+    page.get_by_role("button", name="Undo this turn").click()
+    expect(confirm.get_by_role("button", name="Undo these changes")).to_be_focused()
+    page.keyboard.press("Escape")
+    expect(confirm).to_have_count(0)
+    expect(page.get_by_role("button", name="Undo this turn")).to_be_focused()
     assert (root / "two.md").read_text() == "1\n"
 
     page.get_by_role("button", name="Undo this turn").click()
