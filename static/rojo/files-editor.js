@@ -141,6 +141,7 @@ export class FileEditor {
       if (saved.change) this.ownChanges.add(saved.change);
       const fresh = await getJson(`/api/projects/${this.projectId}/files/content?path=${encodeURIComponent(path)}`);
       this.file = fresh;
+      if (this.browser.openPath === path) this.browser.showMeta(fresh);
       if (this.merge) await this.edit();  // back to one editor, on the saved text
       this.say("Saved.");
     } catch (error) {

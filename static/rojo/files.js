@@ -210,7 +210,7 @@ export class FileBrowser {
         // A picture or a PDF: its preview only, no text.
         const file = await getJson(this.url("/preview", path));
         if (this.openPath !== path) return;
-        meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
+        this.showMeta(file);
         content.replaceChildren();
         content.classList.remove("error");
         this.opened?.(null);
@@ -219,7 +219,7 @@ export class FileBrowser {
       }
       const file = await getJson(this.url("/content", path));
       if (this.openPath !== path) return; // another file was opened, or this one closed, meanwhile
-      meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
+      this.showMeta(file);
       content.replaceChildren(...visible(file.text, { prose: true }));
       content.classList.remove("error");
       this.opened?.(file);
@@ -233,6 +233,12 @@ export class FileBrowser {
       content.replaceChildren(...visible(message));
       content.classList.add("error");
     }
+  }
+
+  /** The open file's size and time, as `file` (a /content or /preview answer) gives them. */
+  showMeta(file) {
+    const meta = this.viewer.querySelector(".file-meta");
+    meta.textContent = `${humanSize(file.size)} · modified ${new Date(file.modifiedAt).toLocaleString()}`;
   }
 
   closeFile() {

@@ -132,6 +132,22 @@ def test_the_editor_saves_and_a_conflicting_save_shows_the_merge_view(
     assert [e for e in editor.console_errors if "409" not in e] == [] == owner.console_errors
 
 
+def test_a_save_shows_the_files_new_size(page_for, users, project, root):
+    """After Save the line under the file's name gives the size saved, not the one opened."""
+    (root / "a.md").write_text("# Title\n")
+    page = open_project(page_for, users["editor"], project)
+    entry(page, "a.md").locator(".entry").click()
+    expect(page.locator(".file-meta")).to_contain_text("8 B · modified")
+    page.locator(".edit-file").click()
+    page.locator(".file-editor .cm-content").click()
+    page.keyboard.press("Control+End")
+    page.keyboard.type("more\n")
+    page.keyboard.press("Control+s")
+    expect(page.locator(".file-editor-note")).to_have_text("Saved.")
+    assert (root / "a.md").read_text() == "# Title\nmore\n"
+    expect(page.locator(".file-meta")).to_contain_text("13 B · modified")
+
+
 def test_history_lists_changes_and_restores_a_version(page_for, users, project, root, client_for):
     api = client_for(users["owner"])
     files = f"/api/projects/{project.pk}/files"
