@@ -26,6 +26,21 @@ export class Branches {
     });
     chat.addEventListener("turn", () => this.element.querySelector(".turn-actions")?.remove());
     chat.addEventListener("turn-finished", () => this.refresh());
+    chat.addEventListener("busy", () => this.holdWhileBusy(this.element));
+  }
+
+  /** While a reply runs, Edit and the branch switch can do nothing: they show as disabled
+   * (a reopened conversation whose reply still runs drew them enabled), and come back after. */
+  holdWhileBusy(root) {
+    for (const b of root.querySelectorAll(".message-tools button")) {
+      if (this.chat.busy && !b.disabled) {
+        b.disabled = true;
+        b.dataset.held = "";
+      } else if (!this.chat.busy && "held" in b.dataset) {
+        b.disabled = false;
+        delete b.dataset.held;
+      }
+    }
   }
 
   get element() {
@@ -81,6 +96,7 @@ export class Branches {
     tools.append(button([icon("edit"), " Edit"], "Edit and send again", () => this.edit(bubble, tools)));
     bubble.tools = tools;
     bubble.after(tools);
+    this.holdWhileBusy(tools);
   }
 
   /** Under the last reply: send its question again (Retry after an error or a Stop). */
@@ -124,6 +140,7 @@ export class Branches {
     const cancel = button("Cancel", "Keep the message as it is", () => {
       form.replaceWith(tools);
       bubble.hidden = false;
+      this.holdWhileBusy(tools);
     });
     form.append(box, send, cancel);
     form.addEventListener("submit", (event) => {

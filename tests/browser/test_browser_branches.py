@@ -224,3 +224,41 @@ def test_a_conversation_opened_at_a_search_hit_switches_branches_at_the_first_cl
     page.wait_for_timeout(1000)  # what the page does after the switch: nothing more
     expect(panel.locator(".bubble.assistant")).to_have_text(["Paris."])
     expect(panel.locator(".branch-position")).to_have_text("1/2")
+
+
+def test_edit_waits_while_a_reply_runs_even_after_a_reload(
+    page_for, users, project, rojo, fake_provider
+):
+    """While a reply runs, an earlier message's Edit is disabled rather than a button that
+    does nothing, also on the page reloaded mid-reply; once the reply ends it works."""
+    gate = threading.Event()
+    held = stream(*text_chunks("Working.", finish=None), Gate(gate), chunk({}, "stop"))
+    fake_provider.add(reply("Paris."), held, reply("Rome."))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    send(page, "Capital of France?")
+    panel = page.locator("rojo-chat-panel")
+    edit = panel.locator(".message-tools").first.get_by_role("button", name="Edit and send again")
+    expect(edit).to_be_enabled()
+
+    page.get_by_label("Message").fill("And Spain?")
+    page.keyboard.press("Enter")
+    expect(panel.locator(".bubble.assistant").last).to_have_text("Working.")
+    expect(edit).to_be_disabled()
+
+    page.reload()
+    expect(panel.locator(".bubble.assistant").last).to_have_text("Working.")
+    expect(panel.locator(".busy")).to_be_visible()
+    edits = panel.get_by_role("button", name="Edit and send again")
+    expect(edits).to_have_count(2)
+    for button in edits.all():
+        expect(button).to_be_disabled()
+
+    gate.set()
+    expect(panel.locator(".busy")).to_be_hidden()
+    edit.click()
+    box = panel.get_by_label("Edited text")
+    box.fill("Capital of Italy?")
+    box.press("Enter")
+    expect(panel.locator(".bubble.assistant")).to_have_text(["Rome."])
+    assert page.console_errors == []
