@@ -19,8 +19,18 @@ function notify(count) {
 if (notifyButton && "Notification" in window && Notification.permission === "default") {
   notifyButton.hidden = false;
   notifyButton.addEventListener("click", async () => {
-    await Notification.requestPermission();
-    notifyButton.hidden = true;
+    const answer = await Notification.requestPermission();
+    if (answer === "default") return; // the prompt was dismissed: the offer stays
+    // The answer in the button's place, focused: hiding the button alone left no word of a
+    // refusal and dropped the focus to the page's start.
+    const note = document.createElement("span");
+    note.className = "notify-note";
+    note.setAttribute("role", "status");
+    note.tabIndex = -1;
+    note.textContent = answer === "granted" ? "Notifications on" : "Notifications blocked";
+    if (answer !== "granted") note.title = "Allow notifications for this site in the browser's site settings.";
+    notifyButton.replaceWith(note);
+    note.focus();
   });
 }
 

@@ -2,6 +2,8 @@
 owner (no buttons), the owner's header count goes to 1 live and a notification goes out
 (permission granted), the inbox shows the diff, and Approve runs the call."""
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 
@@ -68,7 +70,18 @@ def test_the_owner_approves_from_the_inbox_with_the_live_count_and_a_notificatio
 
 
 def test_an_owner_without_permission_is_offered_notifications(page_for, users, project):
+    """Notify me asks the browser; a refusal is said where the button was, with the focus
+    there (the button vanished with no word, and the focus fell to the page's start)."""
     page = page_for(users["owner"])
     page.goto("/")
-    expect(page.get_by_role("button", name="Notify me")).to_be_visible()
+    offer = page.get_by_role("button", name="Notify me")
+    expect(offer).to_be_visible()
     expect(page.locator(".approvals-link")).to_have_attribute("href", "/approvals/")
+
+    offer.focus()
+    page.keyboard.press("Enter")  # headless Chromium refuses notifications at once
+    note = page.get_by_role("status").filter(has_text="Notifications blocked")
+    expect(note).to_be_visible()
+    expect(note).to_be_focused()
+    expect(note).to_have_attribute("title", re.compile("site settings"))
+    expect(offer).to_have_count(0)
