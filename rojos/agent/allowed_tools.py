@@ -2,24 +2,15 @@
 
 The choice is stored on the conversation (`Conversation.allowed_tools`), so it holds on every
 server process and for the conversation's later turns; the approval gate
-(`ApprovalGate._allowed`, rojos/agent/approval_gate.py) reads it before each call that would ask.
+(`ApprovalGate._allowed`, rojos/agent/approval_gate.py) reads it before each call that would
+ask. The turn that received the decision stores it, before the call goes on
+(`ApprovalGate.ask`): a decision that reached no waiting call allows nothing.
 """
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
 
-from rojos.agent.branches import branch_messages
-from rojos.models import Conversation, Message
-
-
-async def call_tool_name(*, conversation: Conversation, call_id: str) -> str | None:
-    """The tool of a call of the last assistant message of the conversation's active branch."""
-    path = branch_messages(conversation)
-    last = await path.filter(role=Message.Role.ASSISTANT).order_by("-position").afirst()
-    for call in (last.tool_calls if last else None) or ():
-        if call.get("id") == call_id:
-            return (call.get("function") or {}).get("name") or None
-    return None
+from rojos.models import Conversation
 
 
 def _allow_blocking(conversation_id: int, tool: str) -> None:
@@ -30,8 +21,6 @@ def _allow_blocking(conversation_id: int, tool: str) -> None:
             Conversation.objects.filter(pk=conversation_id).update(allowed_tools=[*allowed, tool])
 
 
-async def conversation_tool_allow(*, conversation: Conversation, call_id: str) -> None:
-    """Allow the tool of waiting call `call_id` for the rest of the conversation."""
-    tool = await call_tool_name(conversation=conversation, call_id=call_id)
-    if tool is not None:
-        await sync_to_async(_allow_blocking)(conversation.pk, tool)
+async def conversation_tool_allow(*, conversation: Conversation, tool: str) -> None:
+    """Allow `tool` for the rest of the conversation."""
+    await sync_to_async(_allow_blocking)(conversation.pk, tool)

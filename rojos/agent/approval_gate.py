@@ -13,11 +13,13 @@ import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from django.utils import timezone
 
 from roject import storage
 from roject.storage import StorageError
+from rojos.agent.allowed_tools import conversation_tool_allow
 from rojos.agent.events import AgentEvent, ApprovalRequiredEvent, ToolResultEvent
 from rojos.agent.history import History
 from rojos.approvals.pending import (
@@ -40,10 +42,17 @@ from rojos.whole import whole
 DENIED_OUTCOME = ToolOutcome.failure("denied by the user")
 DENIED = DENIED_OUTCOME.result
 
-# Waits for a person's decision on a call id: True to run the call, False denied, None no
-# decision in time (a denial by the system). Called with routed=True for a call that waits
-# for an owner (only in a person's turn: rojos.turns.log.Turn.approval).
-Approver = Callable[..., Awaitable[bool | None]]
+# An approval that also allows the call's tool for the rest of the conversation ("approve +
+# allow for this conversation"). The gate stores the allow once this decision reached the turn,
+# before the call runs: its turn's next calls see it, and a decision that came too late (the
+# call decided already) allows nothing.
+APPROVED_AND_ALLOWED: Literal["allow"] = "allow"
+
+# Waits for a person's decision on a call id: True (or APPROVED_AND_ALLOWED) to run the call,
+# False denied, None no decision in time (a denial by the system). Called with routed=True for
+# a call that waits for an owner (only in a person's turn: rojos.turns.log.Turn.approval).
+Decision = bool | Literal["allow"] | None
+Approver = Callable[..., Awaitable[Decision]]
 
 
 def _exists_any(ctx: RojoToolContext, paths: list[str]) -> bool:
@@ -131,6 +140,8 @@ class ApprovalGate:
             approved = await ask(parsed.id)
         finally:
             await whole(self._waited(waiting, pending))
+        if approved == APPROVED_AND_ALLOWED:
+            await conversation_tool_allow(conversation=self.history.conversation, tool=parsed.name)
         if approved is None and pending is not None:  # no decision in time: the system's
             conversation = self.history.conversation
             await approval_audit(

@@ -14,7 +14,6 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import Q
 
-from rojos.agent.allowed_tools import conversation_tool_allow
 from rojos.agent.history import call_open
 from rojos.errors import TurnUnreachable
 from rojos.models import Conversation
@@ -98,7 +97,8 @@ async def turn_approve(
     *, conversation: Conversation, call_id: str, approve: bool, allow_tool: bool = False
 ) -> str | None:
     """Deliver a decision on a call waiting for approval, to whichever process runs the turn;
-    with `allow_tool`, the call's tool first stops asking for the rest of the conversation.
+    with `allow_tool`, an approval also allows the call's tool for the rest of the
+    conversation, stored by the turn once it received it (nothing, when it came too late).
 
     Returns why it was not delivered, or None once the turn confirmed it received it.
     Raises TurnUnreachable when the turn did not confirm.
@@ -107,15 +107,10 @@ async def turn_approve(
         return NOT_RUNNING
     if not await call_open(conversation, call_id):
         return NOT_WAITING
-    if allow_tool and approve:  # stored before the call goes on: its turn's next calls see it
-        await conversation_tool_allow(conversation=conversation, call_id=call_id)
     if (here := _running_here(conversation.pk)) is not None:
-        waiting = here.approvals.get(call_id)
-        if waiting is None or waiting.done():
-            return NOT_WAITING
-        waiting.set_result(approve)
-        return None
-    message = {"type": "turn.approval", "call": call_id, "approve": approve}
+        delivered = here.decide(call_id, approve=approve, allow_tool=allow_tool)
+        return None if delivered else NOT_WAITING
+    message = {"type": "turn.approval", "call": call_id, "approve": approve, "allow": allow_tool}
     answer = await _ask(conversation.pk, message)
     if answer is not None:
         return None if answer.get("ok") else NOT_WAITING

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from django.conf import settings
 
 from rojos import metrics
+from rojos.agent.approval_gate import APPROVED_AND_ALLOWED, Decision
 from rojos.agent.events import (
     ChatEvent,
     ErrorEvent,
@@ -144,7 +145,17 @@ class Turn:
         self.error = {"message": message, "code": code}
         self.publish(ErrorEvent(message=message, code=code))
 
-    async def approval(self, call_id: str, *, routed: bool = False) -> bool | None:
+    def decide(self, call_id: str, *, approve: bool, allow_tool: bool = False) -> bool:
+        """Hand a person's decision to the call waiting for it; False when none waits (it was
+        decided already, or it is not one of this turn's calls). With `allow_tool`, an approval
+        also allows the call's tool for the rest of the conversation (stored by the turn)."""
+        waiting = self.approvals.get(call_id)
+        if waiting is None or waiting.done():
+            return False
+        waiting.set_result(APPROVED_AND_ALLOWED if approve and allow_tool else approve)
+        return True
+
+    async def approval(self, call_id: str, *, routed: bool = False) -> Decision:
         """Wait for a person's decision on a call; None when none came in time (a denial).
 
         A call `routed` to the project's owners waits ROJO_OWNER_APPROVAL_TIMEOUT, and the

@@ -94,10 +94,11 @@ async def _handle(layer, message: dict, turn, task: asyncio.Task) -> bool:
         task.cancel()
         return True
     if kind == "turn.approval":
-        waiting = turn.approvals.get(message.get("call"))
-        delivered = waiting is not None and not waiting.done()
-        if delivered:
-            waiting.set_result(bool(message.get("approve")))
+        delivered = turn.decide(
+            message.get("call"),
+            approve=bool(message.get("approve")),
+            allow_tool=bool(message.get("allow")),
+        )
         await _ack(layer, message, ok=delivered)
     elif kind == "turn.question":  # an answer to a server's question (rojos.turns.questions)
         refused = question_deliver(

@@ -2,12 +2,15 @@
 the rest of a conversation stops asking there (stored, so every process and later turn sees
 it), and a waiting approval shows in the conversation list."""
 
+import asyncio
+import threading
 from pathlib import Path
 
 import pytest
 
-from roject.storage import project_root_create
+from roject.storage import project_root_create, write_project_file
 from rojos.models import Conversation, default_tools
+from rojos.tools import RojoTool, RojoToolContext, registry
 from tests.approvals.test_approvals import chat_deciding, of_type
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
@@ -189,3 +192,73 @@ def test_a_writes_diff_is_kept_for_its_activity_line(
     missing = client.get("/api/changes/999999/diff")
     assert outsider.status_code == missing.status_code == 404
     assert outsider.json() == missing.json()
+
+
+class HeldWrite(RojoTool):
+    """Writes a file once the test lets it go: its call is decided but still open meanwhile."""
+
+    name = "held_write"
+    description = "Write text to a file when released."
+    parameters = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
+        "required": ["path", "text"],
+    }
+    writes = True
+
+    def __init__(self) -> None:
+        self.started = threading.Event()
+        self.release = threading.Event()
+
+    def changed_paths(self, args: dict) -> list[str]:
+        return [args["path"]]
+
+    async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
+        self.started.set()
+        if not await asyncio.to_thread(self.release.wait, 20):
+            return {"error": "the test never released the write"}
+        await asyncio.to_thread(write_project_file, ctx.project_root, args["path"], args["text"])
+        return {"ok": True}
+
+
+@pytest.fixture
+def held_write():
+    tool = registry.register(HeldWrite())
+    yield tool
+    tool.release.set()
+    registry.unregister(tool.name)
+
+
+def test_a_decision_that_came_too_late_allows_nothing(
+    client_for, users, project, fake_provider, root, held_write
+):
+    """A second "approve + allow for this conversation" on a call already decided (its tool
+    runs) is refused, 409, and leaves the conversation's allowed tools as they were."""
+    rojo = make_rojo(
+        fake_provider.base_url,
+        tools=[*default_tools(), held_write.name],
+        approval_tools=[held_write.name],
+    )
+    (root / "a.txt").write_text("old\n")
+    fake_provider.add(
+        stream(*tool_call_chunks([(held_write.name, {"path": "a.txt", "text": "new\n"})])),
+        stream(*text_chunks("Done.")),
+    )
+    client = client_for(users["editor"])
+    late: list[int] = []
+
+    def decide(conversation: int, event: Event) -> None:
+        approve(client, conversation, event)
+        assert held_write.started.wait(20)
+        response = client.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": event.data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        late.append(response.status_code)
+        held_write.release.set()
+
+    events = chat_deciding(client, project, rojo, decide)
+    assert late == [409]
+    assert [r.data["ok"] for r in of_type(events, "TOOL_RESULT")] == [True]
+    assert Conversation.objects.get(pk=events[0].data["conversation"]).allowed_tools == []
+    assert (root / "a.txt").read_text() == "new\n"

@@ -546,6 +546,36 @@ def test_approval_sent_to_another_process_reaches_the_turn(
     assert Message.objects.filter(role="assistant", content=REPLY).exists()
 
 
+def test_an_allow_sent_to_another_process_is_stored_by_the_turn(
+    second_server, client_for, users, project, rojo, fake_provider, root
+):
+    """An "approve + allow for this conversation" sent through another process: the turn that
+    received it stores the allow before the call goes on, so its next write does not ask."""
+    for name in ("a.txt", "b.txt"):
+        (root / name).write_text("old\n")
+    fake_provider.add(
+        stream(*tool_call_chunks([("write_text_content", {"path": "a.txt", "text": "new\n"})])),
+        stream(*tool_call_chunks([("write_text_content", {"path": "b.txt", "text": "new\n"})])),
+        stream(*text_chunks(REPLY)),
+    )
+    elsewhere = client_for(users["editor"], base_url=second_server)
+
+    def allow(conversation: int, event: Event) -> None:
+        response = elsewhere.post(
+            f"/api/conversations/{conversation}/approve",
+            json={"call": event.data["id"], "approve": True, "allow_for_conversation": True},
+        )
+        assert response.json() == {"delivered": True}
+
+    events = chat_deciding(client_for(users["editor"]), project, rojo, allow)
+
+    assert len(of_type(events, "APPROVAL_REQUIRED")) == 1
+    assert [r.data["ok"] for r in of_type(events, "TOOL_RESULT")] == [True, True]
+    conversation = Conversation.objects.get(pk=events[0].data["conversation"])
+    assert conversation.allowed_tools == ["write_text_content"]
+    assert (root / "b.txt").read_text() == "new\n"
+
+
 def test_denial_sent_to_another_process_reaches_the_turn(
     second_server, client_for, users, project, rojo, fake_provider, root
 ):
