@@ -115,10 +115,11 @@ def project_leftovers_remove(
 ) -> list[str] | None:
     """Remove the project's partial snapshots (and, `whole_root`, its temporary files).
 
-    `recorded`: the keys of the snapshots that change records name; the complete snapshots
-    of other keys, older than UNRECORDED_SECONDS, are removed too (a crash between taking a
-    snapshot and storing its record, or between deleting a record and its copies, leaves
-    one that no undo can reach). Returns what was (or, `dry_run`, would be) removed, as
+    `recorded`: the keys of the snapshots that change records still need (not undone); the
+    complete snapshots of other keys, older than UNRECORDED_SECONDS, are removed too (a
+    crash between taking a snapshot and storing its record, between deleting a record and
+    its copies, or between marking an undo and discarding its copy, leaves one that no undo
+    can reach). Returns what was (or, `dry_run`, would be) removed, as
     paths under ROJO_STORAGE_DIR; None when the project's change lock is held (a change is
     running: try again later).
     """

@@ -304,6 +304,36 @@ def test_storage_cleanup_prints_and_removes_what_crashes_left(
     assert (root / "kept.txt").read_text() == "k"
 
 
+@pytest.mark.django_db
+def test_storage_cleanup_removes_the_copy_of_an_undone_change_a_crash_left(storage_dir, project):
+    """A crash between marking an undo done and discarding its copy leaves undo/<key>/ named
+    by a record that no longer needs it (an undone change is neither undone again nor
+    restored from): storage_cleanup removes it once old, and keeps a live change's copy."""
+    from django.utils import timezone
+
+    root = project_root_create(project.pk)
+    (root / "notes.txt").write_text("n")
+    copies = {}
+    for name, undone in (("undone", timezone.now()), ("live", None)):
+        snapshot = snapshot_take(project.pk, root, ["notes.txt"])
+        FileChange.objects.create(
+            project=project, tool="write_text_content", paths=["notes.txt"], before=[True],
+            after=[], key=snapshot.key, undone=undone,
+        )  # fmt: skip
+        hour_ago = time.time() - leftovers.UNRECORDED_SECONDS - 60
+        os.utime(snapshot.directory, (hour_ago, hour_ago))
+        copies[name] = snapshot.directory
+
+    out = io.StringIO()
+    call_command("storage_cleanup", stdout=out)
+
+    assert out.getvalue().splitlines() == [
+        f"removed {copies['undone'].relative_to(storage_dir)}",
+        "1 entry removed",
+    ]
+    assert not copies["undone"].exists() and copies["live"].is_dir()
+
+
 def test_the_sweep_removes_in_the_directory_it_listed_not_one_swapped_in(
     storage_dir, tmp_path, monkeypatch
 ):

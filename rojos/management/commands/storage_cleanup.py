@@ -19,10 +19,10 @@ UNSENT_SECONDS = 24 * 3600
 class Command(BaseCommand):
     help = (
         "Remove partial undo snapshots, uploads and unpacked archives left in incoming/ "
-        "(older than an hour), snapshots no change record names (older than an hour), "
-        "images and PDFs uploaded but never sent (older than a day), temporary files of "
-        "cut-off writes, scratch copies of crashed re-runs and the staging directories of "
-        "killed restores (never a running one's); prints each path removed."
+        "(older than an hour), snapshots no change record names or whose change was undone "
+        "(older than an hour), images and PDFs uploaded but never sent (older than a day), "
+        "temporary files of cut-off writes, scratch copies of crashed re-runs and the staging "
+        "directories of killed restores (never a running one's); prints each path removed."
     )
 
     def add_arguments(self, parser):
@@ -37,9 +37,10 @@ class Command(BaseCommand):
             self.stdout.write(f"{verb} {path}")
             count += 1
         for project_id in storage.storage_project_ids():
-            recorded = set(
-                FileChange.objects.filter(project_id=project_id).values_list("key", flat=True)
-            )
+            # An undone change's copy is needed no more (it is neither undone again nor
+            # restored from): one a crash left after its undo was marked goes too.
+            live = FileChange.objects.filter(project_id=project_id, undone__isnull=True)
+            recorded = set(live.values_list("key", flat=True))
             removed = storage.project_leftovers_remove(
                 project_id, whole_root=True, recorded=recorded, dry_run=dry_run
             )
