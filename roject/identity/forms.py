@@ -39,8 +39,9 @@ class CountedAttemptsMixin:
             raise forms.ValidationError(str(refused), code="unavailable") from None
 
     def _refused(self, username: str, *, reason: str) -> None:
-        """A login refused before its password was checked is a failed login all the same
-        (authenticate, which sends the signal for a wrong password, was not called)."""
+        """A login refused before its password was checked, or a password checked without
+        authenticate (which sends the signal for a wrong password), is a failed login all the
+        same."""
         user_login_failed.send(
             sender=__name__, credentials={"username": username}, request=self.request, reason=reason
         )
@@ -89,6 +90,8 @@ class LimitedPasswordChangeForm(CountedAttemptsMixin, AdminPasswordChangeForm):
         old_password = self.cleaned_data["old_password"]
         attempt = self._attempt_start(self.user.get_username())
         if not self.user.check_password(old_password):
+            # Audited as a failed login (check_password, unlike authenticate, sends nothing).
+            self._refused(self.user.get_username(), reason="wrong old password")
             raise forms.ValidationError(
                 self.error_messages["password_incorrect"], code="password_incorrect"
             )

@@ -75,6 +75,29 @@ def test_the_admin_login_is_audited_like_the_sites(db):
     ]
 
 
+def test_a_wrong_old_password_in_the_admin_is_a_failed_login_too(db):
+    """The admin's password change checks the old password as a login does: a wrong one is
+    audited as a failed login of that user, saying where, and never with the password."""
+    staff = make_user("sam")
+    staff.is_staff = True
+    staff.save()
+    client = Client(REMOTE_ADDR="198.51.100.4")
+    client.force_login(staff)
+    form = {"new_password1": "a-new-long-password-9", "new_password2": "a-new-long-password-9"}
+    response = client.post("/admin/password_change/", {"old_password": "guess-1", **form})
+    assert response.status_code == 200
+    assert log()[1:] == [
+        (
+            AuditAction.LOGIN_FAILED,
+            "",
+            {"via": "password", "username": "sam", "reason": "wrong old password"},
+        )
+    ]
+    entry = AuditEntry.objects.filter(action=AuditAction.LOGIN_FAILED).get()
+    assert entry.address == "198.51.100.4"
+    assert "guess-1" not in str(entry.details)
+
+
 def test_a_logout_without_a_login_writes_nothing(db):
     assert Client().post("/logout/").status_code == 302
     assert log() == []
