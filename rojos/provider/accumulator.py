@@ -68,6 +68,7 @@ class StreamAccumulator:
         self.extra: dict = {}
         self.usage: dict | None = None
         self.finish_reason: str | None = None
+        self.late_error: ProviderError | None = None  # one after the finish (whole_if_broken)
 
     @contextlib.asynccontextmanager
     async def whole_if_broken(self) -> AsyncIterator[None]:
@@ -75,13 +76,14 @@ class StreamAccumulator:
         its usage chunk or [DONE]: a proxy that resets the connection, a server that hangs,
         or one that sends an error object or a line that is no chunk) ends the stream, not
         the turn. A finished response is whole: its text stands and its calls run (its
-        usage then estimated); the failure is logged. Before its finish reason, or after a
-        finish reason "error", it is the failure it was."""
+        usage then estimated); the failure is logged, and kept as `late_error`. Before its
+        finish reason, or after a finish reason "error", it is the failure it was."""
         try:
             yield
         except ProviderError as exc:
             if self.finish_reason is None or self.finish_reason == "error":
                 raise
+            self.late_error = exc
             logger.warning("the provider's stream failed after its response finished: %s", exc)
 
     def take_text(self) -> str:

@@ -53,7 +53,10 @@ async def stream_probe(session: Session) -> ProbeResult:
     text = exchange.completion.text
     if not text.strip():
         return does_not(caps.STREAM, "the answer had no text")
-    return works(caps.STREAM, f"answered {brief(text)}")
+    late = exchange.late_error
+    # The answer stands, as in a chat; what failed after it is worth a look all the same.
+    after = f" (an error after its finish reason, a chat logs it: {late})" if late else ""
+    return works(caps.STREAM, f"answered {brief(text)}{after}")
 
 
 async def usage_probe(session: Session) -> ProbeResult:

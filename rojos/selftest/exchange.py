@@ -41,6 +41,8 @@ class Exchange:
     status: int | None = None  # the HTTP status of a refused request
     shapes: set[str] = field(default_factory=set)  # how its parts came (see _scan)
     cut: bool = False  # closed at the limits, unfinished
+    # A failure after the response's finish reason: the response stands, as in a chat.
+    late_error: ProviderError | None = None
 
     @property
     def refused(self) -> bool:
@@ -122,7 +124,8 @@ class Session:
         exchange = Exchange()
         accumulator = StreamAccumulator()
         try:
-            async with asyncio.timeout(seconds):
+            # As a turn reads it: a failure after the finish reason leaves the response whole.
+            async with asyncio.timeout(seconds), accumulator.whole_if_broken():
                 await self._read(request, accumulator, exchange)
         except ProviderError as exc:
             exchange.error, exchange.status = exc, _status(exc)
@@ -136,6 +139,7 @@ class Session:
             exchange.shapes.add("think tags")
         elif "</think>" in accumulator.text:  # the opening tag was in the prompt
             exchange.shapes.add(CLOSING_THINK_TAG)
+        exchange.late_error = accumulator.late_error
         if not exchange.cut:
             try:
                 exchange.completion = accumulator.result()

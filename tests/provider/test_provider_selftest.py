@@ -199,6 +199,26 @@ async def test_reasoning_seen_in_an_answer_cut_at_the_limit_still_counts(fake_pr
     )
 
 
+async def test_an_error_after_the_finish_reason_leaves_the_answer_standing_as_in_a_chat(
+    fake_provider,
+):
+    """An error object after a finished response's finish reason (where its usage chunk
+    would come): a chat keeps the response whole, so the self-test counts the answer too,
+    and notes the late error beside it."""
+    rojo = await rojo_for(fake_provider)
+    late = {"error": {"message": "Usage accounting is unavailable.", "code": 500}}
+    fake_provider.responder = lambda body: stream(text_chunks("42"), late)
+
+    profile = await rojo_selftest_run(rojo=rojo)
+
+    found = {r.capability: r for r in profile.results}
+    assert found["stream"].status == W
+    assert "answered '42'" in found["stream"].reason
+    assert "after its finish reason" in found["stream"].reason
+    assert "Usage accounting is unavailable." in found["stream"].reason
+    assert found["images"].status == W
+
+
 async def test_a_provider_that_echoes_the_key_never_gets_it_into_the_table(fake_provider):
     """Refusals are shown in the provider's words, with the key scrubbed out of them."""
     rojo = await rojo_for(fake_provider)
