@@ -96,6 +96,8 @@ async def provider_chunks(
                         data = await _head(data, read)
                         if not data.strip():
                             raise ProviderError(_empty_body(client))
+                        if data.lstrip().startswith(b"<"):  # a page labelled a stream (a portal)
+                            raise ProviderError(_web_page(client))
                         if _one_json(data, kind):
                             yield [await _json_body(data, read, client.api_key)]
                             return
@@ -369,7 +371,9 @@ def _empty_body(client: openai.AsyncOpenAI) -> str:
 
 def _web_page(client: openai.AsyncOpenAI) -> str:
     """What a 200 with a web page says: a base URL that names a site (a chat UI's, a login
-    page of a proxy), not its API; read as a stream, it was a stream that never finished."""
+    page of a proxy), not its API; read as a stream, it was a stream that never finished.
+    Told by its label (text/html), or by its first byte, `<`, under any other (a captive
+    portal's page labelled text/event-stream): no stream and no JSON begins so."""
     metrics.provider_errors.labels(kind="stream").inc()
     return (
         f"The provider at {client.base_url} answered with a web page, not a stream of "

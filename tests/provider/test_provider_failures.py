@@ -146,14 +146,23 @@ async def test_error_body_with_status_200_is_a_provider_error(fake_provider, pro
     await assert_continues(fake_provider, run, project=project, rojo=rojo, user=users["editor"])
 
 
+@pytest.mark.parametrize(
+    ("kind", "page"),
+    [
+        ("text/html", "<!doctype html><html><body>Sign in</body></html>"),
+        ("text/event-stream", "\n<!DOCTYPE html>\n<html><body>Sign in</body></html>"),
+        ("text/event-stream; charset=utf-8", "<html><body>Sign in</body></html>"),
+    ],
+    ids=["html", "doctype-labelled-a-stream", "html-labelled-a-stream"],
+)
 async def test_a_web_page_with_status_200_names_the_base_url_to_check(
-    fake_provider, project, users
+    fake_provider, project, users, kind, page
 ):
     """A base URL that names a site, not its API (a chat UI's root, a proxy's login page),
-    answers every path with 200 and HTML: the user is told to check the base URL, not that
-    the response ended before it finished."""
-    page = "<!doctype html><html><body>Sign in</body></html>"
-    fake_provider.add(HttpError(status=200, body=page, headers={"content-type": "text/html"}))
+    answers every path with 200 and HTML, labelled a web page or (a captive portal) a stream:
+    the user is told to check the base URL, not that the response ended before it
+    finished."""
+    fake_provider.add(HttpError(status=200, body=page, headers={"content-type": kind}))
     rojo = await rojo_for(fake_provider)
 
     run = await run_turn(project=project, rojo=rojo, user=users["editor"])
