@@ -199,10 +199,14 @@ def _unshown(server: str, why: str) -> None:
 
 
 def defaults_applied(schema: dict | None, content: dict | None) -> dict:
-    """The form's values, with the schema's defaults for the fields left out (SEP-1034)."""
-    filled = dict(content or {})
+    """The form's values as the server gets them. A schema's default is where the form starts
+    (SEP-1034): a field the answer left out, having seen no form (a script, the conformance
+    client), takes it; one the person emptied in the chat's form comes as null and is left
+    out, neither the default they removed nor a null its type does not allow."""
+    given = content or {}
+    filled = {name: value for name, value in given.items() if value is not None}
     for name, field in ((schema or {}).get("properties") or {}).items():
-        if name not in filled and isinstance(field, dict) and "default" in field:
+        if name not in given and isinstance(field, dict) and "default" in field:
             filled[name] = field["default"]
     return filled
 

@@ -73,16 +73,17 @@ function fieldNode(name, field, required) {
   return row;
 }
 
-/** The form's values by field name, typed as the schema says; empty optional fields left out,
- * but a list of choices is always sent: none chosen is an answer, where a field left out
- * gets the schema's defaults back (rojos/mcp/questions.py). */
+/** The form's values by field name, typed as the schema says. Every field is sent: an empty
+ * one as null (the server then gets it left out), a list of choices as a list, none chosen
+ * an answer too; a field left out would get the schema's default back
+ * (rojos/mcp/questions.py), the one the person had just removed. */
 function formValues(form) {
   const values = {};
   for (const control of form.querySelectorAll("[name]")) {
     const type = control.dataset.type;
     if (type === "boolean") values[control.name] = control.checked;
     else if (type === "array") values[control.name] = [...control.selectedOptions].map((option) => option.value);
-    else if (control.value === "") continue;
+    else if (control.value === "") values[control.name] = null;
     else if (type === "integer") values[control.name] = Number.parseInt(control.value, 10);
     else if (type === "number") values[control.name] = Number(control.value);
     else values[control.name] = control.value;
@@ -218,7 +219,7 @@ export function questionAnswered(box, data) {
       else if (control.multiple) {
         const chosen = new Set((Array.isArray(value) ? value : [value]).map(String));
         for (const option of control.options) option.selected = chosen.has(option.value);
-      } else control.value = String(value);
+      } else control.value = value === null ? "" : String(value); // null: emptied
     }
   }
   const said = document.createElement("p");

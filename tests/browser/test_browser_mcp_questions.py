@@ -119,7 +119,32 @@ def test_an_optional_field_of_several_choices_left_empty_sends_an_empty_list(
     expect(page.locator(".bubble.assistant")).to_have_text("Done.")
 
     [result] = Message.objects.filter(role=Message.Role.TOOL)
-    assert "toppings: none" in result.content
+    assert "toppings: none; crust: thin; note: Ring twice" in result.content
+
+
+def test_an_optional_choice_and_text_emptied_reach_the_server_left_out(
+    page_for, users, project, fake_provider, settings
+):
+    """An optional single choice and an optional text start at the schema's default; the
+    person empties both, and the server gets them left out, not the defaults they removed.
+    Reopened, the answered form shows them empty."""
+    page, question = _asked(page_for, users, project, fake_provider, settings, "order")
+    crust, note = question.locator('select[name="crust"]'), question.locator('[name="note"]')
+    expect(crust).to_have_value("thin")  # the schema's defaults
+    expect(note).to_have_value("Ring twice")
+    crust.select_option("")
+    note.fill("")
+    question.get_by_role("button", name="Accept").click()
+    expect(question.locator(".question-answer")).to_have_text("Accepted")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+
+    [result] = Message.objects.filter(role=Message.Role.TOOL)
+    assert "crust: left out; note: left out" in result.content
+    page.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    kept = page.locator("form.question")
+    expect(kept.locator(".question-answer")).to_have_text("Accepted")
+    expect(kept.locator('select[name="crust"]')).to_have_value("")
+    expect(kept.locator('[name="note"]')).to_have_value("")
 
 
 def test_a_field_of_several_choices_sends_a_list(

@@ -120,6 +120,32 @@ def test_a_schema_default_fills_a_field_the_form_left_out(
     assert _result(rest)["result"] == "Hello, Bo!"
 
 
+@pytest.mark.parametrize(
+    ("content", "got"),
+    [
+        ({}, "toppings: cheese, olives; crust: thin; note: Ring twice"),
+        (
+            {"toppings": ["ham"], "crust": None, "note": None},
+            "toppings: ham; crust: left out; note: left out",
+        ),
+    ],
+    ids=["fields-left-out", "fields-emptied"],
+)
+def test_a_field_left_out_takes_its_default_and_one_emptied_is_left_out(
+    client_for, users, project, fake_provider, settings, content, got
+):
+    """A schema's default is where the form starts (SEP-1034): a field an answer left out
+    (a script's, which saw no form) takes it; one the person emptied in the form (sent as
+    null) reaches the server left out, never as the default they removed nor as a null
+    that the field's type does not allow."""
+    rojo = _turn(project, fake_provider, settings, tool="order")
+    editor = client_for(users["editor"])
+    _, _, rest = _asked_and_answered(
+        editor, project, rojo, {"action": "accept", "content": content}
+    )
+    assert _result(rest)["result"] == got
+
+
 @ERAS
 def test_a_decline_ends_the_call_with_a_clear_result(
     client_for, users, project, fake_provider, settings, era

@@ -2,8 +2,9 @@
 
 `greet` asks for a name (and how many times to greet, 1 unless told) and answers with what
 came back: the greeting, or how the question was answered (declined, cancelled). `order`
-asks which toppings (an optional field of several choices, two chosen unless told) and
-answers with the toppings it got. `visit`
+asks which toppings (an optional field of several choices, two chosen unless told), crust
+and a note for the driver (optional, their form starting at a default) and answers with
+what it got, or that a field was left out. `visit`
 asks the user to open a URL (only on a 2025 connection: the SDK's 2026 flow has no URL
 question). Run as `python asking.py [legacy]`: with `legacy` it serves only the 2025
 handshake, so the question comes as a request of its own mid-call; else in the call's
@@ -45,6 +46,18 @@ class Toppings(BaseModel):
     toppings: list[Literal["cheese", "olives", "ham"]] = Field(
         default=["cheese", "olives"], description="On your pizza"
     )
+    # The schema's default is where the form starts; the model's None, and the fields it was
+    # given, tell a field the person emptied (left out) from one sent as shown.
+    crust: Literal["thin", "thick"] | None = Field(
+        default=None, json_schema_extra={"default": "thin"}, description="Crust"
+    )
+    note: str | None = Field(
+        default=None, json_schema_extra={"default": "Ring twice"}, description="For the driver"
+    )
+
+
+def _given(data: BaseModel, name: str) -> str:
+    return str(getattr(data, name)) if name in data.model_fields_set else "left out"
 
 
 def ask_toppings() -> Elicit[Toppings]:
@@ -55,7 +68,9 @@ def ask_toppings() -> Elicit[Toppings]:
 async def order(answer: Annotated[ElicitationResult[Toppings], Resolve(ask_toppings)]) -> str:
     """Order a pizza with the toppings the user picks when asked."""
     if answer.action == "accept":
-        return "toppings: " + (", ".join(answer.data.toppings) or "none")
+        toppings = ", ".join(answer.data.toppings) or "none"
+        crust, note = _given(answer.data, "crust"), _given(answer.data, "note")
+        return f"toppings: {toppings}; crust: {crust}; note: {note}"
     return f"no order: the user answered {answer.action}"
 
 
