@@ -90,7 +90,7 @@ ROJO_DB_THREADS = env_int(
 )
 # Turn starts under way at once per process, the rest waiting in order of arrival
 # (rojos/turns/admission.py); a start holds its place at most this many seconds.
-ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 16))
+ROJO_START_CONCURRENCY = max(1, env_int("ROJO_START_CONCURRENCY", 16, positive=True))
 ROJO_START_HOLD_SECONDS = env_float("ROJO_START_HOLD_SECONDS", 1)
 # The longest a step's writes (its reply, usage, the turn's end) wait for the starts under way.
 ROJO_END_YIELD_SECONDS = env_float("ROJO_END_YIELD_SECONDS", 3)
@@ -176,11 +176,11 @@ ROJO_MAX_READ_BYTES = env_int("ROJO_MAX_READ_BYTES", 1024 * 1024)
 # PDFs are read as text (roject/documents/): the largest PDF read, and the CPU seconds and
 # memory its reader (a child process) may use before it is stopped.
 ROJO_MAX_PDF_BYTES = env_int("ROJO_MAX_PDF_BYTES", 32 * 1024 * 1024)
-ROJO_PDF_SECONDS = env_int("ROJO_PDF_SECONDS", 20)
-ROJO_PDF_MEMORY_BYTES = env_int("ROJO_PDF_MEMORY_BYTES", 1024 * 1024 * 1024)
+ROJO_PDF_SECONDS = env_int("ROJO_PDF_SECONDS", 20, positive=True)
+ROJO_PDF_MEMORY_BYTES = env_int("ROJO_PDF_MEMORY_BYTES", 1024 * 1024 * 1024, positive=True)
 # How long a preview's address (roject/previews/) stays good: the file panel asks for a new
 # one at each opening and refresh.
-ROJO_PREVIEW_SECONDS = env_int("ROJO_PREVIEW_SECONDS", 15 * 60)
+ROJO_PREVIEW_SECONDS = env_int("ROJO_PREVIEW_SECONDS", 15 * 60, positive=True)
 ROJO_MAX_WRITE_BYTES = env_int("ROJO_MAX_WRITE_BYTES", 1024 * 1024)
 # Images in the message box (rojos/provider/images.py): the largest image, and the most one
 # message may carry (pasted, dropped, attached or @-mentioned together).
@@ -204,7 +204,7 @@ ROJO_UPLOAD_STALL_SECONDS = env_float("ROJO_UPLOAD_STALL_SECONDS", 30)
 ROJO_UPLOAD_MAX_IN_FLIGHT = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT", 2)
 ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS = env_int("ROJO_UPLOAD_MAX_IN_FLIGHT_PER_ADDRESS", 8)
 # The longest a search_text call may run, in seconds (its pattern comes from the model).
-ROJO_SEARCH_SECONDS = env_float("ROJO_SEARCH_SECONDS", 5)
+ROJO_SEARCH_SECONDS = env_float("ROJO_SEARCH_SECONDS", 5, positive=True)
 # Environment variables a rojo may read its API key from, beyond ROJO_API_KEY and ROJO_KEY_*
 # (comma-separated; rojos/models/key_sources.py). Any other variable of the process is refused.
 ROJO_API_KEY_ENV_ALLOWED = env_list("ROJO_API_KEY_ENV_ALLOWED", "")
@@ -256,29 +256,31 @@ ROJO_DRAFT_SECONDS = env_float("ROJO_DRAFT_SECONDS", 5)
 # A tool call still streaming its arguments is shown after this long, then updated this often.
 ROJO_TOOL_DELTA_SECONDS = env_float("ROJO_TOOL_DELTA_SECONDS", 0.2)
 # Seconds to wait for the provider's next byte, and retries of a failed request (429, 5xx).
-ROJO_PROVIDER_TIMEOUT = env_float("ROJO_PROVIDER_TIMEOUT", 120)
+ROJO_PROVIDER_TIMEOUT = env_float("ROJO_PROVIDER_TIMEOUT", 120, positive=True)
 ROJO_PROVIDER_RETRIES = env_int("ROJO_PROVIDER_RETRIES", 2)
 # Seconds to connect and get a response's headers; and the most one request may take over
 # all its tries until its stream starts (a provider that never answers fails within it).
-ROJO_PROVIDER_HEADERS_TIMEOUT = env_float("ROJO_PROVIDER_HEADERS_TIMEOUT", 45)
-ROJO_PROVIDER_TOTAL_TIMEOUT = env_float("ROJO_PROVIDER_TOTAL_TIMEOUT", 150)
+ROJO_PROVIDER_HEADERS_TIMEOUT = env_float("ROJO_PROVIDER_HEADERS_TIMEOUT", 45, positive=True)
+ROJO_PROVIDER_TOTAL_TIMEOUT = env_float("ROJO_PROVIDER_TOTAL_TIMEOUT", 150, positive=True)
 # The longest a turn waits for a provider to list its model's context window (once an hour).
 ROJO_WINDOW_PROBE_SECONDS = env_float("ROJO_WINDOW_PROBE_SECONDS", 2)
 # MCP servers: a call's limit, a server's start (and first listing), an idle session's end.
 # A live stream checks this often, whatever its traffic, that its user is still an active
 # member and its API token still live; it ends when not.
-ROJO_LIVE_CHECK_SECONDS = env_float("ROJO_LIVE_CHECK_SECONDS", 5)
-ROJO_MCP_CALL_TIMEOUT = env_float("ROJO_MCP_CALL_TIMEOUT", 60)  # of silence: progress resets it
+ROJO_LIVE_CHECK_SECONDS = env_float("ROJO_LIVE_CHECK_SECONDS", 5, positive=True)
+ROJO_MCP_CALL_TIMEOUT = env_float(
+    "ROJO_MCP_CALL_TIMEOUT", 60, positive=True
+)  # of silence: progress resets it
 # A call that keeps reporting progress still ends after this long, in all.
-ROJO_MCP_CALL_MAX_SECONDS = env_float("ROJO_MCP_CALL_MAX_SECONDS", 1800)
-ROJO_MCP_START_TIMEOUT = env_float("ROJO_MCP_START_TIMEOUT", 30)
-ROJO_MCP_IDLE_SECONDS = env_float("ROJO_MCP_IDLE_SECONDS", 600)
+ROJO_MCP_CALL_MAX_SECONDS = env_float("ROJO_MCP_CALL_MAX_SECONDS", 1800, positive=True)
+ROJO_MCP_START_TIMEOUT = env_float("ROJO_MCP_START_TIMEOUT", 30, positive=True)
+ROJO_MCP_IDLE_SECONDS = env_float("ROJO_MCP_IDLE_SECONDS", 600, positive=True)
 # Hosts (names) and networks (10.20.0.0/16, an address) that an HTTP MCP server's OAuth
 # requests may reach though internal: another host than the server's own is otherwise
 # reached only on public addresses (rojos/mcp/destinations.py).
 ROJO_MCP_OAUTH_INTERNAL_ALLOWED = env_list("ROJO_MCP_OAUTH_INTERNAL_ALLOWED", "")
 # How long a server's question during a call waits for the person's answer (then: cancel).
-ROJO_ELICITATION_SECONDS = env_float("ROJO_ELICITATION_SECONDS", 300)
+ROJO_ELICITATION_SECONDS = env_float("ROJO_ELICITATION_SECONDS", 300, positive=True)
 # The MCP endpoint serves the built-in tools; tools of your own (ROJO_TOOL_MODULES) too
 # only when this is on, as they are off until enabled per rojo and no rojo is behind a call.
 ROJO_MCP_SERVE_USER_TOOLS = env_bool("ROJO_MCP_SERVE_USER_TOOLS", False)
@@ -292,12 +294,12 @@ ROJO_MCP_MAX_BODY_BYTES = env_int("ROJO_MCP_MAX_BODY_BYTES", 2 * ROJO_MAX_WRITE_
 # The longest one turn may run, approvals included (not those routed to owners): a provider
 # that streams (or keeps the connection alive) for ever must not hold a conversation and its
 # cost without end.
-ROJO_TURN_MAX_SECONDS = env_float("ROJO_TURN_MAX_SECONDS", 1800)
+ROJO_TURN_MAX_SECONDS = env_float("ROJO_TURN_MAX_SECONDS", 1800, positive=True)
 # A running turn refreshes its claim this often; a claim older than the stale age is dead.
-ROJO_TURN_HEARTBEAT_SECONDS = env_float("ROJO_TURN_HEARTBEAT_SECONDS", 2)
-ROJO_TURN_STALE_SECONDS = env_float("ROJO_TURN_STALE_SECONDS", 8)
+ROJO_TURN_HEARTBEAT_SECONDS = env_float("ROJO_TURN_HEARTBEAT_SECONDS", 2, positive=True)
+ROJO_TURN_STALE_SECONDS = env_float("ROJO_TURN_STALE_SECONDS", 8, positive=True)
 # Seconds a Stop or an approval waits for the running turn to confirm it (else: 503, retry).
-ROJO_RELAY_CONFIRM_SECONDS = env_float("ROJO_RELAY_CONFIRM_SECONDS", 5)
+ROJO_RELAY_CONFIRM_SECONDS = env_float("ROJO_RELAY_CONFIRM_SECONDS", 5, positive=True)
 # Seconds a running turn retries a database write that fails before it gives up.
 ROJO_DB_RETRY_SECONDS = env_float("ROJO_DB_RETRY_SECONDS", 30)
 # A stopped server process (SIGTERM; roject/server/graceful.py, under `manage.py serve`)

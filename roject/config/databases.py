@@ -58,7 +58,7 @@ def databases(base_dir: Path) -> dict:
         # that long.
         default.setdefault("OPTIONS", {})["pool"] = {
             "min_size": 1,
-            "max_size": env_int("ROJO_DB_POOL_SIZE", 10),
-            "timeout": env_float("ROJO_DB_POOL_TIMEOUT", 20),
+            "max_size": env_int("ROJO_DB_POOL_SIZE", 10, positive=True),
+            "timeout": env_float("ROJO_DB_POOL_TIMEOUT", 20, positive=True),
         }
     return {"default": default}

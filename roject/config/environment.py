@@ -1,6 +1,7 @@
 """Environment variables as settings' values: yes/no, lists, numbers; one that is not what
 its name needs stops the start, naming it."""
 
+import math
 import os
 from pathlib import Path
 
@@ -19,24 +20,33 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-def env_int(name: str, default: int) -> int:
-    return _env_number(name, default, int)
+def env_int(name: str, default: int, *, positive: bool = False) -> int:
+    return _env_number(name, default, int, positive=positive)
 
 
-def env_float(name: str, default: float) -> float:
-    return _env_number(name, default, float)
+def env_float(name: str, default: float, *, positive: bool = False) -> float:
+    return _env_number(name, default, float, positive=positive)
 
 
-def _env_number(name: str, default, kind):
-    """A number from the environment; one that is not stops the start with its name."""
+def _env_number(name: str, default, kind, *, positive: bool):
+    """A number from the environment; one that is not, or is out of range, stops the start
+    with its name. Every one is a count, a size or a duration: none is negative, and those
+    that pace a loop or bound a wait that must happen (`positive`) are not 0 either (a live
+    stream checked every 0 s spun a core and queried the database without pause)."""
     value = os.environ.get(name, "").strip()
     if not value:
         return default
+    what = "a whole number" if kind is int else "a number"
     try:
-        return kind(value)
+        number = kind(value)
     except ValueError:
-        what = "a whole number" if kind is int else "a number"
         raise ImproperlyConfigured(f"{name}: {value!r} is not {what}.") from None
+    if not math.isfinite(number):
+        raise ImproperlyConfigured(f"{name}: {value!r} is not {what}.")
+    if number < 0 or (positive and number == 0):
+        bound = "more than 0" if positive else "0 or more"
+        raise ImproperlyConfigured(f"{name}: {value!r} must be {bound}.")
+    return number
 
 
 def secret_key(*, debug: bool) -> str:

@@ -38,8 +38,8 @@ def channel_layers(url: str) -> dict:
             "hosts": [
                 {
                     "address": url,
-                    "socket_timeout": env_float("ROJO_REDIS_SOCKET_TIMEOUT", 15),
-                    "max_connections": env_int("ROJO_REDIS_POOL_SIZE", 50),
+                    "socket_timeout": env_float("ROJO_REDIS_SOCKET_TIMEOUT", 15, positive=True),
+                    "max_connections": env_int("ROJO_REDIS_POOL_SIZE", 50, positive=True),
                     "timeout": 10,
                 }
             ]

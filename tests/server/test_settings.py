@@ -200,6 +200,57 @@ def test_a_setting_that_is_not_a_number_stops_the_start_with_its_name(
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize(
+    ("variable", "value", "bound"),
+    [
+        ("ROJO_LIVE_CHECK_SECONDS", "0", "more than 0"),
+        ("ROJO_LIVE_CHECK_SECONDS", "-1", "more than 0"),
+        ("ROJO_TURN_HEARTBEAT_SECONDS", "0", "more than 0"),
+        ("ROJO_MCP_CALL_MAX_SECONDS", "0", "more than 0"),
+        ("ROJO_ELICITATION_SECONDS", "-300", "more than 0"),
+        ("ROJO_START_CONCURRENCY", "0", "more than 0"),
+        ("ROJO_MAX_PDF_BYTES", "-1", "0 or more"),
+        ("ROJO_PROXY_COUNT", "-1", "0 or more"),
+    ],
+)
+@pytest.mark.parametrize("command", ["check", "doctor"])
+def test_a_setting_out_of_its_range_stops_the_start_with_its_name(
+    tmp_path, command, variable, value, bound
+):
+    """A live stream checked every 0 s spun a core and queried the database without pause, a
+    heartbeat of 0 s wrote its claim as fast as the database took it: a number no setting
+    means is named with its range at start, by the doctor too, as a word that is no number is."""
+    result = manage(command, tmp_path=tmp_path, DEBUG="1", **{variable: value})
+    assert result.returncode == 2
+    assert f"{variable}: {value!r} must be {bound}." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf"])
+def test_a_number_setting_that_is_not_finite_stops_the_start(tmp_path, value):
+    """float() reads nan and inf: a timeout of nan never fires, and is no number a person means."""
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", ROJO_MCP_CALL_TIMEOUT=value)
+    assert result.returncode == 2
+    assert f"ROJO_MCP_CALL_TIMEOUT: {value!r} is not a number." in result.stderr
+
+
+def test_the_settings_whose_0_means_off_still_take_0(tmp_path):
+    """0 turns these off (docs/operations.md): the range check leaves them be."""
+    zeros = (
+        "ROJO_END_YIELD_SECONDS",
+        "ROJO_MALLOC_TRIM_SECONDS",
+        "ROJO_PROXY_COUNT",
+        "ROJO_UPLOAD_STALL_SECONDS",
+        "ROJO_CLIENT_WRITE_TIMEOUT",
+        "ROJO_TURN_READ_BYTES",
+        "ROJO_USER_MESSAGES_PER_MINUTE",
+        "ROJO_KEPT_RESULT_DAYS",
+        "ROJO_DRAFT_SECONDS",
+    )
+    result = manage("check", tmp_path=tmp_path, DEBUG="1", **dict.fromkeys(zeros, "0"))
+    assert result.returncode == 0, result.stderr
+
+
 @pytest.mark.parametrize("command", [["migrate"], ["serve", "--no-server"], ["backup", "b.tar"]])
 def test_a_database_that_cannot_be_opened_stops_a_command_with_a_message(tmp_path, command):
     """DATABASE_URL naming a database out of reach: the command says so, not a traceback."""
