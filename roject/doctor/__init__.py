@@ -10,6 +10,7 @@ roject's checks live in this package; an app adds its own in a `doctor` module o
 (rojos/doctor.py), found by Django's autodiscovery, so roject never imports rojos.
 """
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
@@ -41,6 +42,18 @@ class Context:
     url: str = ""
     processes: int = 1
     network: bool = True
+
+
+def serving_context() -> Context:
+    """What a serving process tells the doctor: the address people use (ROJO_PUBLIC_URL) and
+    the install's processes (ROJO_PROCESSES). `manage.py serve` logs the findings with it, and
+    /readyz counts the errors of the settings checks with it, so that what the start's log
+    calls an error keeps the process out of the proxy's rotation."""
+    try:
+        processes = int(os.environ.get("ROJO_PROCESSES") or 1)
+    except ValueError:
+        processes = 1
+    return Context(url=os.environ.get("ROJO_PUBLIC_URL", "").strip(), processes=processes)
 
 
 Check = Callable[[Context], list[Finding]]

@@ -22,7 +22,7 @@ from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from roject.doctor import Context, doctor_run
+from roject.doctor import doctor_run, serving_context
 from roject.server.draining import draining
 
 logger = logging.getLogger(__name__)
@@ -97,10 +97,11 @@ _configuration_errors: list[str] | None = None
 
 async def _configuration() -> str | None:
     """The configuration doctor's errors among its checks of settings alone (roject/doctor),
+    with the address and processes the start's doctor had (ROJO_PUBLIC_URL, ROJO_PROCESSES),
     found once: settings do not change in a process's life."""
     global _configuration_errors
     if _configuration_errors is None:
-        found = doctor_run(context=Context(), kinds=("settings",))
+        found = doctor_run(context=serving_context(), kinds=("settings",))
         _configuration_errors = [f.code for f in found if f.level == "error"]
     if _configuration_errors:
         return ", ".join(_configuration_errors) + " (run manage.py doctor)"

@@ -51,6 +51,20 @@ def test_storage_that_takes_no_files_makes_the_process_unready(server_process, t
     assert httpx2.get(server.base_url + "/healthz").status_code == 200
 
 
+def test_an_error_the_start_finds_with_the_public_url_makes_the_process_unready(server_process):
+    """ROJO_PUBLIC_URL's host missing from ALLOWED_HOSTS: the start's doctor logs that every
+    request answers 400, and /readyz said ready all the same (it checked no address), so the
+    proxy kept sending people to it."""
+    server = server_process(ROJO_PUBLIC_URL="https://chat.example.com", ALLOWED_HOSTS="127.0.0.1")
+    answer = httpx2.get(server.base_url + "/readyz", timeout=10)
+
+    assert answer.status_code == 503
+    [reason] = answer.json()["reasons"]
+    assert reason.startswith("configuration: ")
+    assert "allowed-hosts-url" in reason
+    assert reason.endswith("(run manage.py doctor)")
+
+
 def test_a_database_without_the_migrations_makes_the_process_unready(server_process, tmp_path):
     empty = tmp_path / "empty.sqlite3"
     sqlite3.connect(empty).close()

@@ -23,7 +23,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection, connections, transaction
 
-from roject.doctor import Context, doctor_run
+from roject.doctor import doctor_run, serving_context
 from roject.server.graceful import graceful_serve
 
 # Any fixed number: the key of the PostgreSQL advisory lock all containers take.
@@ -76,10 +76,6 @@ def admin_ensure(*, username: str, password: str) -> str | None:
         return made_up
 
 
-def processes_configured() -> int:
-    return int(os.environ.get("ROJO_PROCESSES") or 1)
-
-
 class Command(BaseCommand):
     help = (
         "Migrate (once, under a lock), create the first admin from ROJO_ADMIN_USERNAME and "
@@ -125,10 +121,6 @@ class Command(BaseCommand):
     def _doctor(self) -> None:
         """The configuration doctor's findings, in the log at every start (its errors also
         keep /readyz at 503)."""
-        try:
-            processes = processes_configured()
-        except ValueError:
-            processes = 1
-        context = Context(url=os.environ.get("ROJO_PUBLIC_URL", "").strip(), processes=processes)
+        context = serving_context()
         for finding in doctor_run(context=context, kinds=("settings", "runtime", "network")):
             self.stderr.write(f"doctor: {finding.line()}")
