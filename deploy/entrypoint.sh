@@ -1,7 +1,7 @@
 #!/bin/sh
 # The image's entry: a secret key kept in the volume (SECRET_KEY_FILE, which settings read) when
 # no SECRET_KEY is given, then `manage.py serve` (migrations once, the first admin, the server
-# processes).
+# processes), or the command the container was given instead.
 set -eu
 
 SECRET_KEY_FILE=${SECRET_KEY_FILE:-/data/secret_key}
@@ -16,4 +16,9 @@ if [ -z "${SECRET_KEY:-}" ] && [ ! -s "$SECRET_KEY_FILE" ]; then
   rm -f "$tmp"
 fi
 
+# A command given to the container (`podman compose … run --rm app1 python manage.py migrate`)
+# runs in place of the server, with the same key; options (`--no-server`) are serve's own.
+if [ $# -gt 0 ] && [ "${1#-}" = "$1" ]; then
+  exec "$@"
+fi
 exec python /app/manage.py serve "$@"

@@ -89,6 +89,27 @@ def test_containers_starting_together_migrate_once_and_all_serve(containers):
         assert httpx2.get(container.base_url + "/healthz").json() == {"status": "ok"}
 
 
+def test_a_command_given_to_the_image_runs_in_place_of_the_server(image):
+    """docs/operations.md moves an install to PostgreSQL with `podman compose … run --rm app1
+    python manage.py migrate` (then `restore`): the entrypoint gave those words to `serve` as
+    its arguments, which refused them ("unrecognized arguments"). Options stay serve's."""
+    volume = volume_name("command")
+    run = ("run", "--rm", *LIMITS, *HOST_NETWORK, f"--volume={volume}:/data", image)
+    try:
+        migrated = podman(*run, "python", "manage.py", "migrate", check=False)
+        listed = podman(*run, "python", "manage.py", "showmigrations", "roject", check=False)
+        prepared = podman(*run, "--no-server", check=False)
+    finally:
+        podman("volume", "rm", "-f", volume, check=False)
+
+    assert migrated.returncode == 0, migrated.stderr[-2000:]
+    assert "Applying roject.0001_initial... OK" in migrated.stdout
+    assert "one-time password" not in migrated.stdout  # migrate alone, not serve
+    assert "[X] 0001_initial" in listed.stdout, listed.stdout + listed.stderr
+    assert prepared.returncode == 0, prepared.stderr[-2000:]
+    assert "one-time password" in prepared.stdout  # `--no-server` went to serve
+
+
 def test_the_image_runs_as_no_root_and_says_what_it_is(image, containers):
     uid = podman("run", "--rm", *LIMITS, *HOST_NETWORK, "--entrypoint", "id", image, "-u").stdout
     config = json.loads(podman("image", "inspect", image).stdout)[0]
