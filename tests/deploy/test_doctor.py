@@ -92,6 +92,27 @@ def test_each_seeded_misconfiguration_is_found_with_its_fix(storage_dir, code, e
     assert status == (2 if output.startswith("ERROR") else 1)
 
 
+def test_without_url_the_doctor_checks_the_public_url_the_start_checks(storage_dir):
+    """`podman exec app1 python manage.py doctor`, as an operator asks a container: the start's
+    doctor had logged that ROJO_PUBLIC_URL's host answers 400, and this said nothing found."""
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("ROJO_", "SECURE_"))},
+        "DJANGO_SETTINGS_MODULE": "roject.settings",
+        "DATABASE_URL": database_url(),
+        "ROJO_STORAGE_DIR": str(storage_dir),
+        **SOUND,
+        "ROJO_PUBLIC_URL": URL,
+        "ALLOWED_HOSTS": "other.example.com",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "doctor", "--no-network"], cwd=django_settings.BASE_DIR,
+        env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+    assert codes(done.stdout) == {"allowed-hosts-url"}, done.stdout + done.stderr
+    assert done.returncode == 2
+
+
 FIXES = [
     ({"DEBUG": "1"}, "cookies-not-secure", "remove DEBUG from the environment (or set DEBUG=0)"),
     ({"DEBUG": "1"}, "hsts-off", "remove DEBUG from the environment (or set DEBUG=0)"),

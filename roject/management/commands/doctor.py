@@ -3,7 +3,7 @@ import logging
 from django.core.management.base import BaseCommand
 from django.db import connection
 
-from roject.doctor import Context, doctor_run
+from roject.doctor import Context, doctor_run, serving_context
 from roject.doctor.runtime_checks import NETWORK_SECONDS
 
 
@@ -27,7 +27,10 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--url", default="", help="The address people use (https://chat.example.com)."
+            "--url",
+            default="",
+            help="The address people use (https://chat.example.com); by default "
+            "ROJO_PUBLIC_URL, the one the start's doctor checks.",
         )
         parser.add_argument(
             "--processes",
@@ -44,6 +47,9 @@ class Command(BaseCommand):
         # The pool logs each failed try ("error connecting in 'pool-1': …") above the findings;
         # the database finding says why, once.
         logging.getLogger("psycopg.pool").setLevel(logging.CRITICAL)
+        # Without --url, the address the start's doctor and /readyz check: `manage.py doctor`
+        # in a container then finds what its log said at start, not "nothing found".
+        url = url or serving_context().url
         context = Context(url=url, processes=processes, network=not no_network)
         findings = doctor_run(context=context, kinds=("settings", "runtime", "network"))
         for finding in findings:
