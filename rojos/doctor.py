@@ -1,10 +1,12 @@
-"""The doctor's checks of the rojos (roject/doctor): each one's key variable set and allowed,
-and its provider answering within 2 seconds. A key is never printed, nor sent anywhere: the
-reachability check asks for the model list without it."""
+"""The doctor's checks of the rojos (roject/doctor): the turns' heartbeat against their stale
+age, each rojo's key variable set and allowed, and its provider answering within 2 seconds. A
+key is never printed, nor sent anywhere: the reachability check asks for the model list
+without it."""
 
 import os
 
 import requests
+from django.conf import settings
 from django.db import DatabaseError
 
 from roject.doctor import Context, Finding, check
@@ -21,6 +23,33 @@ def _rojos() -> list[Rojo]:
         return list(Rojo.objects.only("pk", "slug", "name", "base_url", "api_key_env", "api_key"))
     except DatabaseError:
         return []  # the database check says so
+
+
+@check("settings")
+def turn_heartbeat(context: Context) -> list[Finding]:
+    """A claim not refreshed within ROJO_TURN_STALE_SECONDS is a dead reply's, which the next
+    request ends: a stale age within a beat or two ends live replies of other processes."""
+    beat = settings.ROJO_TURN_HEARTBEAT_SECONDS
+    stale = settings.ROJO_TURN_STALE_SECONDS
+    if stale >= 3 * beat:
+        return []
+    certain = stale <= beat
+    return [
+        Finding(
+            level="error" if certain else "warning",
+            code="turn-stale-age",
+            message=f"ROJO_TURN_STALE_SECONDS {stale:g} is "
+            + ("not more than" if certain else "less than three times")
+            + f" ROJO_TURN_HEARTBEAT_SECONDS {beat:g}: a reply running on another process is "
+            + (
+                "taken for dead between its heartbeats"
+                if certain
+                else "taken for dead when a heartbeat comes late (a busy database)"
+            )
+            + ", and ended as interrupted by the next request to its conversation.",
+            fix=f"set ROJO_TURN_STALE_SECONDS to {4 * beat:g} or more (the defaults: 2 and 8).",
+        )
+    ]
 
 
 @check("runtime")

@@ -77,6 +77,8 @@ SEEDED = [
     ("url-not-http", {}, ("--url", "chat.example.com")),
     ("processes-without-redis", {"ROJO_PROCESSES": "2"}, ()),
     ("processes-without-redis", {}, ("--processes", "4")),
+    ("turn-stale-age", {"ROJO_TURN_STALE_SECONDS": "2"}, ()),
+    ("turn-stale-age", {"ROJO_TURN_HEARTBEAT_SECONDS": "5"}, ()),
 ]
 
 
