@@ -36,6 +36,22 @@ def test_the_stack_is_two_app_containers_behind_a_proxy_with_postgres_and_redis(
         assert "@sha256:" in services[name]["image"]  # pinned
 
 
+def test_the_proxies_counted_are_caddy_unless_rojo_env_says_more(tmp_path, stack):
+    """A load balancer in front of Caddy makes two proxies that append to X-Forwarded-For:
+    compose.yaml's fixed "1" overrode rojo.env's ROJO_PROXY_COUNT, so every client behind the
+    balancer counted as the balancer's address for the login limits and previews."""
+    (tmp_path / "balanced").mkdir()
+    filled = env_file(tmp_path / "balanced", SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret",
+                      ROJO_PROXY_COUNT="2")  # fmt: skip
+    done = compose_config(filled)
+
+    assert done.returncode == 0, done.stderr
+    for name in ("app1", "app2"):
+        assert stack["services"][name]["environment"]["ROJO_PROXY_COUNT"] == "1"
+        app = yaml.safe_load(done.stdout)["services"][name]
+        assert app["environment"]["ROJO_PROXY_COUNT"] == "2"
+
+
 def test_the_third_party_images_can_come_from_a_mirror(tmp_path):
     mirror = {
         "ROJO_CADDY_IMAGE": "mirror.example.com/caddy:2.10-alpine@sha256:" + "a" * 64,
