@@ -13,6 +13,8 @@ and the others wait for it, then find nothing left to do.
 
 import contextlib
 import fcntl
+import io
+import logging
 import os
 import secrets
 from pathlib import Path
@@ -20,7 +22,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 from django.db import connection, connections, transaction
 
 from roject.doctor import doctor_run, serving_context
@@ -28,6 +30,33 @@ from roject.server.graceful import graceful_serve
 
 # Any fixed number: the key of the PostgreSQL advisory lock all containers take.
 MIGRATION_LOCK_KEY = 0x526F6A6F  # "Rojo"
+
+logger = logging.getLogger(__name__)
+
+
+class _LoggedLines(io.TextIOBase):
+    """A stream whose every line is a log record: under ROJO_LOG_FORMAT=json, what the start
+    writes (the migrations, the first admin) is one JSON object a line like the rest."""
+
+    def __init__(self, level: int) -> None:
+        self.level = level
+        self.pending = ""
+
+    def write(self, text: str) -> int:
+        *lines, self.pending = (self.pending + text).split("\n")
+        for line in lines:
+            if line.strip():
+                logger.log(self.level, line)
+        return len(text)
+
+    def flush(self) -> None:
+        if self.pending.strip():
+            logger.log(self.level, self.pending)
+        self.pending = ""
+
+
+def _json_logs() -> bool:
+    return os.environ.get("ROJO_LOG_FORMAT", "").strip().lower() == "json"
 
 
 @contextlib.contextmanager
@@ -89,8 +118,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, no_server, **options):
+        if _json_logs():
+            self.stdout = OutputWrapper(_LoggedLines(logging.INFO))
         with migration_lock():
-            call_command("migrate", interactive=False, verbosity=1)
+            call_command("migrate", interactive=False, verbosity=1, stdout=self.stdout)
             if os.environ.get("ROJO_COLLECT_STATIC", "").strip() in ("1", "true", "yes"):
                 # For the proxy (deploy/Caddyfile); under the lock, so that containers
                 # starting together never write one file at once.
@@ -123,4 +154,9 @@ class Command(BaseCommand):
         keep /readyz at 503)."""
         context = serving_context()
         for finding in doctor_run(context=context, kinds=("settings", "runtime", "network")):
-            self.stderr.write(f"doctor: {finding.line()}")
+            if _json_logs():
+                level = logging.ERROR if finding.level == "error" else logging.WARNING
+                logger.log(level, "doctor: %s", finding.line())
+            else:
+                self.stderr.write(f"doctor: {finding.line()}")
+        self.stdout.flush()
