@@ -93,11 +93,13 @@ export class ChatLog {
   scheduleRender(bubble) {
     if (bubble.renderPending) return;
     bubble.renderPending = true;
-    requestAnimationFrame(() => {
+    requestAnimationFrame((now) => {
       bubble.renderPending = false;
       const atBottom = this.atEnd();
       bubble.dataset.text = bubble.text;
-      if (!renderGrowingMarkdown(bubble.text, bubble.body)) this.scheduleRender(bubble); // more to do
+      const since = now - (bubble.frame ?? now);
+      bubble.frame = now;
+      if (!renderGrowingMarkdown(bubble.text, bubble.body, { since })) this.scheduleRender(bubble); // more to do
       else if (bubble !== this.bubble) finishGrowingMarkdown(bubble.text, bubble.body); // closed meanwhile
       if (atBottom) this.element.scrollTop = this.element.scrollHeight;
     });

@@ -22,6 +22,11 @@ const TASK = /^\[([ xX])\]\s+/;
 // How long one frame may spend on blocks that are complete, and how many go to the sanitiser
 // at once (each call parses a document of its own).
 const FRAME_BUDGET_MS = 6;
+// Frames that come seldom (a loaded machine, a slow device) each take more of what piled up:
+// a third of the time since the last frame, up to this. A step a frame made a long reply
+// finish rendering a minute after it ended there, each frame's layout and paint of the whole
+// page costing more than its step.
+const SLOW_FRAME_BUDGET_MS = 30;
 const BLOCKS_AT_ONCE = 4;
 // Text that piled up is parsed this much (to a line's end) a frame: parsing all of it each
 // frame made catching up quadratic, and one frame's parse outlast the frame budget.
@@ -222,14 +227,24 @@ function finalBlocks(rest) {
  * renderMarkdown. Once a new top-level block has begun on a complete line, the blocks before
  * it cannot change: they are rendered once and kept, and only the last block is parsed and
  * rendered again. Re-rendering the whole reply each frame made a long reply stall the page.
- * A frame renders kept blocks for about FRAME_BUDGET_MS, then returns false: the caller
- * renders the rest in the next frame (a reply reopened whole, or text that piled up while
- * the page was busy, does not hold the page either).
+ * A frame renders for about FRAME_BUDGET_MS (more when frames come seldom: `since` is the
+ * time since the last, in ms), PARSE_AT_ONCE of text a step, then returns false: the caller
+ * renders the rest in the next frame (a reply reopened whole, or text that piled up while the
+ * page was busy, does not hold the page either).
  */
-export function renderGrowingMarkdown(text, container) {
+export function renderGrowingMarkdown(text, container, { since = 0 } = {}) {
   const started = performance.now();
-  const state = (container.markdown ??= { done: 0, tail: [] });
+  const budget = Math.min(Math.max(since / 3, FRAME_BUDGET_MS), SLOW_FRAME_BUDGET_MS);
   text = normalized(text);
+  let done;
+  do done = renderStep(text, container, started, budget);
+  while (!done && performance.now() - started < budget);
+  return done;
+}
+
+/** One step of renderGrowingMarkdown: true once all of `text` is rendered. */
+function renderStep(text, container, started, budget) {
+  const state = (container.markdown ??= { done: 0, tail: [] });
   let rest = text.slice(state.done);
   // A prefix ending on a line's end is what the reply was while it streamed: its blocks but
   // the last are final all the same. Only a prefix that holds no final block is not enough.
@@ -249,7 +264,7 @@ export function renderGrowingMarkdown(text, container) {
     drawDiagrams(final);
     container.append(final);
     kept = end;
-    if (performance.now() - started > FRAME_BUDGET_MS) break;
+    if (performance.now() - started > budget) break;
   }
   if (kept > 0) state.done += lineOffset(rest, tokens[starts[kept]].map[0]);
   if (kept < keep || cutShort) return false; // the text past the cut is for the next frame
