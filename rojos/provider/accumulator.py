@@ -81,10 +81,16 @@ class StreamAccumulator:
         try:
             yield
         except ProviderError as exc:
-            if self.finish_reason is None or self.finish_reason == "error":
+            if not self.finished:
                 raise
             self.late_error = exc
             logger.warning("the provider's stream failed after its response finished: %s", exc)
+
+    @property
+    def finished(self) -> bool:
+        """The response came to its finish reason, one that is no "error": it is whole,
+        whatever fails after it (whole_if_broken; the self-test reads it so too)."""
+        return self.finish_reason is not None and self.finish_reason != "error"
 
     def take_text(self) -> str:
         """The text since the last take, joined, and given up: a draft (drafts.Draft)

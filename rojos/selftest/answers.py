@@ -54,8 +54,9 @@ async def stream_probe(session: Session) -> ProbeResult:
     if not text.strip():
         return does_not(caps.STREAM, "the answer had no text")
     late = exchange.late_error
-    # The answer stands, as in a chat; what failed after it is worth a look all the same.
-    after = f" (an error after its finish reason, a chat logs it: {late})" if late else ""
+    # The answer stands, as in a chat (which shows a notice); what failed after it, or a
+    # connection kept open, is worth a look all the same.
+    after = f" (kept, as a chat keeps it; after its finish reason: {late})" if late else ""
     return works(caps.STREAM, f"answered {brief(text)}{after}")
 
 

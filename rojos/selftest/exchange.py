@@ -6,6 +6,11 @@ is bounded on our side, because the providers disagree on the options that would
 (OpenAI's reasoning models refuse `max_tokens`, Mistral `max_completion_tokens`): at most
 `requests` requests, each read for at most `seconds_each` seconds and `answer_chars`
 characters or `chunks` chunks before the stream is closed, all within `seconds_total`.
+
+A response that came to its finish reason is whole, as a turn reads it, whatever follows:
+an error, a reset, or a provider that keeps the connection open. Past its finish reason,
+the rest of it (the usage chunk, [DONE]) is waited for at most `seconds_after_finish`, so
+that a provider hanging after every answer is tested within the total all the same.
 """
 
 import asyncio
@@ -30,6 +35,15 @@ class Limits:
     seconds_total: float = 120.0
     answer_chars: int = 4_000
     chunks: int = 1_200  # reasoning streams many chunks before its first text
+    seconds_after_finish: float = 5.0  # the usage chunk and [DONE] come right after, if at all
+
+
+# What a response that finished and then neither ended nor sent more is noted with.
+_KEPT_OPEN = (
+    "The provider kept the connection open after its response finished: no usage chunk, "
+    "[DONE] or end of the body came (a chat waits ROJO_PROVIDER_TIMEOUT for them, then "
+    "keeps the answer)."
+)
 
 
 @dataclass(kw_only=True, slots=True)
@@ -123,23 +137,26 @@ class Session:
         seconds = min(self.limits.seconds_each, self.left())
         exchange = Exchange()
         accumulator = StreamAccumulator()
+        kept_open = None
         try:
             # As a turn reads it: a failure after the finish reason leaves the response whole.
-            async with asyncio.timeout(seconds), accumulator.whole_if_broken():
-                await self._read(request, accumulator, exchange)
+            async with asyncio.timeout(seconds) as deadline, accumulator.whole_if_broken():
+                await self._read(request, accumulator, exchange, deadline)
         except ProviderError as exc:
             exchange.error, exchange.status = exc, _status(exc)
             return exchange
         except TimeoutError:
-            exchange.error = ProviderError(f"No whole answer within {seconds:g} seconds.")
-            return exchange
+            if not accumulator.finished:
+                exchange.error = ProviderError(f"No whole answer within {seconds:g} seconds.")
+                return exchange
+            kept_open = ProviderError(_KEPT_OPEN)
         # An accumulator that splits `<think>` tags from the text names the shape it read.
         shape = getattr(accumulator, "reasoning_shape", None)
         if "<think>" in accumulator.text or shape == "think":
             exchange.shapes.add("think tags")
         elif "</think>" in accumulator.text:  # the opening tag was in the prompt
             exchange.shapes.add(CLOSING_THINK_TAG)
-        exchange.late_error = accumulator.late_error
+        exchange.late_error = accumulator.late_error or kept_open
         if not exchange.cut:
             try:
                 exchange.completion = accumulator.result()
@@ -147,15 +164,26 @@ class Session:
                 exchange.error = exc
         return exchange
 
-    async def _read(self, request: dict, accumulator: StreamAccumulator, exchange: Exchange):
+    async def _read(
+        self,
+        request: dict,
+        accumulator: StreamAccumulator,
+        exchange: Exchange,
+        deadline: asyncio.Timeout,
+    ):
         chars = chunks = 0
         stream = provider_chunks(self.client, request, fixes=rojo_fixes(self.rojo))
+        finished = False
         try:
             async for batch in stream:
                 for chunk in batch:
                     _scan(chunk, exchange.shapes)
                     chars += len(accumulator.feed(chunk))
                     chunks += 1
+                if not finished and accumulator.finished:  # only its usage and end to come
+                    finished = True
+                    after = self.loop.time() + self.limits.seconds_after_finish
+                    deadline.reschedule(min(deadline.when(), after))
                 if chars > self.limits.answer_chars or chunks > self.limits.chunks:
                     exchange.cut = True
                     exchange.error = ProviderError(

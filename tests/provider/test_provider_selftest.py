@@ -1,5 +1,7 @@
 """The provider self-test against the fake provider answering like each real provider."""
 
+import threading
+
 import pytest
 
 from rojos.context.discovery import window_discovery_forget
@@ -10,7 +12,14 @@ from rojos.selftest.exchange import Limits
 from rojos.selftest.results import profile_table
 from rojos.selftest.runner import rojo_selftest_run
 from tests.support.agent_run import API_KEY, rojo_for, run_turn, valid_history
-from tests.support.fake_provider import chunk, http_error, stream, text_chunks, tool_call_chunks
+from tests.support.fake_provider import (
+    Gate,
+    chunk,
+    http_error,
+    stream,
+    text_chunks,
+    tool_call_chunks,
+)
 from tests.support.provider_profiles import use_profile
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -217,6 +226,53 @@ async def test_an_error_after_the_finish_reason_leaves_the_answer_standing_as_in
     assert "after its finish reason" in found["stream"].reason
     assert "Usage accounting is unavailable." in found["stream"].reason
     assert found["images"].status == W
+
+
+@pytest.fixture
+def kept_open(fake_provider, settings):
+    """The fake provider answers "42" with its finish reason, then sends nothing more and
+    keeps the connection open (no usage chunk, no [DONE], no end) until the test is over.
+    The chat's stall timeout is longer than the test's limits, so they come first."""
+    settings.ROJO_PROVIDER_TIMEOUT = 60
+    never = threading.Event()
+    fake_provider.responder = lambda body: stream(text_chunks("42"), Gate(never, timeout=30))
+    yield
+    never.set()
+
+
+@pytest.mark.usefixtures("kept_open")
+async def test_a_provider_that_hangs_after_the_finish_reason_passes_as_in_a_chat(fake_provider):
+    """The answer finished (its finish reason came), then the provider kept the connection
+    open: a chat keeps that answer once ROJO_PROVIDER_TIMEOUT passes
+    (test_a_connection_lost_after_the_finish_reason_loses_nothing), so the self-test counts
+    it too, with a note that the connection stayed open, not as a timeout."""
+    rojo = await rojo_for(fake_provider)
+
+    profile = await rojo_selftest_run(rojo=rojo, limits=Limits(seconds_each=1))
+
+    found = {r.capability: r for r in profile.results}
+    assert found["stream"].status == W, profile_table(profile)
+    assert "answered '42'" in found["stream"].reason
+    assert "kept the connection open after its response finished" in found["stream"].reason
+    assert "No whole answer" not in profile_table(profile)
+    assert found["images"].status == W
+
+
+@pytest.mark.usefixtures("kept_open")
+async def test_a_provider_that_hangs_after_every_finish_is_tested_within_the_total(
+    fake_provider,
+):
+    """Past a finish reason only the usage chunk and [DONE] are to come: the self-test waits
+    for them `seconds_after_finish`, not a request's whole `seconds_each`, so a provider that
+    hangs after every answer still gets every probe asked within the test's total."""
+    rojo = await rojo_for(fake_provider)
+    limits = Limits(seconds_each=30, seconds_total=20, seconds_after_finish=0.2)
+
+    profile = await rojo_selftest_run(rojo=rojo, limits=limits)
+
+    found = {r.capability: r for r in profile.results}
+    assert (found["stream"].status, found["images"].status) == (W, W), profile_table(profile)
+    assert "limits were reached" not in profile_table(profile)
 
 
 async def test_a_provider_that_echoes_the_key_never_gets_it_into_the_table(fake_provider):
