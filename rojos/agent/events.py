@@ -152,6 +152,18 @@ class SummaryEvent:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class NoticeEvent:
+    """What the user should know of a turn that goes on: `code` says what. `late_error`:
+    the provider's stream failed after the response's finish reason (an error object, a
+    reset, a silence); the reply is whole and kept, its calls run (stored with the reply,
+    so a reopened conversation shows it too)."""
+
+    message: str
+    code: Literal["late_error"]
+    type: Literal["NOTICE"] = "NOTICE"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ErrorEvent:
     """The turn ended early; `code` says why (provider, stopped, timeout, internal, ...)."""
 
@@ -178,6 +190,7 @@ AgentEvent = (
     | QuestionEvent
     | AnsweredEvent
     | SummaryEvent
+    | NoticeEvent
 )
 TurnEvent = StartEvent | AgentEvent | ErrorEvent | DoneEvent
 
@@ -195,6 +208,7 @@ WireType = Literal[
     "QUESTION",
     "ANSWERED",
     "SUMMARY",
+    "NOTICE",
     "ERROR",
     "DONE",
 ]
@@ -248,6 +262,8 @@ def event_data(event: TurnEvent) -> dict:
             return {k: v for k, v in asdict(event).items() if k != "type" and v is not None}
         case SummaryEvent(text=text, messages=messages):
             return {"text": text, "messages": messages}
+        case NoticeEvent(message=message, code=code):
+            return {"message": message, "code": code}
         case StartEvent(conversation=conversation, message=message):
             return {"conversation": conversation, "message": message}
         case ErrorEvent(message=message, code=code):

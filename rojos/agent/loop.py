@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils.translation import ngettext
 
 from rojos.agent.drafts import Draft
-from rojos.agent.events import AgentEvent, ChatEvent, ToolCallEvent
+from rojos.agent.events import AgentEvent, ChatEvent, NoticeEvent, ToolCallEvent
 from rojos.agent.history import History
 from rojos.agent.requests import TurnRequests
 from rojos.agent.thinking import Thinking
@@ -19,7 +19,7 @@ from rojos.agent.tool_call_deltas import ToolCallDeltas
 from rojos.agent.tool_calls import Approver, ToolCallRunner
 from rojos.context.budgets import Left
 from rojos.context.model_choice import ModelInUse, model_default
-from rojos.errors import ReplyCutOff, StepLimitReached
+from rojos.errors import ProviderError, ReplyCutOff, StepLimitReached
 from rojos.models import Message, Rojo
 from rojos.provider.accumulator import Completion, StreamAccumulator
 from rojos.provider.body import Idle
@@ -30,18 +30,36 @@ from rojos.whole import whole
 logger = logging.getLogger(__name__)
 
 
+def _late_notice(error: ProviderError | None) -> NoticeEvent | None:
+    """What the user is told of a failure after the response finished (whole_if_broken):
+    the provider said something went wrong, yet the reply stands."""
+    if error is None:
+        return None
+    message = f"After this reply had finished, the provider's stream failed: {error}"
+    return NoticeEvent(
+        message=f"{message.rstrip('.')}. The reply is whole and kept.", code="late_error"
+    )
+
+
 async def _store_completion(
-    draft: Draft, completion: Completion, rojo: Rojo, thinking: Thinking, model: str
+    draft: Draft,
+    completion: Completion,
+    rojo: Rojo,
+    thinking: Thinking,
+    model: str,
+    notice: NoticeEvent | None,
 ) -> tuple[Completion, Message]:
-    """Store the step's response (`model`: the model that wrote it); the completion with the
-    whole text (what the drafts took of it and the rest), and its message."""
+    """Store the step's response (`model`: the model that wrote it) with its `notice`; the
+    completion with the whole text (what the drafts took of it and the rest), and its
+    message."""
     extra = sent_back_extra(completion.extra, completion.tool_calls, model)
     reasoning = reasoning_extra(rojo, completion, model=model)
+    late = {"late_error": notice.message} if notice is not None else {}
     message = await draft.save(
         completion.text,
         tool_calls=completion.tool_calls or None,
         reasoning=completion.reasoning,
-        extra={**extra, **thinking.extra(), **reasoning},
+        extra={**extra, **thinking.extra(), **reasoning, **late},
         usage=completion.usage,
         model=model,
     )
@@ -55,11 +73,12 @@ async def _stored_counted(
     thinking: Thinking,
     requests: TurnRequests,
     model: str,
+    notice: NoticeEvent | None,
 ) -> tuple[Completion, Message]:
     """Store the step's whole response and record what it used, as one: a Stop that comes
     between the two would keep the reply uncounted (the store finishes a cancelled insert,
     rojos.agent.history), a way past a budget for whoever stops each reply as it ends."""
-    completion, message = await _store_completion(draft, completion, rojo, thinking, model)
+    completion, message = await _store_completion(draft, completion, rojo, thinking, model, notice)
     await requests.usage.account(completion, message)
     return completion, message
 
@@ -187,9 +206,12 @@ async def agent_loop(
             await whole(_unfinished_kept(draft, accumulator, requests, model.name, stopped))
             raise
         # A Stop as it is stored: kept and counted, then the turn ends.
+        notice = _late_notice(accumulator.late_error)
         completion, message = await whole(
-            _stored_counted(draft, completion, rojo, thinking, requests, model.name)
+            _stored_counted(draft, completion, rojo, thinking, requests, model.name, notice)
         )
+        if notice is not None:  # shown after the reply, as a reopened conversation shows it
+            yield notice
         if not completion.tool_calls:
             if completion.finish_reason == "length":
                 raise _cut_off(completion)

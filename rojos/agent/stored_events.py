@@ -13,6 +13,7 @@ from rojos.agent.events import (
     ChatEvent,
     DoneEvent,
     ErrorEvent,
+    NoticeEvent,
     QuestionEvent,
     ReasoningEvent,
     StartEvent,
@@ -72,7 +73,8 @@ def message_events(
 ) -> Iterator[tuple[Message, TurnEvent]]:
     """The events of the replies among `messages`, each with the message it comes from.
 
-    An assistant message gives its reasoning (whole, with its seconds) and its text; each
+    An assistant message gives its reasoning (whole, with its seconds), its text and the
+    notice of a failure after it finished (`extra["late_error"]`, the loop's); each
     tool message gives its call and its result (with the id of its change record, from
     `changes` by call id); a summary its SUMMARY.
     User messages give nothing: they frame turns, which `conversation_turns` does.
@@ -86,6 +88,8 @@ def message_events(
                 yield message, ReasoningEvent(text=message.reasoning, whole=True, seconds=seconds)
             if message.content:
                 yield message, ChatEvent(text=message.content)
+            if late := (message.extra or {}).get("late_error"):
+                yield message, NoticeEvent(message=late, code="late_error")
             made = message.tool_calls or ()
             calls.update({call["id"]: call for call in made})
             places.update({call["id"]: (n, len(made)) for n, call in enumerate(made)})

@@ -173,6 +173,9 @@ def _turns_markdown(turns: list, undone: set[int]) -> list[str]:
                 lines += ["", "<details><summary>Earlier conversation summarised</summary>", ""]
                 lines += [_fences_closed(data["text"]), "", "</details>"]
                 speaking = False
+            elif event.type == "NOTICE":
+                lines += ["", f"> **Note:** {data['message']}"]
+                speaking = False
             elif event.type == "ERROR":
                 lines += ["", f"> **Error:** {data['message']}"]
                 speaking = False

@@ -52,6 +52,8 @@ class EventPrinter:
                 self._line("  " + _result_text(data))
             case "SUMMARY":
                 self._line(f"[earlier conversation summarised: {data['messages']} messages]")
+            case "NOTICE":
+                self._line(f"NOTE: {data['message']}")
             case "ERROR":
                 self._line(f"ERROR: {data['message']}")
             case "DONE":

@@ -167,6 +167,17 @@ export class ChatLog {
     return this.append(box);
   }
 
+  /** Something the turn goes on after (a failure after the reply finished): after the reply,
+   * which stays whole. */
+  addNotice(message, code) {
+    this.closeBubble();
+    const box = document.createElement("div");
+    box.className = `chat-notice ${code}`;
+    box.setAttribute("role", "status");
+    box.append(...visible(message));
+    return this.append(box);
+  }
+
   addError(message, code = "error") {
     // The reply's bubble stays open: a refused undo or approval mid-reply must not split it.
     const box = document.createElement("div");

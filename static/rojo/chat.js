@@ -168,6 +168,9 @@ export class ChatPanel extends EventTarget {
       case "SUMMARY":
         this.log.addSummary(data);
         break;
+      case "NOTICE":
+        this.log.addNotice(data.message, data.code);
+        break;
       case "ERROR":
         if (!this.history) this.turnError = data.code ?? "error"; // the queue waits after one
         this.activity.endForming();

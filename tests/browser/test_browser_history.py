@@ -135,3 +135,35 @@ def test_a_partly_undone_turn_reopens_with_undo_for_what_is_left(
     expect(reopened.get_by_role("button", name="Undo this turn")).to_have_count(0)
     assert not (root / "a.txt").exists() and not (root / "b.txt").exists()
     assert reopened.console_errors == []
+
+
+def test_a_provider_error_after_the_finished_reply_shows_as_a_notice_live_and_reopened(
+    page_for, users, project, fake_provider
+):
+    """The provider sends an error after the reply's finish reason: the reply shows whole,
+    and under it a notice in the provider's words (a status, not an alert: the turn went
+    on); reopened, the log is the same."""
+    make_rojo(fake_provider.base_url)
+    late = {"error": {"message": "Usage accounting is unavailable.", "code": 500}}
+    fake_provider.add(stream(*text_chunks("The answer is 42."), late))
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    panel = page.locator("rojo-chat-panel")
+    page.get_by_label("Message").fill("What is the answer?")
+    page.keyboard.press("Enter")
+    expect(panel.locator(".busy")).to_be_hidden()
+    expect(panel.locator(".bubble.assistant")).to_have_text(["The answer is 42."])
+    notice = panel.locator(".chat-notice.late_error")
+    expect(notice).to_have_attribute("role", "status")
+    expect(notice).to_contain_text("Usage accounting is unavailable.")
+    expect(panel.locator(".chat-error")).to_have_count(0)
+    live = log_snapshot(page)
+    names = [name for name, _ in live["items"]]
+    assert names.index("chat-notice late_error") == names.index("bubble assistant") + 1, names
+    screenshot(page, "history-late-error-notice")
+
+    reopened = page_for(users["editor"])
+    reopened.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    expect(reopened.locator("rojo-chat-panel .chat-notice")).to_have_count(1)
+    assert log_snapshot(reopened) == live
+    assert page.console_errors == [] and reopened.console_errors == []

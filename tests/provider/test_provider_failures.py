@@ -207,8 +207,9 @@ async def test_a_connection_lost_after_the_finish_reason_loses_nothing(
 ):
     """The response whole, its finish reason sent, then the connection is reset (a proxy)
     or goes silent past ROJO_PROVIDER_TIMEOUT before the usage chunk and [DONE]: the
-    response counts as finished (its usage estimated) and its calls run. Before, the turn
-    failed with the text kept and the calls dropped."""
+    response counts as finished (its usage estimated) and its calls run, and the user is
+    told in a notice after it. Before, the turn failed with the text kept and the calls
+    dropped."""
     settings.ROJO_PROVIDER_TIMEOUT = 1
     never = threading.Event()
     ending = {"cut": {"cut": True}, "silent": {}}[fault]
@@ -224,6 +225,7 @@ async def test_a_connection_lost_after_the_finish_reason_loses_nothing(
     never.set()
 
     assert run.error is None, run.error
+    assert run.kinds.count("notice") == 1
     history = await valid_history(run.conversation)
     if answer == "text":
         assert [(m.role, m.content) for m in history] == [

@@ -216,7 +216,9 @@ def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
 ):
     """An error after the response's finish reason (where its usage chunk would come): the
     response had finished, its text and call whole, so the call runs and the turn goes on,
-    as after a connection that breaks there. The late error is logged, not shown."""
+    as after a connection that breaks there. The user is told, in a NOTICE after the reply
+    and before its call, in the provider's words; it is stored with the reply (never sent
+    back to the provider), and the reopened conversation shows it in the same place."""
     fake_provider.add(
         stream(
             data(delta(MODEL, {"role": "assistant", "content": "Making alpha."})),
@@ -226,7 +228,35 @@ def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
         stream(text_chunks("It is there.")),
     )
 
-    made_alpha(client_for, users, project, rojo, fake_provider)
+    events, history = made_alpha(client_for, users, project, rojo, fake_provider)
+
+    notices = [event.data for event in events if event.type == "NOTICE"]
+    assert [notice["code"] for notice in notices] == ["late_error"]
+    assert "Usage accounting is unavailable." in notices[0]["message"]
+    assert "whole and kept" in notices[0]["message"]
+    assert kinds(events) == ["START", "CHAT", "NOTICE", "TOOL_CALL", "TOOL_RESULT", "CHAT", "DONE"]
+    assert history[1].extra["late_error"] == notices[0]["message"]
+    assert "Usage accounting" not in json.dumps(fake_provider.requests[1])
+    conversation = events[0].data["conversation"]
+    editor = client_for(users["editor"])
+    reopened = editor.get(f"/api/conversations/{conversation}").json()
+    assert kinds(reopened["events"]) == kinds(events)
+    assert [e["data"] for e in reopened["events"] if e["type"] == "NOTICE"] == notices
+    markdown = editor.get(
+        f"/api/conversations/{conversation}/export", params={"format": "markdown"}
+    ).text
+    assert f"> **Note:** {notices[0]['message']}" in markdown
+
+
+def kinds(events) -> list[str]:
+    """The events' types as the page shows them: a reply's text once, forming calls left out
+    (live events or a reopened conversation's, as dicts)."""
+    shown: list[str] = []
+    for event in events:
+        kind = event["type"] if isinstance(event, dict) else event.type
+        if kind != "TOOL_CALL_DELTA" and not (kind == "CHAT" and shown[-1:] == ["CHAT"]):
+            shown.append(kind)
+    return shown
 
 
 def legacy(function: dict, finish: str | None = None) -> dict:

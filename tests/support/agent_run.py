@@ -13,6 +13,7 @@ from rojos.agent.events import (
     AgentEvent,
     ApprovalRequiredEvent,
     ChatEvent,
+    NoticeEvent,
     ReasoningEvent,
     ToolCallDeltaEvent,
     ToolCallEvent,
@@ -35,6 +36,7 @@ KINDS = {
     ToolCallEvent: "tool_call",
     ToolResultEvent: "tool_result",
     ApprovalRequiredEvent: "approval_required",
+    NoticeEvent: "notice",
 }
 
 
