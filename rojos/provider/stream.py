@@ -2,16 +2,16 @@
 
 The request goes through the SDK (auth, retries, timeouts and base URL stay the SDK's); the
 stream is read as raw server-sent-event lines and each chunk parsed once, with orjson:
-building a typed SDK object per chunk costs more CPU than the rest of a turn. What the
-chunks mean is `stream_accumulator`'s job, what a failure says is `provider_failures`', and
-how the request is built is `provider_request`'s.
+building a typed SDK object per chunk costs more CPU than the rest of a turn. The lines'
+parse is `sse_lines`' job, what a body other than a stream says is `body_shapes`', what the
+chunks mean is `stream_accumulator`'s, what a failure says is `provider_failures`', and how
+the request is built is `provider_request`'s.
 """
 
 import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 import aiohttp
 import httpx2
@@ -23,25 +23,22 @@ from rojos import metrics
 from rojos.errors import ProviderError, StreamBroken
 from rojos.provider.admission import admitted
 from rojos.provider.body import Idle, Read, Tick, body_reader
-from rojos.provider.failures import ANY_ROJO, Fixes, failure_message, mid_stream_message
+from rojos.provider.body_shapes import (
+    LINE_TOO_LONG,
+    MAX_LINE_BYTES,
+    body_head,
+    empty_body,
+    json_body,
+    one_json,
+    web_page,
+)
+from rojos.provider.failures import ANY_ROJO, Fixes, failure_message
 from rojos.provider.refusals import refusal_of
-from rojos.provider.wire_text import lenient_loads
-from rojos.scrub import scrub
+from rojos.provider.sse_lines import parse_end, parse_lines
 
 # A line of the stream still unfinished past this size is held in pieces, joined once it
 # ends: joined with each read and split again, a line of N bytes cost N²/read on the loop.
 _LONG_LINE_BYTES = 256 * 1024
-# No chunk is this long (a file's whole text as a call's arguments is ROJO_MAX_WRITE_BYTES):
-# a body with no line end, a download say, is not read into memory past it.
-_MAX_LINE_BYTES = 64 * 1024 * 1024
-_BOM = b"\xef\xbb\xbf"
-_SPACE_AND_BOM = b" \t\r\n" + _BOM
-# What an SSE body's first line begins with (llama.cpp's error line among them).
-_SSE_FIELDS = (b"data:", b":", b"event:", b"id:", b"retry:", b"error:")
-_LINE_TOO_LONG = (
-    f"The provider sent a line of over {_MAX_LINE_BYTES // 2**20} MiB without an end, which "
-    "is no stream of chunks: check the rojo's base URL."
-)
 
 
 async def provider_chunks(
@@ -82,7 +79,7 @@ async def provider_chunks(
         try:
             kind = response.headers.get("content-type", "")
             if kind.startswith("text/html"):
-                raise ProviderError(_web_page(client))
+                raise ProviderError(web_page(client))
             rest = b""
             held: list[bytes] = []  # a long line's later pieces, joined once, as it ends
             held_bytes = 0
@@ -93,13 +90,13 @@ async def provider_chunks(
                     if first and data:  # the time to the first chunk: a test a read
                         first = False
                         metrics.first_chunk_seconds.observe(time.monotonic() - sent)
-                        data = await _head(data, read)
+                        data = await body_head(data, read)
                         if not data.strip():
-                            raise ProviderError(_empty_body(client))
+                            raise ProviderError(empty_body(client))
                         if data.lstrip().startswith(b"<"):  # a page labelled a stream (a portal)
-                            raise ProviderError(_web_page(client))
-                        if _one_json(data, kind):
-                            yield [await _json_body(data, read, client.api_key)]
+                            raise ProviderError(web_page(client))
+                        if one_json(data, kind):
+                            yield [await json_body(data, read, client.api_key)]
                             return
                     if data is None:
                         yield []
@@ -108,8 +105,8 @@ async def provider_chunks(
                         if b"\n" not in data and b"\r" not in data:
                             held.append(data)
                             held_bytes += len(data)
-                            if len(rest) + held_bytes > _MAX_LINE_BYTES:
-                                raise ProviderError(_LINE_TOO_LONG)
+                            if len(rest) + held_bytes > MAX_LINE_BYTES:
+                                raise ProviderError(LINE_TOO_LONG)
                             continue
                         rest, held_bytes = b"".join((rest, *held)), 0
                         held.clear()
@@ -119,7 +116,7 @@ async def provider_chunks(
                     rest = lines.pop() if unfinished else b""
                     chunks: list[dict] = []
                     try:
-                        done = _parse_lines(lines, chunks, client.api_key, event)
+                        done = parse_lines(lines, chunks, client.api_key, event)
                     except ProviderError:
                         if chunks:
                             yield chunks  # what came before the error in the same read counts
@@ -130,12 +127,11 @@ async def provider_chunks(
                         await _drain(read)
                         return
                 if first:  # not a byte: not a response cut short, but none at all
-                    raise ProviderError(_empty_body(client))
+                    raise ProviderError(empty_body(client))
                 tail = b"".join((rest, *held))
                 if tail or event:  # a last line, and an event, that the body's end ended
                     chunks = []
-                    if not _parse_lines([tail], chunks, client.api_key, event) and event:
-                        _parse_events([b""], chunks, client.api_key, event)
+                    parse_end(tail, chunks, client.api_key, event)
                     if chunks:
                         yield chunks
         finally:
@@ -154,149 +150,6 @@ async def provider_chunks(
     ) as exc:
         metrics.provider_errors.labels(kind="connection").inc()
         raise StreamBroken(failure_message(exc, client, fixes)) from None
-
-
-def _parse_lines(
-    lines: list[bytes], chunks: list[dict], secret: str | None, event: list[bytes]
-) -> bool:
-    """Parse SSE lines into `chunks`; True once [DONE] is read (what follows is ignored).
-    (Once per chunk: a plain chunk is parsed and checked here, without the helpers' calls.)
-
-    Each data line is read as an event of its own, as every provider sends them; one that is
-    not JSON alone, and what follows it, is read by SSE's rule (`_parse_events`), which
-    `event` then holds the unended event's lines for, until it ends."""
-    if event:  # an event of several data lines goes on in this read
-        return _parse_events(lines, chunks, secret, event)
-    for line in lines:
-        if line.startswith(b"data:"):
-            payload = line[5:].strip()
-            if payload == b"[DONE]":
-                return True
-            if payload:
-                try:
-                    chunk = orjson.loads(payload)  # a few times faster than json.loads
-                except ValueError:
-                    try:  # a lone surrogate, say (wire_text)
-                        chunk = lenient_loads(payload)
-                    except ValueError:  # the first of an event's several lines, maybe
-                        return _parse_events(lines[lines.index(line) :], chunks, secret, event)
-                if type(chunk) is not dict or "error" in chunk:
-                    chunk = _checked(chunk, secret)
-                chunks.append(chunk)
-        elif line.startswith(b"error:"):  # older llama.cpp's non-standard error line
-            raise _error_line(line[6:].strip(), secret)
-    return False
-
-
-def _parse_events(
-    lines: list[bytes], chunks: list[dict], secret: str | None, event: list[bytes]
-) -> bool:
-    """Parse SSE lines by SSE's rule: an event's data lines join with a line end, and a blank
-    line ends it (a proxy that pretty-prints each chunk spreads it over several). A data line
-    that is JSON alone with no event open is an event of its own, as `_parse_lines` reads it:
-    joined with a next line it would be no JSON. `event` holds an unended event's lines."""
-    for line in lines:
-        if not line:
-            if event and _event_ended(event, chunks, secret):
-                return True
-        elif line.startswith(b"data:"):
-            payload = line[5:].strip()
-            if not event:
-                if payload == b"[DONE]":
-                    return True
-                if not payload:
-                    continue
-                try:
-                    chunk = _loaded(payload)
-                except ValueError:  # an event's first line
-                    pass
-                else:
-                    chunks.append(_chunk_of(chunk, secret))
-                    continue
-            event.append(payload)
-        elif line.startswith(b"error:"):
-            raise _error_line(line[6:].strip(), secret)
-    return False
-
-
-def _event_ended(event: list[bytes], chunks: list[dict], secret: str | None) -> bool:
-    """Parse an event of several data lines into `chunks`; True if it was [DONE]."""
-    payload = b"\n".join(event).strip()
-    event.clear()
-    if payload == b"[DONE]":
-        return True
-    try:
-        chunk = _loaded(payload)
-    except ValueError:
-        raise ProviderError(_NOT_JSON) from None
-    chunks.append(_chunk_of(chunk, secret))
-    return False
-
-
-def _loaded(payload: bytes) -> Any:
-    """The JSON text parsed as `_parse_lines` parses a line's; ValueError if it is none."""
-    try:
-        return orjson.loads(payload)
-    except ValueError:
-        return lenient_loads(payload)
-
-
-def _chunk_of(chunk: Any, secret: str | None) -> Any:
-    """The parsed chunk, checked as `_parse_lines` checks a line's."""
-    return _checked(chunk, secret) if type(chunk) is not dict or "error" in chunk else chunk
-
-
-def _error_line(payload: bytes, secret: str | None) -> ProviderError:
-    """Older llama.cpp's `error:` line: the error object it holds, read as a data chunk's
-    would be. A prompt over the context comes this way once streaming began, and it is the
-    overflow the turn recovers from (refusals), not a failure to show as raw JSON."""
-    metrics.provider_errors.labels(kind="stream").inc()
-    try:
-        error = lenient_loads(payload)
-    except ValueError:
-        text = payload.decode(errors="replace")
-        return ProviderError(scrub(f"The provider reported an error: {text}", secret))
-    message = scrub(mid_stream_message(error), secret)
-    return refusal_of(error, None, message) or ProviderError(message)
-
-
-async def _head(data: bytes, read: Read) -> bytes:
-    """The body's first bytes, as many as tell what it is: read on past white space and a
-    UTF-8 byte-order mark cut short, and without the mark, which SSE says to ignore (kept,
-    it hid the first line's `data:`, and that chunk was lost)."""
-    while not data.lstrip(_SPACE_AND_BOM) or (len(data) < len(_BOM) and _BOM.startswith(data)):
-        more = await read()
-        if more == b"":
-            break
-        if more:  # None: a quiet spell
-            data += more
-    return data.removeprefix(_BOM)
-
-
-def _one_json(head: bytes, kind: str) -> bool:
-    """Whether the body is one JSON document, not a stream of events. Its first bytes tell,
-    whatever its label: a server that ignored stream=true answers one completion, or an
-    error object, under either; a proxy labels a stream application/json."""
-    start = head.lstrip()
-    if start.startswith((b"{", b"[")):
-        return True
-    return kind.startswith("application/json") and not start.startswith(_SSE_FIELDS)
-
-
-async def _json_body(head: bytes, read: Read, secret: str | None) -> Any:
-    """The whole body from `head` on, one JSON completion (or error object: raised)."""
-    parts, size = [head], len(head)
-    while (more := await read()) != b"":
-        if more:
-            parts.append(more)
-            size += len(more)
-            if size > _MAX_LINE_BYTES:
-                raise ProviderError(_LINE_TOO_LONG)
-    try:
-        body = lenient_loads(b"".join(parts))
-    except ValueError:
-        raise ProviderError(_NOT_JSON_BODY) from None
-    return _checked(body, secret)
 
 
 async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Response:
@@ -340,43 +193,3 @@ async def _drain(read: Read) -> None:
         async with asyncio.timeout(1):
             while await read() != b"":  # a quiet spell's None is not the end
                 pass
-
-
-def _checked(chunk: Any, secret: str | None) -> Any:
-    """The chunk, unless it is an error object: that ends the turn, without the key in sight."""
-    if isinstance(chunk, dict) and chunk.get("error"):
-        message = scrub(mid_stream_message(chunk["error"]), secret)
-        metrics.provider_errors.labels(kind="stream").inc()
-        raise refusal_of(chunk["error"], None, message) or ProviderError(message)
-    return chunk
-
-
-_NOT_JSON = "The provider sent a stream chunk that is not valid JSON."
-_NOT_JSON_BODY = (
-    "The provider answered with a body that is neither JSON nor a stream of completion "
-    "chunks: check the rojo's base URL."
-)
-
-
-def _empty_body(client: openai.AsyncOpenAI) -> str:
-    """What a 200 with an empty body says: the provider failed without a word, and only its
-    own log says why (llama-cpp-python answers a streamed request with tools so)."""
-    metrics.provider_errors.labels(kind="stream").inc()
-    return (
-        f"The provider at {client.base_url} answered with an empty body: no text, call, finish "
-        "reason or error. Its own log says why; some servers (llama-cpp-python) answer so to a "
-        "streamed request with tools they cannot stream."
-    )
-
-
-def _web_page(client: openai.AsyncOpenAI) -> str:
-    """What a 200 with a web page says: a base URL that names a site (a chat UI's, a login
-    page of a proxy), not its API; read as a stream, it was a stream that never finished.
-    Told by its label (text/html), or by its first byte, `<`, under any other (a captive
-    portal's page labelled text/event-stream): no stream and no JSON begins so."""
-    metrics.provider_errors.labels(kind="stream").inc()
-    return (
-        f"The provider at {client.base_url} answered with a web page, not a stream of "
-        "completion chunks: check the rojo's base URL (an OpenAI-compatible API's usually "
-        "ends in /v1) and that no proxy's login page is in the way."
-    )

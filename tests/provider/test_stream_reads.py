@@ -157,7 +157,7 @@ async def test_a_body_with_no_line_end_is_refused_past_the_longest_line(fake_pro
     from rojos.errors import ProviderError
     from rojos.provider import stream as streams
 
-    monkeypatch.setattr(streams, "_MAX_LINE_BYTES", 1_000_000)
+    monkeypatch.setattr(streams, "MAX_LINE_BYTES", 1_000_000)
     endless = ["z" * 8192] * 200  # 1.6 MB with no line end
     fake_provider.add(stream(*endless, done=False))
 
