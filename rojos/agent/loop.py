@@ -21,8 +21,9 @@ from rojos.context.budgets import Left
 from rojos.context.model_choice import ModelInUse, model_default
 from rojos.errors import ProviderError, ReplyCutOff, StepLimitReached
 from rojos.models import Message, Rojo
-from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.accumulator import StreamAccumulator
 from rojos.provider.body import Idle
+from rojos.provider.completion import Completion
 from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 from rojos.whole import whole

@@ -19,7 +19,8 @@ from rojos.context.summaries import (
 )
 from rojos.context.window import item_chars
 from rojos.models import Message, UsageRecord
-from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.accumulator import StreamAccumulator
+from rojos.provider.completion import Completion
 from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.stream import provider_chunks
 from rojos.whole import whole

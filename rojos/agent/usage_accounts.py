@@ -34,7 +34,8 @@ from rojos.context.window import (
 from rojos.db import db_retrying
 from rojos.errors import DatabaseUnreachable
 from rojos.models import Conversation, Message, Rojo, TurnRecord, UsageRecord
-from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.accumulator import StreamAccumulator
+from rojos.provider.completion import Completion
 from rojos.provider.request import request_messages
 from rojos.tools import RojoToolContext, registry
 

@@ -25,8 +25,8 @@ import json
 
 from rojos.errors import TurnError
 from rojos.models import Message, Rojo
-from rojos.provider.accumulator import Completion
 from rojos.provider.attachments import attachments_wire
+from rojos.provider.completion import Completion
 from rojos.provider.images import image_parts
 from rojos.tool_names import wire_name_valid
 

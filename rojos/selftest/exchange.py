@@ -20,7 +20,8 @@ import openai
 
 from rojos.errors import ProviderError
 from rojos.models.capabilities import CLOSING_THINK_TAG
-from rojos.provider.accumulator import Completion, StreamAccumulator
+from rojos.provider.accumulator import StreamAccumulator
+from rojos.provider.completion import Completion
 from rojos.provider.failures import rojo_fixes
 from rojos.provider.stream import provider_chunks
 from rojos.selftest.asks import base_request
