@@ -1,19 +1,17 @@
 """Running one tool call: the user's access and the turn's caps first, then approval where
-needed (rojos/agent/approval_gate.py), and recording what it changed."""
+needed (rojos/agent/approval_gate.py), and recording what it changed (the run and its stored
+result: rojos/agent/call_execution.py)."""
 
 import asyncio
 import contextlib
-import functools
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 from roject import storage
 from roject.identity.live_auth import asession_signed_in
 from roject.identity.tokens import aapi_token_alive
 from roject.members.access import aproject_role
 from roject.models import Role
-from roject.storage import DiskFull
-from rojos import metrics
 from rojos.agent.access_ended import (
     REMOVED_MESSAGE,
     REMOVED_OUTCOME,
@@ -24,31 +22,16 @@ from rojos.agent.access_ended import (
     TOKEN_ENDED_OUTCOME,
 )
 from rojos.agent.approval_gate import DENIED_OUTCOME, ApprovalGate, Approver
-from rojos.agent.caps import TurnCaps
-from rojos.agent.changing_calls import ChangeRevoked, ChangeStale, change_start, changing_call
+from rojos.agent.call_execution import CallExecutor
+from rojos.agent.changing_calls import changing_call
 from rojos.agent.events import AgentEvent, ToolResultEvent
-from rojos.agent.history import History
-from rojos.agent.kept_results import outcome_paged
-from rojos.agent.read_versions import ReadVersions, read_paths
-from rojos.changes.file_audit import tool_change_audit
-from rojos.changes.ledger import change_published
-from rojos.changes.undo import change_finish
-from rojos.context.instructions import instructions_joined
 from rojos.errors import AccessRevoked
-from rojos.mcp.questions import call_questions
-from rojos.models import FileChange
-from rojos.tools import (
-    RojoTool,
-    RojoToolContext,
-    RojoToolRegistry,
-    ToolCall,
-    ToolOutcome,
-)
+from rojos.tools import RojoTool, RojoToolContext, ToolCall, ToolOutcome
 from rojos.whole import whole
 
 
 @dataclass(kw_only=True)
-class ToolCallRunner:
+class ToolCallRunner(CallExecutor):
     """Runs the calls of a turn with its rules: who approves, and whether changes are kept.
 
     `approver` None runs every call without asking (scripts, re-runs on scratch copies);
@@ -61,20 +44,12 @@ class ToolCallRunner:
     while the turn runs does not widen it. Scripts and re-runs (no user) keep their role.
     """
 
-    ctx: RojoToolContext
-    tools: RojoToolRegistry
-    history: History
     approval_tools: frozenset[str] = frozenset()
     approver: Approver | None = None
-    record_changes: bool = True
-    caps: TurnCaps = field(default_factory=TurnCaps)
     role_read: bool = False  # ctx.role was read just now: the first step_check keeps it
-    # The rojo's instruction file names: a call that first enters a folder with one says so.
-    instruction_names: tuple[str, ...] = ()
-    # The client's address when a request asked for the calls (an MCP call's): audited.
-    address: str | None = None
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.gate = ApprovalGate(
             tools=self.tools,
             history=self.history,
@@ -83,10 +58,6 @@ class ToolCallRunner:
         )
         self._granted = Role(self.ctx.role)  # the role the turn started with
         self._ended = (REMOVED_OUTCOME, REMOVED_MESSAGE)  # why its user may do nothing more
-        conversation_id = self.history.conversation.pk
-        if self.ctx.conversation_id is None and conversation_id:
-            self.ctx = replace(self.ctx, conversation_id=conversation_id)
-        self.reads = ReadVersions(project_id=self.ctx.project_id, root=self.ctx.project_root)
 
     async def _role_now(self) -> Role | None:
         """The user's role now, narrowing the context to it when it may no longer write;
@@ -214,116 +185,3 @@ class ToolCallRunner:
         yield ToolResultEvent(id=parsed.id, name=parsed.name, result=refusal.result, ok=False)
         if removed:
             raise AccessRevoked(self._ended[1])
-
-    async def _store(
-        self, call: dict, outcome: ToolOutcome, with_row=None, questions: list | None = None
-    ) -> None:
-        tool = self.tools.get(call["function"]["name"])
-        # A name the model made up is counted as "unknown": the labels stay a bounded set.
-        metrics.tool_calls.labels(
-            tool=call["function"]["name"] if tool is not None else "unknown",
-            outcome="ok" if outcome.ok else "error",
-        ).inc()
-        await self.history.add_tool_result(
-            call,
-            outcome.result,
-            ok=outcome.ok,
-            with_row=with_row,
-            on_saved=self._audited if with_row else None,
-            mcp_server=tool.mcp_server if tool is not None else None,
-            questions=questions,
-        )
-
-    def _audited(self, change: FileChange) -> None:
-        """(Blocking, in the result's transaction) The audit entry of a deleting call."""
-        conversation = self.history.conversation
-        if conversation.pk:
-            tool_change_audit(
-                change=change, conversation=conversation, user=self.ctx.user, address=self.address
-            )
-
-    async def _execute(
-        self, call: dict, parsed: ToolCall, changing, message_id
-    ) -> tuple[ToolOutcome, int | None]:
-        """Run the call and store its result, with its change record when it changed files.
-
-        The record of a call that may replace something is stored before the call runs and
-        finished after it, in the result's transaction: a call cut off by a crash in between
-        still leaves a record, which the conversation's next turn finishes
-        (undo.cut_off_changes_finish).
-        """
-        if not (changing and self.record_changes):
-            # An unrecorded change (a re-run) is a change all the same: under the lock, which
-            # the start-up sweep of crash leftovers respects (roject.storage.leftovers).
-            project = self.ctx.project_id
-            locked = storage.changes_locked(project) if changing else contextlib.nullcontext()
-            with call_questions(parsed.id) as asked:  # an MCP server's, kept with the result
-                async with locked:
-                    outcome = await self.tools.run(parsed, self.ctx)
-            outcome = await self._paged(outcome, name=parsed.name)
-            outcome = self.caps.charged(outcome, changed=changing is not None)
-            if outcome.ok and (read := read_paths(parsed.name, parsed.args, outcome.result)):
-                await asyncio.to_thread(self.reads.remember, read)
-            outcome = await self._instructions_joined(parsed, outcome)
-            await self._store(call, outcome, questions=asked)
-            return outcome, None
-        tool, args = changing
-        start = functools.partial(
-            change_start, ctx=self.ctx, history=self.history, reads=self.reads, tool=tool,
-            args=args, call_id=parsed.id, message_id=message_id,
-        )  # fmt: skip
-        try:
-            async with storage.changes_locked(self.ctx.project_id, then=start) as change:
-                return await self._execute_recorded(call, parsed, change)
-        except ChangeRevoked:  # raised by start, before the call ran
-            await self._store(call, REVOKED_OUTCOME)
-            return REVOKED_OUTCOME, None
-        # Likewise: the file changed since the turn read it, or the snapshot would not fit.
-        except (ChangeStale, DiskFull) as refusal:
-            refused = ToolOutcome.failure(str(refusal))
-            await self._store(call, refused)
-            return refused, None
-
-    async def _paged(self, outcome: ToolOutcome, *, name: str) -> ToolOutcome:
-        """The outcome, paged when over the read limit (read_result is offered from then). A
-        page of a kept result is bounded by the limit already: as JSON it may pass it, and
-        kept again, the model would get only its head."""
-        tool = self.tools.get(name)
-        if tool is not None and tool.reads_kept_results:
-            return outcome
-        paged = await outcome_paged(
-            outcome, project_id=self.ctx.project_id, conversation_id=self.ctx.conversation_id
-        )
-        if paged is not outcome and not self.ctx.results_kept:
-            self.ctx = replace(self.ctx, results_kept=True)
-        return paged
-
-    async def _execute_recorded(self, call: dict, parsed: ToolCall, change: FileChange | None):
-        """Run a changing call (the change lock held) and store its result with its record."""
-        outcome = self.caps.charged(await self.tools.run(parsed, self.ctx), changed=True)
-        if self.reads.seen:
-            tool = self.tools.get(parsed.name)
-            await asyncio.to_thread(self.reads.refresh, tool.changed_paths(parsed.args))
-        outcome = await self._instructions_joined(parsed, outcome)
-        kept: list[FileChange] = []
-
-        def change_finished() -> FileChange | None:
-            finished = change_finish(self.ctx.project_root, change)
-            kept.extend([finished] if finished else [])
-            return finished
-
-        await self._store(call, outcome, with_row=change_finished if change else None)
-        if kept:
-            await change_published(kept[0])
-        return outcome, kept[0].pk if kept else None
-
-    async def _instructions_joined(self, parsed: ToolCall, outcome: ToolOutcome) -> ToolOutcome:
-        """The outcome, naming the instruction files that join with this call (never an MCP
-        server's call: its paths are not the project's)."""
-        tool = self.tools.get(parsed.name)
-        if tool is None or tool.mcp_server:
-            return outcome
-        return await instructions_joined(
-            outcome, args=parsed.args, messages=self.history.messages,
-            names=self.instruction_names, project_root=self.ctx.project_root,
-        )  # fmt: skip

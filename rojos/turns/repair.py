@@ -95,7 +95,7 @@ def conversation_repair(
         finished=timezone.now(),
     )
     _drafts_keep(conversation, history, record)
-    # Change records a crash left unfinished, with its calls (see ToolCallRunner._execute).
+    # Change records a crash left unfinished, with its calls (see CallExecutor._execute).
     repair.unfinished = list(
         FileChange.objects.filter(conversation=conversation, after__isnull=True)
     )
