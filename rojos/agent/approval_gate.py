@@ -50,7 +50,8 @@ APPROVED_AND_ALLOWED: Literal["allow"] = "allow"
 
 # Waits for a person's decision on a call id: True (or APPROVED_AND_ALLOWED) to run the call,
 # False denied, None no decision in time (a denial by the system). Called with routed=True for
-# a call that waits for an owner (only in a person's turn: rojos.turns.log.Turn.approval).
+# a call that waits for an owner (only in a person's turn:
+# rojos.turns.approval_waits.approval_wait).
 Decision = bool | Literal["allow"] | None
 Approver = Callable[..., Awaitable[Decision]]
 

@@ -17,6 +17,7 @@ from django.db.models import Q
 from rojos.agent.history import call_open
 from rojos.errors import TurnUnreachable
 from rojos.models import Conversation
+from rojos.turns.approval_waits import approval_deliver
 from rojos.turns.control_layer import control_layer
 from rojos.turns.log import Turn
 from rojos.turns.questions import NOT_ASKED, question_deliver
@@ -108,7 +109,7 @@ async def turn_approve(
     if not await call_open(conversation, call_id):
         return NOT_WAITING
     if (here := _running_here(conversation.pk)) is not None:
-        delivered = here.decide(call_id, approve=approve, allow_tool=allow_tool)
+        delivered = approval_deliver(here, call_id, approve=approve, allow_tool=allow_tool)
         return None if delivered else NOT_WAITING
     message = {"type": "turn.approval", "call": call_id, "approve": approve, "allow": allow_tool}
     answer = await _ask(conversation.pk, message)

@@ -2,17 +2,14 @@
 
 A client that loses its connection re-attaches and gets what it missed from here (in this
 process; another process relays them, see rojos.turns.relay). The log also holds what the
-running turn waits for: people's decisions on its calls.
+running turn waits for: people's decisions on its calls (rojos.turns.approval_waits) and
+their answers to servers' questions (rojos.turns.questions).
 """
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 
-from django.conf import settings
-
-from rojos import metrics
-from rojos.agent.approval_gate import APPROVED_AND_ALLOWED, Decision
 from rojos.agent.events import (
     ChatEvent,
     ErrorEvent,
@@ -144,55 +141,6 @@ class Turn:
         self.status = status
         self.error = {"message": message, "code": code}
         self.publish(ErrorEvent(message=message, code=code))
-
-    def decide(self, call_id: str, *, approve: bool, allow_tool: bool = False) -> bool:
-        """Hand a person's decision to the call waiting for it; False when none waits (it was
-        decided already, or it is not one of this turn's calls). With `allow_tool`, an approval
-        also allows the call's tool for the rest of the conversation (stored by the turn)."""
-        waiting = self.approvals.get(call_id)
-        if waiting is None or waiting.done():
-            return False
-        waiting.set_result(APPROVED_AND_ALLOWED if approve and allow_tool else approve)
-        return True
-
-    async def approval(self, call_id: str, *, routed: bool = False) -> Decision:
-        """Wait for a person's decision on a call; None when none came in time (a denial).
-
-        A call `routed` to the project's owners waits ROJO_OWNER_APPROVAL_TIMEOUT, and the
-        turn's own time limit stands still meanwhile: an owner may take an hour.
-        """
-        if self.auto_approve is not None:
-            return self.auto_approve
-        waiting = asyncio.get_running_loop().create_future()
-        self.approvals[call_id] = waiting
-        metrics.approvals_waiting.inc()
-        timeout = settings.ROJO_OWNER_APPROVAL_TIMEOUT if routed else settings.ROJO_APPROVAL_TIMEOUT
-        try:
-            with self._deadline_paused() if routed else contextlib.nullcontext():
-                return await asyncio.wait_for(waiting, timeout)
-        except TimeoutError:
-            return None
-        finally:
-            self.approvals.pop(call_id, None)
-            metrics.approvals_waiting.dec()
-
-    @contextlib.contextmanager
-    def _deadline_paused(self) -> Iterator[None]:
-        """Stop the turn's time limit (ROJO_TURN_MAX_SECONDS) for the block, then move it
-        on by as long as the block took."""
-        deadline = self.deadline
-        when = deadline.when() if deadline is not None else None
-        if when is None:
-            yield
-            return
-        loop = asyncio.get_running_loop()
-        started = loop.time()
-        deadline.reschedule(None)
-        try:
-            yield
-        finally:
-            if not deadline.expired():
-                deadline.reschedule(when + loop.time() - started)
 
     def publish_unsent(self, messages: list[Message]) -> None:
         """Publish the calls and results of this turn that are stored but were never sent.

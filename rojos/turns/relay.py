@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from rojos import metrics
 from rojos.agent.events import WireEvent
 from rojos.models import Conversation
+from rojos.turns.approval_waits import approval_deliver
 from rojos.turns.channel_reader import ChannelReader
 from rojos.turns.control_layer import control_layer
 from rojos.turns.ended_events import interrupted_events, stored_turn_events
@@ -94,7 +95,8 @@ async def _handle(layer, message: dict, turn, task: asyncio.Task) -> bool:
         task.cancel()
         return True
     if kind == "turn.approval":
-        delivered = turn.decide(
+        delivered = approval_deliver(
+            turn,
             message.get("call"),
             approve=bool(message.get("approve")),
             allow_tool=bool(message.get("allow")),

@@ -31,6 +31,7 @@ from rojos.models import Rojo, TurnRecord
 from rojos.provider.admission import start_slot_use
 from rojos.provider.clients import rojo_client
 from rojos.turns.admission import StartSlot, starts_settled
+from rojos.turns.approval_waits import approval_wait
 from rojos.turns.claims import turn_heartbeat, turn_release_blocking
 from rojos.turns.log import Turn
 from rojos.turns.memory_trim import memory_trimmed
@@ -110,7 +111,7 @@ async def _run(
                     ctx=ctx,
                     client=await rojo_client(rojo),
                     tools=tools,
-                    approver=turn.approval,
+                    approver=functools.partial(approval_wait, turn),
                     record_changes=True,
                     budgets=budgets,
                     role_read=True,  # turn_start's `access`, read as the turn started
