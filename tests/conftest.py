@@ -17,6 +17,7 @@ layer_per_loop_install()
 pytest_plugins = [
     "tests.support.fake_provider",
     "tests.support.big_results",
+    "tests.support.held_write",
     "tests.support.live_server",
     "tests.support.server_process",
     "tests.support.own_services",

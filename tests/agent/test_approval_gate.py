@@ -2,15 +2,12 @@
 the rest of a conversation stops asking there (stored, so every process and later turn sees
 it), and a waiting approval shows in the conversation list."""
 
-import asyncio
-import threading
 from pathlib import Path
 
 import pytest
 
-from roject.storage import project_root_create, write_project_file
+from roject.storage import project_root_create
 from rojos.models import Conversation, default_tools
-from rojos.tools import RojoTool, RojoToolContext, registry
 from tests.approvals.test_approvals import chat_deciding, of_type
 from tests.support.fake_provider import stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo
@@ -192,41 +189,6 @@ def test_a_writes_diff_is_kept_for_its_activity_line(
     missing = client.get("/api/changes/999999/diff")
     assert outsider.status_code == missing.status_code == 404
     assert outsider.json() == missing.json()
-
-
-class HeldWrite(RojoTool):
-    """Writes a file once the test lets it go: its call is decided but still open meanwhile."""
-
-    name = "held_write"
-    description = "Write text to a file when released."
-    parameters = {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
-        "required": ["path", "text"],
-    }
-    writes = True
-
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.release = threading.Event()
-
-    def changed_paths(self, args: dict) -> list[str]:
-        return [args["path"]]
-
-    async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
-        self.started.set()
-        if not await asyncio.to_thread(self.release.wait, 20):
-            return {"error": "the test never released the write"}
-        await asyncio.to_thread(write_project_file, ctx.project_root, args["path"], args["text"])
-        return {"ok": True}
-
-
-@pytest.fixture
-def held_write():
-    tool = registry.register(HeldWrite())
-    yield tool
-    tool.release.set()
-    registry.unregister(tool.name)
 
 
 def test_a_decision_that_came_too_late_allows_nothing(

@@ -5,7 +5,6 @@ The killed server is a subprocess on the same database and storage dir; the next
 to the in-process server, as after a crash behind a load balancer.
 """
 
-import asyncio
 import json
 import threading
 from pathlib import Path
@@ -13,11 +12,10 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from roject.storage import project_root_create, undo_dir, write_project_file
+from roject.storage import project_root_create, undo_dir
 from rojos.agent.history import INTERRUPTED
 from rojos.models import Conversation, FileChange, default_tools
 from rojos.provider.request import wire_call_id
-from rojos.tools import RojoTool, RojoToolContext, registry
 from rojos.turns.runner import INTERRUPTED_MESSAGE
 from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import (
@@ -374,40 +372,6 @@ def test_killed_before_a_write_landed_leaves_no_change_to_undo(
 
 
 # a client gone while a call runs
-
-
-class HeldWrite(RojoTool):
-    """Writes a file once the test lets it go, so that a call is surely still running."""
-
-    name = "held_write"
-    description = "Write text to a file when released."
-    parameters = {
-        "type": "object",
-        "properties": {"path": {"type": "string"}, "text": {"type": "string"}},
-        "required": ["path", "text"],
-    }
-    writes = True
-
-    def __init__(self) -> None:
-        self.started = threading.Event()
-        self.release = threading.Event()
-
-    def changed_paths(self, args: dict) -> list[str]:
-        return [args["path"]]
-
-    async def execute(self, args: dict, ctx: RojoToolContext) -> dict:
-        self.started.set()
-        if not await asyncio.to_thread(self.release.wait, 10):
-            return {"error": "the test never released the write"}
-        await asyncio.to_thread(write_project_file, ctx.project_root, args["path"], args["text"])
-        return {"ok": True}
-
-
-@pytest.fixture
-def held_write():
-    tool = registry.register(HeldWrite())
-    yield tool
-    registry.unregister(tool.name)
 
 
 def test_client_gone_mid_call_the_turn_finishes_and_keeps_everything(
