@@ -3,6 +3,7 @@ and the MCP endpoint (/mcp/projects/<project>), an ASGI app of the MCP SDK's, be
 
 import gc
 import os
+from importlib import import_module
 
 import django
 
@@ -21,6 +22,10 @@ from roject.server.static_files import StaticFilesHandler  # noqa: E402
 from roject.server.upload_gate import UploadGate  # noqa: E402
 from roject.server.upload_guard import UploadSizeGuard  # noqa: E402
 from roject.server.write_timeout import WriteTimeout  # noqa: E402
+
+# The provider's and the MCP SDKs, which management commands leave out (over a second each),
+# imported now rather than inside the first chat, sign-in or self-test, on the event loop.
+import_module("rojos.eager")
 
 django_asgi_app = PooledThreadsASGIHandler()
 # By dotted string, as the root URLs include rojos': roject imports nothing from rojos.

@@ -29,10 +29,23 @@ def _mcp_account_removal_connect() -> None:
     from django.db.models.signals import post_delete, post_save
 
     from roject.models import Membership
-    from rojos.mcp.connect.removal import membership_deleted, user_saved
 
-    post_delete.connect(membership_deleted, sender=Membership, dispatch_uid="rojo-mcp-member")
-    post_save.connect(user_saved, sender=get_user_model(), dispatch_uid="rojo-mcp-user")
+    post_delete.connect(_membership_deleted, sender=Membership, dispatch_uid="rojo-mcp-member")
+    post_save.connect(_user_saved, sender=get_user_model(), dispatch_uid="rojo-mcp-user")
+
+
+# Thin receivers: the removal module brings the MCP SDK (over a second to import), which a
+# management command that never touches a membership or a user should not pay for at setup.
+def _membership_deleted(sender, instance, **kwargs) -> None:
+    from rojos.mcp.connect.removal import membership_deleted
+
+    membership_deleted(sender, instance, **kwargs)
+
+
+def _user_saved(sender, instance, **kwargs) -> None:
+    from rojos.mcp.connect.removal import user_saved
+
+    user_saved(sender, instance, **kwargs)
 
 
 def _search_triggers_restore(sender, using, **kwargs) -> None:

@@ -11,7 +11,6 @@ from django.utils.html import format_html, format_html_join
 from rojos.errors import TurnError
 from rojos.models import Rojo
 from rojos.selftest.results import Profile
-from rojos.selftest.runner import rojo_selftest_run
 
 _MARKS = {"works": "✔ works", "does not": "✘ does not", "unknown": "? unknown"}
 
@@ -58,6 +57,10 @@ class SelfTestAdminMixin:
             self._test(request, rojo)
 
     def _test(self, request, rojo: Rojo) -> None:
+        # Here, not at the top: the runner brings the provider's SDK (openai, over a second to
+        # import), which every management command would pay for through the admin's autodiscovery.
+        from rojos.selftest.runner import rojo_selftest_run
+
         try:
             profile = async_to_sync(rojo_selftest_run)(rojo=rojo)
         except TurnError as exc:  # a misconfigured rojo: said, not raised

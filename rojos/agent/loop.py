@@ -1,12 +1,14 @@
 """The agent loop: one user message in, model steps and tool runs out, as a stream of events."""
 
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import dataclasses
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING
 
-import openai
 from django.conf import settings
 from django.utils.translation import ngettext
 
@@ -27,6 +29,12 @@ from rojos.provider.completion import Completion
 from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 from rojos.whole import whole
+
+# The SDK (openai, over a second to import) only for annotations here; where it is used, it
+# is imported then: the URLconf reaches this module, so every management command would pay
+# for it. A server imports it at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 

@@ -13,12 +13,13 @@ budgets checked before each step and the calibration of the size estimate are th
 `TurnUsage` (rojos.agent.usage_accounts), which holds the size of each request sent.
 """
 
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator
-
-import openai
+from typing import TYPE_CHECKING
 
 from rojos.agent.events import SummaryEvent
 from rojos.agent.history import History
@@ -40,6 +41,12 @@ from rojos.provider.refusals import ContextOverflow, OptionRefused
 from rojos.provider.request import build_request
 from rojos.provider.stream import provider_chunks
 from rojos.tools import RojoToolContext
+
+# The SDK (openai, over a second to import) only for annotations here; where it is used, it
+# is imported then: the URLconf reaches this module, so every management command would pay
+# for it. A server imports it at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import openai
 
 logger = logging.getLogger(__name__)
 

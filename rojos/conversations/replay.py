@@ -21,13 +21,11 @@ from rojos.agent.events import (
     numbered,
 )
 from rojos.agent.history import History
-from rojos.agent.loop import agent_loop
 from rojos.agent.stored_events import conversation_turns
 from rojos.agent.tool_calls import Approver
 from rojos.context.model_choice import model_in_use_blocking
 from rojos.errors import TurnError
 from rojos.models import Conversation, Message, Rojo
-from rojos.provider.clients import rojo_client
 from rojos.tools import RojoToolContext
 
 
@@ -93,6 +91,11 @@ async def conversation_rerun(
 
     `approver` decides the rojo's Ask-before calls (None: they run, as on a scratch copy).
     """
+    # Here, not at the top: they bring the provider's SDK, and the URLconf (so every management
+    # command) imports this module; a server imports them at start (rojos/eager.py).
+    from rojos.agent.loop import agent_loop
+    from rojos.provider.clients import rojo_client
+
     role = await aproject_role(user=conversation.user_id, project_id=conversation.project_id)
     ctx = RojoToolContext(
         project_id=conversation.project_id,

@@ -5,15 +5,21 @@ A base URL that names a site, a proxy's login page, a server that ignored stream
 answers 200 with something other than a stream, and the turn says which, not "unfinished".
 """
 
-from typing import Any
+from __future__ import annotations
 
-import openai
+from typing import TYPE_CHECKING, Any
 
 from rojos import metrics
 from rojos.errors import ProviderError
 from rojos.provider.body import Read
 from rojos.provider.sse_lines import chunk_checked
 from rojos.provider.wire_text import lenient_loads
+
+# The SDK (openai, over a second to import) only for annotations here; where it is used, it
+# is imported then: the URLconf reaches this module, so every management command would pay
+# for it. A server imports it at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import openai
 
 # No chunk is this long (a file's whole text as a call's arguments is ROJO_MAX_WRITE_BYTES):
 # a body with no line end, a download say, is not read into memory past it.

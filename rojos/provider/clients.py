@@ -4,18 +4,26 @@ Connections to a provider stay open between turns (no TCP or TLS handshake per t
 SDK client is made once per endpoint, key and settings rather than once per turn.
 """
 
+from __future__ import annotations
+
 import asyncio
 import functools
 import ssl
 import weakref
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import httpx2
-import openai
 from django.conf import settings
 
 from rojos.models import Rojo
 from rojos.provider.refusals import refusal_not_retried
+
+# The SDK (openai, over a second to import) is imported where it is used: the URLconf
+# reaches this module, so every management command would pay for it. A server imports
+# it at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import openai
 
 # Distinct endpoint-and-key clients kept per loop; past this the oldest is dropped.
 _MAX_CLIENTS = 64
@@ -37,7 +45,7 @@ class _LoopClients:
     sdk: dict[tuple, openai.AsyncOpenAI] = field(default_factory=dict)
 
 
-_loops: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients]" = (
+_loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopClients] = (
     weakref.WeakKeyDictionary()
 )
 
@@ -57,6 +65,8 @@ async def _lifetime(loop: asyncio.AbstractEventLoop, clients: _LoopClients):
 
 
 async def _loop_clients() -> _LoopClients:
+    import openai
+
     loop = asyncio.get_running_loop()
     clients = _loops.get(loop)
     if clients is None or clients.pool.is_closed:
@@ -84,6 +94,8 @@ async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
     Closing it would close the pool of every turn on this loop; the loop closes the pool
     when it shuts down. A missing key is sent as a placeholder.
     """
+    import openai
+
     clients = await _loop_clients()
     key = (
         rojo.base_url,

@@ -7,20 +7,27 @@ part. Transport failures say which provider, and what to check: where the rojo a
 its base URL and key set (`rojo_fixes`), the environment for the demo rojo, the admin for others.
 """
 
+from __future__ import annotations
+
 import contextlib
 import html
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import httpx2
-import openai
 
 from rojos.models import Rojo
 from rojos.models.rojo import DEMO_SLUG
 from rojos.scrub import scrub
+
+# The SDK (openai, over a second to import) is imported where it is used: the URLconf
+# reaches this module, so every management command would pay for it. A server imports
+# it at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import openai
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -112,6 +119,8 @@ def mid_stream_message(error: Any) -> str:
 
 def failure_message(exc: Exception, client: openai.AsyncOpenAI, fixes: Fixes) -> str:
     """The message for a failed request or read: an HTTP status, a timeout, a broken stream."""
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         return _status_message(exc, client, fixes)
     if isinstance(exc, openai.APIConnectionError):  # APITimeoutError included
@@ -141,6 +150,8 @@ def _timed_out(exc: BaseException) -> bool:
     The SDK's aiohttp adapter maps every aiohttp connection error, a refused connection
     included, to a connect *timeout*; aiohttp's own exception says what happened.
     """
+    import openai
+
     while exc.__cause__ is not None:
         exc = exc.__cause__
     if isinstance(exc, aiohttp.ClientError):

@@ -8,14 +8,16 @@ chunks mean is `stream_accumulator`'s, what a failure says is `provider_failures
 the request is built is `provider_request`'s.
 """
 
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING
 
 import aiohttp
 import httpx2
-import openai
 import orjson
 from django.conf import settings
 
@@ -35,6 +37,12 @@ from rojos.provider.body_shapes import (
 from rojos.provider.failures import ANY_ROJO, Fixes, failure_message
 from rojos.provider.refusals import refusal_of
 from rojos.provider.sse_lines import parse_end, parse_lines
+
+# The SDK (openai, over a second to import) is imported where it is used: the URLconf
+# reaches this module, so every management command would pay for it. A server imports
+# it at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import openai
 
 # A line of the stream still unfinished past this size is held in pieces, joined once it
 # ends: joined with each read and split again, a line of N bytes cost N²/read on the loop.
@@ -71,6 +79,8 @@ async def provider_chunks(
     set); a stream that ends early simply stops, and the accumulator then reports it as
     unfinished.
     """
+    import openai
+
     sent = time.monotonic()
     try:
         response = await _response(client, request)

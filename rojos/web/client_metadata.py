@@ -11,12 +11,16 @@ proxy's `X-Forwarded-Proto`. The draft asks for an https client_id (and the SDK 
 other): over plain http there is no document, and Connect offers none.
 """
 
+from typing import TYPE_CHECKING
+
 from django.http import Http404, JsonResponse
 from django.urls import reverse
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
-from rojos.mcp.oauth import SignIn
+if TYPE_CHECKING:
+    from rojos.mcp.oauth import SignIn
+
 
 # Authorization servers cache the document (by its Cache-Control): briefly, so that a
 # changed host or name reaches them soon.
@@ -30,10 +34,14 @@ def client_metadata_url(request) -> str | None:
     return request.build_absolute_uri(reverse("mcp_client_metadata"))
 
 
-def client_sign_in(request) -> SignIn:
+def client_sign_in(request) -> "SignIn":
     """How Rojo presents itself to authorization servers, from this request's site: the
     redirect URI of Connect's callback, and the document's URL when the site is https."""
-    return SignIn(
+    # Here, not at the top: it brings the MCP SDK, and the URLconf (so every management
+    # command) imports this module; a server imports it at start (rojos/eager.py).
+    from rojos.mcp import oauth
+
+    return oauth.SignIn(
         redirect_uri=request.build_absolute_uri(reverse("mcp_connect_callback")),
         client_metadata_url=client_metadata_url(request),
     )

@@ -21,15 +21,6 @@ from django.views.decorators.http import require_GET, require_POST
 
 from roject.audit.log import audit_actor
 from roject.members.selectors import membership_any
-from rojos.mcp.accounts import account_connected
-from rojos.mcp.connect.flow import (
-    ConnectError,
-    account_forget,
-    sign_in_begin,
-    sign_in_finish,
-    sign_in_pending,
-)
-from rojos.mcp.pool import mcp_account_sessions_stop
 from rojos.mcp.spec import ServerSpec
 from rojos.models import McpServer
 
@@ -37,6 +28,9 @@ from .client_metadata import client_sign_in
 
 # Every rojo, and so every server, can be used in any project; only a member of one uses a
 # server, and leaving the last project deletes the accounts (rojos/mcp/connect/removal.py).
+# Each view imports the sign-in's modules when it runs: they bring the MCP SDK (over a second),
+# and the URLconf, so every management command, imports this module; a server imports them at
+# start (rojos/eager.py).
 _MEMBERS_ONLY = "Only a member of a project connects an account."
 _SUPERUSERS_ONLY = "Only a superuser connects a server's shared account."
 
@@ -61,6 +55,8 @@ def _back(request, shared: bool):
 @require_GET
 def connections_page(request):
     """Each server a member signs in to, whether they are connected, Connect / Disconnect."""
+    from rojos.mcp.accounts import account_connected
+
     servers = McpServer.objects.filter(
         transport=McpServer.Transport.HTTP, sign_in=McpServer.SignIn.PERSON
     )
@@ -79,6 +75,8 @@ def connections_page(request):
 def connect_view(request, slug: str):
     """Start the sign-in: to the authorization server, or back here when already signed in.
     A person's own account is for members of a project; the shared one, for superusers."""
+    from rojos.mcp.connect.flow import ConnectError, sign_in_begin
+
     member = membership_any(user=request.user)
     if not (member or request.user.is_superuser):
         raise PermissionDenied(_MEMBERS_ONLY)
@@ -115,6 +113,8 @@ def connect_view(request, slug: str):
 def connect_callback(request):
     """The authorization server sent the browser back: finish the sign-in its state names,
     for a person still a member of a project (the shared account: a superuser's)."""
+    from rojos.mcp.connect.flow import ConnectError, sign_in_finish, sign_in_pending
+
     try:
         pending = sign_in_pending(
             user_id=request.user.pk,
@@ -157,6 +157,9 @@ def connect_callback(request):
 @require_POST
 def disconnect_view(request, slug: str):
     """Delete the person's tokens for the server (a superuser's `shared=1`: the shared ones)."""
+    from rojos.mcp.connect.flow import account_forget
+    from rojos.mcp.pool import mcp_account_sessions_stop
+
     shared = request.POST.get("shared") == "1"
     if shared and not request.user.is_superuser:
         raise PermissionDenied("Only a superuser disconnects a server's shared account.")

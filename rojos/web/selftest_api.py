@@ -14,7 +14,6 @@ from roject.api_answers import answers
 from roject.members.access import LoginRequired
 from rojos.models import Rojo
 from rojos.selftest.results import LABELS, Profile
-from rojos.selftest.runner import rojo_selftest_run
 
 router = Router(tags=["rojos"])
 
@@ -68,6 +67,10 @@ async def rojo_selftest(request: HttpRequest, slug: str, payload: SelfTestIn | N
     nothing was verified (every check unknown), as `test_rojo` exits 3: never a pass."""
     rojo = await sync_to_async(_rojo_for_test)(user=request.auth, slug=slug)
     model = (payload.model if payload else None) or None
+    # Here, not at the top: the runner brings the provider's SDK, and the URLconf (so every
+    # management command) imports this module; a server imports it at start (rojos/eager.py).
+    from rojos.selftest.runner import rojo_selftest_run
+
     profile = await rojo_selftest_run(rojo=rojo, model=model)
     table = _table(rojo, profile)
     if profile.verified_nothing:
