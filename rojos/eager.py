@@ -11,9 +11,10 @@ before it serves.
 
 from importlib import import_module
 
-# openai itself, and each module that imports an SDK and is imported where it is used.
+# The SDKs themselves, and each module that imports an SDK and is imported where it is used.
 MODULES = (
     "openai",
+    "mcp_types",
     "rojos.agent.loop",
     "rojos.mcp.accounts",
     "rojos.mcp.connect.flow",

@@ -13,6 +13,8 @@ answers a question they did not see; and a call may ask at most MAX_QUESTIONS, s
 server cannot fill the chat, its stream and the stored result with questions.
 """
 
+from __future__ import annotations
+
 import contextlib
 import json
 import logging
@@ -20,10 +22,14 @@ import uuid
 from collections.abc import Awaitable, Callable, Iterator
 from contextvars import ContextVar
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlsplit
 
-import mcp_types as types
+# The MCP SDK's types (over 0.2 s to import) only where they are used: the agent's call
+# execution imports this module, and the URLconf it, so every management command would pay for
+# them. A server imports them at start (rojos/eager.py).
+if TYPE_CHECKING:
+    import mcp_types as types
 
 Action = Literal["accept", "decline", "cancel"]
 
@@ -151,6 +157,8 @@ def question_record(question: Question, answer: Answer) -> dict:
 def question_from(params: types.ElicitRequestParams, server: str) -> Question | None:
     """The question the server asks, or None for one that cannot be shown: a URL that is
     not http(s) (a `javascript:` link is never offered), or a question past the bounds."""
+    import mcp_types as types
+
     if len(params.message) > MESSAGE_CHARS:
         return _unshown(server, f"its message is over {MESSAGE_CHARS} characters")
     if isinstance(params, types.ElicitRequestURLParams):
@@ -213,6 +221,8 @@ def defaults_applied(schema: dict | None, content: dict | None) -> dict:
 
 def elicit_result(question: Question, answer: Answer) -> types.ElicitResult:
     """The answer as the server reads it: content only for an accepted form."""
+    import mcp_types as types
+
     if answer.action == "accept" and question.mode == "form":
         content = defaults_applied(question.schema, answer.content)
         return types.ElicitResult(action="accept", content=content)

@@ -1,6 +1,6 @@
-"""A management command starts without the provider's SDK (openai) and the MCP SDK (mcp),
-over a second each to import, and a server process imports them before it serves, so that no
-first chat pays for them on the event loop (rojos/eager.py).
+"""A management command starts without the provider's SDK (openai) and the MCP SDK (mcp, and
+its types: mcp_types), together over two seconds to import, and a server process imports them
+before it serves, so that no first chat pays for them on the event loop (rojos/eager.py).
 
 Each case is a real process: in this one, other tests have imported the SDKs long before.
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from rojos.eager import MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
-SDKS = {"openai", "mcp"}
+SDKS = {"openai", "mcp", "mcp_types"}
 
 
 def _python(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
