@@ -4,8 +4,10 @@ stack a team starts, with its settings from one env file and no secret left to a
 import shutil
 import subprocess
 
+import dj_database_url
 import pytest
 import yaml
+from dotenv import dotenv_values
 
 from tests.support.image_build import DEPLOY, compose_config, env_file
 
@@ -24,9 +26,8 @@ def test_the_stack_is_two_app_containers_behind_a_proxy_with_postgres_and_redis(
     assert sorted(services) == ["app1", "app2", "postgres", "proxy", "redis"]
     for name in ("app1", "app2"):
         app = services[name]
-        assert app["environment"]["DATABASE_URL"] == (
-            "postgres://rojo:pg-secret@postgres:5432/rojo"
-        )
+        assert app["environment"]["DATABASE_URL"] == "postgres://rojo@postgres:5432/rojo"
+        assert app["environment"]["PGPASSWORD"] == "pg-secret"
         assert app["environment"]["REDIS_URL"] == "redis://redis:6379/0"
         assert "storage:/data" in app["volumes"]  # one storage for every process
         assert app["build"]["dockerfile"] == "Containerfile"
@@ -84,3 +85,29 @@ def test_the_caddyfile_is_valid(tmp_path):
     )  # fmt: skip
 
     assert done.returncode == 0, done.stderr
+
+
+def container_environment(env_path, service: dict) -> dict:
+    """What a container of `service` starts with: rojo.env (`env_file`), then `environment`
+    over it, as compose passes them."""
+    return dotenv_values(env_path) | service.get("environment", {})
+
+
+@pytest.mark.parametrize("password", ["p@ss/w:rd#1%2F?x", "a@evil.example.com:5432/other"])
+def test_any_postgres_password_reaches_the_app_whole(tmp_path, password):
+    """The password went into DATABASE_URL as typed: `@`, `/`, `:`, `#` or `%` in it broke the
+    URL, or made it name another host. The app connects to the stack's database with it."""
+    filled = env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD=password)
+    done = compose_config(filled)
+
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    assert services["postgres"]["environment"]["POSTGRES_PASSWORD"] == password
+    for name in ("app1", "app2"):
+        environment = container_environment(filled, services[name])
+        database = dj_database_url.parse(environment["DATABASE_URL"])
+        assert (database["HOST"], database["PORT"]) == ("postgres", 5432)
+        assert (database["USER"], database["NAME"]) == ("rojo", "rojo")
+        # No password in the URL: libpq (under Django's psycopg) takes PGPASSWORD's.
+        assert database["PASSWORD"] == ""
+        assert environment["PGPASSWORD"] == password

@@ -58,7 +58,9 @@ def running(image, tmp_path):
         tmp_path,
         ROJO_DOMAIN="localhost", ROJO_PUBLIC_URL=ORIGIN, ALLOWED_HOSTS="localhost",
         CSRF_TRUSTED_ORIGINS=ORIGIN, SECRET_KEY=secrets.token_urlsafe(50),
-        POSTGRES_PASSWORD=secrets.token_urlsafe(24), ROJO_ADMIN_PASSWORD=admin_password,
+        # What would break a URL (rojo.env's value reaches the app as PGPASSWORD):
+        POSTGRES_PASSWORD=secrets.token_urlsafe(18) + "@/:#%2F",
+        ROJO_ADMIN_PASSWORD=admin_password,
         ROJO_SHUTDOWN_GRACE_SECONDS="5", ROJO_IMAGE=image, **standin_images(),
     )  # fmt: skip
     with network_namespace("rojo-stack") as namespace:
