@@ -111,3 +111,23 @@ def test_any_postgres_password_reaches_the_app_whole(tmp_path, password):
         # No password in the URL: libpq (under Django's psycopg) takes PGPASSWORD's.
         assert database["PASSWORD"] == ""
         assert environment["PGPASSWORD"] == password
+
+
+def test_the_admin_password_reaches_only_the_container_that_creates_the_admin(tmp_path):
+    """rojo.env went whole to every app container: the admin's password sat in each one's
+    environment for its life, and PostgreSQL's beside the copy the app connects with."""
+    filled = env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret",
+                      ROJO_ADMIN_PASSWORD="admin-secret")  # fmt: skip
+    done = compose_config(filled)
+
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    first, second = (container_environment(filled, services[n]) for n in ("app1", "app2"))
+    assert first["ROJO_ADMIN_PASSWORD"] == "admin-secret"
+    assert "--no-admin" not in services["app1"].get("command", [])
+    assert not second["ROJO_ADMIN_PASSWORD"]
+    assert services["app2"]["command"] == ["--no-admin"]  # so it never makes one up instead
+    for environment in (first, second):
+        assert not environment["POSTGRES_PASSWORD"]
+        assert environment["PGPASSWORD"] == "pg-secret"
+        assert environment["SECRET_KEY"] == "k" * 50  # the rest of rojo.env still comes

@@ -116,8 +116,14 @@ class Command(BaseCommand):
         parser.add_argument(
             "--no-server", action="store_true", help="Prepare the database, then exit."
         )
+        parser.add_argument(
+            "--no-admin",
+            action="store_true",
+            help="Create no first admin: another container does, with ROJO_ADMIN_PASSWORD "
+            "(the compose stack's second one).",
+        )
 
-    def handle(self, *args, no_server, **options):
+    def handle(self, *args, no_server, no_admin, **options):
         if _json_logs():
             self.stdout = OutputWrapper(_LoggedLines(logging.INFO))
         with migration_lock():
@@ -127,9 +133,11 @@ class Command(BaseCommand):
                 # starting together never write one file at once.
                 call_command("collectstatic", interactive=False, verbosity=0)
             username = os.environ.get("ROJO_ADMIN_USERNAME", "").strip() or "admin"
-            made_up = admin_ensure(
-                username=username, password=os.environ.get("ROJO_ADMIN_PASSWORD", "")
-            )
+            made_up = None
+            if not no_admin:
+                made_up = admin_ensure(
+                    username=username, password=os.environ.get("ROJO_ADMIN_PASSWORD", "")
+                )
         if made_up:
             self.stdout.write(
                 f"Created the admin {username!r} with the one-time password {made_up}\n"
