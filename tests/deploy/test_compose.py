@@ -9,6 +9,8 @@ import pytest
 import yaml
 from dotenv import dotenv_values
 
+from roject.server.graceful import CONNECTIONS_SECONDS
+from rojos.turns.shutdown import END_SECONDS
 from tests.support.image_build import DEPLOY, compose_config, env_file
 
 
@@ -131,3 +133,35 @@ def test_the_admin_password_reaches_only_the_container_that_creates_the_admin(tm
         assert not environment["POSTGRES_PASSWORD"]
         assert environment["PGPASSWORD"] == "pg-secret"
         assert environment["SECRET_KEY"] == "k" * 50  # the rest of rojo.env still comes
+
+
+def test_the_containers_stop_timeout_is_set_beside_the_replies_grace_in_rojo_env(tmp_path):
+    """compose.yaml's fixed 40 s killed the containers mid-drain when rojo.env gave replies a
+    longer ROJO_SHUTDOWN_GRACE_SECONDS; the stop timeout is now rojo.env's too."""
+    filled = env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret",
+                      ROJO_SHUTDOWN_GRACE_SECONDS="120", ROJO_STOP_SECONDS="145")  # fmt: skip
+    done = compose_config(filled)
+
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    for name in ("app1", "app2"):
+        assert services[name]["stop_grace_period"] == "145s"
+        assert container_environment(filled, services[name])["ROJO_SHUTDOWN_GRACE_SECONDS"] == (
+            "120"
+        )
+
+
+def test_the_example_env_gives_a_stop_the_grace_and_the_interrupted_replies_end(tmp_path):
+    """After the grace, replies still running get up to END_SECONDS to record their end as
+    interrupted, then open connections CONNECTIONS_SECONDS: the fixed 40 s the stack gave its
+    containers left 10 of those 25 beside the default 30 s grace."""
+    example = dotenv_values(DEPLOY / "rojo.env.example")
+    done = compose_config(env_file(tmp_path, SECRET_KEY="k" * 50, POSTGRES_PASSWORD="pg-secret"))
+
+    assert done.returncode == 0, done.stderr
+    stop = yaml.safe_load(done.stdout)["services"]["app1"]["stop_grace_period"]
+    assert stop == f"{example['ROJO_STOP_SECONDS']}s"
+    after_grace = END_SECONDS + CONNECTIONS_SECONDS
+    assert float(example["ROJO_STOP_SECONDS"]) >= (
+        float(example["ROJO_SHUTDOWN_GRACE_SECONDS"]) + after_grace
+    )
