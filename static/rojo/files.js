@@ -115,6 +115,9 @@ export class FileBrowser {
     }
   }
 
+  /** List `dir` into `list`. Entries still there keep their elements, in place: a refresh
+   * (a rojo's turn brings one with each batch of changes) must not swap the element under a
+   * pointer between its press and its release, which loses the click, nor drop the focus. */
   async fill(list, dir) {
     let entries;
     try {
@@ -126,24 +129,49 @@ export class FileBrowser {
       list.replaceChildren(li);
       return;
     }
-    // A refresh replaces the entries: the one the keyboard was on gets the focus back.
-    const focused = list.contains(document.activeElement)
-      ? document.activeElement.closest("li")?.dataset.path
-      : undefined;
+    const shown = new Map();
+    for (const li of list.children) {
+      if (li.dataset.path !== undefined) shown.set(`${li.dataset.type}:${li.dataset.path}`, li);
+    }
     const items = [];
-    for (const entry of entries) items.push(await this.item(entry, dir));
+    for (const entry of entries) {
+      const kept = shown.get(`${entry.type}:${join(dir, entry.name)}`);
+      items.push(kept ? await this.update(kept) : await this.item(entry, dir));
+    }
     if (!items.length) {
       const li = document.createElement("li");
       li.className = "empty";
       li.textContent = dir ? "(empty)" : "No files yet.";
       items.push(li);
     }
-    list.replaceChildren(...items);
-    if (focused !== undefined) {
-      for (const li of list.querySelectorAll("li")) {
-        if (li.dataset.path === focused) li.querySelector(".entry")?.focus();
-      }
+    let next = list.firstElementChild;
+    for (const li of items) {
+      if (li === next) next = next.nextElementSibling;
+      else list.insertBefore(li, next);
     }
+    while (next) {
+      const gone = next;
+      next = next.nextElementSibling;
+      gone.remove();
+    }
+  }
+
+  /** An entry's element kept by a refresh, brought up to date: its marks, and a folder's
+   * contents listed again when it is open. */
+  async update(li) {
+    const path = li.dataset.path;
+    this.showChanged(li);
+    const button = li.querySelector(".entry");
+    if (li.dataset.type === "directory") {
+      const children = li.querySelector(":scope > ul");
+      const open = this.expanded.has(path);
+      button.setAttribute("aria-expanded", String(open));
+      if (open) await this.fill(children, path);
+      else children.replaceChildren();
+    } else {
+      button.toggleAttribute("aria-current", path === this.openPath);
+    }
+    return li;
   }
 
   async item(entry, dir) {

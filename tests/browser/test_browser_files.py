@@ -55,6 +55,30 @@ def test_new_folder_new_file_rename_and_delete_from_the_tree(page_for, users, pr
     assert page.console_errors == []
 
 
+def test_a_refresh_between_a_press_and_its_release_keeps_the_click(
+    page_for, users, project, root
+):
+    """A rojo's turn refreshes the tree with each batch of changes: one landing while a
+    person's button is down must not replace the folder under the pointer, which loses the
+    click (a click needs its press and release on one element)."""
+    (root / "notes").mkdir()
+    (root / "notes" / "a.md").write_text("A")
+    (root / "b.md").write_text("B")
+    page = open_project(page_for, users["editor"], project)
+    folder = entry(page, "notes").locator(":scope > .entry")
+    expect(folder).to_be_visible()
+    folder.hover()
+    page.mouse.down()
+    (root / "z.md").write_text("Z")  # news for the refresh to show, listed below the folder
+    with page.expect_response(lambda response: "/files?path=" in response.url):
+        page.locator(".refresh-files").dispatch_event("click")
+    expect(entry(page, "z.md")).to_be_visible()
+    page.mouse.up()
+    expect(entry(page, "notes/a.md")).to_be_visible()
+    expect(folder).to_have_attribute("aria-expanded", "true")
+    assert page.console_errors == []
+
+
 def test_a_viewer_gets_downloads_but_no_editing(page_for, users, project, root):
     (root / "a.md").write_text("A")
     page = open_project(page_for, users["viewer"], project)
