@@ -33,7 +33,7 @@ pytest_plugins = [
 # The tests whose behaviour depends on the database and channel layer, or that run more than
 # one process: CI runs them again on PostgreSQL + Redis (`make test PYTEST_ARGS="-m backend"`);
 # the rest are logic, run once. Marked here by what they use, beside those marked in place.
-BACKEND_FIXTURES = {"server_process", "second_server"}
+BACKEND_FIXTURES = {"server_process", "module_server", "second_server"}
 BACKEND_MODULES = {
     "test_approvals",  # decisions and stops go through the control layer
     "test_owner_approvals",

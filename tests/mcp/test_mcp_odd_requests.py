@@ -31,8 +31,8 @@ CREATE_D = {
 
 
 @pytest.fixture
-def server(server_process):
-    return server_process()
+def server(module_server):
+    return module_server
 
 
 @pytest.fixture

@@ -40,13 +40,17 @@ INITIALIZE = {
 MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 
+# The module's server process (tests.support.server_process), with the test app's tools
+# registered and served over MCP.
+MODULE_SERVER_ENV = {
+    "ROJO_TOOL_MODULES": "tests.support.example_tools",
+    "ROJO_MCP_SERVE_USER_TOOLS": "1",
+}
+
+
 @pytest.fixture
-def server(server_process):
-    """The app in a server process of its own, with the test app's tools registered and
-    served over MCP."""
-    return server_process(
-        ROJO_TOOL_MODULES="tests.support.example_tools", ROJO_MCP_SERVE_USER_TOOLS="1"
-    )
+def server(module_server):
+    return module_server
 
 
 def secret_for(user, **options) -> str:

@@ -52,6 +52,7 @@ class ServerProcess:
     base_url: str
     process: subprocess.Popen
     log_path: Path
+    storage_dir: Path | None = None
 
     def log(self) -> str:
         return self.log_path.read_text()
@@ -83,6 +84,7 @@ def server_start(
         started = _launch(storage_dir=storage_dir, log_path=log_path, server=server, **env)
         try:
             _wait_ready(started)
+            started.storage_dir = storage_dir
             return started
         except BaseException:
             started.kill()
@@ -194,6 +196,29 @@ def server_process(
     yield start
     for server in started:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def _module_server(request, django_db_setup, tmp_path_factory) -> Iterator[ServerProcess]:
+    workdir = tmp_path_factory.mktemp("module-server")
+    (workdir / "storage").mkdir()
+    env = getattr(request.module, "MODULE_SERVER_ENV", {})
+    server = server_start(storage_dir=workdir / "storage", log_path=workdir / "server.log", **env)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def module_server(_module_server, transactional_db, storage_dir, settings) -> ServerProcess:
+    """One server process for all of a module's tests that take it (its settings from the
+    module's MODULE_SERVER_ENV), for tests that need a real server but not one of their own:
+    a start costs seconds of CPU, and the suite made one per test. Each test's rows are its
+    own (the database is flushed between tests, ids are never reused) and so are its
+    projects' roots, under the server's storage dir, which the test's settings name too."""
+    settings.ROJO_STORAGE_DIR = _module_server.storage_dir
+    return _module_server
 
 
 @pytest.fixture(scope="module")
