@@ -8,13 +8,18 @@ whether the provider sent anything, and fails the read as aiohttp does when it d
 Any other transport is read through httpx2, with its own timeouts.
 """
 
+from __future__ import annotations
+
 import asyncio
 import contextlib
 import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING
 
-import aiohttp
 import httpx2
+
+if TYPE_CHECKING:  # imported where used: a management command needs no HTTP client
+    import aiohttp
 
 # The body's next bytes, b"" at its end; None for a quiet spell (see body_reader's `tick`).
 Read = Callable[[], Awaitable[bytes | None]]
@@ -100,6 +105,8 @@ class _StallWatch:
         if received != self.seen or self.body.consumed != received:
             self.seen, self.since = received, now
         elif now - self.since >= self.seconds:
+            import aiohttp
+
             self.body.content.set_exception(
                 aiohttp.SocketTimeoutError("Timeout on reading data from socket")
             )
@@ -143,6 +150,8 @@ def body_reader(
     reads are not cut). A read that tick() gives None waits with no timer. `idle` is called
     before each read that will wait (httpx2's: before every read).
     """
+    import aiohttp
+
     adapter = getattr(response.stream, "_stream", None)  # httpx2's bound stream -> adapter's
     aiohttp_response = getattr(adapter, "_aiohttp_response", None)
     if not isinstance(aiohttp_response, aiohttp.ClientResponse):

@@ -16,7 +16,6 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import aiohttp
 import httpx2
 
 from rojos.models import Rojo
@@ -150,6 +149,7 @@ def _timed_out(exc: BaseException) -> bool:
     The SDK's aiohttp adapter maps every aiohttp connection error, a refused connection
     included, to a connect *timeout*; aiohttp's own exception says what happened.
     """
+    import aiohttp  # here: a management command needs no HTTP client (rojos/eager.py)
     import openai
 
     while exc.__cause__ is not None:

@@ -16,7 +16,6 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
-import aiohttp
 import httpx2
 import orjson
 from django.conf import settings
@@ -79,6 +78,7 @@ async def provider_chunks(
     set); a stream that ends early simply stops, and the accumulator then reports it as
     unfinished.
     """
+    import aiohttp  # here: a management command needs no HTTP client (rojos/eager.py)
     import openai
 
     sent = time.monotonic()
@@ -199,6 +199,8 @@ def _body(request: dict) -> dict:
 async def _drain(read: Read) -> None:
     """Read the end of the body after [DONE], so that the connection goes back to the pool
     (one closed unread would be dropped); a server that keeps it open gets a second."""
+    import aiohttp
+
     with contextlib.suppress(TimeoutError, httpx2.HTTPError, aiohttp.ClientError):
         async with asyncio.timeout(1):
             while await read() != b"":  # a quiet spell's None is not the end

@@ -13,7 +13,7 @@ from pathlib import Path
 from rojos.eager import MODULES
 
 ROOT = Path(__file__).resolve().parents[2]
-SDKS = {"openai", "mcp", "mcp_types"}
+SDKS = {"openai", "mcp", "mcp_types", "aiohttp"}
 
 
 def _python(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
