@@ -41,21 +41,6 @@ session.create()
 print(json.dumps({{"project": project.pk, "rojo": rojo.slug, "session": session.session_key}}))
 """
 
-CHECK = """
-import json
-from rojos.models import Message, TurnRecord
-last = TurnRecord.objects.order_by("-pk").first()
-print(json.dumps({{
-    "status": last.status, "code": last.error_code,
-    "messages": [[m.role, m.content] for m in Message.objects.filter(
-        conversation_id={conversation}).order_by("position")],
-    # What search finds: the rows whose stored tsvector is set (drafts have none).
-    "indexed": [m.role for m in Message.objects.raw(
-        "SELECT id, role FROM rojos_message WHERE conversation_id = %s "
-        "AND search_vector IS NOT NULL ORDER BY position", [{conversation}])],
-}}))
-"""
-
 
 def manage(database_url: str, *args: str) -> str:
     env = {"DJANGO_SETTINGS_MODULE": "roject.settings", "DATABASE_URL": database_url}
@@ -85,24 +70,54 @@ def outage_db(own_postgres):
 
 @pytest.fixture
 def on_outage_db(outage_db, server_process, fake_provider):
-    """A server process on the test's own PostgreSQL, with a user logged in there."""
+    """on_outage_db(**settings): a server process on the test's own PostgreSQL with these
+    settings added, and a user logged in there (one process a test: each start costs
+    seconds of CPU)."""
     made = last_json(
         manage(outage_db.url, "shell", "-c", SETUP.format(base_url=fake_provider.base_url))
     )
-    server = server_process(
-        DATABASE_URL=outage_db.url, ROJO_PROVIDER_RETRIES="0", ROJO_DRAFT_SECONDS="0.5"
-    )
-    client = ApiClient(server.base_url)
-    client.http.cookies.set(settings.SESSION_COOKIE_NAME, made["session"])
-    yield client, made
-    client.close()
+    clients = []
+
+    def connect(**env: str) -> tuple[ApiClient, dict]:
+        env = {"ROJO_PROVIDER_RETRIES": "0", **env}
+        server = server_process(DATABASE_URL=outage_db.url, **env)
+        client = ApiClient(server.base_url)
+        client.http.cookies.set(settings.SESSION_COOKIE_NAME, made["session"])
+        clients.append(client)
+        return client, made
+
+    yield connect
+    for client in clients:
+        client.close()
     if not outage_db.running():  # a test that failed mid-outage
         outage_db.start()
     manage(outage_db.url, "flush", "--no-input")
 
 
+def _rows(outage_db, sql: str, *params) -> list[tuple]:
+    """Rows read straight from the test's PostgreSQL (no Django process started for it)."""
+    with psycopg.connect(outage_db.url.replace("postgres://", "postgresql://")) as connection:
+        return connection.execute(sql, params).fetchall()
+
+
 def stored(outage_db, conversation: int) -> dict:
-    return last_json(manage(outage_db.url, "shell", "-c", CHECK.format(conversation=conversation)))
+    """The last turn's status and error code, the conversation's messages, and the roles of
+    those search finds: the rows whose stored tsvector is set (drafts have none)."""
+    status, code = _rows(
+        outage_db, "SELECT status, error_code FROM rojos_turnrecord ORDER BY id DESC LIMIT 1"
+    )[0]
+    messages = _rows(
+        outage_db,
+        "SELECT role, content, search_vector IS NOT NULL FROM rojos_message "
+        "WHERE conversation_id = %s ORDER BY position",
+        conversation,
+    )
+    return {
+        "status": status,
+        "code": code,
+        "messages": [[role, content] for role, content, _ in messages],
+        "indexed": [role for role, _, indexed in messages if indexed],
+    }
 
 
 REPLY = "w " * 60
@@ -120,7 +135,7 @@ def held_reply(text: str, pieces: int, stopped: threading.Event):
 def test_a_turn_through_a_25_second_outage_finishes_whole(on_outage_db, outage_db, fake_provider):
     """PostgreSQL stopped for 25 s mid-reply (ROJO_DB_RETRY_SECONDS is 30): the reply ends with
     DONE and no ERROR, and is stored whole."""
-    client, made = on_outage_db
+    client, made = on_outage_db(ROJO_DRAFT_SECONDS="0.5")
     fake_provider.add(held_reply(REPLY, 60, stopped := threading.Event()))
     with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
         assert response.status_code == 200
@@ -141,20 +156,12 @@ def test_a_turn_through_a_25_second_outage_finishes_whole(on_outage_db, outage_d
 
 
 def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_database_is_back(
-    on_outage_db, outage_db, fake_provider, server_process
+    on_outage_db, outage_db, fake_provider
 ):
     """An outage longer than ROJO_DB_RETRY_SECONDS (3 s here): the turn ends with ERROR code
     `database` saying the database could not be reached, then DONE; once PostgreSQL is back,
     the text shown is stored and the turn recorded, with the conversation free again."""
-    client, made = on_outage_db
-    # A process of its own with the short retry time, on the same database.
-    server = server_process(
-        DATABASE_URL=outage_db.url,
-        ROJO_PROVIDER_RETRIES="0",
-        ROJO_DB_RETRY_SECONDS="3",
-        ROJO_DB_POOL_TIMEOUT="2",
-    )
-    client.http.base_url = server.base_url
+    client, made = on_outage_db(ROJO_DB_RETRY_SECONDS="3", ROJO_DB_POOL_TIMEOUT="2")
     fake_provider.add(held_reply(REPLY, 60, stopped := threading.Event()))
     with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
         events = parse_sse(response.iter_lines())
@@ -177,20 +184,14 @@ def test_a_turn_past_the_retry_time_says_so_and_its_text_is_stored_once_the_data
 
 
 def test_a_draft_stored_before_an_outage_past_the_retry_time_is_finished_once_it_is_back(
-    on_outage_db, outage_db, fake_provider, server_process
+    on_outage_db, outage_db, fake_provider
 ):
     """A reply whose draft was stored, then PostgreSQL stopped past ROJO_DB_RETRY_SECONDS:
     the text shown is written over the draft once the database is back, and is no longer a
     draft, so search finds it."""
-    client, made = on_outage_db
-    server = server_process(
-        DATABASE_URL=outage_db.url,
-        ROJO_PROVIDER_RETRIES="0",
-        ROJO_DB_RETRY_SECONDS="3",
-        ROJO_DB_POOL_TIMEOUT="2",
-        ROJO_DRAFT_SECONDS="0.2",
+    client, made = on_outage_db(
+        ROJO_DB_RETRY_SECONDS="3", ROJO_DB_POOL_TIMEOUT="2", ROJO_DRAFT_SECONDS="0.2"
     )
-    client.http.base_url = server.base_url
     fake_provider.add(held_reply(LONG_REPLY, 100, stopped := threading.Event()))
     with client.chat_stream(made["project"], rojo=made["rojo"], message="Talk") as response:
         events = parse_sse(response.iter_lines())
@@ -217,16 +218,15 @@ SELECT count(*) FROM pg_stat_activity
 WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO "rojos_usagerecord"%%'
 """
 
-USAGE = """
-import json
-from rojos.models import UsageRecord
-print(json.dumps([[u.message.role, u.reported] for u in UsageRecord.objects.filter(
-    conversation_id={conversation})]))
-"""
-
 
 def stored_usage(outage_db, conversation: int) -> list:
-    return last_json(manage(outage_db.url, "shell", "-c", USAGE.format(conversation=conversation)))
+    rows = _rows(
+        outage_db,
+        "SELECT m.role, u.reported FROM rojos_usagerecord u "
+        "JOIN rojos_message m ON m.id = u.message_id WHERE u.conversation_id = %s ORDER BY u.id",
+        conversation,
+    )
+    return [[role, reported] for role, reported in rows]
 
 
 @contextlib.contextmanager
@@ -254,7 +254,7 @@ def test_an_outage_between_the_stored_reply_and_its_usage_is_waited_out(
     the usage write is retried like the reply's, so the reply ends with DONE and no ERROR,
     counted once, and the conversation is free. Before, that write alone was not retried:
     the turn ended with ERROR `database` and the usage was never recorded."""
-    client, made = on_outage_db
+    client, made = on_outage_db(ROJO_DRAFT_SECONDS="0.5")
     fake_provider.add(stream(*text_chunks("All done.")))
     with (
         usage_inserts_held(outage_db) as waiting,
@@ -277,20 +277,13 @@ def test_an_outage_between_the_stored_reply_and_its_usage_is_waited_out(
 
 
 def test_a_usage_write_past_the_retry_time_is_stored_with_the_turns_end_once_it_is_back(
-    on_outage_db, outage_db, fake_provider, server_process
+    on_outage_db, outage_db, fake_provider
 ):
     """The same outage, longer than ROJO_DB_RETRY_SECONDS (3 s here): the turn ends with
     ERROR `database`, and once PostgreSQL is back the usage is recorded with the turn's end,
     as the text an outage kept from being stored is. Before, it was lost: the budgets never
     counted that reply."""
-    client, made = on_outage_db
-    server = server_process(
-        DATABASE_URL=outage_db.url,
-        ROJO_PROVIDER_RETRIES="0",
-        ROJO_DB_RETRY_SECONDS="3",
-        ROJO_DB_POOL_TIMEOUT="2",
-    )
-    client.http.base_url = server.base_url
+    client, made = on_outage_db(ROJO_DB_RETRY_SECONDS="3", ROJO_DB_POOL_TIMEOUT="2")
     fake_provider.add(stream(*text_chunks("All done.")))
     with (
         usage_inserts_held(outage_db) as waiting,
