@@ -256,8 +256,6 @@ def event_data(event: TurnEvent) -> dict:
             if server is not None:  # not in the undo ledger: the page says so
                 data["mcp"] = {"server": server, "undoable": False}
             return data
-        case ApprovalRequiredEvent(id=id_, name=name, args=args, preview=preview):
-            return {"id": id_, "name": name, "args": args, "preview": preview}
         case ToolProgressEvent() | QuestionEvent() | AnsweredEvent():
             return {k: v for k, v in asdict(event).items() if k != "type" and v is not None}
         case SummaryEvent(text=text, messages=messages):
