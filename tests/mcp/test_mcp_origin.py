@@ -12,9 +12,12 @@ from tests.support.mcp_clients import mcp_url
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
+MODULE_SERVER_ENV = {"CSRF_TRUSTED_ORIGINS": "https://app.example.com,https://*.example.org"}
+
+
 @pytest.fixture
-def server(server_process):
-    return server_process(CSRF_TRUSTED_ORIGINS="https://app.example.com,https://*.example.org")
+def server(module_server):
+    return module_server
 
 
 def initialize(server, project, secret: str, origin: str | None) -> httpx2.Response:
