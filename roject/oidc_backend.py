@@ -10,12 +10,14 @@ conditions in roject/identity/oidc/accounts.py — see docs/teams.md, "Single si
 import logging
 
 import requests
+from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from django.db import IntegrityError, transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
+from roject.identity.backends import user_by_pk
 from roject.identity.login_limits import client_ip
 from roject.identity.oidc.accounts import (
     email_verified,
@@ -56,9 +58,12 @@ class OidcBackend(OIDCAuthenticationBackend):
     def get_user(self, user_id):
         """The session's user while the account is active (as Django's ModelBackend): the
         library's own returns it whatever its state, so a deactivated SSO user stayed
-        signed in."""
-        user = self.UserModel._default_manager.filter(pk=user_id, is_active=True).first()
-        return user
+        signed in. Read by the prepared query of the password logins' backend."""
+        user = user_by_pk(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
+    async def aget_user(self, user_id):
+        return await sync_to_async(self.get_user)(user_id)
 
     def _refused(self, reason: str) -> None:
         """No user; Django then sends user_login_failed, whose audit entry gives `reason`."""

@@ -151,11 +151,14 @@ ROJO_OIDC_BUTTON_LABEL = os.environ.get("ROJO_OIDC_BUTTON_LABEL", "").strip() or
 ROJO_OIDC_DISCOVERY_SECONDS = env_int("ROJO_OIDC_DISCOVERY_SECONDS", 3600)
 # Off: no password login at all, on the site's login page or the admin's (SSO only).
 ROJO_PASSWORD_LOGIN = env_bool("ROJO_PASSWORD_LOGIN", True)
-# The OIDC backend answers only the OIDC callback (roject/oidc_backend.py); without the
+# Passwords and the session's user: Django's ModelBackend with that user's read prepared
+# (roject/identity/backends.py); Django's own stays for the sessions stored naming it. The
+# OIDC backend answers only the OIDC callback (roject/oidc_backend.py); without the
 # ROJO_OIDC_* variables it answers nothing.
 AUTHENTICATION_BACKENDS = [
-    "django.contrib.auth.backends.ModelBackend",
+    "roject.identity.backends.PreparedModelBackend",
     "roject.oidc_backend.OidcBackend",
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 LANGUAGE_CODE = "en-us"

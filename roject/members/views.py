@@ -143,7 +143,7 @@ def _signup_and_accept(request, token: str, form: UserCreationForm):
         # by someone else must not let this account be matched as its owner's (SSO, add).
         user = form.save()
         membership = invitation_accept(token=token, user=user)
-    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    login(request, user, backend="roject.identity.backends.PreparedModelBackend")
     return membership
 
 
