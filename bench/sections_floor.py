@@ -425,6 +425,16 @@ def floor_section(floor, app: dict) -> Section:
         "checks 0.85 M). That day's run's burst (first chunk p50 2.32 s) moved with the host, "
         "not the tree: a start took 24 to 30 ms of server CPU in it, against 18 to 25 ms in the "
         "run before.",
+        "Issue #38, 7 December 2026 (the eighteenth session): the session's user read by a "
+        "query compiled once (roject/identity/backends.py: PreparedModelBackend, first in "
+        "AUTHENTICATION_BACKENDS; Django's get_user keeps every check around it, and Django's "
+        "ModelBackend stays listed for the sessions stored naming it). `python -m "
+        "bench.instructions --starts --rounds 3`, the tree before and after, two runs each: "
+        "14,658,631 and 14,714,621 instructions a start before against 13,865,150 and "
+        "13,782,151 after (medians; 0.86 M, 5.8% less, not the fifth of 2.3 M the note above "
+        "hoped for: the session's load and its hash stay). get_user alone (thread CPU, 300 "
+        "calls, five rounds, at a load of 3): 626 to 820 µs with its session's load before, "
+        "216 to 241 µs after.",
         "What holds `cpu_per_paced_conversation_vs_floor` (issue #38's 1.3x): a paced "
         "conversation of 500 chunks is its start and end plus 500 chunks. The chunks now "
         "cost about the floor's (above); the start and end do not: section 14 counts "
