@@ -144,15 +144,13 @@ export class FileBrowser {
       li.textContent = dir ? "(empty)" : "No files yet.";
       items.push(li);
     }
+    // What went is taken out first, so that what stays is never moved to make room.
+    const staying = new Set(items);
+    for (const li of [...list.children]) if (!staying.has(li)) li.remove();
     let next = list.firstElementChild;
     for (const li of items) {
       if (li === next) next = next.nextElementSibling;
       else list.insertBefore(li, next);
-    }
-    while (next) {
-      const gone = next;
-      next = next.nextElementSibling;
-      gone.remove();
     }
   }
 

@@ -55,28 +55,46 @@ def test_new_folder_new_file_rename_and_delete_from_the_tree(page_for, users, pr
     assert page.console_errors == []
 
 
-def test_a_refresh_between_a_press_and_its_release_keeps_the_click(
-    page_for, users, project, root
-):
+def test_a_refresh_between_a_press_and_its_release_keeps_the_click(page_for, users, project, root):
     """A rojo's turn refreshes the tree with each batch of changes: one landing while a
     person's button is down must not replace the folder under the pointer, which loses the
     click (a click needs its press and release on one element)."""
     (root / "notes").mkdir()
     (root / "notes" / "a.md").write_text("A")
-    (root / "b.md").write_text("B")
+    (root / "y.md").write_text("Y")
     page = open_project(page_for, users["editor"], project)
     folder = entry(page, "notes").locator(":scope > .entry")
     expect(folder).to_be_visible()
     folder.hover()
     page.mouse.down()
-    (root / "z.md").write_text("Z")  # news for the refresh to show, listed below the folder
+    (root / "y.md").unlink()  # news for the refresh to show, below the folder: one entry
+    (root / "z.md").write_text("Z")  # gone, one new
     with page.expect_response(lambda response: "/files?path=" in response.url):
         page.locator(".refresh-files").dispatch_event("click")
     expect(entry(page, "z.md")).to_be_visible()
+    expect(entry(page, "y.md")).to_have_count(0)
     page.mouse.up()
     expect(entry(page, "notes/a.md")).to_be_visible()
     expect(folder).to_have_attribute("aria-expanded", "true")
     assert page.console_errors == []
+
+
+def test_a_refresh_that_drops_an_entry_above_keeps_the_focus_where_it_was(
+    page_for, users, project, root
+):
+    """The entries a refresh finds again stay where they are in the page, not taken out and
+    put back (which drops the keyboard's focus), when one before them went."""
+    for name in ("a.md", "b.md", "c.md"):
+        (root / name).write_text(name)
+    page = open_project(page_for, users["editor"], project)
+    expect(entry(page, "c.md")).to_be_visible()
+    entry(page, "c.md").locator(".entry").focus()
+    (root / "a.md").unlink()
+    with page.expect_response(lambda response: "/files?path=" in response.url):
+        page.locator(".refresh-files").dispatch_event("click")
+    expect(entry(page, "a.md")).to_have_count(0)
+    expect(entry(page, "c.md").locator(".entry")).to_be_focused()
+    assert page.evaluate("document.activeElement.closest('li').dataset.path") == "c.md"
 
 
 def test_a_viewer_gets_downloads_but_no_editing(page_for, users, project, root):
