@@ -13,6 +13,9 @@ class ProviderError(TurnError):
     """The model's provider failed: unreachable, refused the request, or sent a broken stream."""
 
     code = "provider"
+    # The provider's own words, when it sent an error object mid-stream: a notice quotes
+    # them (the loop's late error) rather than our sentence around them.
+    said: str | None = None
 
 
 class StreamBroken(ProviderError):

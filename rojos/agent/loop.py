@@ -26,7 +26,6 @@ from rojos.models import Message, Rojo
 from rojos.provider.accumulator import StreamAccumulator
 from rojos.provider.body import Idle
 from rojos.provider.completion import Completion
-from rojos.provider.failures import MID_STREAM
 from rojos.provider.request import reasoning_extra, sent_back_extra
 from rojos.tools import RojoToolContext, RojoToolRegistry, ToolCall, registry
 from rojos.whole import whole
@@ -45,12 +44,10 @@ def _late_notice(error: ProviderError | None) -> NoticeEvent | None:
     the provider said something went wrong, yet the reply stands."""
     if error is None:
         return None
-    said = str(error)
-    if said.startswith(MID_STREAM):  # the provider's own words, not a sentence about them
-        said = said.removeprefix(MID_STREAM)
-        message = f"After this reply had finished, the provider reported an error: {said}"
+    if error.said is not None:
+        message = f"After this reply had finished, the provider reported an error: {error.said}"
     else:
-        message = f"After this reply had finished, the provider's stream failed: {said}"
+        message = f"After this reply had finished, the provider's stream failed: {error}"
     return NoticeEvent(
         message=f"{message.rstrip('.')}. The reply is whole and kept.", code="late_error"
     )

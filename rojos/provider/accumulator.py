@@ -11,7 +11,7 @@ the stream ended, is rojos.provider.completion's.
 
 from rojos.errors import ProviderError
 from rojos.provider.completion import ResponseParts
-from rojos.provider.failures import mid_stream_message
+from rojos.provider.refusals import mid_stream_error
 from rojos.provider.think_tags import ThinkTags
 from rojos.provider.wire_text import nul_replaced
 
@@ -43,7 +43,7 @@ class StreamAccumulator(ResponseParts):
             raise ProviderError("The provider sent a malformed stream chunk.")
         error = chunk.get("error")
         if error:
-            raise ProviderError(mid_stream_message(error))
+            raise mid_stream_error(error, None)
         if chunk.get("usage"):
             self.usage = chunk["usage"]
         choices = chunk.get("choices") or ()

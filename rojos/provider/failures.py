@@ -111,14 +111,6 @@ def _invalid_field(item: dict) -> str:
     return f"{where}: {item['msg']}" if where else str(item["msg"])
 
 
-MID_STREAM = "The provider reported an error mid-stream: "
-
-
-def mid_stream_message(error: Any) -> str:
-    """The message for an error object the provider sent inside the stream."""
-    return f"{MID_STREAM}{error_text(error)}"
-
-
 def failure_message(exc: Exception, client: openai.AsyncOpenAI, fixes: Fixes) -> str:
     """The message for a failed request or read: an HTTP status, a timeout, a broken stream."""
     import openai

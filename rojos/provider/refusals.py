@@ -24,6 +24,7 @@ import httpx2
 
 from rojos.errors import ProviderError
 from rojos.provider.failures import error_text
+from rojos.scrub import scrub
 
 _NUMBER = r"(\d[\d,]*)"
 # (pattern, group of the window's size, group of the prompt's size), tried in order.
@@ -148,6 +149,16 @@ def refusal_of(body: Any, status: int | None, message: str) -> ProviderError | N
     if status in (400, 422) and "stream_options" in json.dumps(body, default=str):
         return OptionRefused(message, option="stream_options")
     return None
+
+
+def mid_stream_error(error: Any, secret: str | None) -> ProviderError:
+    """The failure for an error object the provider sent inside the stream: a refusal the
+    loop acts on, or a ProviderError; either keeps the provider's words apart (`said`)."""
+    said = scrub(error_text(error), secret)
+    message = f"The provider reported an error mid-stream: {said}"
+    failure = refusal_of(error, None, message) or ProviderError(message)
+    failure.said = said
+    return failure
 
 
 # The largest error body read to tell an overflow from a transient failure.

@@ -13,8 +13,7 @@ import orjson
 
 from rojos import metrics
 from rojos.errors import ProviderError
-from rojos.provider.failures import mid_stream_message
-from rojos.provider.refusals import refusal_of
+from rojos.provider.refusals import mid_stream_error
 from rojos.provider.wire_text import lenient_loads
 from rojos.scrub import scrub
 
@@ -128,14 +127,12 @@ def _error_line(payload: bytes, secret: str | None) -> ProviderError:
     except ValueError:
         text = payload.decode(errors="replace")
         return ProviderError(scrub(f"The provider reported an error: {text}", secret))
-    message = scrub(mid_stream_message(error), secret)
-    return refusal_of(error, None, message) or ProviderError(message)
+    return mid_stream_error(error, secret)
 
 
 def chunk_checked(chunk: Any, secret: str | None) -> Any:
     """The chunk, unless it is an error object: that ends the turn, without the key in sight."""
     if isinstance(chunk, dict) and chunk.get("error"):
-        message = scrub(mid_stream_message(chunk["error"]), secret)
         metrics.provider_errors.labels(kind="stream").inc()
-        raise refusal_of(chunk["error"], None, message) or ProviderError(message)
+        raise mid_stream_error(chunk["error"], secret)
     return chunk
