@@ -10,14 +10,13 @@ conditions in roject/identity/oidc/accounts.py — see docs/teams.md, "Single si
 import logging
 
 import requests
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.exceptions import SuspiciousOperation
 from django.db import IntegrityError, transaction
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 
-from roject.identity.backends import user_by_pk
+from roject.identity.backends import PreparedSessionUser
 from roject.identity.login_limits import client_ip
 from roject.identity.oidc.accounts import (
     email_verified,
@@ -33,7 +32,7 @@ from roject.identity.oidc.roles import membership_sync_from_groups
 logger = logging.getLogger(__name__)
 
 
-class OidcBackend(OIDCAuthenticationBackend):
+class OidcBackend(PreparedSessionUser, OIDCAuthenticationBackend):
     """Answers the OIDC callback only (its `nonce`); password logins pass it by."""
 
     get_settings = staticmethod(oidc_setting)
@@ -54,16 +53,6 @@ class OidcBackend(OIDCAuthenticationBackend):
         except (OidcUnavailable, requests.RequestException) as exc:
             logger.warning("OIDC sign-in failed: %s", exc)
             return self._refused(f"provider request failed ({type(exc).__name__})")
-
-    def get_user(self, user_id):
-        """The session's user while the account is active (as Django's ModelBackend): the
-        library's own returns it whatever its state, so a deactivated SSO user stayed
-        signed in. Read by the prepared query of the password logins' backend."""
-        user = user_by_pk(user_id)
-        return user if user is not None and self.user_can_authenticate(user) else None
-
-    async def aget_user(self, user_id):
-        return await sync_to_async(self.get_user)(user_id)
 
     def _refused(self, reason: str) -> None:
         """No user; Django then sends user_login_failed, whose audit entry gives `reason`."""

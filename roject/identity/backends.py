@@ -20,7 +20,7 @@ from django.core.exceptions import PermissionDenied
 
 from roject.server.prepared_queries import PreparedQuery
 
-__all__ = ["PreparedModelBackend", "user_by_pk"]
+__all__ = ["PreparedModelBackend", "PreparedSessionUser", "user_by_pk"]
 
 _USER = PreparedQuery(lambda pk: get_user_model()._default_manager.filter(pk=pk), int)
 
@@ -32,7 +32,21 @@ def user_by_pk(user_id):
     return _USER.first(user_id)
 
 
-class PreparedModelBackend(ModelBackend):
+class PreparedSessionUser:
+    """The session's user by the prepared query, while the account is active, as Django's
+    ModelBackend answers it (user_can_authenticate), for each backend that signs people in:
+    mozilla-django-oidc's own get_user returns the user whatever its state, so a
+    deactivated SSO user stayed signed in."""
+
+    def get_user(self, user_id):
+        user = user_by_pk(user_id)
+        return user if user is not None and self.user_can_authenticate(user) else None
+
+    async def aget_user(self, user_id):
+        return await sync_to_async(self.get_user)(user_id)
+
+
+class PreparedModelBackend(PreparedSessionUser, ModelBackend):
     """Passwords checked as Django's ModelBackend checks them; the session's user prepared."""
 
     def authenticate(self, request, username=None, password=None, **kwargs):
@@ -45,10 +59,3 @@ class PreparedModelBackend(ModelBackend):
             # costs). Django sends user_login_failed as it would for a None.
             raise PermissionDenied
         return user
-
-    def get_user(self, user_id):
-        user = user_by_pk(user_id)
-        return user if user is not None and self.user_can_authenticate(user) else None
-
-    async def aget_user(self, user_id):
-        return await sync_to_async(self.get_user)(user_id)
