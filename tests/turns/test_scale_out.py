@@ -26,15 +26,19 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 B_REPLY = "b.txt is rewritten."
 
+# The second process; no test here stops it or sets its settings, so they share the module's.
+MODULE_SERVER_ENV = {"ROJO_PROVIDER_RETRIES": "0", "ROJO_APPROVAL_TIMEOUT": "30"}
+
 
 @pytest.fixture
-def other_process(server_process, settings):
-    """A second server process beside the in-process one, as in a deployment of several."""
+def other_process(request, settings):
+    """A second server process beside the in-process one, as in a deployment of several
+    (taken once the skip is decided: a run without PostgreSQL and Redis starts none)."""
     if not os.environ.get("REDIS_URL") or connection.vendor != "postgresql":
         pytest.skip("scale-out runs with REDIS_URL and a PostgreSQL DATABASE_URL set")
     settings.ROJO_PROVIDER_RETRIES = 0
     settings.ROJO_APPROVAL_TIMEOUT = 30
-    return server_process(ROJO_PROVIDER_RETRIES="0", ROJO_APPROVAL_TIMEOUT="30")
+    return request.getfixturevalue("module_server")
 
 
 def write(path: str, text: str) -> tuple[str, dict]:
