@@ -16,19 +16,24 @@ from tests.support.fake_provider import chunk, stream, text_chunks, tool_call_ch
 from tests.support.helpers import make_rojo
 from tests.support.live_server import parse_sse, read_until
 
-pytestmark = pytest.mark.django_db(transaction=True)
+# Marked here: the server is taken once the skip is decided, not named by the tests.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.backend]
 
 TEXT = "".join(f"line {n} of a page being written\n" for n in range(60))
 
+# The second process; no test here stops it or sets its settings, so they share the module's.
+MODULE_SERVER_ENV = {"ROJO_PROVIDER_RETRIES": "0", "ROJO_TOOL_DELTA_SECONDS": "0.05"}
+
 
 @pytest.fixture
-def other_process(server_process, settings):
-    """A second server process; the turn runs on the in-process one, shown every 0.05 s."""
+def other_process(request, settings):
+    """A second server process; the turn runs on the in-process one, shown every 0.05 s
+    (taken once the skip is decided: a run without PostgreSQL and Redis starts none)."""
     if not os.environ.get("REDIS_URL") or connection.vendor != "postgresql":
         pytest.skip("scale-out runs with REDIS_URL and a PostgreSQL DATABASE_URL set")
     settings.ROJO_PROVIDER_RETRIES = 0
     settings.ROJO_TOOL_DELTA_SECONDS = 0.05
-    return server_process(ROJO_PROVIDER_RETRIES="0", ROJO_TOOL_DELTA_SECONDS="0.05")
+    return request.getfixturevalue("module_server")
 
 
 def slow_write(path: str, pieces: int = 60, delay: float = 0.05):
