@@ -12,7 +12,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from urllib.parse import quote
 
@@ -53,9 +53,10 @@ class ServerProcess:
     process: subprocess.Popen
     log_path: Path
     storage_dir: Path | None = None
+    log_start: int = 0  # in bytes: a shared server's log, from where a test took it
 
     def log(self) -> str:
-        return self.log_path.read_text()
+        return self.log_path.read_bytes()[self.log_start :].decode(errors="replace")
 
     def kill(self) -> None:
         """SIGKILL: no handler runs, nothing is cleaned up, as in a crash or an OOM kill."""
@@ -216,9 +217,10 @@ def module_server(_module_server, transactional_db, storage_dir, settings) -> Se
     module's MODULE_SERVER_ENV), for tests that need a real server but not one of their own:
     a start costs seconds of CPU, and the suite made one per test. Each test's rows are its
     own (the database is flushed between tests, ids are never reused) and so are its
-    projects' roots, under the server's storage dir, which the test's settings name too."""
+    projects' roots, under the server's storage dir, which the test's settings name too,
+    and its log: `log()` reads what the server wrote since the test took it."""
     settings.ROJO_STORAGE_DIR = _module_server.storage_dir
-    return _module_server
+    return replace(_module_server, log_start=_module_server.log_path.stat().st_size)
 
 
 @pytest.fixture(scope="module")
