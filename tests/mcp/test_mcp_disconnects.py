@@ -32,11 +32,18 @@ WAITS = "waits for the one before it"  # logged at DEBUG
 SLOW = 60
 
 
+# The module's server process: no test here stops or configures it; each reads the log the
+# server wrote since it began (module_server), and calls through its own token and project.
+MODULE_SERVER_ENV = {
+    "ROJO_TOOL_MODULES": "tests.support.held_tools",
+    "ROJO_MCP_SERVE_USER_TOOLS": "1",
+    "ROJO_LOG_LEVEL": "DEBUG",  # a call seen waiting for its turn
+}
+
+
 @pytest.fixture
-def server(server_process):
-    return server_process(
-        ROJO_TOOL_MODULES="tests.support.held_tools", ROJO_MCP_SERVE_USER_TOOLS="1"
-    )
+def server(module_server):
+    return module_server
 
 
 def _in_a_thread(work):
@@ -96,17 +103,10 @@ def test_a_client_gone_mid_call_stops_its_turn_and_the_started_tool_finishes_who
     assert TurnRecord.objects.filter(status="done").count() == 1
 
 
-def test_a_call_waiting_for_its_turn_never_runs_once_its_client_is_gone(
-    server_process, users, project
-):
+def test_a_call_waiting_for_its_turn_never_runs_once_its_client_is_gone(server, users, project):
     """Two agents with one token: the second's call waits for the first's; its client goes
     away meanwhile, and when the first call ends the second's never runs: no file, no
     turn, and the conversation is free."""
-    server = server_process(
-        ROJO_TOOL_MODULES="tests.support.held_tools",
-        ROJO_MCP_SERVE_USER_TOOLS="1",
-        ROJO_LOG_LEVEL="DEBUG",  # the call seen waiting for its turn
-    )
     root = project_root_create(project.pk)
     (root / "a.txt").write_text("")
     secret = api_token_create(user=users["editor"], name="agent").secret
@@ -138,19 +138,12 @@ def test_a_call_waiting_for_its_turn_never_runs_once_its_client_is_gone(
     assert Conversation.objects.get().turn_id is None
 
 
-def test_a_2025_client_that_cancels_but_stays_connected_is_not_heard(
-    server_process, users, project
-):
+def test_a_2025_client_that_cancels_but_stays_connected_is_not_heard(server, users, project):
     """The SDK's client at a 2025 version cancels a running call by POSTing
     notifications/cancelled and keeps the call's connection open (as that protocol says):
     the stateless endpoint cannot route the notification to the call, so the call runs to
     its end, recorded done with its change, and the token's next call waits for it in
     line and then runs; the client drops the late answer (docs/mcp.md)."""
-    server = server_process(
-        ROJO_TOOL_MODULES="tests.support.held_tools",
-        ROJO_MCP_SERVE_USER_TOOLS="1",
-        ROJO_LOG_LEVEL="DEBUG",  # the call seen waiting for its turn
-    )
     root = project_root_create(project.pk)
     (root / "a.txt").write_text("")
     secret = api_token_create(user=users["editor"], name="agent").secret
