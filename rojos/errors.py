@@ -52,9 +52,10 @@ class TurnBusy(TurnError):
 
 class ServerDraining(TurnError):
     """This server process is shutting down (roject/server/graceful.py): the message goes to
-    another process, or is sent again in a moment."""
+    another process, or is sent again in a moment. Raised before anything is stored, so the
+    page re-sends it itself on this code (static/rojo/resend.js)."""
 
-    code = "unavailable"
+    code = "draining"
 
 
 class TurnLimited(TurnError):

@@ -50,6 +50,9 @@ class Answer:
     default: str = ""  # the detail when the error has no message of its own
     retry_after: str = ""  # the Retry-After header's value, if any
     www_authenticate: str = ""  # the WWW-Authenticate header's value, if any
+    # The body names the error's `code` too: a client acts on it (a draining server's refusal,
+    # which stored nothing, is sent again; another 503 may have stored the message).
+    coded: bool = False
 
 
 ANSWERS: dict[type[Exception], Answer] = {
@@ -61,7 +64,7 @@ ANSWERS: dict[type[Exception], Answer] = {
     Http404: Answer(404, "Not found."),
     TurnBusy: Answer(409),
     TurnUnreachable: Answer(503, retry_after="5"),
-    ServerDraining: Answer(503, retry_after="2"),
+    ServerDraining: Answer(503, retry_after="2", coded=True),
     UndoRefused: Answer(409),  # a StorageError, answered as a conflict, not a bad request
     EntryExists: Answer(409),
     TooLarge: Answer(413),
@@ -93,7 +96,8 @@ def _detail(api: NinjaAPI, request, status: int, detail: str, **extra) -> HttpRe
 
 
 def _answered(api: NinjaAPI, answer: Answer, request: HttpRequest, exc: Exception):
-    response = _detail(api, request, answer.status, str(exc) or answer.default)
+    extra = {"code": exc.code} if answer.coded else {}
+    response = _detail(api, request, answer.status, str(exc) or answer.default, **extra)
     if answer.retry_after:
         response["Retry-After"] = answer.retry_after
     if answer.www_authenticate:

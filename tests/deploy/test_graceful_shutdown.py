@@ -46,6 +46,7 @@ def test_a_running_reply_finishes_while_new_turns_are_sent_elsewhere(
     assert refused.status_code == 503
     assert refused.headers["Retry-After"] == "2"
     assert "restarting" in refused.json()["detail"]
+    assert refused.json()["code"] == "draining"  # the page sends it again (static/rojo/resend.js)
     assert [event.type for event in rest][-1] == "DONE"
     assert "ERROR" not in [event.type for event in rest]
     assert server.process.wait(timeout=30) == -signal.SIGTERM  # uvicorn ends as told, after
