@@ -6,10 +6,12 @@ export function csrfToken() {
 }
 
 export class ApiError extends Error {
-  constructor(status, message, body = {}) {
+  /** `retryAfter`: the answer's Retry-After, in seconds (0 without one). */
+  constructor(status, message, body = {}, retryAfter = 0) {
     super(message);
     this.status = status;
     this.body = body;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -31,7 +33,8 @@ async function failure(response) {
   } catch {
     detail = response.statusText;
   }
-  return new ApiError(response.status, detail || `Request failed (${response.status})`, body);
+  const retryAfter = Number(response.headers.get("Retry-After")) || 0; // seconds; a date is not sent
+  return new ApiError(response.status, detail || `Request failed (${response.status})`, body, retryAfter);
 }
 
 /** fetch() a path of the app; non-2xx answers raise ApiError with the server's message. */

@@ -13,6 +13,7 @@ import { TurnPlan } from "./plan.js";
 import { questionAnswered, questionPlace, questionPrompt } from "./questions.js";
 import { showTimesOnHover, stampTime, turnTimes } from "./message-times.js";
 import { Reconnector } from "./reconnect.js";
+import { Resender } from "./resend.js";
 import { sentConversation, sentKeyForget, sentKeyMake } from "./sent-keys.js";
 import { readEvents } from "./sse.js";
 import { Thinking } from "./thinking.js";
@@ -56,6 +57,7 @@ export class ChatPanel extends EventTarget {
     this.stopButton = element.querySelector(".stop");
     this.busyNote = element.querySelector(".busy");
     this.reconnector = new Reconnector(this.busyNote);
+    this.resender = new Resender(this.log);
     this.history = null; // while stored turns are replayed: what their events do not carry
     this.lastEventId = 0;
     this.busy = false;
@@ -285,7 +287,8 @@ export class ChatPanel extends EventTarget {
     const key = sentKeyMake(this.projectId);
     let response;
     try {
-      response = await request(`/api/projects/${this.projectId}/chat`, {
+      // A restarting server's refusal is sent again, the bubble in place (resend.js).
+      const chat = () => request(`/api/projects/${this.projectId}/chat`, {
         method: "POST",
         json: {
           rojo: this.rojoId,
@@ -300,6 +303,7 @@ export class ChatPanel extends EventTarget {
         },
         accept: "text/event-stream",
       });
+      response = await this.resender.post(chat);
       sentKeyForget(this.projectId);
     } catch (error) {
       if (error instanceof ApiError) sentKeyForget(this.projectId);
@@ -419,6 +423,7 @@ export class ChatPanel extends EventTarget {
       // The reply has no turn to stop yet (a new conversation has no id either): stop it
       // as soon as it starts.
       this.stopWanted = true;
+      this.resender.stop(); // one waiting to be sent again goes back in the box
       return;
     }
     this.stopWanted = false;
