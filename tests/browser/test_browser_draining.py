@@ -46,27 +46,40 @@ def wait_for(page, condition, seconds: float = 30) -> None:
         page.wait_for_timeout(100)
 
 
+def resending(panel):
+    """The status line of a message being sent again."""
+    return panel.get_by_role("status").filter(has_text="server is restarting")
+
+
+def sent_while_draining(page_for, users, project, draining, *, clock: bool = False):
+    """The editor's page, its chat panel and its chat requests' statuses, once a message was
+    sent while the server refuses new turns and the page says it is sending it again;
+    `clock`: the page's clock is the test's."""
+    page = page_for(users["editor"])
+    page.goto(f"/projects/{project.pk}/")
+    panel = page.locator("rojo-chat-panel")
+    answers = chat_answers(page)
+    if clock:
+        page.clock.install()
+    draining(True)
+    page.get_by_label("Message").fill(ASKED)
+    page.keyboard.press("Enter")
+    expect(resending(panel)).to_be_visible()
+    return page, panel, answers
+
+
 def test_a_message_refused_while_the_server_restarts_is_sent_again_and_answered_once(
     page_for, users, project, fake_provider, draining
 ):
     make_rojo(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks(REPLY)))
-    page = page_for(users["editor"])
-    page.goto(f"/projects/{project.pk}/")
-    panel = page.locator("rojo-chat-panel")
-    answers = chat_answers(page)
-    draining(True)
-
-    page.get_by_label("Message").fill(ASKED)
-    page.keyboard.press("Enter")
-    resending = panel.get_by_role("status").filter(has_text="server is restarting")
-    expect(resending).to_be_visible()
+    page, panel, answers = sent_while_draining(page_for, users, project, draining)
     expect(panel.locator(".bubble.user")).to_have_text(ASKED)
     wait_for(page, lambda: len(answers) >= 2)  # refused twice, a couple of seconds apart
     draining(False)
 
     expect(panel.locator(".bubble.assistant")).to_have_text(REPLY, timeout=20_000)
-    expect(resending).to_have_count(0)
+    expect(resending(panel)).to_have_count(0)
     expect(panel.locator(".chat-error")).to_have_count(0)
     expect(page.get_by_label("Message")).to_have_value("")
     expect(panel.locator(".bubble.user")).to_have_text([ASKED])
@@ -80,16 +93,7 @@ def test_a_message_still_refused_after_the_time_given_comes_back_to_the_box(
 ):
     """The page's clock is the test's: the 30 s pass as fast as the refusals come."""
     make_rojo(fake_provider.base_url)
-    page = page_for(users["editor"])
-    page.goto(f"/projects/{project.pk}/")
-    panel = page.locator("rojo-chat-panel")
-    answers = chat_answers(page)
-    page.clock.install()
-    draining(True)
-
-    page.get_by_label("Message").fill(ASKED)
-    page.keyboard.press("Enter")
-    expect(panel.get_by_role("status").filter(has_text="server is restarting")).to_be_visible()
+    page, panel, answers = sent_while_draining(page_for, users, project, draining, clock=True)
     for _ in range(200):  # a refusal's wait passes; the next try, refused, waits again
         if panel.locator(".chat-error").count():
             break
@@ -98,7 +102,7 @@ def test_a_message_still_refused_after_the_time_given_comes_back_to_the_box(
     expect(panel.locator(".chat-error")).to_contain_text("restarting")
     expect(page.get_by_label("Message")).to_have_value(ASKED)
     expect(panel.locator(".bubble.user")).to_have_count(0)
-    expect(panel.get_by_role("status").filter(has_text="server is restarting")).to_have_count(0)
+    expect(resending(panel)).to_have_count(0)
     assert len(answers) >= 2 and set(answers) == {503}, answers  # sent again, then given up
     assert not Message.objects.exists()
 
@@ -110,20 +114,12 @@ def test_stop_while_a_refused_message_waits_puts_it_back_in_the_box(
     message is stored once."""
     make_rojo(fake_provider.base_url)
     fake_provider.add(stream(*text_chunks(REPLY)))
-    page = page_for(users["editor"])
-    page.goto(f"/projects/{project.pk}/")
-    panel = page.locator("rojo-chat-panel")
-    answers = chat_answers(page)
-    draining(True)
-
-    page.get_by_label("Message").fill(ASKED)
-    page.keyboard.press("Enter")
-    expect(panel.get_by_role("status").filter(has_text="server is restarting")).to_be_visible()
+    page, panel, answers = sent_while_draining(page_for, users, project, draining)
     panel.get_by_role("button", name="Stop").click()
 
     expect(page.get_by_label("Message")).to_have_value(ASKED)
     expect(panel.locator(".bubble.user")).to_have_count(0)
-    expect(panel.get_by_role("status").filter(has_text="server is restarting")).to_have_count(0)
+    expect(resending(panel)).to_have_count(0)
     refused = len(answers)
     draining(False)
     page.keyboard.press("Enter")  # the box kept the focus
