@@ -21,6 +21,7 @@ from .stats import median, percentile
 RUNNING, BURST = 50, 200
 RUNNING_MODEL = "paced-400-20"  # 8 s: outlasts the slowest burst measured so far (3.4 s)
 BURST_MODEL, BURST_CHUNKS = "paced-20-20", 20
+CHUNK_GAP_MS = 20  # both models' pace
 SEQUENTIAL_RUNS = 20
 # A paced conversation (issue #38): a reply of 500 chunks 20 ms apart (10 s), alone.
 PACED_MODEL, PACED_RUNS = "paced-500-20", 2
