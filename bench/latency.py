@@ -17,6 +17,9 @@ from .stats import median, percentile
 class LatencyResult:
     streams: int
     samples_ms: list[float] = field(default_factory=list)
+    # Each stream's first chunk apart: its response begins with the others' (section 2's note).
+    first_ms: list[float] = field(default_factory=list)
+    later_ms: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     wall_s: float = 0.0
     server_cpu_s: float = 0.0
@@ -52,12 +55,17 @@ async def stream_latencies(
 ) -> None:
     """One conversation; each CHAT event's delay goes into `result`."""
     path = f"/api/projects/{project_id}/chat"
+    first = True
     try:
         async for event in http.events(target, path, {"rojo": rojo_slug, "message": "Go."}):
             if event.type == "CHAT":
-                result.samples_ms.extend(
-                    (event.arrived_ns - sent) / 1e6 for sent in stamps_ns(event)
-                )
+                delays = [(event.arrived_ns - sent) / 1e6 for sent in stamps_ns(event)]
+                result.samples_ms.extend(delays)
+                if first and delays:
+                    result.first_ms.append(delays[0])
+                    delays = delays[1:]
+                    first = False
+                result.later_ms.extend(delays)
             elif event.type == "ERROR":
                 result.errors.append(event.data.get("message", ""))
     except (OSError, http.HttpStatusError) as exc:

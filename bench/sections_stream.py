@@ -5,7 +5,7 @@ target; bench/run.py runs the benchmarks and calls them.
 """
 
 from .report import Section
-from .stats import median
+from .stats import median, percentile
 
 # The targets set for the project.
 LOOP_RATIO_MAX = 0.5
@@ -129,6 +129,12 @@ def latency_section(results) -> Section:
             note += (
                 f"; the server's GC passes: {len(result.gc_pauses)} ({full} full), the longest "
                 f"{max(ms for _, ms in result.gc_pauses):.0f} ms"
+            )
+        if result.streams > 1 and result.first_ms and result.later_ms:
+            note += (
+                f"; each stream's first chunk: p50 {median(result.first_ms):.1f} ms, p99 "
+                f"{percentile(result.first_ms, 99):.1f} ms; the chunks after it: p99 "
+                f"{percentile(result.later_ms, 99):.1f} ms"
             )
         if result.errors:
             note += f", {len(result.errors)} errors"
