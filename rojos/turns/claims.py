@@ -9,6 +9,7 @@ import asyncio
 import contextvars
 import logging
 import uuid
+from collections.abc import Callable
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -79,7 +80,16 @@ def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
 
 
 async def turn_heartbeat(turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
-    """Keep the turn's claim fresh while it runs, until cancelled.
+    """Keep the turn's claim fresh until cancelled (turn_beat_start, as a task of its own)."""
+    stop = turn_beat_start(turn, turn_id, task)
+    try:
+        await asyncio.get_running_loop().create_future()  # until the turn cancels this
+    finally:
+        stop()
+
+
+def turn_beat_start(turn, turn_id: uuid.UUID, task: asyncio.Task) -> Callable[[], None]:
+    """Keep the turn's claim fresh from now on; the function returned stops that.
 
     The claims of every turn running on this event loop are kept together, by one task in
     a lane of its own on the database threads: one UPDATE every ROJO_TURN_HEARTBEAT_SECONDS
@@ -87,18 +97,20 @@ async def turn_heartbeat(turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:
     beat that fails (the database locked or out of reach for a moment) is tried again at
     the next; it holds up no turn's own writes. A claim found taken over (the beats failed
     for so long that another request judged this turn dead) stops the turn: `task` is
-    cancelled, as two must never run in one conversation.
+    cancelled, as two must never run in one conversation. The turn needs no task of its
+    own for it: it is only put among the turns beaten, and taken off by stop().
     """
     loop = asyncio.get_running_loop()
     beats = _beats.get(loop)
     if beats is None:
         beats = _beats[loop] = _Beats(loop)
     beats.turns[turn_id] = (turn, task)
-    try:
-        await loop.create_future()  # beaten by _Beats until the turn cancels this
-    finally:
+
+    def stop() -> None:
         if beats.turns.get(turn_id, (None,))[0] is turn:
             del beats.turns[turn_id]
+
+    return stop
 
 
 class _Beats:

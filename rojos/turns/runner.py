@@ -32,7 +32,7 @@ from rojos.provider.admission import start_slot_use
 from rojos.provider.clients import rojo_client
 from rojos.turns.admission import StartSlot, starts_settled
 from rojos.turns.approval_waits import approval_wait
-from rojos.turns.claims import turn_heartbeat, turn_release_blocking
+from rojos.turns.claims import turn_beat_start, turn_release_blocking
 from rojos.turns.log import Turn
 from rojos.turns.memory_trim import memory_trimmed
 from rojos.turns.questions import TurnAsker
@@ -89,16 +89,15 @@ async def _run(
 ) -> None:
     conversation_id = turn.conversation_id
     task = asyncio.current_task()
-    helpers = [
-        asyncio.create_task(turn_listen(layer, channel, turn, task)),
-        # Beaten with the process's other turns, in a lane of their own: a beat waiting on
-        # a database out of reach does not hold up the turn's own writes.
-        asyncio.create_task(turn_heartbeat(turn, turn_id, task)),
-    ]
+    listener = asyncio.create_task(turn_listen(layer, channel, turn, task))
     deadline = turn.deadline = asyncio.timeout(settings.ROJO_TURN_MAX_SECONDS)
     if getattr(ctx.user, "pk", None) is not None:
         questions_in_task(TurnAsker(turn, ctx.user))  # servers' questions go to the turn's user
     progress_in_task(functools.partial(_progress_publish, turn))  # servers' progress reports
+    # Beaten with the process's other turns, in a lane of their own: a beat waiting on a
+    # database out of reach does not hold up the turn's own writes. No task of the turn's
+    # own for that (a task waiting to be cancelled, about 1 KiB of every stream).
+    beat_stop = turn_beat_start(turn, turn_id, task)
     try:
         if turn.stop_asked:  # stopped before its task first ran
             raise asyncio.CancelledError
@@ -161,8 +160,8 @@ async def _run(
         await _publish_interrupted(turn, history)
         turn.fail("The turn failed on the server; see its log.", "internal")
     finally:
-        for helper in helpers:
-            helper.cancel()
+        listener.cancel()
+        beat_stop()  # before the end gives the claim up: a beat then would stop the turn
         await _cleanup(turn, turn_id=turn_id, history=history, layer=layer, channel=channel)
 
 
