@@ -1,5 +1,6 @@
 """What a tool is: a name, a description written for the model, a parameter schema, and code."""
 
+import functools
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,9 +59,11 @@ class RojoTool(ABC):
     needs_approval: bool = False
     mcp_server: str | None = None
 
-    @property
+    @functools.cached_property
     def definition(self) -> dict:
-        """The OpenAI function-calling schema for this tool."""
+        """The OpenAI function-calling schema for this tool. Made once per tool: every turn's
+        requests hold the definitions they offer for as long as the turn streams, and the
+        registry's tools are shared by all turns (nothing changes a definition once made)."""
         return {
             "type": "function",
             "function": {
