@@ -60,9 +60,9 @@ def event_stream(request: HttpRequest, batches=None, *, turn: Turn | None = None
     return response
 
 
-# What a request keeps while its response streams: what identifies it, and its uploaded files,
-# which Django's handler closes (request.close) once the response ends.
-_KEPT = frozenset({"scope", "method", "path", "path_info", "script_name", "_files"})
+# What a request keeps while its response streams: what identifies it, and its body and
+# uploaded files, which Django's handler closes (ASGIRequest.close) once the response ends.
+_KEPT = frozenset({"scope", "method", "path", "path_info", "script_name", "_files", "_stream"})
 
 
 def _request_released(request: HttpRequest) -> None:
