@@ -16,7 +16,6 @@ from .stats import median, percentile
 @dataclass
 class LatencyResult:
     streams: int
-    samples_ms: list[float] = field(default_factory=list)
     # Each stream's first chunk apart: its response begins with the others' (section 2's note).
     first_ms: list[float] = field(default_factory=list)
     later_ms: list[float] = field(default_factory=list)
@@ -25,6 +24,11 @@ class LatencyResult:
     server_cpu_s: float = 0.0
     # The server's garbage-collector passes meanwhile: (generation, ms).
     gc_pauses: list[tuple[int, float]] = field(default_factory=list)
+
+    @property
+    def samples_ms(self) -> list[float]:
+        """Every chunk's delay."""
+        return self.first_ms + self.later_ms
 
     @property
     def p50(self) -> float:
@@ -60,7 +64,6 @@ async def stream_latencies(
         async for event in http.events(target, path, {"rojo": rojo_slug, "message": "Go."}):
             if event.type == "CHAT":
                 delays = [(event.arrived_ns - sent) / 1e6 for sent in stamps_ns(event)]
-                result.samples_ms.extend(delays)
                 if first and delays:
                     result.first_ms.append(delays[0])
                     delays = delays[1:]
