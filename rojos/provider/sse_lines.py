@@ -125,8 +125,10 @@ def _error_line(payload: bytes, secret: str | None) -> ProviderError:
     try:
         error = lenient_loads(payload)
     except ValueError:
-        text = payload.decode(errors="replace")
-        return ProviderError(scrub(f"The provider reported an error: {text}", secret))
+        said = scrub(payload.decode(errors="replace"), secret)
+        failure = ProviderError(f"The provider reported an error: {said}")
+        failure.said = said  # its words, as mid_stream_error keeps an error object's
+        return failure
     return mid_stream_error(error, secret)
 
 

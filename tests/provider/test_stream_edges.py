@@ -208,8 +208,9 @@ def test_a_finish_reason_error_with_no_error_object_is_an_error_that_keeps_the_t
     [
         data({"error": {"message": "Usage accounting is unavailable.", "code": 500}}),
         'error: {"code": 500, "message": "Usage accounting is unavailable."}\n\n',
+        "error: Usage accounting is unavailable.\n\n",
     ],
-    ids=["error-object", "llama-cpp-error-line"],
+    ids=["error-object", "llama-cpp-error-line", "error-line-not-json"],
 )
 def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
     client_for, users, project, rojo, fake_provider, late
@@ -234,6 +235,10 @@ def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
     assert [notice["code"] for notice in notices] == ["late_error"]
     assert "Usage accounting is unavailable." in notices[0]["message"]
     assert "whole and kept" in notices[0]["message"]
+    assert notices[0]["message"] == (  # the provider's words, not our sentence around them
+        "After this reply had finished, the provider reported an error: Usage accounting is "
+        "unavailable. The reply is whole and kept."
+    )
     assert kinds(events) == ["START", "CHAT", "NOTICE", "TOOL_CALL", "TOOL_RESULT", "CHAT", "DONE"]
     assert history[1].extra["late_error"] == notices[0]["message"]
     assert "Usage accounting" not in json.dumps(fake_provider.requests[1])
