@@ -24,7 +24,7 @@ from django.db import connections, transaction
 from django.db.models import Model, signals
 from django.db.models.sql import InsertQuery
 
-__all__ = ["PreparedInsert"]
+__all__ = ["PreparedInsert", "bound_alike"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,13 @@ class PreparedInsert:
 
     def create(self, *, using: str = "default", **fields) -> Model:
         """(Blocking) The new row's model, stored as `Model.objects.create` stores it."""
-        made = self._model(**fields)
+        return self.insert(self._model(**fields), using=using)
+
+    def insert(self, made: Model, *, using: str = "default") -> Model:
+        """(Blocking) Store `made`, a new row of the model, as `made.save(force_insert=True)`
+        stores it; `made`."""
+        if type(made) is not self._model:
+            raise TypeError(f"a prepared insert of {self._model.__name__} stores no other model")
         meta = self._model._meta
         if (
             made.pk is not None
@@ -102,7 +108,7 @@ class PreparedInsert:
                 f.get_db_prep_save(getattr(made, f.attname), connection=connection) for f in fields
             ]
             if sql.count("%s") != len(ours) or not all(
-                _alike(theirs, mine) for theirs, mine in zip(django_params, ours, strict=True)
+                bound_alike(theirs, mine) for theirs, mine in zip(django_params, ours, strict=True)
             ):
                 raise ValueError(f"{self._model.__name__}'s insert binds other values")
             if not (connection.features.can_return_columns_from_insert or _auto_only(returning)):
@@ -115,7 +121,7 @@ class PreparedInsert:
             return made_once
 
 
-def _alike(theirs, mine) -> bool:
+def bound_alike(theirs, mine) -> bool:
     """Whether two bound values are the same: of one type, equal, or alike in their repr
     (psycopg's adapters, Jsonb say, compare by identity)."""
     return type(theirs) is type(mine) and (theirs == mine or repr(theirs) == repr(mine))

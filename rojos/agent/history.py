@@ -187,7 +187,7 @@ class History:
                 row.save()
                 if on_saved is not None:
                     on_saved(row)
-            return Message.objects.create(
+            return _MESSAGE.create(
                 conversation=self.conversation,
                 branch=self.conversation.branch,
                 position=position,

@@ -18,6 +18,7 @@ import logging
 
 from asgiref.sync import sync_to_async
 
+from roject.server.prepared_inserts import PreparedInsert
 from rojos import metrics
 from rojos.agent.history import History
 from rojos.context.budgets import BudgetExceeded, Left, budget_message, budgets_left
@@ -38,6 +39,8 @@ from rojos.provider.accumulator import StreamAccumulator
 from rojos.provider.completion import Completion
 from rojos.provider.request import request_messages
 from rojos.tools import RojoToolContext, registry
+
+_USAGE = PreparedInsert(UsageRecord)  # its INSERT compiled once: every response stores one
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +129,7 @@ class TurnUsage:
         # reply was stored would otherwise end its turn and lose its count. Past the retry
         # time it is recorded with the turn's end (rojos.turns.writeback), as its text is.
         try:
-            await db_retrying(lambda: row.asave(force_insert=True))
+            await db_retrying(lambda: sync_to_async(_USAGE.insert)(row))
         except DatabaseUnreachable:
             self.history.unsaved_usage.append(row)
             raise

@@ -17,6 +17,7 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from roject.server.db_threads import db_context
+from roject.server.prepared_queries import PreparedQuery
 from rojos.models import Conversation, PendingApproval
 from rojos.models.claims import dead_claim, process_owner
 
@@ -68,7 +69,9 @@ _BEATS_AT_ONCE = 500  # turn ids in one statement: far under SQLite's limit on p
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
     """Give the conversation up; the calls its turn left waiting leave every inbox."""
-    released = Conversation.objects.filter(pk=conversation_id, turn_id=turn_id).update(
+    released = _CLAIMED.update(
+        conversation_id,
+        turn_id,
         turn_id=None,
         turn_heartbeat=None,
         turn_owner="",
@@ -76,7 +79,16 @@ def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:
         updated=timezone.now(),
     )
     if released:
-        PendingApproval.objects.filter(conversation_id=conversation_id).delete()
+        _PENDING.delete(conversation_id)
+
+
+# Every turn's end runs both: compiled once (docs/performance.md, section 10).
+_CLAIMED = PreparedQuery(
+    lambda pk, turn_id: Conversation.objects.filter(pk=pk, turn_id=turn_id), int, uuid.UUID
+)
+_PENDING = PreparedQuery(
+    lambda conversation_id: PendingApproval.objects.filter(conversation_id=conversation_id), int
+)
 
 
 async def turn_heartbeat(turn, turn_id: uuid.UUID, task: asyncio.Task) -> None:

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from roject.server.db_threads import db_context
+from roject.server.prepared_queries import PreparedQuery
 from rojos.agent.history import unanswered_calls
 from rojos.db import WRITEBACK_EVERY_SECONDS, db_retrying
 from rojos.errors import DatabaseUnreachable
@@ -26,6 +27,8 @@ from rojos.models import Conversation, Message, TurnRecord
 from rojos.turns.claims import turn_release_blocking
 
 logger = logging.getLogger(__name__)
+
+_RECORD = PreparedQuery(lambda pk: TurnRecord.objects.filter(pk=pk), int)  # compiled once
 
 WRITEBACK_SECONDS = 600
 
@@ -45,12 +48,14 @@ def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:
             history.close_open_calls_blocking()
             for usage in history.unsaved_usage:
                 usage.save(force_insert=True)
-        TurnRecord.objects.filter(pk=turn.record_id).update(
-            status=turn.status,
-            error=turn.error.get("message", ""),
-            error_code=turn.error.get("code", ""),
-            finished=timezone.now(),
-        )
+        if turn.record_id is not None:
+            _RECORD.update(
+                turn.record_id,
+                status=turn.status,
+                error=turn.error.get("message", ""),
+                error_code=turn.error.get("code", ""),
+                finished=timezone.now(),
+            )
         turn_release_blocking(turn.conversation_id, turn_id)
 
 

@@ -53,6 +53,31 @@ def test_rows_are_stored_and_read_back_as_the_orms_create_stores_them(conversati
     assert _fields(record) == _fields(TurnRecord.objects.get(pk=record.pk))
 
 
+def test_a_row_made_beforehand_is_stored_as_its_save_stores_it(conversation):
+    """A response's usage is made on the event loop and stored on a database thread: the
+    same object comes back with its key; a row of another model is refused."""
+    from decimal import Decimal
+
+    from rojos.models import UsageRecord
+
+    insert = PreparedInsert(UsageRecord)
+    for tokens in (10, 20):
+        row = UsageRecord(
+            user=conversation.user,
+            project_id=conversation.project_id,
+            rojo=conversation.rojo,
+            conversation=conversation,
+            model="m",
+            prompt_tokens=tokens,
+            completion_tokens=3,
+            cost=Decimal("0.0012"),
+        )
+        assert insert.insert(row) is row and row.pk is not None and not row._state.adding
+        assert _fields(row) == _fields(UsageRecord.objects.get(pk=row.pk))
+    with pytest.raises(TypeError, match="no other model"):
+        insert.insert(Message(conversation=conversation, position=9, role="user"))
+
+
 def test_a_model_with_pre_save_receivers_goes_through_save_and_they_are_sent(conversation):
     sent = []
 

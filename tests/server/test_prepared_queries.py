@@ -163,3 +163,120 @@ def test_a_conversation_whose_rojo_is_gone_has_none(users, project, django_asser
         conversation, _ = conversation_access(user=users["owner"], conversation_id=made.pk)
         assert conversation.rojo is None
         assert conversation.project.pk == project.pk
+
+
+def _conversation(users, project, **fields):
+    from rojos.models import Conversation
+
+    rojo = make_rojo("http://127.0.0.1:9/v1", slug=f"r{Rojo.objects.count()}")
+    return Conversation.objects.create(
+        project=project, rojo=rojo, user=users["editor"], title="t", **fields
+    )
+
+
+def test_an_update_sets_what_the_orms_update_sets_in_one_statement(
+    users, project, django_assert_num_queries
+):
+    """Times, NULLs and strings bound as QuerySet.update binds them, the selection's UUID
+    too (a hex string on SQLite, a uuid on PostgreSQL); only the rows selected change, and
+    the count is theirs. A second shape of values (one now NULL) is compiled for itself."""
+    import uuid
+
+    from django.utils import timezone
+
+    from rojos.models import Conversation
+
+    turn, other_turn = uuid.uuid4(), uuid.uuid4()
+    mine = _conversation(users, project, turn_id=turn, turn_owner="a")
+    theirs = _conversation(users, project, turn_id=other_turn, turn_owner="b")
+    claimed = _prepared(
+        lambda pk, turn_id: Conversation.objects.filter(pk=pk, turn_id=turn_id), int, uuid.UUID
+    )
+    now = timezone.now()
+    with django_assert_num_queries(1):
+        assert claimed.update(mine.pk, turn, turn_id=None, turn_owner="", updated=now) == 1
+    assert claimed.update(theirs.pk, turn, turn_id=None, turn_owner="") == 0  # not its turn
+    assert claimed.update(mine.pk, turn, turn_id=None) == 0  # no longer claimed
+    mine.refresh_from_db()
+    theirs.refresh_from_db()
+    assert (mine.turn_id, mine.turn_owner, mine.updated) == (None, "", now)
+    assert (theirs.turn_id, theirs.turn_owner) == (other_turn, "b")
+    again = uuid.uuid4()
+    assert claimed.update(theirs.pk, other_turn, turn_id=again, turn_owner="c") == 1
+    theirs.refresh_from_db()
+    assert (theirs.turn_id, theirs.turn_owner) == (again, "c")
+
+
+def test_an_update_with_an_expression_or_a_model_goes_through_the_orm(users, project):
+    from django.db.models import F
+
+    from rojos.models import Conversation
+
+    made = _conversation(users, project, branch=1)
+    rows = _prepared(lambda pk: Conversation.objects.filter(pk=pk), int)
+    assert rows.update(made.pk, branch=F("branch") + 1) == 1
+    other = make_rojo("http://127.0.0.1:9/v1", slug="other")
+    assert rows.update(made.pk, rojo=other) == 1
+    made.refresh_from_db()
+    assert (made.branch, made.rojo_id) == (2, other.pk)
+
+
+def test_a_delete_removes_only_the_rows_selected(users, project, django_assert_num_queries):
+    from django.utils import timezone
+
+    from rojos.models import PendingApproval
+
+    mine, other = _conversation(users, project), _conversation(users, project)
+    for number, conversation in enumerate((mine, mine, other)):
+        PendingApproval.objects.create(
+            project=project,
+            conversation=conversation,
+            user=users["editor"],
+            call_id=f"call-{number}",
+            tool="write_file",
+            expires=timezone.now(),
+        )
+    pending = _prepared(
+        lambda conversation_id: PendingApproval.objects.filter(conversation_id=conversation_id),
+        int,
+    )
+    with django_assert_num_queries(1):
+        assert pending.delete(mine.pk) == 2
+    assert pending.delete(mine.pk) == 0
+    assert list(PendingApproval.objects.values_list("conversation_id", flat=True)) == [other.pk]
+
+
+def test_a_delete_that_cascades_or_is_watched_goes_through_the_orm(users, project):
+    """Django's collector then deletes what depends on the rows and sends the signals."""
+    from django.db.models.signals import post_delete
+
+    from rojos.models import Conversation, Message
+
+    made = _conversation(users, project)
+    Message.objects.create(conversation=made, position=0, role="user", content="hi")
+    deleted = []
+
+    def seen(sender, instance, **kwargs):
+        deleted.append(instance.pk)
+
+    post_delete.connect(seen, sender=Conversation)
+    try:
+        rows = _prepared(lambda pk: Conversation.objects.filter(pk=pk), int)
+        assert rows.delete(made.pk) == 2  # the conversation and its message
+    finally:
+        post_delete.disconnect(seen, sender=Conversation)
+    assert deleted == [made.pk]
+    assert not Message.objects.filter(conversation_id=made.pk).exists()
+
+
+def test_an_update_refuses_what_it_cannot_run_as_the_orm_would(users, project):
+    from rojos.models import Conversation
+
+    made = _conversation(users, project)
+    sliced = _prepared(lambda pk: Conversation.objects.filter(pk=pk)[:1], int)
+    with pytest.raises(ValueError, match="sliced"):
+        sliced.update(made.pk, title="x")
+    joined = _prepared(lambda slug: Conversation.objects.filter(project__slug=slug), str)
+    with pytest.raises(ValueError, match="join"):
+        joined.update(project.slug, title="x")
+    assert Conversation.objects.get(pk=made.pk).title == "t"
