@@ -83,6 +83,13 @@ class Conversation(models.Model):
             models.Index(
                 fields=["project", "-pinned", "-updated", "-id"], name="conversation_page"
             ),
+            # The claimed ones (running()): every chat's limits read them; a scan of every
+            # conversation before.
+            models.Index(
+                fields=["turn_heartbeat"],
+                condition=models.Q(turn_id__isnull=False),
+                name="conversation_claimed",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(
@@ -193,7 +200,14 @@ class TurnRecord(models.Model):
 
     class Meta:
         ordering = ["conversation_id", "started"]
-        indexes = [models.Index(fields=["user", "-started"])]
+        indexes = [
+            models.Index(fields=["user", "-started"]),
+            # The user's running ones, which the user's limits count at every chat: without
+            # it, a read of every turn the user ever started.
+            models.Index(
+                fields=["user"], condition=models.Q(status="running"), name="turnrecord_running"
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"turn of message {self.user_message_id} ({self.status})"
