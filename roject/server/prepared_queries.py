@@ -56,6 +56,7 @@ class _Write:
     params: tuple
     slots: tuple[tuple[int, int, bool], ...]
     fields: tuple = ()
+    model: type | None = None
 
 
 @dataclass(frozen=True)
@@ -126,11 +127,10 @@ class PreparedQuery:
         """(Blocking) Delete the rows selected, as QuerySet.delete deletes a model that
         nothing cascades to and no signal watches (else through it): the number of rows."""
         self._check(args)
-        queryset = self._build(*args).using(using)
-        if not Collector(using=using, origin=queryset).can_fast_delete(queryset.model):
-            return queryset.delete()[0]
         shape = ("delete", using)
         write = self._writes.get(shape) or self._delete_compile(shape, using)
+        if not Collector(using=using).can_fast_delete(write.model):  # receivers may come later
+            return self._build(*args).using(using).delete()[0]
         params = _bound(write.params, write.slots, args)
         with transaction.mark_for_rollback_on_error(using), connections[using].cursor() as cursor:
             cursor.execute(write.sql, params)
@@ -189,7 +189,7 @@ class PreparedQuery:
             query.__class__ = sql.DeleteQuery  # as QuerySet._raw_delete compiles it
             statement, params = query.get_compiler(using=using).as_sql()
             slots = tuple(_slots(params, markers))
-            self._writes[shape] = write = _Write(statement, tuple(params), slots)
+            self._writes[shape] = write = _Write(statement, tuple(params), slots, model=query.model)
             return write
 
     @staticmethod
