@@ -16,22 +16,32 @@ function notify(count) {
   new Notification("Rojo Chat", { body, tag: "rojo-approvals" });
 }
 
+// What the browser answered, in the button's place.
+function notifyNote(answer) {
+  const note = document.createElement("span");
+  note.className = "notify-note";
+  note.textContent = answer === "granted" ? "Notifications on" : "Notifications blocked";
+  if (answer !== "granted") note.title = "Allow notifications for this site in the browser's site settings.";
+  notifyButton.replaceWith(note);
+  return note;
+}
+
 if (notifyButton && "Notification" in window && Notification.permission === "default") {
   notifyButton.hidden = false;
   notifyButton.addEventListener("click", async () => {
     const answer = await Notification.requestPermission();
     if (answer === "default") return; // the prompt was dismissed: the offer stays
-    // The answer in the button's place, focused: hiding the button alone left no word of a
-    // refusal and dropped the focus to the page's start.
-    const note = document.createElement("span");
-    note.className = "notify-note";
+    // Focused, and said: hiding the button alone left no word of a refusal and dropped the
+    // focus to the page's start.
+    const note = notifyNote(answer);
     note.setAttribute("role", "status");
     note.tabIndex = -1;
-    note.textContent = answer === "granted" ? "Notifications on" : "Notifications blocked";
-    if (answer !== "granted") note.title = "Allow notifications for this site in the browser's site settings.";
-    notifyButton.replaceWith(note);
     note.focus();
   });
+} else if (notifyButton && "Notification" in window && Notification.permission === "denied") {
+  // Refused before: said on every page, or an owner would wait for notifications that the
+  // browser never shows, with nothing saying why.
+  notifyNote("denied");
 }
 
 // While the server cannot reach its relay the stream sends ERROR (code `unavailable`, a

@@ -85,3 +85,10 @@ def test_an_owner_without_permission_is_offered_notifications(page_for, users, p
     expect(note).to_be_focused()
     expect(note).to_have_attribute("title", re.compile("site settings"))
     expect(offer).to_have_count(0)
+
+    page.reload()  # refused before: said on each page, not a button that cannot ask again
+    blocked = page.locator(".notify-note")
+    expect(blocked).to_have_text("Notifications blocked")
+    expect(blocked).to_have_attribute("title", re.compile("site settings"))
+    expect(page.get_by_role("button", name="Notify me")).to_have_count(0)
+    assert page.console_errors == []
