@@ -114,7 +114,9 @@ class PreparedQuery:
         if any(_not_plain(value) for value in values.values()):
             return self._build(*args).using(using).update(**values)
         shape = ("update", using, *((name, value is None) for name, value in values.items()))
-        write = self._writes.get(shape) or self._update_compile(shape, using, values)
+        write = self._writes.get(shape) or self._write_compile(
+            shape, lambda query, markers: _update_statement(query, markers, using, values)
+        )
         connection = connections[using]
         params = _bound(write.params, write.slots, args)
         for position, (name, field) in enumerate(write.fields):
@@ -128,7 +130,9 @@ class PreparedQuery:
         nothing cascades to and no signal watches (else through it): the number of rows."""
         self._check(args)
         shape = ("delete", using)
-        write = self._writes.get(shape) or self._delete_compile(shape, using)
+        write = self._writes.get(shape) or self._write_compile(
+            shape, lambda query, markers: _delete_statement(query, markers, using)
+        )
         if not Collector(using=using).can_fast_delete(write.model):  # receivers may come later
             return self._build(*args).using(using).delete()[0]
         params = _bound(write.params, write.slots, args)
@@ -143,54 +147,19 @@ class PreparedQuery:
         ):
             raise TypeError(f"a prepared query takes {[k.__name__ for k in self._kinds]}")
 
-    def _update_compile(self, shape: tuple, using: str, values: dict) -> _Write:
-        """The UPDATE QuerySet.update compiles, checked against the values bound here."""
+    def _write_compile(self, shape: tuple, statement: Callable) -> _Write:
+        """The write `statement(query, markers)` compiles for the selection, once a shape."""
         with self._lock:
-            if shape in self._writes:
-                return self._writes[shape]
-            markers = [_marker(kind, index) for index, kind in enumerate(self._kinds)]
-            queryset = self._build(*markers)
-            _plain_selection(queryset)
-            query = queryset.query.chain(sql.UpdateQuery)
-            query.add_update_values(values)
-            query.clear_select_clause()
-            if query.related_updates or query.order_by:
-                raise ValueError("an update of several tables or in order is not prepared")
-            compiler = query.get_compiler(using=using)
-            statement, params = compiler.as_sql()
-            if query.count_active_tables() != 1:
-                raise ValueError("an update through a join is not prepared")
-            connection = connections[using]
-            fields = tuple(
-                (name, field)
-                for name, (field, _, value) in zip(values, query.values, strict=True)
-                if value is not None
-            )
-            if any(hasattr(field, "get_placeholder") for _, field in fields):
-                raise ValueError("a field with a placeholder of its own is not prepared")
-            ours = [field.get_db_prep_save(values[name], connection=connection)
-                    for name, field in fields]  # fmt: skip
-            if len(params) < len(ours) or not all(map(bound_alike, params, ours)):
-                raise ValueError("the update binds other values")
-            where = params[len(fields) :]
-            slots = tuple((len(fields) + at, index, hexed)
-                          for at, index, hexed in _slots(where, markers))  # fmt: skip
-            self._writes[shape] = write = _Write(statement, tuple(params), slots, fields)
-            return write
-
-    def _delete_compile(self, shape: tuple, using: str) -> _Write:
-        with self._lock:
-            if shape in self._writes:
-                return self._writes[shape]
-            markers = [_marker(kind, index) for index, kind in enumerate(self._kinds)]
-            queryset = self._build(*markers)
-            _plain_selection(queryset)
-            query = queryset.query.clone()
-            query.__class__ = sql.DeleteQuery  # as QuerySet._raw_delete compiles it
-            statement, params = query.get_compiler(using=using).as_sql()
-            slots = tuple(_slots(params, markers))
-            self._writes[shape] = write = _Write(statement, tuple(params), slots, model=query.model)
-            return write
+            if shape not in self._writes:
+                markers = [_marker(kind, index) for index, kind in enumerate(self._kinds)]
+                queryset = self._build(*markers)
+                query = queryset.query
+                if query.is_sliced or query.combinator or query.distinct_fields or queryset._fields:
+                    raise ValueError(
+                        "a sliced, combined, distinct or values() selection is not prepared"
+                    )
+                self._writes[shape] = statement(query, markers)
+            return self._writes[shape]
 
     @staticmethod
     def _instance(compiled: _Compiled, row, using: str):
@@ -257,11 +226,39 @@ def _not_plain(value) -> bool:
     return hasattr(value, "resolve_expression") or hasattr(value, "prepare_database_save")
 
 
-def _plain_selection(queryset: QuerySet) -> None:
-    """Refuse a selection QuerySet.update or .delete would refuse or run otherwise."""
-    query = queryset.query
-    if query.is_sliced or query.combinator or query.distinct_fields or queryset._fields:
-        raise ValueError("a sliced, combined, distinct or values() selection is not prepared")
+def _update_statement(query, markers: list, using: str, values: dict) -> _Write:
+    """The UPDATE QuerySet.update compiles, checked against the values bound here."""
+    query = query.chain(sql.UpdateQuery)
+    query.add_update_values(values)
+    query.clear_select_clause()
+    if query.related_updates or query.order_by:
+        raise ValueError("an update of several tables or in order is not prepared")
+    statement, params = query.get_compiler(using=using).as_sql()
+    if query.count_active_tables() != 1:
+        raise ValueError("an update through a join is not prepared")
+    connection = connections[using]
+    fields = tuple(
+        (name, field)
+        for name, (field, _, value) in zip(values, query.values, strict=True)
+        if value is not None
+    )
+    if any(hasattr(field, "get_placeholder") for _, field in fields):
+        raise ValueError("a field with a placeholder of its own is not prepared")
+    ours = [field.get_db_prep_save(values[name], connection=connection) for name, field in fields]
+    if len(params) < len(ours) or not all(map(bound_alike, params, ours)):
+        raise ValueError("the update binds other values")
+    slots = tuple((len(fields) + at, index, hexed)
+                  for at, index, hexed in _slots(params[len(fields) :], markers))  # fmt: skip
+    return _Write(statement, tuple(params), slots, fields)
+
+
+def _delete_statement(query, markers: list, using: str) -> _Write:
+    """The DELETE QuerySet._raw_delete compiles (what QuerySet.delete runs for a model that
+    nothing cascades to and no signal watches)."""
+    query = query.clone()
+    query.__class__ = sql.DeleteQuery
+    statement, params = query.get_compiler(using=using).as_sql()
+    return _Write(statement, tuple(params), tuple(_slots(params, markers)), model=query.model)
 
 
 def _slots(params, markers) -> list[tuple[int, int, bool]]:
