@@ -107,7 +107,8 @@ def _conversation(token: ApiToken, project_id: int, turn_id: uuid.UUID):
     free = turn_claim_blocking(conversation.pk, turn_id)
     if free is None:
         return None
-    return conversation, History.load_blocking(conversation), free
+    # A call never reads the calls before it: their messages stay unread.
+    return conversation, History.load_last_turn_blocking(conversation), free
 
 
 def call_begin_blocking(caller: McpCaller, name: str, arguments: dict) -> BegunCall | None:

@@ -743,3 +743,53 @@ def test_a_result_over_the_read_limit_is_paged_and_read_on_through_mcp(
         "end": 3300,
         "size": 5500,
     }
+
+
+def test_a_call_reads_the_last_calls_messages_not_every_call_the_token_made(users, project):
+    """A call loads the last call's messages of the token's conversation, to answer what a
+    crash left open and number its own: not every call the token ever made, which grew by
+    three messages a call and was read whole at each one (1.8 s a call after 30,000)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from rojos.mcp_endpoint.call_turns import call_begin_blocking, call_end_blocking
+    from rojos.mcp_endpoint.caller import McpCaller
+
+    made = api_token_create(user=users["editor"], name="agent")
+    project_root_create(project.pk)
+    conversation = Conversation.objects.create(
+        project=project, user=users["editor"], via_mcp=True, via_token=made.token
+    )
+    for number in range(30):
+        call = {"id": f"mcp_{number}", "type": "function"}
+        call["function"] = {"name": "list_files", "arguments": "{}"}
+        for position, fields in enumerate(
+            [
+                {"role": "user", "content": "MCP call: list_files"},
+                {"role": "assistant", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "name": "list_files", "content": "[]"},
+            ]
+        ):
+            Message.objects.create(
+                conversation=conversation, position=3 * number + position, **fields
+            )
+    caller = McpCaller(
+        token_id=made.token.pk,
+        token_name="agent",
+        user_id=users["editor"].pk,
+        read_only=False,
+        project_id=project.pk,
+    )
+
+    with CaptureQueriesContext(connection) as queries:
+        begun = call_begin_blocking(caller, "list_files", {"path": "."})
+    call_end_blocking(begun)
+
+    assert [m.position for m in begun.history.messages] == [87, 88, 89, 90, 91]
+    assert [m.role for m in begun.history.messages[-2:]] == ["user", "assistant"]
+    (loaded,) = [q["sql"] for q in queries if q["sql"].startswith('SELECT "rojos_message"')]
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cursor:
+            cursor.execute(f"EXPLAIN QUERY PLAN {loaded}")
+            plan = [row[-1] for row in cursor.fetchall()]
+        assert not [step for step in plan if step.startswith("SCAN")], plan
