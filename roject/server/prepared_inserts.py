@@ -24,7 +24,7 @@ from django.db import connections, transaction
 from django.db.models import Model, signals
 from django.db.models.sql import InsertQuery
 
-__all__ = ["PreparedInsert", "bound_alike"]
+__all__ = ["PreparedInsert", "bound_alike", "prepared_insert"]
 
 
 @dataclass(frozen=True)
@@ -142,3 +142,16 @@ def _returned(compiled: _Compiled, connection, cursor) -> tuple:
     field = compiled.returning[0]
     return (connection.ops.last_insert_id(cursor, compiled.compiler.query.get_meta().db_table,
                                           field.column),)  # fmt: skip
+
+
+_by_model: dict[type[Model], PreparedInsert] = {}
+
+
+def prepared_insert(made: Model, *, using: str = "default") -> Model:
+    """(Blocking) Store `made`, a new row of any model, by its model's PreparedInsert (made
+    at its first row): for a row whose model the caller does not know (a call's change
+    record, stored with the call's result)."""
+    insert = _by_model.get(type(made))
+    if insert is None:
+        insert = _by_model.setdefault(type(made), PreparedInsert(type(made)))
+    return insert.insert(made, using=using)

@@ -16,7 +16,7 @@ from asgiref.sync import sync_to_async
 from django.db import transaction
 from django.db.models import Model, Subquery
 
-from roject.server.prepared_inserts import PreparedInsert
+from roject.server.prepared_inserts import PreparedInsert, prepared_insert
 from rojos.agent.branches import branch_messages
 from rojos.db import db_retrying
 from rojos.models import Conversation, Message
@@ -202,7 +202,10 @@ class History:
         row = with_row() if with_row else None  # outside the transaction: it may hash files
         with transaction.atomic() if row else contextlib.nullcontext():
             if row:
-                row.save()
+                if row.pk is None:  # a new record (a change's that replaced nothing)
+                    prepared_insert(row)
+                else:
+                    row.save()
                 if on_saved is not None:
                     on_saved(row)
             return _MESSAGE.create(

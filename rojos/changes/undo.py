@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from roject.audit.log import AuditAction, AuditActor, audit_record
+from roject.server.prepared_queries import PreparedQuery
 from roject.storage import (
     Snapshot,
     StorageError,
@@ -102,6 +103,18 @@ def change_finish(root: Path, change: FileChange) -> FileChange | None:
     return change
 
 
+# Every change and undo reads it first: compiled once (roject/server/prepared_queries.py),
+# and put in order here: an ORDER BY would have the query read every change of the project
+# through its time index, not the few unfinished ones through theirs
+# (file_change_unfinished): 0.25 ms a change with 4,000 before it, 0.004 ms now.
+_UNFINISHED = PreparedQuery(
+    lambda project_id: FileChange.objects.filter(
+        project_id=project_id, after__isnull=True
+    ).order_by(),
+    int,
+)
+
+
 def cut_off_changes_finish(*, project_id: int, root: Path) -> None:
     """(Blocking, holding the project's change lock) Finish the records of the changes a
     crash cut off while they ran: every record of the project still unfinished.
@@ -114,11 +127,8 @@ def cut_off_changes_finish(*, project_id: int, root: Path) -> None:
     file would credit their work to the cut-off change, and its undo would throw it away.
     A change whose rename never happened changed nothing: its record is dropped.
     """
-    # Put in order here: an ORDER BY would have the query read every change of the project
-    # through its time index, not the few unfinished ones through theirs
-    # (file_change_unfinished): 0.25 ms a change with 4,000 before it, 0.004 ms now.
-    unfinished = FileChange.objects.filter(project_id=project_id, after__isnull=True)
-    for change in sorted(unfinished.order_by(), key=lambda change: (change.created, change.pk)):
+    unfinished = _UNFINISHED.all(project_id)
+    for change in sorted(unfinished, key=lambda change: (change.created, change.pk)):
         try:
             finished = change_finish(root, change)
         except StorageError:  # left unfinished; an undo of it tries again and says why

@@ -78,6 +78,31 @@ def test_a_row_made_beforehand_is_stored_as_its_save_stores_it(conversation):
         insert.insert(Message(conversation=conversation, position=9, role="user"))
 
 
+def test_a_change_record_is_stored_by_its_models_prepared_insert(conversation):
+    """A call's change record, stored with its result by a caller that does not know its
+    model: one INSERT, the row as save() stores it (JSON lists, the time auto_now_add sets)."""
+    from roject.server.prepared_inserts import prepared_insert
+    from rojos.models import FileChange
+
+    for number in (1, 2):
+        change = FileChange(
+            project_id=conversation.project_id,
+            conversation=conversation,
+            tool_call_id=f"call-{number}",
+            tool="write_text_content",
+            paths=["notes.md"],
+            before=[False],
+            after=["digest"],
+            created_parents=[],
+            key=f"key-{number}",
+        )
+        with CaptureQueriesContext(connection) as queries:
+            assert prepared_insert(change) is change
+        assert len(queries) == 1 and queries[0]["sql"].startswith("INSERT INTO")
+        assert change.pk is not None and change.created is not None
+        assert _fields(change) == _fields(FileChange.objects.get(pk=change.pk))
+
+
 def test_a_model_with_pre_save_receivers_goes_through_save_and_they_are_sent(conversation):
     sent = []
 
