@@ -12,7 +12,7 @@ from django.utils import timezone
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord, default_tools
 from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
-from tests.support.helpers import make_rojo
+from tests.support.helpers import make_rojo, sqlite_plan
 from tests.support.live_server import parse_sse, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -269,11 +269,6 @@ def test_the_badges_poll_reads_the_conversations_asked_and_the_running_ones_alon
 
     assert statuses == {asked.pk: "", running.pk: "running"}
     assert len(queries) == 1
-    with connection.cursor() as cursor:
-        cursor.execute(f"EXPLAIN QUERY PLAN {queries[0]['sql']}")
-        plan = [row[-1] for row in cursor.fetchall()]
-    assert not [step for step in plan if step.startswith("SCAN")], plan
-    searched = [step for step in plan if "rojos_conversation" in step]
-    assert searched and all(
-        "rowid=?" in step or "conversation_claimed" in step for step in searched
-    ), plan
+    sqlite_plan(
+        queries[0]["sql"], table="rojos_conversation", ways=("rowid=?", "conversation_claimed")
+    )

@@ -160,3 +160,18 @@ def audited():
     from roject.models import AuditEntry
 
     return AuditEntry.objects.exclude(action__in=("login", "logout"))
+
+
+def sqlite_plan(sql: str, *, table: str, ways: tuple[str, ...]) -> list[str]:
+    """SQLite's plan of `sql` (a captured query, its values in it), checked: no step scans
+    a whole table, and each step on `table` finds its rows one of `ways` (an index's name,
+    or what it searches by); the plan's steps, for further checks."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
+        plan = [row[-1] for row in cursor.fetchall()]
+    assert not [step for step in plan if step.startswith("SCAN")], plan
+    searched = [step for step in plan if table in step]
+    assert searched and all(any(way in step for way in ways) for step in searched), plan
+    return plan

@@ -9,7 +9,7 @@ import pytest
 
 from rojos.models import Conversation, Message, TurnRecord
 from tests.support.fake_provider import Gate, stream, text_chunks
-from tests.support.helpers import make_rojo
+from tests.support.helpers import make_rojo, sqlite_plan
 from tests.support.live_server import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -148,11 +148,4 @@ def test_the_limits_are_counted_through_indexes_not_the_users_whole_history(
     counts = [q["sql"] for q in queries if "COUNT(" in q["sql"]]
     assert len(counts) == 2
     for sql in counts:
-        with connection.cursor() as cursor:
-            cursor.execute(f"EXPLAIN QUERY PLAN {sql}")
-            plan = [row[-1] for row in cursor.fetchall()]
-        assert not [step for step in plan if step.startswith("SCAN")], plan
-        searched = [step for step in plan if "rojos_turnrecord" in step]
-        assert searched and all(
-            "started>" in step or "turnrecord_running" in step for step in searched
-        ), plan
+        sqlite_plan(sql, table="rojos_turnrecord", ways=("started>", "turnrecord_running"))
