@@ -33,7 +33,9 @@ from roject.server.prepared_inserts import bound_alike
 
 __all__ = ["PreparedQuery"]
 
-_INT_MARKER = -1_734_620_155  # less its argument's index: no id is negative; within 32 bits
+# Plus its argument's index: within 32 bits, and positive, as a negative value on a positive
+# field (a message's position, say) is out of its range, which Django compiles away.
+_INT_MARKER = 1_734_620_155
 _UUID_MARKER = 0x70726570_61726564 << 64  # "prepared", plus its argument's index
 
 
@@ -41,7 +43,7 @@ def _marker(kind: type, index: int):
     if kind is str:
         return f"\x00prepared-{index}\x00"
     if kind is int:
-        return _INT_MARKER - index
+        return _INT_MARKER + index
     if kind is uuid.UUID:
         return uuid.UUID(int=_UUID_MARKER + index)
     raise TypeError(f"a prepared query's arguments are str, int or UUID, not {kind.__name__}")
@@ -54,7 +56,7 @@ class _Write:
 
     sql: str
     params: tuple
-    slots: tuple[tuple[int, int, bool], ...]
+    slots: tuple[tuple[int, int, Callable | None], ...]
     fields: tuple = ()
     model: type | None = None
 
@@ -63,9 +65,10 @@ class _Write:
 class _Compiled:
     sql: str
     params: tuple
-    # (position among the parameters, argument index, whether bound as its hex: a UUID
-    # where the database has no type for it)
-    slots: tuple[tuple[int, int, bool], ...]
+    # (position among the parameters, argument index, what the argument is bound as, if not
+    # itself: a UUID's hex where the database has no type for it; psycopg's Int4 where
+    # Django's PostgreSQL backend names an integer's type)
+    slots: tuple[tuple[int, int, Callable | None], ...]
     compiler: Any  # its converters need it (they read its connection's settings)
     converters: dict
     columns: int | None  # the select's width when the SQL returns more columns
@@ -213,11 +216,15 @@ class PreparedQuery:
             return made
 
 
+def _hex(value: uuid.UUID) -> str:
+    return value.hex
+
+
 def _bound(params: tuple, slots: tuple, args: tuple) -> list:
     """The compiled parameters with each call's arguments in their slots."""
     bound = list(params)
-    for position, index, hexed in slots:
-        bound[position] = args[index].hex if hexed else args[index]
+    for position, index, bound_as in slots:
+        bound[position] = args[index] if bound_as is None else bound_as(args[index])
     return bound
 
 
@@ -247,8 +254,8 @@ def _update_statement(query, markers: list, using: str, values: dict) -> _Write:
     ours = [field.get_db_prep_save(values[name], connection=connection) for name, field in fields]
     if len(params) < len(ours) or not all(map(bound_alike, params, ours)):
         raise ValueError("the update binds other values")
-    slots = tuple((len(fields) + at, index, hexed)
-                  for at, index, hexed in _slots(params[len(fields) :], markers))  # fmt: skip
+    slots = tuple((len(fields) + at, index, bound_as)
+                  for at, index, bound_as in _slots(params[len(fields) :], markers))  # fmt: skip
     return _Write(statement, tuple(params), slots, fields)
 
 
@@ -261,17 +268,20 @@ def _delete_statement(query, markers: list, using: str) -> _Write:
     return _Write(statement, tuple(params), tuple(_slots(params, markers)), model=query.model)
 
 
-def _slots(params, markers) -> list[tuple[int, int, bool]]:
-    """Where each marker went among the compiled parameters; ValueError for a marker
-    changed or missing. A UUID where the database has no type for it is bound as its hex."""
+def _slots(params, markers) -> list[tuple[int, int, Callable | None]]:
+    """Where each marker went among the compiled parameters, and what its argument is bound
+    as (_Compiled.slots); ValueError for a marker changed or missing."""
     slots, found = [], set()
     for position, value in enumerate(params):
         for index, marker in enumerate(markers):
             if type(value) is type(marker) and value == marker:
-                slots.append((position, index, False))
+                slots.append((position, index, None))
                 found.add(index)
             elif isinstance(marker, uuid.UUID) and value == marker.hex:
-                slots.append((position, index, True))
+                slots.append((position, index, _hex))
+                found.add(index)
+            elif type(marker) is int and isinstance(value, int) and value == marker:
+                slots.append((position, index, type(value)))  # an int's subclass: Int4
                 found.add(index)
             elif isinstance(value, str) and isinstance(marker, str) and marker in value:
                 raise ValueError(f"argument {index} was rewritten by its lookup: {value!r}")

@@ -19,6 +19,7 @@ text again), so the `< 2/3 >` choices sit on user messages: the messages after t
 
 from django.db.models import Q, QuerySet
 
+from roject.server.prepared_queries import PreparedQuery
 from rojos.models import Conversation, Message
 
 
@@ -46,8 +47,12 @@ def branch_path(
 
 def branch_filter(conversation: Conversation, branch: int | None = None) -> Q:
     """The messages on a branch's path, as a filter on Message."""
+    return _path_filter(branch_path(conversation, branch))
+
+
+def _path_filter(path: list[tuple]) -> Q:
     condition = Q()
-    for number, start, end in branch_path(conversation, branch):
+    for number, start, end in path:
         part = Q(branch=number, position__gte=start)
         if end is not None:
             part &= Q(position__lt=end)
@@ -60,6 +65,29 @@ def branch_messages(conversation: Conversation, branch: int | None = None) -> Qu
     return Message.objects.filter(conversation=conversation).filter(
         branch_filter(conversation, branch)
     )
+
+
+def branch_messages_list(conversation: Conversation, branch: int | None = None) -> list[Message]:
+    """(Blocking) branch_messages' rows, by a query compiled once for each shape of path
+    (its segments, and which of them end): read at every turn's start and every opening of
+    a conversation, where Django built and compiled it each time."""
+    path = branch_path(conversation, branch)
+    shape = tuple(end is not None for _, _, end in path)
+    query = _paths.get(shape) or _paths.setdefault(shape, _path_query(shape))
+    values = [value for segment in path for value in segment if value is not None]
+    return query.all(conversation.pk, *values)
+
+
+_paths: dict[tuple[bool, ...], PreparedQuery] = {}
+
+
+def _path_query(shape: tuple[bool, ...]) -> PreparedQuery:
+    def build(conversation_id: int, *values: int) -> QuerySet[Message]:
+        given = iter(values)
+        path = [(next(given), next(given), next(given) if ends else None) for ends in shape]
+        return Message.objects.filter(conversation_id=conversation_id).filter(_path_filter(path))
+
+    return PreparedQuery(build, int, *(int for ends in shape for _ in range(3 if ends else 2)))
 
 
 def branch_fork(conversation: Conversation, *, messages: list[Message], replaced: Message) -> int:

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.db.models import Model, Subquery
 
 from roject.server.prepared_inserts import PreparedInsert, prepared_insert
-from rojos.agent.branches import branch_messages
+from rojos.agent.branches import branch_messages, branch_messages_list
 from rojos.db import db_retrying
 from rojos.models import Conversation, Message
 from rojos.provider.wire_text import nul_replaced
@@ -136,7 +136,7 @@ class History:
     def load_blocking(cls, conversation: Conversation) -> "History":
         """(Blocking) The messages, in one query; calls a crash left open are answered
         interrupted right away."""
-        return cls._loaded(conversation, list(branch_messages(conversation)))
+        return cls._loaded(conversation, branch_messages_list(conversation))
 
     @classmethod
     def load_last_turn_blocking(cls, conversation: Conversation) -> "History":

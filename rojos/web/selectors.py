@@ -19,7 +19,7 @@ from roject.members.access import (
 )
 from roject.models import Project
 from roject.server.prepared_queries import PreparedQuery
-from rojos.agent.branches import branch_choices, branch_messages
+from rojos.agent.branches import branch_choices, branch_messages, branch_messages_list
 from rojos.context.budgets import Left, budget_check
 from rojos.context.model_choice import model_check
 from rojos.conversations.replay import conversation_events
@@ -124,7 +124,7 @@ def conversation_list(*, project: Project) -> QuerySet[Conversation]:
 def conversation_detail_get(*, conversation: Conversation) -> dict[str, Any]:
     """(Blocking) The conversation with its messages, file changes and turn records, and the
     events of its turns (which the page renders through its live handler)."""
-    messages = list(branch_messages(conversation))
+    messages = branch_messages_list(conversation)
     changes = list(FileChange.objects.filter(conversation=conversation))
     records = list(TurnRecord.objects.filter(conversation=conversation))
     return {

@@ -246,3 +246,44 @@ def test_a_summary_stays_on_its_branch(client_for, users, project, rojo, fake_pr
     request = fake_provider.requests[-1]
     assert "SUMMARY" not in str(request["messages"])
     assert sent(request) == [("user", "Q0"), ("assistant", "A0"), ("user", "Q1, edited")]
+
+
+def test_every_branchs_path_reads_as_the_orms_in_one_prepared_query(
+    users, project, django_assert_num_queries
+):
+    """A turn's start and a conversation's page read the active path by a query compiled
+    once for each shape of path (branch_messages_list): the same messages, in the same
+    order, as the ORM's branch_messages, for branches forked from forks, on SQLite and on
+    PostgreSQL (a position is a positive field: a marker Django took for out of its range
+    would be compiled away)."""
+    from rojos.agent.branches import branch_messages, branch_messages_list
+
+    conversation = Conversation.objects.create(
+        project=project, rojo=make_rojo("http://127.0.0.1:9/v1"), user=users["editor"]
+    )
+    layout = {0: range(0, 6), 1: range(2, 6), 2: range(4, 7), 3: range(1, 3)}
+    for branch, positions in layout.items():
+        for position in positions:
+            Message.objects.create(
+                conversation=conversation,
+                branch=branch,
+                position=position,
+                role="user" if position % 2 == 0 else "assistant",
+                content=f"{branch}.{position}",
+            )
+    conversation.branches = [
+        {"id": 1, "parent": 0, "at": 2, "after": None, "first": None, "replaced": None},
+        {"id": 2, "parent": 1, "at": 4, "after": None, "first": None, "replaced": None},
+        {"id": 3, "parent": 0, "at": 1, "after": None, "first": None, "replaced": None},
+    ]
+    conversation.save(update_fields=["branches"])
+    for branch in (0, 1, 2, 3, None):
+        expected = [m.content for m in branch_messages(conversation, branch)]
+        with django_assert_num_queries(1):
+            read = branch_messages_list(conversation, branch)
+        assert [m.content for m in read] == expected
+    assert [m.content for m in branch_messages_list(conversation, 2)] == [
+        "0.0", "0.1", "1.2", "1.3", "2.4", "2.5", "2.6"
+    ]  # fmt: skip
+    other = Conversation.objects.create(project=project, user=users["editor"])
+    assert branch_messages_list(other) == []
