@@ -11,11 +11,8 @@ import contextlib
 import functools
 import logging
 import time
-import uuid
 
 from django.conf import settings
-from django.db import transaction
-from django.utils import timezone
 
 from roject.server.db_threads import db_context
 from roject.server.log_format import log_context
@@ -32,7 +29,7 @@ from rojos.provider.admission import start_slot_use
 from rojos.provider.clients import rojo_client
 from rojos.turns.admission import StartSlot, starts_settled
 from rojos.turns.approval_waits import approval_wait
-from rojos.turns.claims import turn_beat_start, turn_release_blocking
+from rojos.turns.claims import turn_beat_start
 from rojos.turns.log import Turn
 from rojos.turns.memory_trim import memory_trimmed
 from rojos.turns.questions import TurnAsker
@@ -42,7 +39,7 @@ from rojos.turns.repair import INTERRUPTED_MESSAGE
 from rojos.turns.writeback import turn_end
 from rojos.whole import whole
 
-__all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_end_record", "turn_get", "turn_run"]
+__all__ = ["INTERRUPTED_MESSAGE", "Turn", "turn_get", "turn_run"]
 
 logger = logging.getLogger(__name__)
 
@@ -199,15 +196,3 @@ async def _cleanup(turn: Turn, *, turn_id, history: History, layer, channel) -> 
         turn.publish(DoneEvent())
         turn.finish()
         turn_forget_later(turn)
-
-
-def turn_end_record(turn: Turn, turn_id: uuid.UUID) -> None:
-    """(Blocking) Record how the turn ended and give the conversation up: one transaction."""
-    with transaction.atomic():
-        TurnRecord.objects.filter(pk=turn.record_id).update(
-            status=turn.status,
-            error=turn.error.get("message", ""),
-            error_code=turn.error.get("code", ""),
-            finished=timezone.now(),
-        )
-        turn_release_blocking(turn.conversation_id, turn_id)

@@ -24,7 +24,8 @@ from rojos.turns.control_layer import control_layer
 from rojos.turns.log import Turn
 from rojos.turns.registry import turn_register, turn_starting
 from rojos.turns.relay import turn_group
-from rojos.turns.runner import turn_end_record, turn_run
+from rojos.turns.runner import turn_run
+from rojos.turns.writeback import turn_end_record
 
 __all__ = ["turn_start"]
 

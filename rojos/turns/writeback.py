@@ -48,15 +48,28 @@ def turn_end_blocking(turn, turn_id: uuid.UUID, history) -> None:
             history.close_open_calls_blocking()
             for usage in history.unsaved_usage:
                 usage.save(force_insert=True)
-        if turn.record_id is not None:
-            _RECORD.update(
-                turn.record_id,
-                status=turn.status,
-                error=turn.error.get("message", ""),
-                error_code=turn.error.get("code", ""),
-                finished=timezone.now(),
-            )
-        turn_release_blocking(turn.conversation_id, turn_id)
+        _ended(turn, turn_id)
+
+
+def turn_end_record(turn, turn_id: uuid.UUID) -> None:
+    """(Blocking) Record how a turn whose task never ran ended and give the conversation
+    up: one transaction."""
+    with transaction.atomic():
+        _ended(turn, turn_id)
+
+
+def _ended(turn, turn_id: uuid.UUID) -> None:
+    """(Blocking, in the caller's transaction) The turn's record says how it ended; the
+    conversation is given up."""
+    if turn.record_id is not None:
+        _RECORD.update(
+            turn.record_id,
+            status=turn.status,
+            error=turn.error.get("message", ""),
+            error_code=turn.error.get("code", ""),
+            finished=timezone.now(),
+        )
+    turn_release_blocking(turn.conversation_id, turn_id)
 
 
 def _unsaved_store(history) -> None:
