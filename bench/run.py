@@ -262,28 +262,31 @@ class Bench:
         on BENCH_BASELINE_TREE's server, when set)."""
         from .floor import floor_start
         from .sections_floor import app_figures, floor_section
-        from .starts import app_opener, burst, floor_figures, paced_cpu_ms
+        from .starts import app_opener, burst, floor_figures, floor_opener, paced_pair
         from .steady import steady_per_chunk
 
         print("\n# 10. Against the floor, and turn starts", flush=True)
         floor = floor_start(self.environ, self.provider.base_url, self.log)
         try:
             figures = asyncio.run(floor_figures(floor, 50 if self.quick else 200))
+            app = app_figures(self.raw["loop"], self.raw["concurrency"], self.raw["latencies"])
+            baseline = os.environ.get("BENCH_BASELINE_TREE")
+            trees = {"before": Path(baseline)} if baseline else {}
+            for label, tree in {**trees, "app": None}.items():
+                server = self._server(tree)
+                opener = app_opener(self.target, self.streams_project.pk)
+                if label == "app":
+                    streams = 50 if self.quick else MANY_STREAMS
+                    steady = asyncio.run(steady_per_chunk(server, opener, streams=streams))
+                    app["per_chunk_us"] = steady.per_chunk_us
+                    # The floor, idle meanwhile, takes turns with the app (paced_pair).
+                    app["paced_cpu_ms"], figures.paced_cpu_ms = asyncio.run(
+                        paced_pair(server, opener, floor, floor_opener(floor))
+                    )
+                app["bursts"][label] = asyncio.run(burst(server, opener))
+                self._server_stop()
         finally:
             floor.stop()
-        app = app_figures(self.raw["loop"], self.raw["concurrency"], self.raw["latencies"])
-        baseline = os.environ.get("BENCH_BASELINE_TREE")
-        trees = {"before": Path(baseline)} if baseline else {}
-        for label, tree in {**trees, "app": None}.items():
-            server = self._server(tree)
-            opener = app_opener(self.target, self.streams_project.pk)
-            if label == "app":
-                streams = 50 if self.quick else MANY_STREAMS
-                steady = asyncio.run(steady_per_chunk(server, opener, streams=streams))
-                app["per_chunk_us"] = steady.per_chunk_us
-                app["paced_cpu_ms"] = asyncio.run(paced_cpu_ms(server, opener))
-            app["bursts"][label] = asyncio.run(burst(server, opener))
-            self._server_stop()
         return floor_section(figures, app)
 
     def timed(self, name: str, run):

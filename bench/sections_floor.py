@@ -7,6 +7,7 @@ from .starts import (
     BURST_CHUNKS,
     BURST_MODEL,
     CHUNK_GAP_MS,
+    PACED_RUNS,
     RUNNING,
     RUNNING_MODEL,
     BurstResult,
@@ -102,7 +103,8 @@ def floor_section(floor, app: dict) -> Section:
         "200 paced streams once all have started (bench/steady.py: server CPU over the chunks "
         "of a 1.5 s window; `with_starts`: section 2's run, server CPU over all its chunks, "
         "the 200 turn starts included); paced: one conversation of `paced-500-20` (500 "
-        "chunks 20 ms apart) at a time, its start and end included, the median of 2; "
+        "chunks 20 ms apart) at a time, its start and end included, the median of "
+        f"{PACED_RUNS}, the app and the floor taking turns; "
         "memory: peak RSS above idle per stream at 200 (section 3). The burst: "
         f"{RUNNING} streams of `{RUNNING_MODEL}` run when {BURST} conversations of "
         f"`{BURST_MODEL}` ({BURST_CHUNKS} chunks) start at once; first chunk timed from the "

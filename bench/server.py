@@ -16,7 +16,6 @@ sampler (bench/sampler.py) took so far.
 """
 
 import contextlib
-import functools
 import gc
 import json
 import os
@@ -222,28 +221,17 @@ UVICORN = {
 def _serve_uvicorn(sock: socket.socket, variant: str) -> None:
     import uvicorn
 
+    from roject.server.exit_wake import ExitWokenServer
+
     loop, http = UVICORN[variant]
     config = uvicorn.Config(
         _application(), log_level="warning", lifespan="off", loop=loop, http=http,
         access_log=False,
     )  # fmt: skip
-    server = uvicorn.Server(config)
-    if os.environ.get("BENCH_CALLGRIND_LIB"):  # counted: its tick would blur the count
-        server.main_loop = functools.partial(_main_loop_slow, server)
+    server = ExitWokenServer(config)  # the production server's tick, once a second
     # uvicorn re-raises the SIGINT it was stopped with, once it has shut down.
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[sock])
-
-
-async def _main_loop_slow(server) -> None:
-    """uvicorn's main loop, its tick (the Date header, a look for the end) once a second
-    instead of ten times: under callgrind (bench/callgrind.py) ten ticks a second of a
-    valgrind-slow, load-long count added up to a million instructions, as many as the
-    whole per-turn spread, and with the load, not with the work counted."""
-    import asyncio
-
-    while not await server.on_tick(0):  # noqa: ASYNC110 (uvicorn's own loop, slower)
-        await asyncio.sleep(1)
 
 
 def _serve_daphne(sock: socket.socket) -> None:

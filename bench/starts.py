@@ -24,7 +24,7 @@ BURST_MODEL, BURST_CHUNKS = "paced-20-20", 20
 CHUNK_GAP_MS = 20  # both models' pace
 SEQUENTIAL_RUNS = 20
 # A paced conversation (issue #38): a reply of 500 chunks 20 ms apart (10 s), alone.
-PACED_MODEL, PACED_RUNS = "paced-500-20", 2
+PACED_MODEL, PACED_RUNS = "paced-500-20", 3
 
 # (arrived ns, the provider's stamp in ns or None) for each chunk of one stream.
 Opener = Callable[[str], AsyncIterator[tuple[int, int | None]]]
@@ -137,7 +137,7 @@ class FloorFigures:
     per_chunk_us: float = 0.0  # 200 streams, once all started (bench/steady.py)
     per_chunk_with_starts_us: float = 0.0  # paced-100-20, 200 streams, starts included
     per_stream_kib: float = 0.0  # peak RSS above idle, 200 streams, per stream
-    paced_cpu_ms: float = 0.0  # one PACED_MODEL conversation at a time, start and end included
+    paced_cpu_ms: float = 0.0  # one PACED_MODEL conversation at a time (paced_pair)
     burst: BurstResult | None = None
 
 
@@ -180,7 +180,6 @@ async def floor_figures(floor, concurrent: int) -> FloorFigures:
     )
     steady = await steady_per_chunk(floor, floor_opener(floor), streams=concurrent)
     figures.per_chunk_us = steady.per_chunk_us
-    figures.paced_cpu_ms = await paced_cpu_ms(floor, floor_opener(floor))
     figures.burst = await burst(floor, floor_opener(floor))
     return figures
 
@@ -195,16 +194,24 @@ async def _sequential_cpu_ms(server, open_stream: Opener, runs: int) -> float:
     return (await asyncio.to_thread(server.cpu_ns) - before) / 1e6 / runs
 
 
-async def paced_cpu_ms(server, open_stream: Opener) -> float:
+async def _paced_ms(server, open_stream: Opener) -> float:
+    before = await asyncio.to_thread(server.cpu_ns)
+    await _one(open_stream, PACED_MODEL, BurstResult(), None)
+    await asyncio.sleep(0.3)  # the turn's end is stored after its last event
+    return (await asyncio.to_thread(server.cpu_ns) - before) / 1e6
+
+
+async def paced_pair(app, app_stream: Opener, floor, floor_stream: Opener) -> tuple[float, float]:
     """Server CPU per PACED_MODEL conversation, each alone, its start and its end (what the
-    server does after the last chunk) included; the median of PACED_RUNS."""
-    spent = []
+    server does after the last chunk) included: the medians of PACED_RUNS on the app and
+    on the floor, taken in turns. A wake-up's cost moves with the host within minutes (the
+    floor's figure by 40% between two runs an hour apart, 7 December 2026), and this
+    figure is mostly wake-ups: measured a minute apart, the ratio moved with the host."""
+    spent: dict[str, list[float]] = {"app": [], "floor": []}
     for _ in range(PACED_RUNS):
-        before = await asyncio.to_thread(server.cpu_ns)
-        await _one(open_stream, PACED_MODEL, BurstResult(), None)
-        await asyncio.sleep(0.3)  # the turn's end is stored after its last event
-        spent.append((await asyncio.to_thread(server.cpu_ns) - before) / 1e6)
-    return median(spent)
+        spent["floor"].append(await _paced_ms(floor, floor_stream))
+        spent["app"].append(await _paced_ms(app, app_stream))
+    return median(spent["app"]), median(spent["floor"])
 
 
 async def _crossings(server, open_stream: Opener) -> dict:

@@ -241,8 +241,8 @@ ROJO_PROJECT_MONTHLY_COST = env_float("ROJO_PROJECT_MONTHLY_COST", 0)
 # A client that reads nothing of a response for this long is disconnected (it can re-attach):
 # what a connection holds unsent stays bounded (roject/server/write_timeout.py). 0: no limit.
 ROJO_CLIENT_WRITE_TIMEOUT = env_float("ROJO_CLIENT_WRITE_TIMEOUT", 30)
-# While turns run, freed memory is handed back to the system this often (rojos/turns/memory_trim.py;
-# 0: never).
+# Freed memory is handed back to the system this long after turns start or end, at most this
+# often (rojos/turns/memory_trim.py; 0: never).
 ROJO_MALLOC_TRIM_SECONDS = env_float("ROJO_MALLOC_TRIM_SECONDS", 1)
 # Blocks of this many KiB or more get a mapping of their own, freed at once (glibc; 0: glibc's
 # sliding threshold).

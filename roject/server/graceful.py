@@ -24,6 +24,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from .draining import draining_begin
+from .exit_wake import ExitWokenServer
 
 logger = logging.getLogger(__name__)
 
@@ -31,7 +32,7 @@ logger = logging.getLogger(__name__)
 CONNECTIONS_SECONDS = 5
 
 
-class GracefulServer(uvicorn.Server):
+class GracefulServer(ExitWokenServer):
     """uvicorn's server, whose first exit signal drains the turns before it stops."""
 
     def __init__(self, config: uvicorn.Config) -> None:

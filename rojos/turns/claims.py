@@ -7,6 +7,7 @@ claim whose heartbeat stopped, or whose owner is a gone process of this host
 
 import asyncio
 import contextvars
+import functools
 import logging
 import uuid
 from collections.abc import Callable
@@ -56,15 +57,31 @@ def turn_beats_blocking(turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
     now = timezone.now()
     for begin in range(0, len(turn_ids), _BEATS_AT_ONCE):
         some = turn_ids[begin : begin + _BEATS_AT_ONCE]
-        rows = Conversation.objects.filter(turn_id__in=some)
-        if rows.update(turn_heartbeat=now) == len(some):
+        if len(some) <= _BEATS_PREPARED:
+            beaten = _beat_of(len(some)).update(*some, turn_heartbeat=now)
+        else:
+            beaten = Conversation.objects.filter(turn_id__in=some).update(turn_heartbeat=now)
+        if beaten == len(some):
             kept.update(some)
         else:
+            rows = Conversation.objects.filter(turn_id__in=some)
             kept.update(rows.values_list("turn_id", flat=True))
     return kept
 
 
 _BEATS_AT_ONCE = 500  # turn ids in one statement: far under SQLite's limit on parameters
+# A process running up to this many turns beats them with a statement compiled once for
+# each count: a lone turn's beat took about 1 ms of a database thread's CPU through the
+# ORM, five of them a tenth of a paced reply's server CPU beyond the floor's (section 10).
+_BEATS_PREPARED = 16
+
+
+@functools.cache
+def _beat_of(count: int) -> PreparedQuery:
+    """The claims of `count` turns, by their ids."""
+    return PreparedQuery(
+        lambda *ids: Conversation.objects.filter(turn_id__in=ids), *(uuid.UUID,) * count
+    )
 
 
 def turn_release_blocking(conversation_id: int, turn_id: uuid.UUID) -> None:

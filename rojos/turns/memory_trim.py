@@ -4,9 +4,16 @@ glibc's allocator keeps what a process frees for reuse, and returns to the syste
 top of its heap. A turn's start frees hundreds of KiB scattered through the heap (its
 request's SQLite connection, the ORM's rows, the request's objects), so under a burst of
 starts the RSS grows with everything freed, not with what is held: at 200 streams, about
-twice what the streams hold (docs/performance.md, "Memory per stream"). While any turn runs,
-a thread of the process calls malloc_trim every ROJO_MALLOC_TRIM_SECONDS, and once more
-after the last turn ends; where there is no glibc it does nothing.
+twice what the streams hold (docs/performance.md, "Memory per stream"). So a turn's start
+and its end each ask a thread of the process for a malloc_trim ROJO_MALLOC_TRIM_SECONDS
+later; what is asked meanwhile comes with that trim, and with one more an interval after
+it. A burst is trimmed once an interval, as long as starts and ends go on; a turn that
+streams on alone is not trimmed while it streams, for its chunks free nothing the heap does
+not reuse. Before (a trim every interval while any turn ran), a lone reply of 500 chunks
+20 ms apart was trimmed ten times: about 45 more context switches (833 against 878, `perf
+stat` on the server) and 150 more page faults (the trimmed pages faulted back in), each
+costly on a virtual machine (docs/performance.md, section 10). Where there is no glibc it
+does nothing.
 
 glibc also moves its threshold for serving an allocation from a mapping of its own: each
 time a mapped block is freed, blocks up to that size come from the heap from then on. A
@@ -34,7 +41,8 @@ from django.conf import settings
 
 _lock = threading.Lock()
 _wake = threading.Condition(_lock)
-_running = 0
+_due: float | None = None  # when the trim asked for is made (time.monotonic); None: none
+_again = False  # asked for again after `_due` was set: one more trim after that one
 _trimmer: threading.Thread | None = None
 _M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 _M_ARENA_MAX = -8
@@ -64,41 +72,46 @@ def malloc_tune() -> None:
                 libc.mallopt(option, value)
 
 
-def _trim_while_running() -> None:
-    """Trim every ROJO_MALLOC_TRIM_SECONDS while a turn runs, then once after the last one
-    ended. malloc_trim runs outside the GIL (a ctypes call): the event loop's thread goes on.
-    """
-    global _running
+def _trim_when_asked() -> None:
+    """Trim when one is due; then, if more was asked meanwhile, again an interval later.
+    malloc_trim runs outside the GIL (a ctypes call): the event loop's thread goes on."""
+    global _due, _again
     while True:
         with _lock:
-            while _running == 0:
+            while _due is None:
                 _wake.wait()
-            # The trim after the last turn's end is one that starts after it: a trim under
-            # way as it ended may have run before that turn freed its memory.
-            final = _running < 0
-        time.sleep(settings.ROJO_MALLOC_TRIM_SECONDS)
-        _malloc_trim()(0)
+            due = _due
+        time.sleep(max(0.0, due - time.monotonic()))
         with _lock:
-            if final and _running < 0:  # the process's last turn ended: the final trim is done
-                _running = 0
+            # What was asked after `due` was set may not be freed yet: it gets the next one.
+            _due = time.monotonic() + settings.ROJO_MALLOC_TRIM_SECONDS if _again else None
+            _again = False
+        _malloc_trim()(0)
+
+
+def trim_soon() -> None:
+    """Ask for the freed memory to go back to the system ROJO_MALLOC_TRIM_SECONDS from now
+    (with the trim already asked for, and one more after it)."""
+    global _due, _again, _trimmer
+    seconds = settings.ROJO_MALLOC_TRIM_SECONDS
+    if seconds <= 0 or _malloc_trim() is None:
+        return
+    with _lock:
+        if _due is not None:
+            _again = True
+            return
+        _due = time.monotonic() + seconds
+        if _trimmer is None:
+            _trimmer = threading.Thread(target=_trim_when_asked, name="trim", daemon=True)
+            _trimmer.start()
+        _wake.notify()
 
 
 @contextlib.contextmanager
 def memory_trimmed() -> Iterator[None]:
-    """Keep the process's freed memory trimmed for as long as the block (a turn) runs."""
-    global _running, _trimmer
-    if settings.ROJO_MALLOC_TRIM_SECONDS <= 0 or _malloc_trim() is None:
-        yield
-        return
-    with _lock:
-        _running = max(_running, 0) + 1
-        if _trimmer is None:
-            _trimmer = threading.Thread(target=_trim_while_running, name="trim", daemon=True)
-            _trimmer.start()
-        _wake.notify()
+    """A turn: what its start frees, and what its end frees, goes back to the system."""
+    trim_soon()
     try:
         yield
     finally:
-        with _lock:
-            # -1: none runs, one more trim due (for what the last turn freed)
-            _running = _running - 1 if _running > 1 else -1
+        trim_soon()

@@ -63,7 +63,7 @@ async def turn_run(turn: Turn, *, admission: StartSlot | None = None, **kwargs) 
     metrics.turns_started.inc()
     metrics.turns_running.inc()
     try:
-        with memory_trimmed():  # what its start freed goes back to the system while it runs
+        with memory_trimmed():  # what its start and its end free goes back to the system
             async with db_context():
                 await _run(turn, **kwargs)
     finally:

@@ -1,5 +1,6 @@
-"""Freed memory goes back to the system while turns run: a trim every interval while a turn
-runs, one more after the last ends, none while the process is idle."""
+"""Freed memory goes back to the system after turns start and end: a trim an interval after
+a turn's start and one after its end, starts close together folded into one trim and one
+more after it, none while a turn streams on alone or the process is idle."""
 
 import time
 
@@ -8,21 +9,29 @@ import pytest
 from rojos.turns import memory_trim
 from tests.support.live_server import wait_until
 
+INTERVAL = 0.2
+
 
 @pytest.fixture
 def trims(monkeypatch, settings):
-    """The trimmer's calls of glibc's malloc_trim (still called behind the count), each as
-    the count of running turns when it was made (-1: none runs, the final trim is due)."""
-    settings.ROJO_MALLOC_TRIM_SECONDS = 0.05
+    """When the trimmer called glibc's malloc_trim (still called behind the count)."""
+    wait_until(settled, timeout=60)  # what turns of earlier tests asked for is done
+    settings.ROJO_MALLOC_TRIM_SECONDS = INTERVAL
     calls = []
     glibc = memory_trim._malloc_trim()
 
     def counted(pad: int) -> int:
-        calls.append(memory_trim._running)
+        calls.append(time.monotonic())
         return glibc(pad)
 
     monkeypatch.setattr(memory_trim, "_malloc_trim", lambda: counted)
-    return calls
+    yield calls
+    wait_until(settled, timeout=60)  # none left due for the next test's count
+
+
+def settled() -> bool:
+    """No trim is due: what was asked for is done."""
+    return memory_trim._due is None
 
 
 def test_glibc_malloc_trim_is_found():
@@ -31,38 +40,35 @@ def test_glibc_malloc_trim_is_found():
     assert trim(0) in (0, 1)
 
 
-def idle() -> bool:
-    """The trimmer waits for a turn: the trim after the last one's end is done."""
-    return memory_trim._running == 0
-
-
-def test_trims_while_a_turn_runs_once_after_and_none_while_idle(trims):
+def test_a_turn_is_trimmed_after_its_start_and_its_end_not_while_it_streams(trims):
+    started = time.monotonic()
     with memory_trim.memory_trimmed():
-        wait_until(lambda: len(trims) >= 4, timeout=60)  # one every 0.05 s, over and over
-    wait_until(idle, timeout=60)
-    after = len(trims)
-    time.sleep(0.3)  # six intervals
+        wait_until(lambda: len(trims) == 1, timeout=60)
+        time.sleep(5 * INTERVAL)  # the turn streams on
+        assert len(trims) == 1
+        ended = time.monotonic()
+    wait_until(lambda: len(trims) == 2, timeout=60)
+    time.sleep(3 * INTERVAL)
 
-    assert len(trims) == after  # idle: no more
-    ended = trims.index(-1)
-    assert all(running == 1 for running in trims[:ended])  # while the turn ran
-    # after its end: the final trim, and maybe one that was under way as it ended
-    assert trims[ended:] in ([-1], [-1, -1])
+    assert len(trims) == 2
+    # Each an interval after what asked for it, when what it freed is freed.
+    assert trims[0] - started >= INTERVAL
+    assert trims[1] - ended >= INTERVAL
 
 
-def test_overlapping_turns_keep_it_trimming_until_the_last_ends(trims):
-    first, second = memory_trim.memory_trimmed(), memory_trim.memory_trimmed()
-    first.__enter__()
-    second.__enter__()
-    first.__exit__(None, None, None)
-    before = len(trims)
-    wait_until(lambda: len(trims) >= before + 3, timeout=60)  # the second turn still runs
-    assert not idle()
-    second.__exit__(None, None, None)
-    wait_until(idle, timeout=60)
-    ended = len(trims)
-    time.sleep(0.3)
-    assert len(trims) == ended
+def test_starts_together_fold_into_one_trim_and_one_after_it(trims):
+    turns = [memory_trim.memory_trimmed() for _ in range(3)]
+    for turn in turns:
+        turn.__enter__()
+    wait_until(lambda: len(trims) == 2, timeout=60)
+    time.sleep(3 * INTERVAL)  # three turns stream on
+    assert len(trims) == 2
+    assert trims[1] - trims[0] >= INTERVAL
+    for turn in turns:
+        turn.__exit__(None, None, None)
+    wait_until(lambda: len(trims) == 4, timeout=60)  # the ends, folded the same way
+    time.sleep(3 * INTERVAL)
+    assert len(trims) == 4
 
 
 def test_zero_seconds_turns_it_off(trims, settings):

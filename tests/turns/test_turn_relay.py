@@ -338,10 +338,12 @@ def test_a_live_process_of_this_host_keeps_a_claim_whose_beats_were_held_up(proj
     assert turn_claim_blocking(elsewhere.pk, uuid.uuid4()) is False
 
 
-def test_a_beat_keeps_its_turns_claims_fresh_and_finds_one_taken_over(project):
+@pytest.mark.parametrize("others", [0, 30], ids=["alone", "beside-30"])
+def test_a_beat_keeps_its_turns_claims_fresh_and_finds_one_taken_over(project, others):
     """One beat moves the heartbeat of each claim its turns hold, and only those: a claim
     another turn took over (a new turn_id) is left alone, and its turn is not among those
-    the beat says kept theirs."""
+    the beat says kept theirs. Alike for a few turns (a statement compiled once for their
+    count) and for many (the ORM's)."""
     ours, lost = uuid.uuid4(), uuid.uuid4()
     old = timezone.now() - timedelta(seconds=20)
     held = Conversation.objects.create(
@@ -350,11 +352,17 @@ def test_a_beat_keeps_its_turns_claims_fresh_and_finds_one_taken_over(project):
     taken = Conversation.objects.create(
         project=project, turn_id=uuid.uuid4(), turn_heartbeat=old, turn_owner=process_owner()
     )
+    beside = [uuid.uuid4() for _ in range(others)]
+    Conversation.objects.bulk_create(
+        Conversation(project=project, turn_id=turn, turn_heartbeat=old) for turn in beside
+    )
 
-    assert turn_beats_blocking([ours, lost]) == {ours}
+    assert turn_beats_blocking([ours, lost, *beside]) == {ours, *beside}
 
     held.refresh_from_db()
     taken.refresh_from_db()
     assert held.turn_heartbeat > old
     assert taken.turn_heartbeat == old
     assert held.running
+    assert Conversation.objects.filter(turn_heartbeat=old).count() == 1  # the one taken over
+    assert turn_beats_blocking([ours]) == {ours}  # all kept: no read after the update
