@@ -9,6 +9,7 @@ through the project's stream reader: the floor that the SDK's HTTP transport set
 """
 
 import asyncio
+import contextlib
 import json
 import time
 from dataclasses import dataclass, field
@@ -98,12 +99,15 @@ async def reference_conversation(
             )
 
 
-async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str:
+async def loop_turn(rojo, user, project, *, conversation=None, mark=None, lane: bool = True) -> str:
     """The project's agent loop as the turn runner drives it, minus HTTP and the channel layer.
 
     `mark(name)` is called as the turn reaches "start" (loading the history) and "loop".
+    Without `lane`, its database calls run where sync_to_async sends them (section 5 counts
+    them on its own thread).
     """
     from roject.models import Role
+    from roject.server.db_threads import db_context
     from roject.storage import project_root_create
     from rojos.agent.events import ChatEvent
     from rojos.agent.history import History
@@ -116,25 +120,30 @@ async def loop_turn(rojo, user, project, *, conversation=None, mark=None) -> str
     if conversation is None:
         conversation = await Conversation.objects.acreate(project=project, rojo=rojo, user=user)
     root = await asyncio.to_thread(project_root_create, project.pk)
-    mark("start")
-    history = await History.load(conversation, user_message=STORY_MESSAGE)
-    mark("loop")
-    ctx = RojoToolContext(
-        project_id=project.pk,
-        project_root=root,
-        user=user,
-        role=Role.OWNER,
-        enabled=frozenset(rojo.tools),
-    )
-    text = []
-    client = await rojo_client(rojo)
-    # The role is given, as the chat request's check hands it to the runner; the budgets the
-    # loop reads itself (the request reads them in its check, which this leaves out).
-    async for event in agent_loop(
-        history=history, rojo=rojo, ctx=ctx, client=client, record_changes=True, role_read=True
-    ):
-        if isinstance(event, ChatEvent):
-            text.append(event.text)
+    # Its database calls go to a lane of the database threads, as a turn's do (the runner's
+    # db_context); asgiref's one executor thread, used without it, cost 3 to 4 ms less of
+    # this story's CPU (7 December 2026): not what a turn costs.
+    async with db_context() if lane else contextlib.nullcontext():
+        mark("start")
+        history = await History.load(conversation, user_message=STORY_MESSAGE)
+        mark("loop")
+        ctx = RojoToolContext(
+            project_id=project.pk,
+            project_root=root,
+            user=user,
+            role=Role.OWNER,
+            enabled=frozenset(rojo.tools),
+        )
+        text = []
+        client = await rojo_client(rojo)
+        # The role is given, as the chat request's check hands it to the runner; the budgets
+        # the loop reads itself (the request reads them in its check, which this leaves out).
+        async for event in agent_loop(
+            history=history, rojo=rojo, ctx=ctx, client=client, record_changes=True,
+            role_read=True,
+        ):  # fmt: skip
+            if isinstance(event, ChatEvent):
+                text.append(event.text)
     return "".join(text)
 
 

@@ -69,7 +69,9 @@ def queries_per_step(rojo, user, *, prior: int) -> QueryCount:
             return original(client, request, **kwargs)
 
         with mock.patch.object(turn_requests, "provider_chunks", marked_chunks):
-            async_to_sync(loop_turn)(rojo, user, project, conversation=conversation, mark=mark)
+            async_to_sync(loop_turn)(
+                rojo, user, project, conversation=conversation, mark=mark, lane=False
+            )
     start, loop, _first_request, *later_requests = marks
     bounds = [loop, *later_requests, len(captured)]
     count = QueryCount(prior=prior, load=loop - start)

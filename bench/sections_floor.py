@@ -534,6 +534,30 @@ def floor_section(floor, app: dict) -> Section:
         "within the hour: 1.52x (app 216 ms, floor 142 ms) and, on the session's last tree, "
         "1.80x (app 155 ms, floor 85.9 ms): the floor's paced conversation moved 40% between "
         "runs, the app's 28%, the ratio with it.",
+        "Issue #38, 7 December 2026 (the twenty-first session): a paced conversation is "
+        "mostly wake-ups (500 chunks 20 ms apart, each waking the server on a core that "
+        "idled meanwhile), and the app woke for more than its chunks. On this day's host a "
+        "bare asyncio loop sleeping 0.1 s at a time used 10.7 ms of CPU in 5 s (`perf "
+        "stat`): about 0.2 ms a wake-up; the idle app server 8.1 ms in 5 s, the floor "
+        "nothing measurable. Three cuts: uvicorn's main loop ticked ten times a second (the "
+        "Date header, a look for a signal); `manage.py serve` and the bench now run "
+        "roject/server/exit_wake.py, whose loop wakes once a second and at once for its exit "
+        "(the idle server's main thread: 30 wake-ups in 3 s before, 3 after; tests/server/"
+        "test_exit_wake.py). malloc_trim ran every second while any turn ran; now a second "
+        "after turns start or end (rojos/turns/memory_trim.py): the trimming thread's CPU "
+        "in a paced conversation 1.5 to 2.1 ms before, 0.3 to 0.7 after, and about 150 "
+        "fewer page faults (the trimmed pages faulted back in). The heartbeat of up to 16 "
+        "turns is compiled once for their count: five beats of a lone turn, 4.9 ms of a "
+        "database thread's CPU before, 3.0 and 3.5 after; a beat after the thread slept 2 s "
+        "cost 1.0 to 4.5 ms alone (the same UPDATE warm: 45 µs), so a trip after idling "
+        "costs the thread far more than its work. Context switches of the server in a paced "
+        "conversation (`perf stat`, three rounds): 1,041, 1,054 and 1,019 before, 889, 933 "
+        "and 887 after (the floor: 757, 758, 754). In CPU time the change is under the "
+        "host's noise: the floor's paced conversation moved between 85 and 192 ms within "
+        "ten minutes, the two trees' rounds overlap (before 119 to 222 ms, after 129 to "
+        "237 ms, eight rounds each). So the app and the floor now take turns, a paced "
+        "conversation each, three times (bench/starts.py: paced_pair), where each had its "
+        "two in its own minute.",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
