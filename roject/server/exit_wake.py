@@ -3,8 +3,8 @@
 uvicorn's main loop sleeps 0.1 s, looks whether a signal asked it to stop, and once in ten
 rounds sets the Date header. Each round wakes the process: on the virtual machines measured
 (docs/performance.md, section 10) about 0.2 ms of CPU a wake-up, 2 ms a second for a server
-with nothing to do, and a tenth of a paced conversation's CPU (a reply of 500 chunks 20 ms
-apart wakes the process 500 times for its chunks, and 100 more for the ticks). Here the loop
+with nothing to do; a reply of 500 chunks 20 ms apart wakes the process 500 times for its
+chunks, and 100 more for the ticks. Here the loop
 wakes once a second for the Date header, and at once when `should_exit` is set: by a signal,
 by the graceful drain (roject/server/graceful.py), or from another thread.
 """

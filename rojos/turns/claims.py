@@ -71,8 +71,8 @@ def turn_beats_blocking(turn_ids: list[uuid.UUID]) -> set[uuid.UUID]:
 
 _BEATS_AT_ONCE = 500  # turn ids in one statement: far under SQLite's limit on parameters
 # A process running up to this many turns beats them with a statement compiled once for
-# each count: a lone turn's beat took about 1 ms of a database thread's CPU through the
-# ORM, five of them a tenth of a paced reply's server CPU beyond the floor's (section 10).
+# each count: a paced reply's five beats took 4.9 ms of a database thread's CPU through the
+# ORM, 3.0 to 3.5 ms so (docs/performance.md, section 10).
 _BEATS_PREPARED = 16
 
 

@@ -10,8 +10,8 @@ later; what is asked meanwhile comes with that trim, and with one more an interv
 it. A burst is trimmed once an interval, as long as starts and ends go on; a turn that
 streams on alone is not trimmed while it streams, for its chunks free nothing the heap does
 not reuse. Before (a trim every interval while any turn ran), a lone reply of 500 chunks
-20 ms apart was trimmed ten times: about 45 more context switches (833 against 878, `perf
-stat` on the server) and 150 more page faults (the trimmed pages faulted back in), each
+20 ms apart was trimmed ten times: about 45 context switches more (878 against 833, `perf
+stat` on the server) and 150 page faults more (the trimmed pages faulted back in), each
 costly on a virtual machine (docs/performance.md, section 10). Where there is no glibc it
 does nothing.
 
