@@ -76,11 +76,13 @@ async def file_preview(request: HttpRequest, project_id: int, path: str):
     if meta["type"] != "file":
         raise storage.StorageError(f"{path!r} is a directory, not a file")
     asked_with = getattr(request, "api_token", None)
+    session = getattr(request, "session", None) if asked_with is None else None
     token = preview_capability(
         user=request.auth,
         project_id=access.project.pk,
         address=client_address(request),
         token_id=asked_with.pk if asked_with is not None else None,
+        session_key=session.session_key if session is not None else None,
     )
     clean = "/".join(quote(part) for part in path.strip("/").split("/"))
     return {

@@ -1,10 +1,10 @@
 """`/preview/<capability>/<path>`: a project file as its preview shows it (`kinds.py`).
 
 Every request reads the capability (from the client address it was asked from), then the
-person's access and sign-in as they are now (the API token it was asked with still live, the
-password unchanged), before anything of the file; a capability that is forged, expired, or
-no longer backed by access is a 404, which tells nothing of what exists. The file is read
-through the storage gate.
+person's access and sign-in as they are now (the API token it was asked with still live, or
+the login session still signed in; the password unchanged), before anything of the file; a
+capability that is forged, expired, or no longer backed by access is a 404, which tells
+nothing of what exists. The file is read through the storage gate.
 """
 
 import asyncio
@@ -16,6 +16,7 @@ from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_safe
 
 from roject import storage
+from roject.identity.live_auth import asession_signed_in
 from roject.identity.login_limits import client_address
 from roject.identity.tokens import aapi_token_alive
 from roject.members.access import aproject_access
@@ -39,6 +40,10 @@ async def preview(request: HttpRequest, token: str, path: str):
         raise Http404(_EXPIRED)
     if grant.token_id is not None and not await aapi_token_alive(token_id=grant.token_id):
         raise Http404(_EXPIRED)
+    if grant.session_key is not None and not await asession_signed_in(
+        session_key=grant.session_key, user_id=user.pk
+    ):
+        raise Http404(_EXPIRED)  # logged out, or the session expired
     access = await aproject_access(user=user, project_id=grant.project_id)  # 404 without access
     root = storage.project_root_create(access.project.pk)
     try:

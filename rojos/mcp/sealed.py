@@ -8,13 +8,12 @@ and SECRET_KEY_FALLBACKS, so Django's own rotation applies. Either way a copy of
 database alone (a backup, an export) holds no token in clear.
 """
 
-import base64
 import logging
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
+
+from roject.identity.sealing import secret_key_box
 
 __all__ = ["InvalidToken", "opens", "reseal", "seal", "unseal"]
 
@@ -23,19 +22,10 @@ logger = logging.getLogger("rojos.mcp")
 _PURPOSE = b"rojo-chat mcp oauth tokens"
 
 
-def _derived(secret: str) -> bytes:
-    """A Fernet key of this purpose from a Django secret key (HKDF-SHA256)."""
-    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=_PURPOSE).derive(
-        secret.encode()
-    )
-    return base64.urlsafe_b64encode(key)
-
-
 def _keys() -> MultiFernet:
-    keys = [key.encode() for key in settings.ROJO_MCP_TOKEN_KEYS] or [
-        _derived(secret) for secret in [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
-    ]
-    return MultiFernet([Fernet(key) for key in keys])
+    if not settings.ROJO_MCP_TOKEN_KEYS:
+        return secret_key_box(_PURPOSE)
+    return MultiFernet([Fernet(key.encode()) for key in settings.ROJO_MCP_TOKEN_KEYS])
 
 
 def seal(data: bytes) -> bytes:

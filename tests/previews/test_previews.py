@@ -8,6 +8,7 @@ import os
 
 import httpx2
 import pytest
+from django.conf import settings as django_settings
 from django.core import signing
 
 from roject.identity.tokens import api_token_create, api_token_revoke
@@ -139,6 +140,30 @@ def test_an_address_ends_with_the_sign_in_it_was_asked_with(client_for, users, p
     assert anonymous.get(url).status_code == 200
     api_token_revoke(user=editor, token_id=made.token.pk)
     assert anonymous.get(url).status_code == 404
+
+
+def test_an_address_ends_with_a_logout_of_the_session_it_was_asked_in(
+    client_for, users, project, root
+):
+    """A logout ends the addresses asked in its session, and no other session's. Before, an
+    address went on serving its client address until it expired (ROJO_PREVIEW_SECONDS): a
+    shared computer's next user, with the page's address from its history, read the
+    project's files after the person had signed out. The session's key is sealed in the
+    address, not shown: the address is signed, not secret, and the key is what the session
+    cookie holds."""
+    anonymous = client_for()
+    editor = users["editor"]
+    signed_in, elsewhere = client_for(editor), client_for(editor)
+    url = address(signed_in, project, "site/index.html")
+    kept = address(elsewhere, project, "site/index.html")
+    session_key = signed_in.http.cookies[django_settings.SESSION_COOKIE_NAME]
+    grant = signing.loads(url.split("/")[2], salt="rojo.preview")
+    assert session_key not in url and session_key not in repr(grant)
+    assert anonymous.get(url).status_code == 200
+    assert signed_in.post("/logout/", follow_redirects=False).status_code == 302
+    assert anonymous.get(url).status_code == 404
+    assert anonymous.get(url.rsplit("/", 1)[0] + "/logo.png").status_code == 404
+    assert anonymous.get(kept).status_code == 200  # asked in another session, still signed in
 
 
 def test_an_address_outlives_a_rotation_of_the_secret_key(
