@@ -9,7 +9,9 @@ addresses asked in that session, and no other's), and the password as it was (a 
 password ends the person's other sessions, and so their addresses too). The session's key
 travels sealed (roject.identity.sealing): the address is signed, not secret, and must not show
 what a session cookie holds. Like a session, it outlives a rotation of SECRET_KEY while the old
-key is in SECRET_KEY_FALLBACKS.
+key is in SECRET_KEY_FALLBACKS; one asked in a session ends, though, at that session's next
+request, where Django gives the session a new key (its password hash matched a fallback key
+only): the file panel asks for a new address as the file is opened again.
 
 It is bound to the client's address too (as the login limits count it: an IPv6 client's
 /64). A page the rojo or an editor wrote can undo the preview's `Referrer-Policy` (a
@@ -18,7 +20,7 @@ another site; from there it reads nothing.
 """
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import chain
 
 from cryptography.fernet import InvalidToken
@@ -42,7 +44,7 @@ class PreviewGrant:
     token_id: int | None
     password_mark: str
     address_mark: str
-    session_key: str | None
+    session_key: str | None = field(repr=False)  # what the session cookie holds: never shown
 
     def password_unchanged(self, user) -> bool:
         """Whether the user's password is the one the address was made under: Django's

@@ -13,7 +13,7 @@ from django.core import signing
 
 from roject.identity.tokens import api_token_create, api_token_revoke
 from roject.members.services import member_remove
-from roject.previews.capability import preview_capability
+from roject.previews.capability import preview_capability, preview_capability_read
 from roject.storage import project_root_create
 from tests.support.pdfs import pdf_file
 
@@ -140,6 +140,11 @@ def test_an_address_ends_with_the_sign_in_it_was_asked_with(client_for, users, p
     assert anonymous.get(url).status_code == 200
     api_token_revoke(user=editor, token_id=made.token.pk)
     assert anonymous.get(url).status_code == 404
+    both = client_for(editor)  # a session cookie and a token: the token is what signs in
+    again = api_token_create(user=editor, name="script, again")
+    both.http.headers["Authorization"] = f"Bearer {again.secret}"
+    grant = preview_capability_read(address(both, project, "site/index.html").split("/")[2])
+    assert (grant.token_id, grant.session_key) == (again.token.pk, None)
 
 
 def test_an_address_ends_with_a_logout_of_the_session_it_was_asked_in(
@@ -157,8 +162,10 @@ def test_an_address_ends_with_a_logout_of_the_session_it_was_asked_in(
     url = address(signed_in, project, "site/index.html")
     kept = address(elsewhere, project, "site/index.html")
     session_key = signed_in.http.cookies[django_settings.SESSION_COOKIE_NAME]
-    grant = signing.loads(url.split("/")[2], salt="rojo.preview")
-    assert session_key not in url and session_key not in repr(grant)
+    *_, sealed = signing.loads(url.split("/")[2], salt="rojo.preview")
+    assert sealed and session_key not in sealed and session_key not in url
+    grant = preview_capability_read(url.split("/")[2])
+    assert grant.session_key == session_key and session_key not in repr(grant)
     assert anonymous.get(url).status_code == 200
     assert signed_in.post("/logout/", follow_redirects=False).status_code == 302
     assert anonymous.get(url).status_code == 404
@@ -181,6 +188,22 @@ def test_an_address_outlives_a_rotation_of_the_secret_key(
     assert anonymous.get(url.rsplit("/", 1)[0] + "/logo.png").status_code == 200
     settings.SECRET_KEY_FALLBACKS = []
     assert anonymous.get(url).status_code == 404
+
+
+def test_an_address_asked_in_a_session_ends_once_a_rotation_renews_its_key(
+    client_for, users, project, root, settings
+):
+    """After a rotation of SECRET_KEY, a session's next request gets it a new key (Django's
+    get_user: its password hash matched a fallback key only), so the old key an address
+    carries is no session any more: the address ends, and a new one serves."""
+    editor = client_for(users["editor"])
+    url = address(editor, project, "site/index.html")
+    settings.SECRET_KEY_FALLBACKS = [settings.SECRET_KEY]
+    settings.SECRET_KEY = "a new key for the rotation, long enough for Django's checks"
+    fresh = address(editor, project, "site/index.html")  # the request that renews the key
+    anonymous = client_for()
+    assert anonymous.get(url).status_code == 404
+    assert anonymous.get(fresh).status_code == 200
 
 
 def test_an_address_reaches_nothing_outside_the_root(client_for, users, project, root, tmp_path):
