@@ -46,8 +46,10 @@ SCRATCH_ROUNDS = 40
 COPY_TRIES = 4000
 # The swapper's pause after each swap, level by level, for a test that needs some copies taken
 # under the race: none at first, then slower until one succeeds. Each level still swaps while
-# the copies run; only how often a copy can complete between two swaps changes.
-SWAP_PAUSES = (0.0, 0.001, 0.01, 0.05)
+# the copies run; only how often a copy can complete between two swaps changes. The slowest
+# levels are for a host whose copies outlast 50 ms under load: a clean-clone run on a slow
+# host (7 December 2026) had the walk's 4,000 tries of every level up to 50 ms refused.
+SWAP_PAUSES = (0.0, 0.001, 0.01, 0.05, 0.25, 1.0)
 
 _RENAME_EXCHANGE = 2
 _AT_FDCWD = -100
@@ -275,18 +277,20 @@ def test_undo_copies_neither_read_nor_restore_outside_the_root(arena):
     # walk has had all 4,000 refused (rightly), and under CI's load once all 4,000 again with
     # a pause of 1 ms; so the swapper slows down level by level (still swapping during the
     # snapshots, racing every one that spans a swap) until one copy was taken.
+    levels = []  # (pause, tries, swaps, refusals so far): what a red run says of the race
     for pause in SWAP_PAUSES:
-        with Swapper(root, pause=pause):
+        with Swapper(root, pause=pause) as swapper:
             for tries in range(COPY_TRIES):
                 if tries >= UNDO_ROUNDS and copied:
                     break
                 round_()
+        levels.append((pause, tries + 1, swapper.swaps, len(failures)))
         if copied:
             break
 
     assert fingerprint(outside) == before
     assert [text for text in copied if "SECRET" in text] == []
-    assert copied, f"no snapshot was taken under the race: {failures[:3]}"
+    assert copied, f"no snapshot was taken under the race: {failures[:3]}, levels {levels}"
     assert all("'d/" in f and str(root.parent) not in f for f in failures)
 
 
