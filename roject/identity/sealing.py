@@ -15,7 +15,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.conf import settings
 
 
-def derived_key(secret: str, purpose: bytes) -> bytes:
+def _derived_key(secret: str, purpose: bytes) -> bytes:
     """A Fernet key for `purpose` from a Django secret key (HKDF-SHA256)."""
     key = HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose).derive(
         secret.encode()
@@ -26,4 +26,4 @@ def derived_key(secret: str, purpose: bytes) -> bytes:
 def secret_key_box(purpose: bytes) -> MultiFernet:
     """The keys for `purpose`: SECRET_KEY's first (it seals), then each fallback's."""
     secrets = [settings.SECRET_KEY, *settings.SECRET_KEY_FALLBACKS]
-    return MultiFernet([Fernet(derived_key(secret, purpose)) for secret in secrets])
+    return MultiFernet([Fernet(_derived_key(secret, purpose)) for secret in secrets])
