@@ -53,6 +53,9 @@ MIDDLEWARE = [
     "roject.server.middleware.ContentSecurityPolicyMiddleware",
 ]
 
+# Django's FallbackStorage, its backends made only where used (roject/server/message_storage.py).
+MESSAGE_STORAGE = "roject.server.message_storage.LazyFallbackStorage"
+
 ROOT_URLCONF = "roject.urls"
 
 TEMPLATES = [
