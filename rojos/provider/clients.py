@@ -28,6 +28,20 @@ if TYPE_CHECKING:
 # Distinct endpoint-and-key clients kept per loop; past this the oldest is dropped.
 _MAX_CLIENTS = 64
 
+# The SDK's own headers (X-Stainless-*) tell every endpoint this server's OS, CPU, Python
+# and SDK versions, and how it retries: no provider needs them, an administrator never
+# chose to send them, and each goes through three header layers (the SDK's, httpx2's,
+# aiohttp's) in every request. Left out: the client's here, those the SDK adds to each
+# request by the request's options (request_options).
+_PLATFORM = ("Lang", "Package-Version", "OS", "Arch", "Runtime", "Runtime-Version", "Async")
+_PER_REQUEST = ("Retry-Count", "Read-Timeout")
+
+
+def _left_out(names: tuple[str, ...]) -> dict:
+    import openai
+
+    return {f"X-Stainless-{name}": openai.omit for name in names}
+
 
 @functools.cache
 def tls_context() -> ssl.SSLContext:
@@ -115,5 +129,13 @@ async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
             timeout=openai.Timeout(key[2], connect=min(10.0, key[2])),
             max_retries=key[3],
             http_client=clients.pool,
+            default_headers=_left_out(_PLATFORM),
         )
     return client
+
+
+@functools.cache
+def request_options() -> dict:
+    """The SDK's options for a request to a rojo's endpoint: its own per-request headers
+    left out (_PER_REQUEST). The same dict each time: the SDK copies it before a change."""
+    return {"headers": _left_out(_PER_REQUEST)}

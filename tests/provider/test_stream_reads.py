@@ -112,6 +112,25 @@ async def test_the_request_goes_as_utf8_json_with_its_content_type(fake_provider
     assert fake_provider.headers[0]["content-type"] == "application/json"
 
 
+async def test_the_provider_is_told_nothing_of_the_servers_platform(fake_provider):
+    """The SDK's X-Stainless-* headers (OS, CPU, Python and SDK versions, retries) are left
+    out: the request carries its key, its content type and the SDK's User-Agent."""
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    fake_provider.add(stream(text_chunks("Hi")))
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    client = await rojo_client(rojo)
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}]}
+
+    [_ async for _ in provider_chunks(client, {**request, "stream": True})]
+
+    sent = {name.lower() for name in fake_provider.headers[0]}
+    assert not {name for name in sent if name.startswith("x-stainless")}
+    assert {"authorization", "content-type", "accept", "user-agent"} <= sent
+
+
 async def test_a_body_orjson_cannot_encode_goes_to_the_sdks_encoder_and_fails_as_before():
     """A lone surrogate: orjson refuses it, the SDK's encoder then refuses it as it always
     did (the turn's ProviderError, not an unexpected exception)."""
