@@ -575,6 +575,24 @@ def floor_section(floor, app: dict) -> Section:
         "237 ms, eight rounds each). So the app and the floor now take turns, a paced "
         "conversation each, three times (bench/starts.py: paced_pair), where each had its "
         "two in its own minute.",
+        "Issue #38, 7 December 2026 (the twenty-third session): the provider's request "
+        "without the SDK's X-Stainless-* headers (rojos/provider/clients.py: the server's "
+        "OS, CPU, Python and SDK versions and its retries, nine of the request's thirteen "
+        "headers, each built, normalised and decoded by the SDK, httpx2 and aiohttp in every "
+        "request; found by `python -m bench.instructions --starts --calls`, where httpx2's "
+        "Headers.encoding ran 107 times a start). `python -m bench.instructions`, the tree "
+        "before and after on the same host: a chat's start 13,566,874 against 13,094,792 "
+        "instructions (rounds 13.69, 13.50, 13.57 M against 13.23, 13.05, 13.09 M; 3.5% "
+        "less), a turn's start and end 20.88 against 20.27 M, a chunk the same (154,039 and "
+        "153,872). The burst by hand, the two trees interleaved on fresh servers (`python -m "
+        "bench.starts --rounds 3 --sequential 30 --tree before=<the tree before>`, load 1.2 "
+        "to 1.9): server CPU a sequential chat 27.0, 27.2, 28.4 ms before against 25.8, "
+        "26.7, 27.1 ms after, lower in each pair; first chunk p50 2.26, 1.79, 2.80 s against "
+        "2.38, 2.33, 2.40 s, within the burst's spread on this host (its CPU a start 22 to "
+        "33 ms, against 10 to 12 ms on the twentieth session's host). The same day, "
+        "Django's message storage made lazy (roject/server/message_storage.py: the cookie's "
+        "signer was built for every request): 10 µs a request before, 1 µs after (timed "
+        "alone), under what a start's count can show.",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
