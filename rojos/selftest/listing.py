@@ -12,6 +12,7 @@ from django.conf import settings
 
 from rojos.context.discovery import window_listed
 from rojos.models import capabilities as caps
+from rojos.provider.clients import request_options
 from rojos.selftest.exchange import Session
 from rojos.selftest.results import ProbeResult, does_not, unknown, works
 
@@ -20,7 +21,7 @@ async def _model_ids(session: Session) -> list[str] | None:
     """The models the provider lists; None when it lists none (or failed to)."""
     try:
         async with asyncio.timeout(min(session.limits.seconds_each, max(session.left(), 0.1))):
-            page = await session.client.models.list()
+            page = await session.client.models.list(extra_headers=request_options()["headers"])
     except (openai.OpenAIError, TimeoutError, ValueError):
         return None
     return [model.id for model in page.data][:500]

@@ -78,6 +78,10 @@ async def test_the_self_test_gives_each_providers_table(fake_provider, shape):
     # The key went only where the rojo points, in the Authorization header, nowhere in a body.
     assert all(h.get("authorization") == f"Bearer {API_KEY}" for h in fake_provider.headers)
     assert API_KEY not in repr(fake_provider.requests) + profile_table(profile)
+    # Nor is the provider told of the server's platform, in a request or the model list.
+    sent = fake_provider.headers + fake_provider.listing_headers
+    assert fake_provider.listing_headers
+    assert not [name for h in sent for name in h if name.lower().startswith("x-stainless")]
 
 
 async def test_a_provider_without_parallel_calls_gets_none_asked(fake_provider, project, users):
