@@ -12,6 +12,7 @@ import ssl
 import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 import httpx2
 from django.conf import settings
@@ -35,12 +36,27 @@ _MAX_CLIENTS = 64
 # request by the request's options (request_options).
 _PLATFORM = ("Lang", "Package-Version", "OS", "Arch", "Runtime", "Runtime-Version", "Async")
 _PER_REQUEST = ("Retry-Count", "Read-Timeout")
+# The OpenAI account the SDK reads from the environment (OPENAI_ORG_ID, OPENAI_PROJECT_ID)
+# goes to OpenAI's own API only, not to every endpoint a rojo names.
+_OPENAI_HOST = "api.openai.com"
+_OPENAI_ACCOUNT = ("OpenAI-Organization", "OpenAI-Project")
 
 
-def _left_out(names: tuple[str, ...]) -> dict:
+def _left_out(names: tuple[str, ...], prefix: str = "X-Stainless-") -> dict:
     import openai
 
-    return {f"X-Stainless-{name}": openai.omit for name in names}
+    return {f"{prefix}{name}": openai.omit for name in names}
+
+
+def _client_headers(base_url: str) -> dict:
+    headers = _left_out(_PLATFORM)
+    try:
+        openai_api = urlsplit(base_url).hostname == _OPENAI_HOST
+    except ValueError:  # the SDK says what is wrong with it
+        openai_api = False
+    if not openai_api:
+        headers |= _left_out(_OPENAI_ACCOUNT, prefix="")
+    return headers
 
 
 @functools.cache
@@ -129,7 +145,7 @@ async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
             timeout=openai.Timeout(key[2], connect=min(10.0, key[2])),
             max_retries=key[3],
             http_client=clients.pool,
-            default_headers=_left_out(_PLATFORM),
+            default_headers=_client_headers(key[0]),
         )
     return client
 

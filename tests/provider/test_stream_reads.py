@@ -131,6 +131,33 @@ async def test_the_provider_is_told_nothing_of_the_servers_platform(fake_provide
     assert {"authorization", "content-type", "accept", "user-agent"} <= sent
 
 
+async def test_the_openai_account_of_the_environment_goes_to_openai_alone(
+    fake_provider, monkeypatch
+):
+    """OPENAI_ORG_ID and OPENAI_PROJECT_ID, which the SDK reads from the environment, are
+    sent to OpenAI's API, not to another endpoint a rojo names."""
+    from rojos.provider.clients import rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    monkeypatch.setenv("OPENAI_ORG_ID", "org-of-the-server")
+    monkeypatch.setenv("OPENAI_PROJECT_ID", "proj-of-the-server")
+    fake_provider.add(stream(text_chunks("Hi")))
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url)
+    openai_rojo = await sync_to_async(make_rojo)(
+        "https://api.openai.com/v1", name="OpenAI", slug="openai"
+    )
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}]}
+
+    [_ async for _ in provider_chunks(await rojo_client(rojo), {**request, "stream": True})]
+
+    sent = {name.lower() for name in fake_provider.headers[0]}
+    assert not sent & {"openai-organization", "openai-project"}
+    to_openai = (await rojo_client(openai_rojo)).default_headers
+    assert to_openai["OpenAI-Organization"] == "org-of-the-server"
+    assert to_openai["OpenAI-Project"] == "proj-of-the-server"
+
+
 async def test_a_body_orjson_cannot_encode_goes_to_the_sdks_encoder_and_fails_as_before():
     """A lone surrogate: orjson refuses it, the SDK's encoder then refuses it as it always
     did (the turn's ProviderError, not an unexpected exception)."""
