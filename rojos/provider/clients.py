@@ -34,18 +34,21 @@ _MAX_CLIENTS = 64
 # chose to send them, and each goes through three header layers (the SDK's, httpx2's,
 # aiohttp's) in every request. Left out: the client's here, those the SDK adds to each
 # request by the request's options (request_options).
-_PLATFORM = ("Lang", "Package-Version", "OS", "Arch", "Runtime", "Runtime-Version", "Async")
-_PER_REQUEST = ("Retry-Count", "Read-Timeout")
+_PLATFORM = tuple(
+    f"X-Stainless-{name}"
+    for name in ("Lang", "Package-Version", "OS", "Arch", "Runtime", "Runtime-Version", "Async")
+)
+_PER_REQUEST = ("X-Stainless-Retry-Count", "X-Stainless-Read-Timeout")
 # The OpenAI account the SDK reads from the environment (OPENAI_ORG_ID, OPENAI_PROJECT_ID)
 # goes to OpenAI's own API only, not to every endpoint a rojo names.
 _OPENAI_HOST = "api.openai.com"
 _OPENAI_ACCOUNT = ("OpenAI-Organization", "OpenAI-Project")
 
 
-def _left_out(names: tuple[str, ...], prefix: str = "X-Stainless-") -> dict:
+def _left_out(names: tuple[str, ...]) -> dict:
     import openai
 
-    return {f"{prefix}{name}": openai.omit for name in names}
+    return dict.fromkeys(names, openai.omit)
 
 
 def _client_headers(base_url: str) -> dict:
@@ -55,7 +58,7 @@ def _client_headers(base_url: str) -> dict:
     except ValueError:  # the SDK says what is wrong with it
         openai_api = False
     if not openai_api:
-        headers |= _left_out(_OPENAI_ACCOUNT, prefix="")
+        headers |= _left_out(_OPENAI_ACCOUNT)
     return headers
 
 
