@@ -279,7 +279,7 @@ class Bench:
                     streams = 50 if self.quick else MANY_STREAMS
                     steady = asyncio.run(steady_per_chunk(server, opener, streams=streams))
                     app["per_chunk_us"] = steady.per_chunk_us
-                    # The floor, idle meanwhile, takes turns with the app (paced_pair).
+                    # The floor, idle meanwhile, streams beside the app (paced_pair).
                     app["paced_cpu_ms"], figures.paced_cpu_ms = asyncio.run(
                         paced_pair(server, opener, floor, floor_opener(floor))
                     )

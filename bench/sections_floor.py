@@ -103,8 +103,8 @@ def floor_section(floor, app: dict) -> Section:
         "200 paced streams once all have started (bench/steady.py: server CPU over the chunks "
         "of a 1.5 s window; `with_starts`: section 2's run, server CPU over all its chunks, "
         "the 200 turn starts included); paced: one conversation of `paced-500-20` (500 "
-        "chunks 20 ms apart) at a time, its start and end included, the median of "
-        f"{PACED_RUNS}, the app and the floor taking turns; "
+        "chunks 20 ms apart) on the app and one on the floor at the same time, each's start and "
+        f"end included: of {PACED_RUNS} such pairs, the one whose ratio is the median; "
         "memory: peak RSS above idle per stream at 200 (section 3). The burst: "
         f"{RUNNING} streams of `{RUNNING_MODEL}` run when {BURST} conversations of "
         f"`{BURST_MODEL}` ({BURST_CHUNKS} chunks) start at once; first chunk timed from the "
@@ -593,6 +593,37 @@ def floor_section(floor, app: dict) -> Section:
         "Django's message storage made lazy (roject/server/message_storage.py: the cookie's "
         "signer was built for every request): 10 µs a request before, 1 µs after (timed "
         "alone), under what a start's count can show.",
+        "Issue #38, 7 December 2026 (the twenty-fourth session): the paced figure measured "
+        "with the app and the floor streaming at the same time (bench/starts.py: "
+        "paced_pair), not taking turns. By hand, eight rounds on one pair of servers, each "
+        "round a pair taking turns then a pair together: taking turns, the floor 142 to "
+        "200 ms and the ratio 1.31, 1.35, 1.34, 1.28, 1.41, 1.24, 1.25, 1.20 (median "
+        "1.30); together, the floor 140 to 183 ms and the ratio 1.27, 1.29, 1.27, 1.26, "
+        "1.23, 1.26, 1.25, 1.26 (median 1.26). A wake-up's cost moves with the host from "
+        "one ten-second conversation to the next, and taking turns the two met different "
+        "hosts; together they meet the same one, and the ratio's spread fell from 0.21 to "
+        "0.06. It also runs lower, by about 0.04: with both streaming, the cores idle less "
+        "between chunks, and the app, which wakes more often (below), gains more from "
+        "that. Five pairs now, the one of median ratio reported: 50 s of the bench where "
+        "three turns each took 60.",
+        "Where a paced conversation's CPU goes beyond the floor's (the same day, by hand: "
+        "each thread's CPU from /proc's schedstat and its context switches, four rounds): "
+        "the event loop's thread 182 to 213 ms against the floor's one thread at 115 to "
+        "168 ms in the same rounds, 520 to 577 voluntary switches against 504 (one a "
+        "chunk); the three database threads 7 to 17 ms in all, about 10 to 20 wake-ups "
+        "each. With the heartbeat and the drafts turned off (ROJO_TURN_HEARTBEAT_SECONDS "
+        "and ROJO_DRAFT_SECONDS at an hour) the database threads took 5 to 7 ms and the "
+        "loop's thread about 15 switches fewer: the five beats and two drafts of a "
+        "ten-second reply cost some 5 to 10 ms of its 200, mostly as wake-ups (the same "
+        "UPDATE on SQLite, timed alone on this host, 100 µs right after other work, 300 to "
+        "400 µs after a sleep of 0.5 or 2 s). Both are what keeps a reply safe across a "
+        "crash (its claim, its text), and stay.",
+        "Measured and left, the same day: asgiref's crossing replaced by a bare submit to "
+        "the lane (3.6% of a start's instructions, the twenty-second session) would not "
+        "keep what asgiref 3.13 does on each call: it moves the caller's `Local` storage "
+        "(Django's active translation, URLconf and script prefix are such `Local`s) onto "
+        "the database thread, where a call that translates or reverses a URL reads it, and "
+        "back. A crossing that did the same would spend most of what it saves.",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
