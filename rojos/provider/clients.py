@@ -153,6 +153,21 @@ async def rojo_client(rojo: Rojo) -> openai.AsyncOpenAI:
     return client
 
 
+# Each client's chat completions URL, whole: given a path, the SDK parses it and merges it
+# with the base URL in every request (1.5% of a chat's start, `python -m bench.instructions
+# --starts`); a whole URL it takes as it is.
+_completions_urls: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def completions_url(client: openai.AsyncOpenAI) -> str:
+    """The client's chat completions URL, merged once per client by the SDK's own rule
+    (its `_prepare_url`), so that it is the URL the SDK would make of the path."""
+    url = _completions_urls.get(client)
+    if url is None:
+        url = _completions_urls[client] = str(client._prepare_url("/chat/completions"))
+    return url
+
+
 @functools.cache
 def request_options() -> dict:
     """The SDK's options for a request to a rojo's endpoint: its own per-request headers

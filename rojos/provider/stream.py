@@ -33,7 +33,7 @@ from rojos.provider.body_shapes import (
     one_json,
     web_page,
 )
-from rojos.provider.clients import request_options
+from rojos.provider.clients import completions_url, request_options
 from rojos.provider.failures import ANY_ROJO, Fixes, failure_message
 from rojos.provider.refusals import refusal_of
 from rojos.provider.sse_lines import parse_end, parse_lines
@@ -173,7 +173,7 @@ async def _response(client: openai.AsyncOpenAI, request: dict) -> httpx2.Respons
     try:
         async with deadline:
             return await client.post(
-                "/chat/completions",
+                completions_url(client),
                 **_body(request),
                 cast_to=httpx2.Response,
                 stream=True,

@@ -112,6 +112,27 @@ async def test_the_request_goes_as_utf8_json_with_its_content_type(fake_provider
     assert fake_provider.headers[0]["content-type"] == "application/json"
 
 
+@pytest.mark.parametrize("ending", ["", "/"])
+async def test_the_request_goes_to_the_base_urls_chat_completions_each_time(fake_provider, ending):
+    """The whole URL is merged once per client (rojos.provider.clients.completions_url), by
+    the SDK's rule: with or without a slash at the base URL's end, every request of the
+    client reaches <base>/chat/completions (the fake provider answers no other path)."""
+    from rojos.provider.clients import completions_url, rojo_client
+    from rojos.provider.stream import provider_chunks
+    from tests.support.helpers import make_rojo
+
+    rojo = await sync_to_async(make_rojo)(fake_provider.base_url + ending)
+    client = await rojo_client(rojo)
+    request = {"model": rojo.model, "messages": [{"role": "user", "content": "Hi"}]}
+    for text in ("one", "two"):
+        fake_provider.add(stream(text_chunks(text)))
+        [_ async for _ in provider_chunks(client, {**request, "stream": True})]
+
+    assert completions_url(client) == f"{fake_provider.base_url}/chat/completions"
+    assert len(fake_provider.requests) == 2
+    assert fake_provider.listing_requests == []
+
+
 async def test_the_provider_is_told_nothing_of_the_servers_platform(fake_provider):
     """The SDK's X-Stainless-* headers (OS, CPU, Python and SDK versions, retries) are left
     out: the request carries its key, its content type and the SDK's User-Agent."""
