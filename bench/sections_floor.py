@@ -624,6 +624,28 @@ def floor_section(floor, app: dict) -> Section:
         "(Django's active translation, URLconf and script prefix are such `Local`s) onto "
         "the database thread, where a call that translates or reverses a URL reads it, and "
         "back. A crossing that did the same would spend most of what it saves.",
+        "Issue #38, 7 December 2026 (the twenty-fourth session): the chat completions URL "
+        "merged with the rojo's base URL once per SDK client (rojos/provider/clients.py: "
+        "completions_url, by the SDK's own rule), where the SDK parsed the path and merged "
+        "it in every request. `python -m bench.instructions --starts`, the tree before and "
+        "after on the same host: a chat's start 13,155,849 against 12,959,586 instructions "
+        "(rounds 13.16, 13.20, 13.16 M against 12.96, 12.98, 12.94 M; 1.5% less). The burst "
+        "by hand, both trees interleaved on fresh servers (`python -m bench.starts --rounds "
+        "3 --sequential 30 --tree before=<the tree before>`, load 0.8 to 1.2): first chunk "
+        "p50 1.79, 1.63, 1.29 s before against 1.44, 1.48, 1.41 s after, server CPU a start "
+        "in the burst 19.5, 19.0, 15.2 ms against 16.3, 18.1, 17.7 ms: the burst's own "
+        "spread, larger than the change.",
+        "`make bench` on this host (the Python yardstick 69 to 72 ms, against 163 to 183 ms "
+        "on the two hosts before), the tree before completions_url, three runs within 15 "
+        "minutes: the first, begun at a load of 4.3 right after the test suite, missed 7 "
+        "targets (first chunk p50 2.18 s and p99 3.99 s, the paced ratio 1.30x: 257 against "
+        "197 ms); on the quiet machine, the second met every target of issue #38 (first "
+        "chunk p50 0.99 s, p99 1.95 s, the running streams' p99 34.3 ms, the paced ratio "
+        "1.29x, per chunk 1.15x) and the third all but the first chunk's p50 (1.06 s; p99 "
+        "1.93 s, running 30.6 ms, paced 1.27x, per chunk 1.16x). So on this host the burst's "
+        "targets are met or missed by a few percent from run to run: a start about a tenth "
+        "cheaper would hold them here, and on the slower hosts a start three times cheaper "
+        "(the notes above).",
     ]
     section.notes.append(_sequential_note(app, floor.sequential_cpu_ms))
     section.add(
