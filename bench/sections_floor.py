@@ -602,10 +602,11 @@ def floor_section(floor, app: dict) -> Section:
         "1.23, 1.26, 1.25, 1.26 (median 1.26). A wake-up's cost moves with the host from "
         "one ten-second conversation to the next, and taking turns the two met different "
         "hosts; together they meet the same one, and the ratio's spread fell from 0.21 to "
-        "0.06. It also runs lower, by about 0.04: with both streaming, the cores idle less "
-        "between chunks, and the app, which wakes more often (below), gains more from "
-        "that. Five pairs now, the one of median ratio reported: 50 s of the bench where "
-        "three turns each took 60.",
+        "0.06. It also runs lower, by about 0.04, probably because with both streaming the "
+        "cores idle less between chunks, and the app, which wakes more often (below), "
+        "gains more from that: the figure is the same work measured on a busier machine, "
+        "not a cheaper app. Five pairs now, the one of median ratio reported: 50 s of the "
+        "bench where three turns each took 60.",
         "Where a paced conversation's CPU goes beyond the floor's (the same day, by hand: "
         "each thread's CPU from /proc's schedstat and its context switches, four rounds): "
         "the event loop's thread 182 to 213 ms against the floor's one thread at 115 to "
