@@ -150,7 +150,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False  # made by their users (the tokens page) or create_api_token
 
-    @admin.action(description="Revoke the selected tokens")
+    @admin.action(description="Revoke the selected tokens", permissions=["change"])
     def revoke(self, request, queryset):
         revoked = api_tokens_revoke(tokens=queryset, actor=audit_actor(request))
         self.message_user(request, f"{revoked} {ngettext('token', 'tokens', revoked)} revoked.")

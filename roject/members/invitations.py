@@ -114,9 +114,13 @@ def invitation_open(*, token: str, user=None) -> Invitation:
 
 
 def _creator_is_owner(invitation: Invitation) -> bool:
-    """A link is an owner's word: it lapses when its maker is no longer an owner."""
+    """A link is an owner's word: it lapses when its maker is no longer an owner, or no
+    longer anyone (a deactivated account is no project's member: roject.members.access)."""
     return Membership.objects.filter(
-        project_id=invitation.project_id, user_id=invitation.created_by_id, role=Role.OWNER
+        project_id=invitation.project_id,
+        user_id=invitation.created_by_id,
+        user__is_active=True,
+        role=Role.OWNER,
     ).exists()
 
 

@@ -255,7 +255,7 @@ class McpServerAdmin(SuperusersEdit, admin.ModelAdmin):
             format_html_join("", "<li><code>{}</code> ({}): {}</li>", rows),
         )
 
-    @admin.action(description="List the servers' tools now")
+    @admin.action(description="List the servers' tools now", permissions=["change"])
     def refresh_tools(self, request, queryset):
         from rojos.mcp.listing import mcp_server_tools_refresh
 

@@ -24,6 +24,8 @@ from ..tools import registry
 
 # Fields whose values may be secrets: an audit entry names them, never gives their values.
 SECRET_FIELDS = frozenset({"api_key", "request_options"})
+# The form's fields that show or concern them, left out for staff who may only view.
+_SECRET_FORM_FIELDS = SECRET_FIELDS | {"clear_api_key", "confirm_key_env_host"}
 
 
 def _tool_label(tool) -> str:
@@ -228,6 +230,23 @@ class RojoAdmin(SelfTestAdminMixin, admin.ModelAdmin):
         "chars_per_token",
         "capability_table",
     ]
+
+    def get_fields(self, request, obj=None):
+        """Staff who may only view rojos see no secret: Django's admin shows a view-only
+        user every field as text, the stored key and the request options (which may carry
+        a provider's headers) among them. `has_key` says whether a key is set."""
+        fields = super().get_fields(request, obj)
+        if self.has_change_permission(request, obj) or (
+            obj is None and self.has_add_permission(request)
+        ):
+            return fields
+        return [name for name in fields if name not in _SECRET_FORM_FIELDS] + ["has_key"]
+
+    def get_readonly_fields(self, request, obj=None):
+        readonly = super().get_readonly_fields(request, obj)
+        if self.has_change_permission(request, obj):
+            return readonly
+        return [*readonly, "has_key"]
 
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)

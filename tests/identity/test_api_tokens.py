@@ -122,6 +122,27 @@ def test_tokens_are_revoked_only_by_their_owner(users):
     assert Client().get("/api/projects", **bearer(made.secret)).status_code == 401
 
 
+def test_staff_who_may_only_view_tokens_cannot_revoke_one(users):
+    """Django offers an action to whoever sees the list unless it names a permission."""
+    from django.contrib.auth.models import Permission
+
+    root = get_user_model().objects.create_superuser("root", password="pw-root")
+    made = api_token_create(user=root, name="automation")
+    staff = users["viewer"]
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(Permission.objects.get(codename="view_apitoken"))
+    client = Client()
+    client.force_login(staff)
+
+    page = client.get("/admin/roject/apitoken/").content.decode()
+    action = {"action": "revoke", "_selected_action": [made.token.pk]}
+    client.post("/admin/roject/apitoken/", action)
+
+    assert made.token.prefix in page and 'value="revoke"' not in page
+    assert ApiToken.objects.get().revoked is None
+
+
 def test_the_admin_lists_tokens_by_prefix_revokes_them_and_names_mcp_changes(users, project):
     """Operators see every token by its prefix (never its secret) and can revoke them; a
     change made through MCP is listed as its user's, via MCP (the token's name)."""

@@ -1,5 +1,6 @@
 """A staff member given the right to change users cannot raise their own rights through the
-admin: not to superuser, not by groups or permissions, not by taking a superuser's account."""
+admin: not to superuser, not by groups or permissions, not by taking a superuser's or
+another staff member's account."""
 
 import pytest
 from django.contrib.auth.models import Group, Permission, User
@@ -74,6 +75,34 @@ def test_staff_cannot_reach_a_superusers_account(manager):
     assert answer.status_code == 403
     root.refresh_from_db()
     assert root.check_password("pw-root-123456") and root.is_staff
+
+
+def test_staff_cannot_take_another_staff_members_account(manager):
+    """One who may change rojos (whose keys it may point anywhere) is worth becoming."""
+    keeper = User.objects.create_user("keeper", password="pw-keeper-123456", is_staff=True)
+    keeper.user_permissions.set(Permission.objects.filter(codename__in=["change_rojo"]))
+    client = signed_in(manager)
+    answer = client.post(
+        f"/admin/auth/user/{keeper.pk}/password/",
+        {"password1": "taken-over-123", "password2": "taken-over-123"},
+    )
+    changed = client.post(f"/admin/auth/user/{keeper.pk}/change/", form_of(keeper, is_active=""))
+    removed = client.post(f"/admin/auth/user/{keeper.pk}/delete/", {"post": "yes"})
+
+    assert (answer.status_code, changed.status_code, removed.status_code) == (403, 403, 403)
+    keeper.refresh_from_db()
+    assert keeper.check_password("pw-keeper-123456") and keeper.is_active
+
+
+def test_staff_still_set_the_password_of_an_account_without_admin_rights(manager):
+    member = User.objects.create_user("member", password="pw-member-123456")
+    answer = signed_in(manager).post(
+        f"/admin/auth/user/{member.pk}/password/",
+        {"password1": "Reset-by-desk-123", "password2": "Reset-by-desk-123"},
+    )
+    assert answer.status_code == 302
+    member.refresh_from_db()
+    assert member.check_password("Reset-by-desk-123")
 
 
 def test_staff_cannot_add_rights_to_a_group(manager):

@@ -143,6 +143,26 @@ def test_admin_action_lists_the_tools_a_server_offers(admin_client):
     assert "<code>get_current_time</code> (read-only)" in page.content.decode()
 
 
+def test_staff_who_may_only_view_servers_cannot_start_one_to_list_its_tools(client, users):
+    """Listing runs the server's command as the app: a change, for superusers only."""
+    from django.contrib.auth.models import Permission
+
+    server = time_server()
+    staff = users["viewer"]
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(Permission.objects.get(codename="view_mcpserver"))
+    client.force_login(staff)
+    changelist = reverse("admin:rojos_mcpserver_changelist")
+
+    page = client.get(changelist).content.decode()
+    client.post(changelist, {"action": "refresh_tools", "_selected_action": [server.pk]})
+
+    assert server.name in page and 'value="refresh_tools"' not in page
+    server.refresh_from_db()
+    assert server.listed_tools == []
+
+
 def test_admin_action_says_why_a_server_cannot_be_listed(admin_client):
     server = time_server(command="/nonexistent/server")
     response = admin_client.post(

@@ -282,6 +282,21 @@ def test_a_link_lapses_when_its_maker_is_no_longer_an_owner(made, users, project
     assert _state() == before
 
 
+def test_a_link_lapses_while_its_maker_is_deactivated(made, users, project):
+    """A deactivated account is no project's member: its links admit no one, as owner or
+    otherwise, until it is active again."""
+    users["owner"].is_active = False
+    users["owner"].save()
+    before = _state()
+    response = _client(users["outsider"]).post(_url(made.token))
+    assert response.status_code == 410 and "revoked" in response.content.decode()
+    assert _state() == before
+
+    users["owner"].is_active = True
+    users["owner"].save()
+    assert _client(users["outsider"]).post(_url(made.token)).status_code == 302
+
+
 def test_a_link_of_a_deleted_maker_is_refused(made, users):
     users["owner"].delete()
     response = _client(users["outsider"]).get(_url(made.token))

@@ -4,6 +4,7 @@ import io
 import re
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from roject.models import Membership, Project, Role
@@ -71,6 +72,27 @@ def test_rojo_change_page_never_contains_the_stored_key(admin_client):
     assert SECRET not in change.content.decode()
     assert SECRET not in changelist.content.decode()
     assert re.search(r'<input type="password" name="api_key"[^>]*>', change.content.decode())
+
+
+def test_staff_who_may_only_view_rojos_see_no_key_nor_request_options(client, users):
+    """A view-only user gets every field as text: the key and the options are left out."""
+    rojo = make_rojo(
+        "https://api.example.com/v1",
+        api_key=SECRET,
+        request_options={"extra_headers": {"X-Gateway-Token": "gw-secret-456"}},
+    )
+    staff = users["viewer"]
+    staff.is_staff = True
+    staff.save()
+    staff.user_permissions.add(Permission.objects.get(codename="view_rojo"))
+    client.force_login(staff)
+
+    page = client.get(change_url(rojo)).content.decode()
+
+    assert "<label>Model:</label>" in page  # the rest of the rojo is shown
+    assert SECRET not in page and "gw-secret-456" not in page
+    assert "<label>Request options:</label>" not in page and "<label>Api key:</label>" not in page
+    assert "Key set" in page  # whether a key is set, not what it is
 
 
 def test_rojo_saved_with_an_empty_key_field_keeps_the_stored_key(admin_client):
