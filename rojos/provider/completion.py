@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from rojos.errors import ProviderError
 from rojos.provider.streamed_calls import StreamedCalls
+from rojos.provider.wire_text import nul_free
 
 logger = logging.getLogger(__name__)
 
@@ -128,8 +129,8 @@ class ResponseParts:
             text=self.text,
             reasoning=reasoning,
             tool_calls=tool_calls,
-            extra=self.extra,
-            usage=self.usage,
+            extra=nul_free(self.extra) if self.extra else self.extra,
+            usage=nul_free(self.usage) if self.usage else self.usage,
             finish_reason=self.finish_reason,
             reasoning_shape=self.reasoning_shape if reasoning else None,
         )
@@ -142,8 +143,8 @@ class ResponseParts:
             text=self.text,
             reasoning=self.reasoning,
             tool_calls=self._calls.so_far(),
-            extra=self.extra,
-            usage=self.usage,
+            extra=nul_free(self.extra) if self.extra else self.extra,
+            usage=nul_free(self.usage) if self.usage else self.usage,
             finish_reason=self.finish_reason,
             reasoning_shape=self.reasoning_shape,
         )

@@ -13,9 +13,15 @@ import string
 from dataclasses import dataclass, field
 
 from rojos.errors import ProviderError
-from rojos.provider.wire_text import nul_replaced
+from rojos.provider.wire_text import nul_free, nul_replaced
 
 _ID_ALPHABET = string.ascii_letters + string.digits
+# The longest call id kept as it came: the columns that hold one (a tool message's, a file
+# change's, an approval's) take 200 characters. Providers see none of them (each is sent as
+# a hash of nine characters: rojos.provider.request.wire_call_id), so a longer one is
+# replaced like a missing one; kept, it failed its result's insert on PostgreSQL and left
+# the conversation locked.
+CALL_ID_MAX = 200
 _KNOWN_CALL_KEYS = frozenset({"index", "id", "type", "function"})
 
 
@@ -122,24 +128,30 @@ class StreamedCalls:
         call without a name.
 
         A call without an id, or with one of `taken` (the conversation's earlier calls) or
-        of another call here, gets a new one: some servers number calls per response
-        ("create_directory:0" from vLLM's Kimi parser), and results and undo records are
-        matched to calls by id.
+        of another call here, or one over CALL_ID_MAX, gets a new one: some servers number
+        calls per response ("create_directory:0" from vLLM's Kimi parser), and results and
+        undo records are matched to calls by id. A NUL in an id, a name or an extra key's
+        value becomes U+FFFD (rojos.provider.wire_text), as in the arguments.
         """
         tool_calls = []
         seen: set[str | None] = {None, *taken}
         for call in self.calls:
             if not call.name:
                 raise ProviderError("The provider sent a tool call without a name.")
-            if call.id in seen:
+            if call.id is not None:
+                call.id = nul_replaced(call.id)
+            if call.id in seen or len(call.id) > CALL_ID_MAX:
                 call.id = new_call_id()
             seen.add(call.id)
             tool_calls.append(
                 {
-                    **call.extra,
+                    **nul_free(call.extra),
                     "id": call.id,
                     "type": "function",
-                    "function": {"name": call.name, "arguments": call.arguments_text()},
+                    "function": {
+                        "name": nul_replaced(call.name),
+                        "arguments": call.arguments_text(),
+                    },
                 }
             )
         return tool_calls

@@ -12,8 +12,9 @@ stored in a message's usage or extra they failed the JSON column's check (SQLite
 PostgreSQL's jsonb, and the reply with them; they become null.
 
 A chunk's NULs are replaced in the strings the accumulator keeps (a one-character search
-of each, cheaper per chunk than a search of every chunk's bytes for the escape); an API
-body's in its bytes, before it is parsed.
+of each, cheaper per chunk than a search of every chunk's bytes for the escape), and in the
+rest of a response as it finishes (`nul_free`); an API body's in its bytes, before it is
+parsed.
 """
 
 import json
@@ -29,6 +30,19 @@ _NUL_ESCAPE = re.compile(rb"(?<!\\)((?:\\\\)*)\\u0000")
 def nul_replaced(text: str) -> str:
     """The text with each NUL replaced by U+FFFD."""
     return text.replace("\x00", "\ufffd")
+
+
+def nul_free(value: Any) -> Any:
+    """The JSON value with each NUL in its strings, keys included, replaced by U+FFFD: for
+    what a chunk carries besides its text (a call's id, name and extra keys, a delta's
+    unknown keys), kept in JSON columns, where PostgreSQL's jsonb refuses a NUL."""
+    if isinstance(value, str):
+        return nul_replaced(value)
+    if isinstance(value, dict):
+        return {nul_free(key): nul_free(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [nul_free(item) for item in value]
+    return value
 
 
 def nul_escapes_replaced(payload: bytes) -> bytes:

@@ -1,7 +1,7 @@
 """Text no store keeps, from outside: a NUL character (PostgreSQL refuses it in a text column,
 SQLite's substr() ends a string at it) and half of a UTF-16 surrogate pair (orjson refuses
-it). Each becomes U+FFFD and the rest goes on as sent (rojos.provider.wire_text); run on
-both databases (tests/conftest.py)."""
+it). Each becomes U+FFFD and the rest goes on as sent (rojos.provider.wire_text). And a
+tool call's id longer than its column. Run on both databases (tests/conftest.py)."""
 
 import json
 
@@ -155,3 +155,71 @@ def test_a_chat_message_with_a_nul_is_answered_not_refused_with_a_500(
     user_message = Message.objects.get(role=Message.Role.USER)
     assert user_message.content == "a\ufffdb"
     assert fake_provider.requests[0]["messages"][-1]["content"] == "a\ufffdb"
+
+
+def _call(index: int, call_id: str, name: str, **extra) -> dict:
+    function = {"name": name, "arguments": '{"path": ""}'}
+    return {"index": index, "id": call_id, "type": "function", "function": function, **extra}
+
+
+async def test_nuls_in_a_calls_id_name_and_extra_fields_end_no_turn(fake_provider, project, users):
+    """A NUL outside the text and the arguments: a call's id, its name, its extra keys (Gemini's
+    thought signature) and a delta's unknown keys, all kept in JSON columns. Before, on
+    PostgreSQL, the reply's save failed and the turn with it."""
+    signature = {"google": {"thought_signature": "sig\u0000nature"}}
+    calls = [
+        _call(0, "call_\u0000a", "list_files", extra_content=signature),
+        _call(1, "call_b", "list\u0000files"),  # no such tool: its result says so
+    ]
+    fake_provider.add(
+        stream(
+            chunk({"role": "assistant", "content": None, "vendor_note": "a\u0000b"}),
+            chunk({"tool_calls": calls}),
+            chunk({}, "tool_calls"),
+        ),
+        stream(*text_chunks("Listed.")),
+    )
+    rojo = await rojo_for(fake_provider)
+
+    run = await run_turn(project=project, rojo=rojo, user=users["editor"])
+
+    assert run.error is None and run.text == "Listed."
+    history = await valid_history(run.conversation)
+    stored = [m for m in history if m.tool_calls][0]
+    first, second = stored.tool_calls
+    assert first["id"] == "call_\ufffda" and second["function"]["name"] == "list\ufffdfiles"
+    assert first["extra_content"] == {"google": {"thought_signature": "sig\ufffdnature"}}
+    assert stored.extra["vendor_note"] == "a\ufffdb"
+    results = [m.tool_call_id for m in history if m.role == Message.Role.TOOL]
+    assert results == ["call_\ufffda", "call_b"]
+
+
+def test_a_call_id_longer_than_its_column_gets_a_new_one(client_for, users, project, fake_provider):
+    """Ids are never sent back as they came (rojos.provider.request.wire_call_id), so one
+    longer than the columns that keep it is replaced like a missing one. Before, on
+    PostgreSQL, its result's insert failed, and every later message of the conversation was
+    refused: a reply still running, then a 500."""
+    rojo = make_rojo(fake_provider.base_url)
+    long_id = "call_" + "x" * 250
+    fake_provider.add(
+        stream(chunk({"tool_calls": [_call(0, long_id, "list_files")]}), chunk({}, "tool_calls")),
+        stream(*text_chunks("Listed.")),
+        stream(*text_chunks("Again.")),
+    )
+    client = client_for(users["editor"])
+
+    first = client.chat(project.pk, rojo=rojo.slug, message="List.")
+    conversation = first[0].data["conversation"]
+    second = client.chat(project.pk, rojo=rojo.slug, message="Again?", conversation=conversation)
+
+    assert [e.type for e in first][-2:] == ["CHAT", "DONE"] and "ERROR" not in {
+        e.type for e in first + second
+    }
+    assert "".join(e.data.get("text", "") for e in second) == "Again."
+    call_message = Message.objects.get(role=Message.Role.ASSISTANT, tool_calls__isnull=False)
+    (call,) = call_message.tool_calls
+    assert call["id"] != long_id and len(call["id"]) <= 200
+    assert Message.objects.get(role=Message.Role.TOOL).tool_call_id == call["id"]
+    sent = fake_provider.requests[-1]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "tool", "assistant", "user"]
+    assert sent[1]["tool_calls"][0]["id"] == sent[2]["tool_call_id"]
