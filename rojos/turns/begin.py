@@ -97,7 +97,7 @@ def turn_begin_blocking(
             )
             history, free = History(conversation, []), True
         else:
-            free = _claim(conversation, turn_id)
+            free = _claim(conversation, turn_id, fork=replace is not None)
             if free is None:
                 return None
             history = History.load_blocking(conversation)
@@ -144,14 +144,21 @@ def _attachments_extra(attachments: list[dict]) -> dict:
     return {key: found for key, found in kinds.items() if found}
 
 
-def _claim(conversation: Conversation, turn_id: uuid.UUID) -> bool | None:
+def _claim(conversation: Conversation, turn_id: uuid.UUID, *, fork: bool) -> bool | None:
     """(Blocking) Claim the conversation on the branch it was read with; if another request
     forked or switched it since, read its branches again and claim that one. A path depends
-    only on its branch's ancestors, which never change: the same branch, the same path."""
+    only on its branch's ancestors, which never change: the same branch, the same path.
+
+    A `fork` (an edit or a regenerate) reads the branches again once it holds the claim:
+    another request may have forked and switched back to the same branch since they were
+    read, and a new branch takes the number after all of them (rojos.agent.branches); with
+    the list read before, it took that other fork's number and overwrote its entry."""
     free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
     if free is None:
         conversation.refresh_from_db(fields=["branch", "branches"])
         free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
+    elif fork:
+        conversation.refresh_from_db(fields=["branches"])
     return free
 
 

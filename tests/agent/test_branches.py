@@ -1,6 +1,7 @@
 """Edit, regenerate and retry fork a conversation; the model only ever sees the active branch."""
 
 import threading
+import uuid
 
 import pytest
 
@@ -137,6 +138,43 @@ def test_regenerating_a_regenerated_reply_makes_a_third_choice(
 
     client.post(f"/api/conversations/{conversation}/branch", json={"message": first.pk})
     assert detail(client, conversation)["messages"][1]["content"] == "One."
+
+
+def test_a_fork_read_before_another_fork_and_a_switch_back_takes_the_next_number(
+    client_for, users, project, rojo, fake_provider
+):
+    """Tab A regenerates the first answer with the conversation as it read it; meanwhile
+    tab B edited the second question (branch 1) and switched back. A's start (the blocking
+    service the chat calls) makes branch 2, and B's branch keeps its entry and its path."""
+    from roject.members.access import project_access
+    from rojos.turns.begin import turn_begin_blocking
+
+    client = client_for(users["editor"])
+    fake_provider.add(reply("A1"), reply("A2"), reply("A2 edited"))
+    conversation = chat(client, project, rojo, "Q1")
+    chat(client, project, rojo, "Q2", conversation=conversation)
+    first, second = user_message(conversation, "Q1"), user_message(conversation, "Q2")
+    read_by_a = Conversation.objects.get(pk=conversation)
+    chat(client, project, rojo, "Q2 edited", conversation=conversation, replace=second.pk)
+    back = client.post(f"/api/conversations/{conversation}/branch", json={"message": second.pk})
+    assert back.status_code == 200
+
+    begun = turn_begin_blocking(
+        access=project_access(user=users["editor"], project_id=project.pk),
+        conversation=read_by_a,
+        rojo=rojo,
+        user=users["editor"],
+        message="Q1 again",
+        turn_id=uuid.uuid4(),
+        limits=False,
+        replace=first.pk,
+    )
+
+    stored = Conversation.objects.get(pk=conversation)
+    assert stored.branch == 2
+    forks = [(b["id"], b["replaced"]) for b in stored.branches]
+    assert forks == [(1, second.pk), (2, first.pk)]
+    assert [m.content for m in begun.history.messages] == ["Q1 again"]
 
 
 def test_switching_branches_is_refused_while_a_reply_runs(

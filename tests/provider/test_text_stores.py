@@ -185,7 +185,7 @@ async def test_nuls_in_a_calls_id_name_and_extra_fields_end_no_turn(fake_provide
 
     assert run.error is None and run.text == "Listed."
     history = await valid_history(run.conversation)
-    stored = [m for m in history if m.tool_calls][0]
+    stored = next(m for m in history if m.tool_calls)
     first, second = stored.tool_calls
     assert first["id"] == "call_\ufffda" and second["function"]["name"] == "list\ufffdfiles"
     assert first["extra_content"] == {"google": {"thought_signature": "sig\ufffdnature"}}
