@@ -219,7 +219,7 @@ class Root:
                     target = self._inside(target)
                 except _Outside:
                     raise PathError(f"path {relative!r} is outside the project root") from None
-                path = target
+                path = target.lstrip("/")  # from the root: "" names the root itself
             else:
                 path = f"{pure.parent}/{target}"
         raise PathError(f"path {relative!r} runs into a symlink loop")

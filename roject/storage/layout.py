@@ -16,7 +16,7 @@ from django.conf import settings
 
 from .beneath import DIRECTORY_MODE
 from .entries import temp_name
-from .paths import PathError
+from .paths import PathError, disk_full, no_room
 
 UNDO_MODE = 0o700
 _DIRECTORY = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -57,7 +57,9 @@ def change_lock_path(project_id: int) -> Path:
 
 
 def directory_make(path: Path, mode: int = DIRECTORY_MODE) -> None:
-    """Make a directory and its missing parents with `mode`, whatever the umask (idempotent)."""
+    """Make a directory and its missing parents with `mode`, whatever the umask (idempotent).
+    DiskFull, naming no server path, when the storage has no room for one (a project's first
+    use: its root, its incoming/, its lock's directory)."""
     missing = []
     while not path.is_dir():
         missing.append(path)
@@ -67,6 +69,10 @@ def directory_make(path: Path, mode: int = DIRECTORY_MODE) -> None:
             os.mkdir(directory, mode)
         except FileExistsError:
             continue  # made meanwhile, by another process
+        except OSError as exc:
+            if no_room(exc):
+                raise disk_full("the project's storage") from exc
+            raise
         os.chmod(directory, mode)
 
 

@@ -12,6 +12,7 @@ from typing import TypeVar
 from asgiref.sync import sync_to_async
 
 from .layout import change_lock_path, directory_make
+from .paths import disk_full, no_room
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -25,7 +26,12 @@ def change_lock_open(project_id: int) -> int:
     path = change_lock_path(project_id)
     directory_make(path.parent)
     # 0600 whatever the umask (which only takes bits away).
-    return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        if no_room(exc):  # made on a project's first change: no room for its inode
+            raise disk_full("the project's change lock") from exc
+        raise
 
 
 def _lock_then(project_id: int, then: Callable[[], T] | None) -> tuple[int, bool, T | None]:

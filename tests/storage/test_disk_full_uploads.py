@@ -1,8 +1,9 @@
 """What people upload on a full disk: an image or a PDF for the message box, a file, a .zip
 to unpack. Each is refused with the disk-full sentence (400), nothing of it left on the disk
 and no change recorded; before, each was a 500, and a .zip's entries that did not fit were
-skipped as "damaged". On a real 2 MiB tmpfs (tests/support/small_disk.py): the kernel's own
-ENOSPC, part-way through a write."""
+skipped as "damaged". And a project's first use on a disk with no room for a directory or
+a file: its storage, its change lock. On a real 2 MiB tmpfs (tests/support/small_disk.py):
+the kernel's own ENOSPC, part-way through a write."""
 
 import io
 import os
@@ -92,3 +93,35 @@ def test_a_zip_whose_entries_do_not_fit_once_unpacked_is_refused_not_called_dama
     assert left_behind(nearly_full) == ["root/filler.bin"]
     assert not (nearly_full / "root" / "unpacked").exists()
     assert not FileChange.objects.exists()
+
+
+def test_a_projects_first_use_with_no_room_for_its_storage_is_refused_not_a_500(
+    tmp_path, settings, client_for, users, project
+):
+    """No inode left: the project's first file needs its change lock, its first upload its
+    incoming/, and a project whose storage is not there yet its directories. Before, each
+    was a 500 whose error named the server's path."""
+    other = project.__class__.objects.create(name="Fresh")
+    other.memberships.create(user=users["editor"], role="editor")
+    with small_disk_mounted(tmp_path, inodes=64) as mount:
+        settings.ROJO_STORAGE_DIR = mount / "storage"
+        project_root_create(project.pk)
+        filled = mount / "filled"
+        filled.mkdir()
+        with pytest.raises(OSError):  # until no inode is left
+            for number in range(64):
+                (filled / str(number)).touch()
+        client = client_for(users["editor"])
+
+        new_file = client.post(
+            f"/api/projects/{project.pk}/files/new", json={"path": "a.md", "text": "A"}
+        )
+        upload = client.post(
+            f"/api/projects/{project.pk}/files/upload?path=b.bin", content=b"B", headers=RAW
+        )
+        listing = client.get(f"/api/projects/{other.pk}/files")
+
+    for response in (new_file, upload, listing):
+        assert response.status_code == 400, response.text
+        assert "the server's storage is full" in response.json()["detail"]
+        assert str(mount) not in response.text

@@ -95,6 +95,21 @@ def test_write_through_inside_symlink_updates_its_target(root):
     assert (root / "alias.md").is_symlink()
 
 
+def test_write_through_an_absolute_symlink_inside_updates_its_target(root):
+    """Its target named from /: followed as the read follows it (before, the write was
+    refused as an absolute path the caller never gave)."""
+    (root / "docs").mkdir()
+    (root / "docs" / "real.md").write_text("old")
+    (root / "alias.md").symlink_to(root.resolve() / "docs" / "real.md")
+    (root / "top").symlink_to(root.resolve())
+    write_project_file(root, "alias.md", "new")
+    assert read_project_file(root, "alias.md") == "new"
+    assert (root / "docs" / "real.md").read_text() == "new" and (root / "alias.md").is_symlink()
+    with pytest.raises(StorageError):
+        write_project_file(root, "top", "not a file")  # the root itself: a directory
+    assert (root / "top").is_symlink()
+
+
 @pytest.mark.parametrize("failing", ["fsync", "replace"])
 def test_failed_write_keeps_old_content_and_removes_temp(root, monkeypatch, failing):
     """A failure after the temp file exists leaves the old file intact and no temp file."""

@@ -16,14 +16,16 @@ import pytest
 
 
 @contextmanager
-def small_disk_mounted(tmp_path: Path) -> Iterator[Path]:
-    """A 2 MiB tmpfs at a directory of `tmp_path`, unmounted after the block."""
+def small_disk_mounted(tmp_path: Path, *, inodes: int | None = None) -> Iterator[Path]:
+    """A 2 MiB tmpfs at a directory of `tmp_path`, unmounted after the block; with `inodes`,
+    room for that many files and directories only."""
     mount = tmp_path / "small-disk"
     mount.mkdir()
     if os.geteuid() != 0 or not shutil.which("mount"):
         pytest.skip("mounting a 2 MiB tmpfs needs root and mount(8); the disk-full tests need it")
+    limit = f",nr_inodes={inodes}" if inodes else ""
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=2m,mode=0755", "tmpfs", str(mount)],
+        ["mount", "-t", "tmpfs", "-o", f"size=2m,mode=0755{limit}", "tmpfs", str(mount)],
         capture_output=True,
         text=True,
     )
