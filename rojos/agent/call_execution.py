@@ -14,7 +14,7 @@ from roject.storage import DiskFull
 from rojos import metrics
 from rojos.agent.access_ended import REVOKED_OUTCOME
 from rojos.agent.caps import TurnCaps
-from rojos.agent.changing_calls import ChangeRevoked, ChangeStale, change_start
+from rojos.agent.changing_calls import ChangeRevoked, ChangeStale, ChangeUncopied, change_start
 from rojos.agent.history import History
 from rojos.agent.kept_results import outcome_paged
 from rojos.agent.read_versions import ReadVersions, read_paths
@@ -111,8 +111,9 @@ class CallExecutor:
         except ChangeRevoked:  # raised by start, before the call ran
             await self._store(call, REVOKED_OUTCOME)
             return REVOKED_OUTCOME, None
-        # Likewise: the file changed since the turn read it, or the snapshot would not fit.
-        except (ChangeStale, DiskFull) as refusal:
+        # Likewise: the file changed since the turn read it, or the snapshot would not fit
+        # or could not be taken.
+        except (ChangeStale, ChangeUncopied, DiskFull) as refusal:
             refused = ToolOutcome.failure(str(refusal))
             await self._store(call, refused)
             return refused, None

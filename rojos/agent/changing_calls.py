@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 from roject import storage
 from roject.members.access import project_role
-from roject.storage import DiskFull, StorageError
+from roject.storage import DiskFull, PathError, StorageError
 from rojos.agent.history import History
 from rojos.agent.read_versions import ReadVersions
 from rojos.changes.undo import cut_off_changes_finish
@@ -24,6 +24,12 @@ class ChangeRevoked(Exception):
 
 class ChangeStale(Exception):
     """A file the turn read changed since; the message says so to the model."""
+
+
+class ChangeUncopied(Exception):
+    """What the call would change could not be copied for its undo (a FIFO or a socket in a
+    folder to delete, a file the server may not read): the call is refused, not run with
+    nothing to undo it by. The message says why to the model."""
 
 
 def changing_call(tools: RojoToolRegistry, call: ToolCall) -> tuple[RojoTool, dict] | None:
@@ -85,8 +91,9 @@ def change_start(
     When the call may replace or remove something, the record is stored now, so that a
     crash during the call cannot lose the copy of what was there. A call that only
     creates paths is recorded with its result: cut off, it leaves a new path and nothing
-    lost. None when a path cannot be read: the call then fails on it, so there is
-    nothing to undo. DiskFull when the copy would not fit: the call is refused.
+    lost. None when a path is not one a tool takes (PathError): the call then fails on
+    it, so there is nothing to undo. DiskFull when the copy would not fit, ChangeUncopied
+    when what is there cannot be copied: the call is refused.
     """
     user = ctx.user
     if user is not None:
@@ -101,8 +108,13 @@ def change_start(
         snapshot = _snapshot_take(ctx, tool, args)
     except DiskFull:
         raise  # a change that could not be undone is not made
-    except (StorageError, OSError):
+    except PathError:
         return None
+    except (StorageError, OSError) as exc:
+        reason = str(exc) if isinstance(exc, StorageError) else exc.strerror or repr(exc)
+        raise ChangeUncopied(
+            f"{reason} (no copy of it could be kept for undo, so nothing was changed)"
+        ) from exc
     conversation = history.conversation
     change = FileChange(
         project_id=ctx.project_id,

@@ -202,6 +202,23 @@ def test_a_call_that_changed_nothing_records_no_change(run_turn, root, project, 
     assert undo_records(storage_dir, project) == []
 
 
+def test_a_folder_whose_contents_cannot_be_copied_for_undo_is_not_deleted(
+    run_turn, root, project, storage_dir
+):
+    """A FIFO in it: the snapshot cannot copy it, so the deletion is refused, not made
+    with no record and nothing to undo it by (before, the whole folder went)."""
+    build(root, {"work/notes.txt": "notes\n", "work/src/main.py": "print()\n"})
+    os.mkfifo(root / "work" / "build.fifo")
+
+    events = run_turn(("delete_path", {"path": "work", "recursive": True}))
+
+    (result,) = results(events)
+    assert result["ok"] is False and "build.fifo" in str(result["result"])
+    assert "nothing was changed" in str(result["result"])
+    assert (root / "work" / "src" / "main.py").read_text() == "print()\n"
+    assert FileChange.objects.count() == 0 and undo_records(storage_dir, project) == []
+
+
 # where undo records live
 
 
