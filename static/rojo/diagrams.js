@@ -13,8 +13,11 @@ let mermaid = null;
 let queue = Promise.resolve();
 let drawn = 0;
 
+// No links: a node's `click A "https://…"` would be a link the reply's own links are not
+// (its host shown, a new tab: markdown.js), opening in the app's tab; its label is kept.
 const SVG_ONLY = {
   USE_PROFILES: { svg: true, svgFilters: true },
+  FORBID_TAGS: ["a"],
   RETURN_DOM_FRAGMENT: true,
 };
 

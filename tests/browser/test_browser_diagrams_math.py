@@ -1,7 +1,8 @@
 """Diagrams and math in replies, in a real Chromium under the app's CSP: a Mermaid flowchart
 is drawn as SVG once its block is complete, with its source one click away; a diagram that
 does not parse keeps its source and shows the error; `$…$` and `$$…$$` are typeset by KaTeX,
-while dollars of prices stay text; a diagram or formula carrying markup runs nothing. No CSP
+while dollars of prices stay text; a diagram or formula carrying markup runs nothing, and
+a diagram's node is no link. No CSP
 violation, no console error, and the libraries come from the app itself."""
 
 import pytest
@@ -49,6 +50,9 @@ HOSTILE = r"""```mermaid
 flowchart LR
   A["<img src=x onerror=window.ranInjected=true>"] --> B["<script>window.ranInjected=true</script>"]
   click A call alert("x")
+  C["Your session expired: sign in again"] --> D["Settings"]
+  click C "https://evil.example/login"
+  click D "/projects/1/settings/"
 ```
 
 And $\href{javascript:window.ranInjected=true}{x}$ with $\htmlId{evil}{y}$.
@@ -127,6 +131,9 @@ def test_markup_in_a_diagram_or_formula_runs_nothing(page_for, users, project, f
     expect(reply.locator("span.math .katex")).to_have_count(2)
     expect(reply.locator("img, script, foreignObject, [onerror], [onclick]")).to_have_count(0)
     expect(reply.locator("a[href^='javascript']")).to_have_count(0)
+    # A node's link is no link (a same-tab address of the model's choosing); its label stays.
+    expect(block.locator(".diagram svg a")).to_have_count(0)
+    expect(block.locator(".diagram svg")).to_contain_text("Settings")
     expect(reply.locator("#evil")).to_have_count(0)
     block.locator(".diagram svg").click()
     assert page.evaluate("window.ranInjected") is False
