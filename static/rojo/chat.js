@@ -224,7 +224,14 @@ export class ChatPanel extends EventTarget {
       usage,
     };
     try {
-      for (const event of events) this.handle(event);
+      for (const event of events) {
+        try {
+          this.handle(event);
+        } catch (error) {
+          // One event the page cannot show (a foreign server's odd question) hides none after it.
+          console.error("an event of this conversation could not be shown", event, error);
+        }
+      }
     } finally {
       this.history = null;
       this.log.closeBubble();

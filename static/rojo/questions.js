@@ -61,7 +61,10 @@ function fieldNode(name, field, required) {
     }
     if (field.default !== undefined && field.type !== "boolean") control.value = String(field.default);
   }
-  control.name = name;
+  // The server's name for the field, kept as data, not as the control's name: a form's
+  // named controls shadow its own properties (a field called `querySelectorAll` or
+  // `reportValidity` broke the box, and the replay of the conversation after it).
+  control.dataset.field = name;
   control.dataset.type = field.type ?? "string";
   if (required && field.type !== "boolean") control.required = true;
   row.append(title, control);
@@ -79,14 +82,14 @@ function fieldNode(name, field, required) {
  * (rojos/mcp/questions.py), the one the person had just removed. */
 function formValues(form) {
   const values = {};
-  for (const control of form.querySelectorAll("[name]")) {
-    const type = control.dataset.type;
-    if (type === "boolean") values[control.name] = control.checked;
-    else if (type === "array") values[control.name] = [...control.selectedOptions].map((option) => option.value);
-    else if (control.value === "") values[control.name] = null;
-    else if (type === "integer") values[control.name] = Number.parseInt(control.value, 10);
-    else if (type === "number") values[control.name] = Number(control.value);
-    else values[control.name] = control.value;
+  for (const control of form.querySelectorAll("[data-field]")) {
+    const { field, type } = control.dataset;
+    if (type === "boolean") values[field] = control.checked;
+    else if (type === "array") values[field] = [...control.selectedOptions].map((option) => option.value);
+    else if (control.value === "") values[field] = null;
+    else if (type === "integer") values[field] = Number.parseInt(control.value, 10);
+    else if (type === "number") values[field] = Number(control.value);
+    else values[field] = control.value;
   }
   return values;
 }
@@ -212,8 +215,9 @@ export function questionAnswered(box, data) {
   box.querySelector(".question-wait")?.remove();
   for (const control of box.querySelectorAll("input, select")) control.disabled = true;
   if (data.content) {
+    const controls = new Map([...box.querySelectorAll("[data-field]")].map((c) => [c.dataset.field, c]));
     for (const [name, value] of Object.entries(data.content)) {
-      const control = box.querySelector(`[name="${CSS.escape(name)}"]`);
+      const control = controls.get(name);
       if (!control) continue;
       if (control.type === "checkbox") control.checked = Boolean(value);
       else if (control.multiple) {

@@ -44,7 +44,12 @@ def _asked(page_for, users, project, fake_provider, settings, tool="greet", era=
     page.keyboard.press("Enter")
     question = page.locator("form.question")
     # The first use starts the server: a Python process, slow on a busy machine.
-    asks = {"greet": "What is your name?", "order": "Which toppings?", "visit": "Sign up"}
+    asks = {
+        "greet": "What is your name?",
+        "order": "Which toppings?",
+        "visit": "Sign up",
+        "confirm": "Fields named as a form's own?",
+    }
     expect(question).to_contain_text(asks[tool], timeout=30_000)
     return page, question
 
@@ -56,9 +61,9 @@ def test_the_servers_form_is_answered_on_the_page_and_kept(
     expect(question).to_contain_text("The MCP server Asking asks:")
     expect(question).to_contain_text("What is your name?")
     expect(question.locator(".question-time")).to_contain_text("left")
-    expect(question.locator('[name="times"]')).to_have_value("1")  # the schema's default
-    question.locator('[name="name"]').fill("Ada")
-    question.locator('[name="times"]').fill("2")
+    expect(question.locator('[data-field="times"]')).to_have_value("1")  # the schema's default
+    question.locator('[data-field="name"]').fill("Ada")
+    question.locator('[data-field="times"]').fill("2")
     screenshot(page, "mcp-question")
     assert form_violations(page) == [], "the question's form passes WCAG 2.2 AA"
     question.get_by_role("button", name="Accept").click()
@@ -72,8 +77,8 @@ def test_the_servers_form_is_answered_on_the_page_and_kept(
     kept = page.locator("form.question")
     expect(kept).to_contain_text("What is your name?")
     expect(kept.locator(".question-answer")).to_have_text("Accepted")
-    expect(kept.locator('[name="name"]')).to_have_value("Ada")
-    expect(kept.locator('[name="name"]')).to_be_disabled()
+    expect(kept.locator('[data-field="name"]')).to_have_value("Ada")
+    expect(kept.locator('[data-field="name"]')).to_be_disabled()
 
 
 def test_only_the_person_whose_turn_it_is_may_answer_and_a_decline_says_so(
@@ -85,7 +90,7 @@ def test_only_the_person_whose_turn_it_is_may_answer_and_a_decline_says_so(
     waiting = owner.locator("form.question")
     expect(waiting.locator(".question-wait")).to_have_text("Waiting for editor to answer.")
     expect(waiting.get_by_role("button")).to_have_count(0)
-    expect(waiting.locator('[name="name"]')).to_be_disabled()
+    expect(waiting.locator('[data-field="name"]')).to_be_disabled()
     question.get_by_role("button", name="Decline").click()
     expect(waiting.locator(".question-answer")).to_have_text("Declined")
     expect(question.locator(".question-answer")).to_have_text("Declined")
@@ -111,7 +116,7 @@ def test_an_optional_field_of_several_choices_left_empty_sends_an_empty_list(
     left the field out, the schema's defaults filled it, and the server got the toppings
     the person had just taken off."""
     page, question = _asked(page_for, users, project, fake_provider, settings, "order")
-    toppings = question.locator('select[name="toppings"]')
+    toppings = question.locator('select[data-field="toppings"]')
     expect(toppings).to_have_values(["cheese", "olives"])  # the schema's default
     toppings.select_option([])
     question.get_by_role("button", name="Accept").click()
@@ -129,7 +134,8 @@ def test_an_optional_choice_and_text_emptied_reach_the_server_left_out(
     person empties both, and the server gets them left out, not the defaults they removed.
     Reopened, the answered form shows them empty."""
     page, question = _asked(page_for, users, project, fake_provider, settings, "order")
-    crust, note = question.locator('select[name="crust"]'), question.locator('[name="note"]')
+    crust = question.locator('select[data-field="crust"]')
+    note = question.locator('[data-field="note"]')
     expect(crust).to_have_value("thin")  # the schema's defaults
     expect(note).to_have_value("Ring twice")
     crust.select_option("")
@@ -143,8 +149,8 @@ def test_an_optional_choice_and_text_emptied_reach_the_server_left_out(
     page.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
     kept = page.locator("form.question")
     expect(kept.locator(".question-answer")).to_have_text("Accepted")
-    expect(kept.locator('select[name="crust"]')).to_have_value("")
-    expect(kept.locator('[name="note"]')).to_have_value("")
+    expect(kept.locator('select[data-field="crust"]')).to_have_value("")
+    expect(kept.locator('[data-field="note"]')).to_have_value("")
 
 
 def test_a_field_of_several_choices_sends_a_list(
@@ -172,12 +178,12 @@ def test_a_field_of_several_choices_sends_a_list(
         page.keyboard.press("Enter")
         question = page.locator("form.question")
         expect(question).to_contain_text("Please provide inputs", timeout=30_000)
-        instruments = question.locator('select[name="untitledMultipleSelectEnum"]')
+        instruments = question.locator('select[data-field="untitledMultipleSelectEnum"]')
         expect(instruments).to_have_attribute("multiple", "")
         expect(instruments).to_have_values(["Guitar"])
-        fish = question.locator('select[name="titledMultipleSelectEnum"]')
+        fish = question.locator('select[data-field="titledMultipleSelectEnum"]')
         expect(fish.locator("option")).to_have_text(["Tuna", "Salmon", "Trout"])
-        question.locator('[name="name"]').fill("Ada")
+        question.locator('[data-field="name"]').fill("Ada")
         instruments.select_option(["Piano", "Bass"])
         question.get_by_role("button", name="Accept").click()
         expect(question.locator(".question-answer")).to_have_text("Accepted")
@@ -189,3 +195,25 @@ def test_a_field_of_several_choices_sends_a_list(
     assert content["untitledMultipleSelectEnum"] == ["Piano", "Bass"]
     assert content["titledMultipleSelectEnum"] == ["fish-1"]
     assert content["name"] == "Ada"
+
+
+def test_fields_named_as_a_forms_own_properties_break_neither_the_form_nor_its_replay(
+    page_for, users, project, fake_provider, settings
+):
+    """A server's field called `querySelectorAll` (or `reportValidity`) took that name from
+    the form: Accept threw with every button disabled, and the reopened conversation stopped
+    showing at the question, the call's result and the reply after it gone."""
+    page, question = _asked(page_for, users, project, fake_provider, settings, tool="confirm")
+    question.locator('[data-field="querySelectorAll"]').fill("yes please")
+    question.get_by_role("button", name="Accept").click()
+
+    expect(question.locator(".question-answer")).to_have_text("Accepted")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")
+    result = Message.objects.get(role=Message.Role.TOOL).content
+    assert "got yes please (True)" in result
+
+    page.goto(f"/projects/{project.pk}/c/{Conversation.objects.get().pk}/")
+    kept = page.locator("form.question")
+    expect(kept.locator(".question-answer")).to_have_text("Accepted")
+    expect(kept.locator('[data-field="querySelectorAll"]')).to_have_value("yes please")
+    expect(page.locator(".bubble.assistant")).to_have_text("Done.")

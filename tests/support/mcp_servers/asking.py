@@ -4,7 +4,8 @@
 came back: the greeting, or how the question was answered (declined, cancelled). `order`
 asks which toppings (an optional field of several choices, two chosen unless told), crust
 and a note for the driver (optional, their form starting at a default) and answers with
-what it got, or that a field was left out. `visit`
+what it got, or that a field was left out. `confirm` asks for two fields named as an HTML
+form's own properties (`querySelectorAll`, `reportValidity`). `visit`
 asks the user to open a URL (only on a 2025 connection: the SDK's 2026 flow has no URL
 question). Run as `python asking.py [legacy]`: with `legacy` it serves only the 2025
 handshake, so the question comes as a request of its own mid-call; else in the call's
@@ -72,6 +73,24 @@ async def order(answer: Annotated[ElicitationResult[Toppings], Resolve(ask_toppi
         crust, note = _given(answer.data, "crust"), _given(answer.data, "note")
         return f"toppings: {toppings}; crust: {crust}; note: {note}"
     return f"no order: the user answered {answer.action}"
+
+
+class Shadowing(BaseModel):
+    # Names an HTML form's own properties have: a form whose controls took them lost those.
+    querySelectorAll: str = Field(description="Anything")
+    reportValidity: bool = Field(default=True, description="Sure?")
+
+
+def ask_shadowing() -> Elicit[Shadowing]:
+    return Elicit("Fields named as a form's own?", Shadowing)
+
+
+@server.tool(annotations=READ_ONLY)
+async def confirm(answer: Annotated[ElicitationResult[Shadowing], Resolve(ask_shadowing)]) -> str:
+    """Ask for two fields named as an HTML form's own properties are."""
+    if answer.action == "accept":
+        return f"got {answer.data.querySelectorAll} ({answer.data.reportValidity})"
+    return f"the user answered {answer.action}"
 
 
 @server.tool(annotations=READ_ONLY)
