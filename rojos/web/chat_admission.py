@@ -11,7 +11,8 @@ client sending it slowly holds none; it is handed to the view in the ASGI scope,
 back here when the request ends without a turn having taken it.
 
 Only a request signed in with what a member has chatted with on this process (its session
-cookie or its bearer token, `chat_signed_in`) takes its place here. Any other, a stranger's
+cookie or its bearer token, `chat_signed_in`, until a chat with it is refused as signed in by
+no one or no member) takes its place here. Any other, a stranger's
 first of all, goes through Django's checks first and takes its place in the view: a flood
 sent by no one who may chat never queues ahead of members' starts, nor holds the starts
 unsettled for the replies' writes (rojos.turns.admission.starts_settled).
@@ -63,6 +64,15 @@ def chat_signed_in(scope: dict) -> None:
         _signed_in.popitem(last=False)
 
 
+def _forgotten(scope: dict) -> None:
+    """Forget the request's credential: its chat was refused as signed in by no one or no
+    member (logged out, its token revoked, its user removed), so its next chats go through
+    Django's checks before they take a place, as a stranger's do."""
+    credential = _credential(scope)
+    if credential is not None:
+        _signed_in.pop(credential, None)
+
+
 def _known(scope: dict) -> bool:
     credential = _credential(scope)
     if credential is None or credential not in _signed_in:
@@ -108,6 +118,8 @@ class ChatAdmission:
             # each streamed chunk, roject/server/write_timeout.py.)
             if message["type"] == "http.response.start":
                 slot.release_unless_handed()
+                if message["status"] in (401, 403):
+                    _forgotten(scope)
             return send(message)
 
         try:

@@ -172,6 +172,36 @@ def test_a_chat_by_no_one_who_may_chat_is_refused_without_waiting_for_a_place(
     assert happened[:3] == ["answered 401", "answered 401", "answered 401"], happened
 
 
+def test_a_logged_out_members_cookie_is_refused_without_waiting_for_a_place_once_refused(
+    settings, client_for, users, project, fake_provider, monkeypatch
+):
+    """A member's cookie is remembered once it passed a chat's checks; after its logout the
+    first chat with it is refused (401) and it is forgotten: a flood sent with it no longer
+    queues ahead of members' starts."""
+    stuck, plain = _one_place_held_by_a_stuck_start(settings, fake_provider)
+    fake_provider.add(stream(*text_chunks("Quick.")))
+    editor = client_for(users["editor"])
+    payload = {"rojo": plain.slug, "message": "Hi"}
+    editor.chat(project.pk, rojo=plain.slug, message="Hi")  # remembered from now on
+    cookie = editor.http.cookies[settings.SESSION_COOKIE_NAME]
+    assert editor.post("/logout/", follow_redirects=False).status_code == 302
+    stolen = client_for()
+    stolen.http.cookies.set(settings.SESSION_COOKIE_NAME, cookie)
+    assert stolen.post(f"/api/projects/{project.pk}/chat", json=payload).status_code == 401
+    happened: list[str] = []
+    _places_given_back(monkeypatch, lambda _: happened.append("place given back"))
+
+    with client_for(users["owner"]).chat_stream(
+        project.pk, rojo=stuck.slug, message="Use the tools"
+    ) as first:
+        read_until(parse_sse(first.iter_lines()), "START")  # it holds the only place
+        for _ in range(3):
+            answer = stolen.post(f"/api/projects/{project.pk}/chat", json=payload)
+            happened.append(f"answered {answer.status_code}")
+
+    assert happened[:3] == ["answered 401", "answered 401", "answered 401"], happened
+
+
 def test_a_chat_sent_while_the_process_drains_is_refused_without_waiting_for_a_place(
     settings, client_for, users, project, fake_provider, monkeypatch
 ):
