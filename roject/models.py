@@ -207,6 +207,7 @@ class AuditAction(models.TextChoices):
     MEMBER_REMOVAL_FORGOTTEN = "member_removal_forgotten", "Group mapping may add a member again"
     MCP_ACCOUNT_CONNECTED = "mcp_account_connected", "MCP account connected"
     MCP_ACCOUNT_DISCONNECTED = "mcp_account_disconnected", "MCP account disconnected"
+    BACKUP_RESTORED = "backup_restored", "Backup restored"
 
 
 class AuditEntryQuerySet(models.QuerySet):

@@ -329,7 +329,7 @@ ROJO_RESTORE_CHECKS = ["rojos.turns.owner.running_turns_refusal"]
 # Called once when the ASGI app loads (roject/asgi.py), by dotted path.
 ROJO_STARTUP_HOOKS = [
     "rojos.turns.owner.turns_of_past_lives_end_soon",
-    "roject.storage.leftovers.storage_sweep_soon",  # what crashes left on the storage
+    "roject.backup.interrupted.storage_sweep_soon",  # what crashes left on the storage
     "rojos.models.key_checks.rojo_key_check_soon",  # rojos whose key variable the rule refuses
 ]
 

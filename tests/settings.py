@@ -35,7 +35,7 @@ ROJO_TOOL_DELTA_SECONDS = float(os.environ.get("ROJO_TOOL_DELTA_SECONDS") or 30)
 # The in-process test server does not sweep the storage at start-up: each test sets a storage
 # dir of its own, which a sweep on a thread might read half-way. Server processes do (their
 # settings are the app's), and a test of theirs checks it.
-_SWEEP = "roject.storage.leftovers.storage_sweep_soon"
+_SWEEP = "roject.backup.interrupted.storage_sweep_soon"
 # Nor does it check the rojos' key variables on a thread of its own (outside the test's
 # database access); the system check is tested as `manage.py check` runs it.
 _KEY_CHECK = "rojos.models.key_checks.rojo_key_check_soon"

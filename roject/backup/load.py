@@ -20,6 +20,7 @@ secrets sealed with a key this installation lacks).
 
 import functools
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -33,10 +34,12 @@ from django.db import DEFAULT_DB_ALIAS, connections, transaction
 from django.utils.module_loading import import_string
 
 from roject.identity.sessions import SessionNotEnded, sessions_cached_end
+from roject.models import AuditAction, AuditEntry
 from roject.storage import StorageError
 from roject.storage.staging import StorageStaging, storage_holds_projects
 
 from .errors import BackupError
+from .interrupted import RESTORE_OBJECT, restores_settled
 from .manifest import Manifest, newer_refusal, schema_refusal
 from .nuls import holds_nul, nuls_line, nuls_refused
 from .reading import archive_read
@@ -153,32 +156,40 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
         sessions_cached_end(using=using)
     except SessionNotEnded as exc:
         raise BackupError(f"{exc}: the sessions there would outlive the restore") from exc
+    restores_settled()  # a restore killed during its swap, finished or undone first
     staging = StorageStaging()
+    token = uuid.uuid4().hex
     try:
-        with transaction.atomic(using=using):
-            _tables_clear(ordered, connection)
-            nuls: Counter[str] = Counter()
-            insert = functools.partial(_rows_insert, models, connection, nuls)
-            with Path(path).open("rb") as source:
-                # Checked again as it is read: the archive may have changed since.
-                try:
-                    manifest = archive_read(source, on_entry=staging.entry_place, on_rows=insert)
-                except StorageError as exc:  # an entry the staging refused to write
-                    raise BackupError(str(exc)) from exc
-            for label, model in models.items():  # every table's, whatever the manifest names
-                if has_sequence(model):
-                    sequence_set(model, connection, manifest.sequences.get(label, 0))
-            ContentType.objects.clear_cache()  # its ids are the archive's now
-            emit_post_migrate_signal(verbosity=0, interactive=False, db=using)
-            kept = staging.swap_in(
-                replace_all=replace, keep=_projects_restored(using) - manifest.project_ids()
-            )
-    except BaseException:
-        staging.swap_back()  # what swap_in moved, if anything, back as it was
-        raise
+        try:
+            with transaction.atomic(using=using):
+                _tables_clear(ordered, connection)
+                nuls: Counter[str] = Counter()
+                insert = functools.partial(_rows_insert, models, connection, nuls)
+                with Path(path).open("rb") as source:
+                    # Checked again as it is read: the archive may have changed since.
+                    try:
+                        manifest = archive_read(
+                            source, on_entry=staging.entry_place, on_rows=insert
+                        )
+                    except StorageError as exc:  # an entry the staging refused to write
+                        raise BackupError(str(exc)) from exc
+                for label, model in models.items():  # every table's, whatever the manifest names
+                    if has_sequence(model):
+                        sequence_set(model, connection, manifest.sequences.get(label, 0))
+                ContentType.objects.clear_cache()  # its ids are the archive's now
+                emit_post_migrate_signal(verbosity=0, interactive=False, db=using)
+                _restore_recorded(token=token, path=path, replace=replace, using=using)
+                kept = staging.swap_in(
+                    replace_all=replace,
+                    keep=_projects_restored(using) - manifest.project_ids(),
+                    token=token,
+                )
+        except BaseException:
+            staging.swap_back()  # what swap_in moved, if anything, back as it was
+            raise
+        staging.finish()  # before the journal goes: one killed meanwhile is finished later
     finally:
         staging.discard()
-    staging.finish()
     ContentType.objects.clear_cache()
     failed, notes = [], []
     for hook in getattr(settings, "ROJO_RESTORE_HOOKS", ()):
@@ -192,6 +203,19 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
             notes.append(str(note))
     return Restored(
         manifest=manifest, nuls=nuls, storage_kept=kept, hooks_failed=failed, notes=notes
+    )
+
+
+def _restore_recorded(*, token: str, path: Path, replace: bool, using: str) -> None:
+    """The audit entry of the restore, among its rows: it commits with them, and tells a
+    restore killed during its swap that the commit happened (roject.backup.interrupted)."""
+    AuditEntry.objects.using(using).create(
+        action=AuditAction.BACKUP_RESTORED,
+        actor_kind=AuditEntry.ActorKind.SYSTEM,
+        object_type=RESTORE_OBJECT,
+        object_id=token,
+        object_repr=Path(path).name[:200],
+        details={"replace": replace, "command": "restore"},
     )
 
 

@@ -12,10 +12,11 @@ writes take no lock, so age tells). Tool results kept
 for read_result older than ROJO_KEPT_RESULT_DAYS go as well (roject.storage.results).
 
 A server process, as it starts, sweeps every project on a thread of its own (undo/,
-incoming/ and the temporary files anywhere in the root; `storage_sweep_soon`, a start-up
-hook); a project busy then is cleaned the first time the process uses it (a listing of
-undo/; the root is not walked then). `manage.py storage_cleanup` does what the sweep does,
-and also removes the complete snapshots no change record names and the scratch copies.
+incoming/ and the temporary files anywhere in the root; roject.backup.interrupted's
+`storage_sweep_soon`, a start-up hook); a project busy then is cleaned the first time the
+process uses it (a listing of undo/; the root is not walked then). `manage.py
+storage_cleanup` does what the sweep does, and also removes the complete snapshots no change
+record names and the scratch copies.
 All run under the project's change lock, taken without waiting: every snapshot and write
 runs under it, so nothing removed can be in use, and a project busy now is cleaned
 another time. A rojo can make a file of a temporary name, and directories and links, in the
@@ -33,8 +34,8 @@ import os
 import shutil
 import stat
 import tempfile
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from django.conf import settings
@@ -59,20 +60,15 @@ _cleaned: set[int] = set()  # projects this process has cleaned since it started
 logger = logging.getLogger(__name__)
 
 
-def storage_sweep_soon() -> None:
-    """Sweep every project's storage of what crashes left, on a thread of its own (the
-    server starts meanwhile): a start-up hook (ROJO_STARTUP_HOOKS)."""
-    threading.Thread(target=storage_sweep, name="storage-sweep", daemon=True).start()
-
-
-def storage_sweep() -> int:
-    """(Blocking) Remove the staging directories of killed restores and every project's
-    partial snapshots, old incoming/ leftovers and temporary files, each project under its
-    change lock; a project changing files now is left to its first use. Returns how many
-    entries were removed."""
+def storage_sweep(*, committed: Callable[[str], bool] | None = None) -> int:
+    """(Blocking) Remove the staging directories of killed restores (settling the swap of
+    one killed during it, with `committed`: staging_leftovers) and every project's partial
+    snapshots, old incoming/ leftovers and temporary files, each project under its change
+    lock; a project changing files now is left to its first use. Returns how many entries
+    were removed."""
     removed = 0
     try:
-        removed += len(staging_leftovers_remove())
+        removed += len(staging_leftovers_remove(committed=committed))
     except OSError:  # best effort: the command says what is in the way
         logger.warning("could not remove what killed restores left", exc_info=True)
     try:

@@ -3,16 +3,21 @@
 A restore writes into a staging directory beside the projects (a temporary name, which no
 listing of projects takes for one), each entry created anew (O_EXCL, O_NOFOLLOW) inside a
 directory the same restore made, so an archive cannot reach outside it whatever its names
-or links say, and with no mode the gate would not give (KEPT_MODE). Only once the
-database's restore is committed are the projects renamed into place (a rename each: no
-project is ever seen half restored). The restore holds an flock on
-the staging directory's STAGING_LOCK from the start to the end: a restore killed meanwhile
-(SIGKILL, a lost machine) leaves the directory, and the sweep of what crashes leave removes
-it once it can take that lock (leftovers.staging_leftovers_remove), never while its restore
-runs, in whatever process.
+or links say, and with no mode the gate would not give (KEPT_MODE). Once every row is in,
+just before the database's commit, the projects are renamed into place (a rename each: no
+project is ever seen half restored), and renamed back if the commit fails.
+
+The restore holds an flock on the staging directory's STAGING_LOCK from the start to the
+end: a restore killed meanwhile (SIGKILL, a lost machine) leaves the directory, and the
+sweep of what crashes leave removes it once it can take that lock
+(staging_leftovers.staging_leftovers_remove), never while its restore runs, in whatever
+process. One killed between the renames and the end of the commit also leaves the journal
+of its renames (SWAP_JOURNAL), by which the swap is finished or undone, as the commit did or
+did not happen.
 """
 
 import fcntl
+import json
 import os
 import shutil
 from collections.abc import Set as AbstractSet
@@ -36,6 +41,9 @@ _BLOCK = 1 << 20
 KEPT_MODE = 0o755
 # The file in a staging directory that says it is one, locked while its restore runs.
 STAGING_LOCK = "restore.lock"
+# The renames of a restore's swap, written before the first: {"token": …, "moves": [[project,
+# its aside's name or null (nothing there), whether the archive's copy goes there], …]}.
+SWAP_JOURNAL = "swap.json"
 
 
 class StorageStaging:
@@ -119,13 +127,20 @@ class StorageStaging:
         """The projects this restore has storage for."""
         return sorted(int(name) for name in os.listdir(self.directory) if name.isdigit())
 
-    def swap_in(self, *, replace_all: bool, keep: AbstractSet[int] = frozenset()) -> list[int]:
+    def swap_in(
+        self, *, replace_all: bool, keep: AbstractSet[int] = frozenset(), token: str
+    ) -> list[int]:
         """(Blocking) Give the staged directories their modes and rename each project into
         place; what was there is moved aside (kept until `finish`, put back by `swap_back`).
         `replace_all`: every other project's storage is moved aside too (a restore that
         replaces the installation), but that of the projects in `keep` (the restored
         database has them, the archive carries no storage for them), which stays as it is.
-        Returns the projects whose storage stayed so."""
+        Returns the projects whose storage stayed so.
+
+        The renames are written down first (SWAP_JOURNAL, with `token`, which the database's
+        restore records as it commits): a restore killed between the renames and the end of
+        its commit leaves the journal, and `staging_leftovers_remove` finishes the swap or
+        puts every project back, by whether that commit happened."""
         self._folder_close()
         for made, mode in reversed(self._modes):  # the deepest first: their parents open
             fd = _descend(self._top, made)
@@ -136,14 +151,19 @@ class StorageStaging:
         staged = {str(pid) for pid in self.staged_projects()}
         present = {p.name for p in self.base.iterdir() if p.name.isdigit()}
         kept = (present & {str(int(pid)) for pid in keep}) - staged if replace_all else set()
-        for name in sorted(staged | (present - kept if replace_all else set())):
+        moves = [
+            (name, temp_name() if name in present else None, name in staged)
+            for name in sorted(staged | (present - kept if replace_all else set()))
+        ]
+        _journal_write(self._top, {"token": token, "moves": moves})
+        for name, aside_name, is_staged in moves:
             place = self.base / name
             aside = None
-            if place.exists() or place.is_symlink():
-                aside = self.base / temp_name()
+            if aside_name is not None and (place.exists() or place.is_symlink()):
+                aside = self.base / aside_name
                 os.rename(place, aside)
             self._placed.append((place, aside))
-            if name in staged:
+            if is_staged:
                 os.rename(self.directory / name, place)
         base = os.open(self.base, _DIRECTORY)
         try:
@@ -205,6 +225,20 @@ def _lock_hold(directory: Path) -> int:
         os.close(fd)
         raise
     return fd
+
+
+def _journal_write(directory: int, journal: dict) -> None:
+    """Write SWAP_JOURNAL into the open directory durably: whole (a rename of a written
+    and synced file) before any rename it lists."""
+    temporary = temp_name()
+    fd = os.open(temporary, _CREATE, 0o600, dir_fd=directory)
+    try:
+        _write_all(fd, json.dumps(journal).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.rename(temporary, SWAP_JOURNAL, src_dir_fd=directory, dst_dir_fd=directory)
+    fsync_dir(directory)
 
 
 def _write_all(fd: int, block: bytes) -> None:

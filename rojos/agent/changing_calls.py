@@ -113,7 +113,7 @@ def change_start(
     except (StorageError, OSError) as exc:
         reason = str(exc) if isinstance(exc, StorageError) else exc.strerror or repr(exc)
         raise ChangeUncopied(
-            f"{reason} (no copy of it could be kept for undo, so nothing was changed)"
+            f"{reason}; nothing was changed: no copy of it could be kept for undo"
         ) from exc
     conversation = history.conversation
     change = FileChange(

@@ -5,16 +5,22 @@ from pathlib import Path
 
 from roject.backup.reading import archive_read
 
+RESTORED = "backup_restored"
+
 
 def archive_contents(path: Path) -> tuple[dict, dict]:
     """({model: [row as {column: value}, ...]}, {(project, path): (kind, mode, size,
     link target, sha256 of the bytes)}). Times of entries are left out: a directory's
-    changes as a restore fills it."""
+    changes as a restore fills it; and the audit entries of restores, which each restore
+    adds (roject.backup.interrupted)."""
     tables: dict[str, list[dict]] = {}
     files: dict[tuple[int, str], tuple] = {}
 
     def on_rows(label, columns, rows):
-        tables.setdefault(label, []).extend(dict(zip(columns, row, strict=True)) for row in rows)
+        found = (dict(zip(columns, row, strict=True)) for row in rows)
+        tables.setdefault(label, []).extend(
+            row for row in found if row.get("action") != RESTORED or label != "roject.auditentry"
+        )
 
     def on_entry(project, entry, content):
         data = hashlib.sha256(content.read()).hexdigest() if content is not None else None

@@ -71,6 +71,10 @@ def test_an_installation_moves_to_the_other_backend_and_back_with_nothing_lost(
     assert "3 projects" in out.getvalue()
 
     other_installation.manage("restore", str(first))
+    recorded = other_installation.query(
+        "SELECT object_repr FROM roject_auditentry WHERE action = %s", ("backup_restored",)
+    )
+    assert recorded == [("first.tar.gz",)]  # the restore's own entry, with the archive's name
     created = other_installation.query(
         "SELECT created FROM rojos_message WHERE content = %s", ("Where is the wombat plan?",)
     )

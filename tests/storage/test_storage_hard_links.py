@@ -146,7 +146,8 @@ def test_a_turn_that_deletes_a_hard_linked_file_changes_nothing_and_records_noth
 
     [result] = [e.data for e in events if e.type == "TOOL_RESULT"]
     assert result["ok"] is False
-    assert result["result"] == {"error": refusal("docs/b.txt")}
+    undo_note = "; nothing was changed: no copy of it could be kept for undo"
+    assert result["result"] == {"error": refusal("docs/b.txt") + undo_note}
     assert FileChange.objects.count() == 0
     assert untouched(secret, before)
     assert (root / "docs" / "b.txt").read_text() == SECRET

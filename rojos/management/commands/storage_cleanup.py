@@ -7,6 +7,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from roject import storage
+from roject.backup.interrupted import restores_settled
 
 from ...conversations.services import kept_referenced
 from ...models import FileChange, Message
@@ -33,7 +34,7 @@ class Command(BaseCommand):
     def handle(self, *args, dry_run: bool, **options):
         verb = "would remove" if dry_run else "removed"
         count, busy = 0, []
-        for path in storage.staging_leftovers_remove(dry_run=dry_run):
+        for path in restores_settled(dry_run=dry_run):
             self.stdout.write(f"{verb} {path}")
             count += 1
         for project_id in storage.storage_project_ids():
