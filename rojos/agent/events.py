@@ -153,13 +153,14 @@ class SummaryEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NoticeEvent:
-    """What the user should know of a turn that goes on: `code` says what. `late_error`:
-    the provider's stream failed after the response's finish reason (an error object, a
-    reset, a silence); the reply is whole and kept, its calls run (stored with the reply,
-    so a reopened conversation shows it too)."""
+    """What the user should know of a reply, stored with it (so a reopened conversation
+    shows it too): `code` says what. `late_error`: the provider's stream failed after the
+    response's finish reason (an error object, a reset, a silence); the reply is whole and
+    kept, its calls run. `empty_reply`: the response finished with no text, thinking or
+    call."""
 
     message: str
-    code: Literal["late_error"]
+    code: Literal["late_error", "empty_reply"]
     type: Literal["NOTICE"] = "NOTICE"
 
 

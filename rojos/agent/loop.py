@@ -53,6 +53,23 @@ def _late_notice(error: ProviderError | None) -> NoticeEvent | None:
     )
 
 
+def _empty_notice(completion: Completion) -> NoticeEvent | None:
+    """What the user is told of a finished reply with nothing in it (no text, no thinking,
+    no call): without it the turn ended showing nothing at all. One cut off by its length
+    has an error of its own (_cut_off)."""
+    if completion.text.strip() or completion.tool_calls or completion.reasoning:
+        return None
+    if completion.finish_reason == "length":
+        return None
+    why = completion.finish_reason
+    told = f" (the provider's finish reason: {why})" if why not in (None, "stop") else ""
+    return NoticeEvent(
+        message=f"The model's reply was empty{told}: no text and no tool call. Send the "
+        "message again, or try another model.",
+        code="empty_reply",
+    )
+
+
 async def _store_completion(
     draft: Draft,
     completion: Completion,
@@ -66,7 +83,7 @@ async def _store_completion(
     message."""
     extra = sent_back_extra(completion.extra, completion.tool_calls, model)
     reasoning = reasoning_extra(rojo, completion, model=model)
-    late = {"late_error": notice.message} if notice is not None else {}
+    late = {notice.code: notice.message} if notice is not None else {}
     message = await draft.save(
         completion.text,
         tool_calls=completion.tool_calls or None,
@@ -218,7 +235,7 @@ async def agent_loop(
             await whole(_unfinished_kept(draft, accumulator, requests, model.name, stopped))
             raise
         # A Stop as it is stored: kept and counted, then the turn ends.
-        notice = _late_notice(accumulator.late_error)
+        notice = _late_notice(accumulator.late_error) or _empty_notice(completion)
         completion, message = await whole(
             _stored_counted(draft, completion, rojo, thinking, requests, model.name, notice)
         )

@@ -68,13 +68,17 @@ def questions_events(message: Message) -> Iterator[QuestionEvent | AnsweredEvent
         )
 
 
+# The notices the loop stores with a reply, by the extra key that holds its words.
+NOTICES = ("late_error", "empty_reply")
+
+
 def message_events(
     messages: Iterable[Message], *, changes: dict[str, int] | None = None
 ) -> Iterator[tuple[Message, TurnEvent]]:
     """The events of the replies among `messages`, each with the message it comes from.
 
     An assistant message gives its reasoning (whole, with its seconds), its text and the
-    notice of a failure after it finished (`extra["late_error"]`, the loop's); each
+    notice stored with it (`extra["late_error"]`, `extra["empty_reply"]`, the loop's); each
     tool message gives its call and its result (with the id of its change record, from
     `changes` by call id); a summary its SUMMARY.
     User messages give nothing: they frame turns, which `conversation_turns` does.
@@ -88,8 +92,9 @@ def message_events(
                 yield message, ReasoningEvent(text=message.reasoning, whole=True, seconds=seconds)
             if message.content:
                 yield message, ChatEvent(text=message.content)
-            if late := (message.extra or {}).get("late_error"):
-                yield message, NoticeEvent(message=late, code="late_error")
+            for code in NOTICES:
+                if told := (message.extra or {}).get(code):
+                    yield message, NoticeEvent(message=told, code=code)
             made = message.tool_calls or ()
             calls.update({call["id"]: call for call in made})
             places.update({call["id"]: (n, len(made)) for n, call in enumerate(made)})

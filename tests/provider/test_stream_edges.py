@@ -253,6 +253,37 @@ def test_an_error_after_the_finish_reason_leaves_the_finished_response_whole(
     assert f"> **Note:** {notices[0]['message']}" in markdown
 
 
+@pytest.mark.parametrize(
+    ("finish", "told"),
+    [("stop", ""), ("content_filter", " (the provider's finish reason: content_filter)")],
+)
+def test_an_empty_reply_is_said_to_be_one(
+    client_for, users, project, rojo, fake_provider, finish, told
+):
+    """A response that finishes with no text, thinking or call: before, the turn ended with
+    nothing shown at all. A NOTICE says so, stored with the reply as a late error's is."""
+    fake_provider.add(
+        stream(
+            data(delta(MODEL, {"role": "assistant", "content": ""})),
+            data(delta(MODEL, {}, finish)),
+        )
+    )
+    client = client_for(users["editor"])
+
+    events = client.chat(project.pk, rojo=rojo.slug, message="Hello?")
+
+    assert kinds(events) == ["START", "NOTICE", "DONE"]
+    (notice,) = [event.data for event in events if event.type == "NOTICE"]
+    assert notice == {
+        "message": f"The model's reply was empty{told}: no text and no tool call. Send the "
+        "message again, or try another model.",
+        "code": "empty_reply",
+    }
+    conversation = events[0].data["conversation"]
+    reopened = client.get(f"/api/conversations/{conversation}").json()
+    assert [e["data"] for e in reopened["events"] if e["type"] == "NOTICE"] == [notice]
+
+
 def kinds(events) -> list[str]:
     """The events' types as the page shows them: a reply's text once, forming calls left out
     (live events or a reopened conversation's, as dicts)."""
