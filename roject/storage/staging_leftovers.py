@@ -74,7 +74,11 @@ def _staging_left(
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # its restore is running
             return False
-        journal = _journal_read(directory)
+        try:
+            journal = _journal_read(directory)
+        except ValueError:  # written whole by a rename: not ours to guess at; left as it is
+            logger.warning("the journal of the restore left in %s cannot be read", name)
+            return False
         if journal is not None and committed is None:
             return False  # a swap to settle: only by one who knows whether it committed
         if journal is not None and remove:
