@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from ..tools import RojoTool, RojoToolContext, RojoToolRegistry, ToolError
 from .accounts import account_connected
-from .connection import McpUnavailable, secrets_scrubbed
+from .connection import McpUnavailable
 from .names import model_tool_name
 from .pool import mcp_pool
 from .progress import CallProgress, Progress, progress_reporter
@@ -49,17 +49,16 @@ class McpTool(RojoTool):
         self.needs_approval = link.ask_before and not self.read_only
         self.mcp_server = link.spec.name
 
-    def _progress(self) -> CallProgress | None:
+    def _progress(self, connection) -> CallProgress | None:
         """Where the server's progress reports of this call go (the turn's stream), if anywhere."""
         reporter = progress_reporter()
         call_id = call_id_current()
         if reporter is None or call_id is None:
             return None
-        spec = self.link.spec
 
         def scrubbed(progress: Progress) -> None:
             if progress.message is not None:  # the server's words, as its errors are
-                progress = replace(progress, message=secrets_scrubbed(spec, progress.message))
+                progress = replace(progress, message=connection.scrubbed(progress.message))
             reporter(progress)
 
         return CallProgress(call_id, scrubbed)
@@ -77,7 +76,7 @@ class McpTool(RojoTool):
             raise ToolError(refusal)
         timeout = settings.ROJO_MCP_CALL_TIMEOUT
         server = self.link.spec.name
-        progress = self._progress()
+        progress = self._progress(connection)
         try:
             result = await connection.call(
                 self.tool_name, args, on_progress=progress.report if progress else None
@@ -103,7 +102,7 @@ class McpTool(RojoTool):
                     f"the MCP server {server!r} stopped during the call (it is started "
                     "again on the next use)"
                 ) from None
-            answered = secrets_scrubbed(self.link.spec, exc.error.message)
+            answered = connection.scrubbed(exc.error.message)
             raise ToolError(f"the MCP server {server!r} answered: {answered}") from None
         except (httpx2.TransportError, OSError) as exc:
             logger.warning("MCP server %s cannot be reached", server, exc_info=exc)
@@ -120,7 +119,7 @@ class McpTool(RojoTool):
                 progress.close()  # its last report before its result
         outcome = outcome_from_result(result)
         if not outcome.ok:
-            raise ToolError(secrets_scrubbed(self.link.spec, outcome.error))
+            raise ToolError(connection.scrubbed(outcome.error))
         if (unanswered := answer_outcome(call_asked())) is not None:
             return {"result": outcome.value, "question": unanswered}
         return outcome.value

@@ -61,16 +61,20 @@ def connect(client: Client, server, *, account: str):
     return provider_round_trip(client, start["Location"], username=account)
 
 
-def whoami(server, user, root) -> dict:
-    """A turn of `user` calls the server's `whoami`: the outcome, as the model reads it."""
+def whoami(server, user, root, tool: str = "whoami") -> dict:
+    """A turn of `user` calls the server's `whoami` (or `tool`): the outcome, as the model
+    reads it."""
 
     async def run():
-        link = McpLink(ServerSpec.of(server), None, False, tuple(server.listed_tools), True)
+        listed = tuple(server.listed_tools)
+        if tool not in {offered["name"] for offered in listed}:
+            listed += ({"name": tool, "inputSchema": {"type": "object"}},)
+        link = McpLink(ServerSpec.of(server), None, False, listed, True)
         tools = TurnTools(registry, (link,))
         ctx = RojoToolContext(project_id=1, project_root=root, role=Role.EDITOR, user=user)
         try:
             await tools.prepare(ctx)
-            outcome = await tools.run(ToolCall.parse("call_1", "tracker__whoami", {}), ctx)
+            outcome = await tools.run(ToolCall.parse("call_1", f"tracker__{tool}", {}), ctx)
         finally:
             await mcp_pool_close()
         return outcome.result
@@ -330,6 +334,26 @@ def test_a_shared_connection_signed_in_by_an_admin_acts_for_every_member(
     assert whoami(shared, users["viewer"], root) == "account:bob"
     assert member.post("/connections/tracker/disconnect/", {"shared": "1"}).status_code == 403
     assert McpAccount.objects.filter(user=None).exists()
+
+
+def test_a_token_a_server_quotes_in_its_error_reaches_no_member_nor_model(
+    oauth_mcp, project, users, root
+):
+    """The shared account's access token stands in for a fixed header, and is scrubbed as
+    one's value is: quoted back, it would reach every member, the history and the model."""
+    shared = protected_server_row(oauth_mcp, sign_in="shared")
+    users["owner"].is_superuser = users["owner"].is_staff = True
+    users["owner"].save()
+    admin = signed_in(users["owner"])
+    start = admin.post("/connections/tracker/connect/", {"shared": "1"})
+    assert provider_round_trip(admin, start["Location"], username="bob").status_code == 302
+    tokens = asyncio.run(AccountTokenStorage(server_id=shared.pk, user_id=None).get_tokens())
+
+    result = whoami(shared, users["editor"], root, tool="quote_token")
+
+    assert "may not do that" in result["error"] and "***" in result["error"]
+    assert tokens.access_token not in result["error"]
+    assert tokens.access_token[4:-4] not in result["error"]
 
 
 def test_a_shared_sign_in_finished_by_someone_no_longer_a_superuser_connects_nothing(

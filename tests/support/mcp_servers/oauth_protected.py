@@ -6,7 +6,8 @@ request without a good bearer token, and acts as the person the token stands for
 http://127.0.0.1:8123/o; OAUTH_MCP_INTROSPECTION="client_id:secret", a client allowed to
 introspect). A token is checked by asking the authorization server about it (RFC 7662
 introspection), so only a live token that server issued for this server gets through. The
-tool `whoami` answers the provider's username: a test sees whose account a call reached.
+tool `whoami` answers the provider's username: a test sees whose account a call reached;
+`quote_token` fails, quoting the access token in its error.
 """
 
 import os
@@ -17,6 +18,7 @@ from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 
 class IntrospectionVerifier:
@@ -64,6 +66,13 @@ def main() -> None:
     def whoami() -> str:
         token = get_access_token()
         return f"account:{token.subject if token else 'nobody'}"
+
+    @server.tool(
+        description="Fails, quoting the token it was called with, as a careless server may."
+    )
+    def quote_token() -> str:
+        token = get_access_token()
+        raise ToolError(f"the token {token.token if token else None} may not do that")
 
     server.run("streamable-http", host="127.0.0.1", port=port)
 
