@@ -62,6 +62,22 @@ class DestinationRefused(Exception):
     the message names the host, for the log (the person is told without it)."""
 
 
+# The special-purpose networks that are not globally reachable (IANA's IPv4 and IPv6
+# special-purpose address registries, RFC 6890), named here rather than left to the
+# interpreter's tables: Python before 3.11.10 called 192.0.0.0/24 and 192.88.99.0/24 global
+# (CVE-2024-4032), so 192.0.0.192, a cloud's metadata address, passed as an outside host.
+_SPECIAL = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+        "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
+        "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+        "::/128", "::1/128", "64:ff9b:1::/48", "100::/64", "2001::/23", "2001:db8::/32",
+        "3fff::/20", "fc00::/7", "fe80::/10", "fec0::/10", "ff00::/8",
+    )
+)  # fmt: skip
+
+
 def address_internal(address: IPAddress) -> bool:
     """Whether `address` is one a request from outside should not make Rojo reach: loopback,
     private, link-local, unique-local, site-local, shared (100.64/10), unspecified, multicast
@@ -76,7 +92,8 @@ def address_internal(address: IPAddress) -> bool:
         if address.is_site_local:
             return True
     return (
-        not address.is_global
+        any(address in network for network in _SPECIAL if network.version == address.version)
+        or not address.is_global
         or address.is_private
         or address.is_loopback
         or address.is_link_local

@@ -282,6 +282,13 @@ def test_the_connection_goes_to_the_address_that_was_checked(
         ("::ffff:127.0.0.1", True),
         ("2002:a00:1::", True),  # 6to4 of 10.0.0.1
         ("64:ff9b::a9fe:a9fe", True),  # NAT64 of 169.254.169.254
+        # Called global by Python before 3.11.10 (CVE-2024-4032): a cloud's metadata address,
+        # and the 6to4 relays' anycast.
+        ("192.0.0.192", True),
+        ("192.88.99.1", True),
+        ("198.18.0.1", True),  # benchmarking
+        ("2001:db8::1", True),  # documentation
+        ("64:ff9b:1::a9fe:a9fe", True),  # local-use NAT64
         ("8.8.8.8", False),
         ("203.0.114.1", False),
         ("2606:4700:4700::1111", False),
