@@ -171,6 +171,36 @@ PING = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
 MCP_ACCEPT = {"Accept": "application/json, text/event-stream"}
 
 
+def test_two_sessions_of_one_account_refresh_in_turn_and_both_go_on(tracker, project, users):
+    """The member's sessions in two projects (or two server processes) hold the same tokens;
+    once one refreshed (the refresh token rotated), the other's refresh is refused, and it
+    goes on with the tokens the first stored, not told to connect again."""
+    editor = users["editor"]
+    connect(signed_in(editor), tracker, account="alice")
+    spec = ServerSpec.of(tracker)
+    storage = AccountTokenStorage(server_id=tracker.pk, user_id=editor.pk)
+    before = asyncio.run(storage.get_tokens())
+
+    async def run() -> list[int]:
+        sessions = [account_provider(spec=spec, user_id=editor.pk) for _ in range(2)]
+        for session in sessions:
+            await session._initialize()
+        answers = []
+        for session in sessions:
+            session.context.token_expiry_time = 1  # ran out for both
+            async with httpx2.AsyncClient(auth=session) as http:
+                answer = await http.post(spec.url, json=PING, headers=MCP_ACCEPT)
+                answers.append(answer.status_code)
+        return answers
+
+    answers = asyncio.run(run())
+
+    after = asyncio.run(storage.get_tokens())
+    assert after.refresh_token != before.refresh_token  # refreshed once, rotated
+    assert 401 not in answers  # both reached the server signed in
+    assert account_connected(server_id=tracker.pk, user_id=editor.pk)
+
+
 def test_a_disconnect_is_not_undone_by_a_session_refreshing_its_tokens(
     tracker, project, users, root
 ):

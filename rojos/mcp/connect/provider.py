@@ -32,6 +32,7 @@ from mcp.shared.auth import (
     AuthorizationCodeResult,
     OAuthClientInformationFull,
     OAuthMetadata,
+    OAuthToken,
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import check_resource_allowed, resource_url_from_server_url
@@ -145,8 +146,10 @@ class AccountProvider(OAuthClientProvider):
         self.context.token_expiry_time = await self.storage.get_tokens_expire()
 
     async def _handle_refresh_response(self, response: httpx2.Response) -> bool:
+        used = self.context.current_tokens
         try:
-            return await super()._handle_refresh_response(response)
+            if await super()._handle_refresh_response(response):
+                return True
         except AccountGone:
             logger.info(
                 "MCP server %s: a refresh for an account deleted since was dropped",
@@ -154,6 +157,23 @@ class AccountProvider(OAuthClientProvider):
             )
             self.context.clear_tokens()  # the SDK goes on as signed out
             return False
+        return await self._refreshed_elsewhere(used)
+
+    async def _refreshed_elsewhere(self, used: OAuthToken | None) -> bool:
+        """After a refused refresh: whether another session of the same account (the
+        member's in another project, or in another server process) refreshed first, the
+        refresh token rotated, its tokens stored; if so this one goes on with them. Else
+        the member was told to connect again, the account being fine."""
+        stored = await self.storage.get_tokens()
+        if stored is None or used is None or stored.refresh_token == used.refresh_token:
+            return False
+        self.context.current_tokens = stored
+        self.context.token_expiry_time = await self.storage.get_tokens_expire()
+        logger.info(
+            "MCP server %s: refreshed by another session of the account; its tokens are used",
+            self.storage.server_id,
+        )
+        return True
 
     async def _perform_authorization(self) -> httpx2.Request:
         if not self.pausing:
