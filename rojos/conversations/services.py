@@ -8,6 +8,7 @@ switch it), and is refused while a turn runs: a turn only appends to the active 
 
 import asyncio
 import time
+import uuid
 
 from asgiref.sync import sync_to_async
 from django.db import transaction
@@ -20,6 +21,7 @@ from rojos.agent.branches import branch_leaf
 from rojos.context.model_choice import model_check, model_stored
 from rojos.errors import TurnBusy
 from rojos.models import Conversation, Message
+from rojos.turns.claims import turn_claim_blocking
 from rojos.turns.control import turn_stop
 
 # How long a delete waits for the running turn it stopped to end.
@@ -57,14 +59,19 @@ async def conversation_delete(
     project's side. The tool results kept for it (too large to hand over whole) go too, and
     the images and PDFs its messages attached that no other conversation of the project
     shows."""
-    if await _running(conversation.pk):
-        await turn_stop(conversation=conversation)
-        deadline = time.monotonic() + _STOP_WAIT_SECONDS
-        while await _running(conversation.pk):
-            if time.monotonic() > deadline:
-                raise ConversationBusy("The reply did not stop in time; try again in a moment.")
-            await asyncio.sleep(0.1)
-    await sync_to_async(_delete)(conversation, actor or AuditActor())
+    deadline = time.monotonic() + _STOP_WAIT_SECONDS
+    while True:
+        if await _running(conversation.pk):
+            await turn_stop(conversation=conversation)
+            while await _running(conversation.pk):
+                if time.monotonic() > deadline:
+                    raise ConversationBusy("The reply did not stop in time; try again in a moment.")
+                await asyncio.sleep(0.1)
+        # A message sent meanwhile may have claimed it: that turn is stopped in its turn.
+        if await sync_to_async(_delete)(conversation, actor or AuditActor()):
+            return
+        if time.monotonic() > deadline:
+            raise ConversationBusy("A reply started here; try again in a moment.")
 
 
 async def _running(conversation_id: int) -> bool:
@@ -78,11 +85,19 @@ def kept_referenced(messages, key: str) -> set[str]:
     return {kept["sha256"] for extra in found for kept in extra[key]}
 
 
-def _delete(conversation: Conversation, actor: AuditActor) -> None:
+def _delete(conversation: Conversation, actor: AuditActor) -> bool:
+    """(Blocking) Delete the conversation under a claim of its own, taken in the delete's
+    transaction as a turn's is: a message sent meanwhile then finds it claimed (409) or
+    gone (404). Checked only before, the delete went on under a turn that had just claimed
+    it, whose messages then failed to store or were lost with it. False when a turn holds
+    it now (nothing deleted); True when deleted, or gone already."""
     own = Message.objects.filter(conversation=conversation)
     images, pdfs = kept_referenced(own, "images"), kept_referenced(own, "pdfs")
+    rows = Conversation.objects.filter(pk=conversation.pk)
     with transaction.atomic():
-        deleted, _ = Conversation.objects.filter(pk=conversation.pk).delete()
+        if turn_claim_blocking(conversation.pk, uuid.uuid4()) is None:
+            return not rows.exists()  # a live turn's claim, or deleted by another request
+        deleted, _ = rows.delete()
         if deleted:  # not when another request deleted it first
             audit_record(
                 action=AuditAction.CONVERSATION_DELETED,
@@ -104,6 +119,7 @@ def _delete(conversation: Conversation, actor: AuditActor) -> None:
         storage.pdfs_remove(project_id=project_id, sha256s=pdfs)
 
     storage.removal_when_unlocked(project_id, remove)  # not from under a backup's copy
+    return True
 
 
 def conversation_branch_switch(*, conversation: Conversation, message_id) -> int:

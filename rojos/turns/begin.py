@@ -155,7 +155,10 @@ def _claim(conversation: Conversation, turn_id: uuid.UUID, *, fork: bool) -> boo
     the list read before, it took that other fork's number and overwrote its entry."""
     free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
     if free is None:
-        conversation.refresh_from_db(fields=["branch", "branches"])
+        try:
+            conversation.refresh_from_db(fields=["branch", "branches"])
+        except Conversation.DoesNotExist:  # deleted since the chat read it
+            raise Http404("No such conversation.") from None
         free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
     elif fork:
         conversation.refresh_from_db(fields=["branches"])

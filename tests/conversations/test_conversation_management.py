@@ -5,6 +5,7 @@ may do neither (403); a non-member gets 404, as for a missing conversation.
 """
 
 import threading
+import uuid
 
 import pytest
 from django.utils import timezone
@@ -13,7 +14,7 @@ from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord, default_tools
 from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
 from tests.support.helpers import make_rojo, sqlite_plan
-from tests.support.live_server import parse_sse, wait_until
+from tests.support.live_server import parse_sse, read_until, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -88,6 +89,77 @@ def test_deleting_a_running_conversation_stops_its_turn_and_keeps_its_files_and_
     undone = client.post(f"/api/changes/{change.pk}/undo")
     assert undone.status_code == 200, undone.text
     assert not (root / "a.txt").exists()
+
+
+def test_a_delete_that_missed_a_reply_just_started_stops_it_rather_than_delete_under_it(
+    client_for, users, project, rojo, fake_provider, monkeypatch
+):
+    """A message claims the conversation between the delete's look for a running reply and
+    its delete (here: the delete's first look misses the reply that runs). The delete claims
+    the conversation itself, so it finds that reply, stops it and deletes after; before, it
+    deleted under the reply, which then failed to store (an internal error) or was lost."""
+    from rojos.conversations import services
+
+    answered = threading.Event()
+    fake_provider.add(stream(*text_chunks("One."), ), stream(text_chunks("Two, ", finish=None),
+                      Gate(answered), text_chunks("three."), delay=0.05))  # fmt: skip
+    client = client_for(users["editor"])
+    conversation = client.chat(project.pk, rojo=rojo.pk, message="First")[0].data["conversation"]
+    looks = {"missed": False}
+    running = services._running
+
+    async def first_look_missed(conversation_id):
+        if not looks["missed"]:
+            looks["missed"] = True
+            return False
+        return await running(conversation_id)
+
+    monkeypatch.setattr(services, "_running", first_look_missed)
+    with client.chat_stream(
+        project.pk, rojo=rojo.pk, message="Second", conversation=conversation
+    ) as response:
+        events = parse_sse(response.iter_lines())
+        read_until(events, "CHAT")  # the reply runs, held after its first words
+        deleted = client_for(users["owner"]).http.delete(f"/api/conversations/{conversation}")
+        answered.set()
+        rest = list(events)
+
+    assert deleted.status_code == 200, deleted.text
+    assert [(e.type, e.data.get("code")) for e in rest][-2:] == [
+        ("ERROR", "stopped"),
+        ("DONE", None),
+    ]
+    assert not Conversation.objects.filter(pk=conversation).exists()
+    assert not Message.objects.filter(conversation_id=conversation).exists()
+
+
+def test_a_message_to_a_conversation_deleted_as_it_starts_is_a_404_not_a_500(
+    client_for, users, project, rojo
+):
+    """Read by the chat, deleted before its claim: the start finds it gone."""
+    from django.http import Http404
+
+    from roject.members.access import project_access
+    from rojos.turns.begin import turn_begin_blocking
+
+    conversation = conversation_of(project, users["editor"])
+    read_by_the_chat = Conversation.objects.get(pk=conversation.pk)
+    assert (
+        client_for(users["owner"]).http.delete(f"/api/conversations/{conversation.pk}").status_code
+        == 200
+    )
+
+    with pytest.raises(Http404):
+        turn_begin_blocking(
+            access=project_access(user=users["editor"], project_id=project.pk),
+            conversation=read_by_the_chat,
+            rojo=rojo,
+            user=users["editor"],
+            message="Still there?",
+            turn_id=uuid.uuid4(),
+            limits=False,
+        )
+    assert not Message.objects.filter(conversation_id=conversation.pk).exists()
 
 
 def test_the_list_pages_newest_first_with_author_and_no_row_twice(client_for, users, project):
