@@ -15,10 +15,12 @@ from pathlib import Path
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
 from roject.audit.log import AuditAction, AuditActor, audit_record
+from roject.members.access import project_role
 from roject.server.prepared_queries import PreparedQuery
 from roject.storage import (
     Snapshot,
@@ -138,9 +140,24 @@ def cut_off_changes_finish(*, project_id: int, root: Path) -> None:
             finished.save(update_fields=["after", "diffs"])
 
 
-def _cut_off_finish(project_id: int) -> None:
-    """(Blocking) cut_off_changes_finish on the project's root."""
-    cut_off_changes_finish(project_id=project_id, root=project_root_create(project_id))
+_RUNNING = "a reply is still running in this conversation; undo when it is done"
+
+
+def _undo_start(change: FileChange, user) -> None:
+    """(Blocking, the change lock held) What the undo checked before it waited for the
+    lock, checked again now: the person may still write (removed from the project or made
+    a viewer meanwhile: PermissionDenied, as a person's own change is refused), and no
+    reply started in the change's conversation (UndoRefused); then the records of changes a
+    crash cut off are finished (cut_off_changes_finish)."""
+    if user is not None:
+        role = project_role(user=user, project_id=change.project_id)
+        if role is None or not role.can_write:
+            raise PermissionDenied("Your role in this project is read-only.")
+    if Conversation.objects.running().filter(pk=change.conversation_id).exists():
+        raise UndoRefused(_RUNNING)
+    cut_off_changes_finish(
+        project_id=change.project_id, root=project_root_create(change.project_id)
+    )
 
 
 def _cut_off_record(change: FileChange) -> None:
@@ -187,9 +204,9 @@ async def change_undo(*, change: FileChange, user, actor: AuditActor | None = No
     if change.undone is not None:
         raise UndoneAlready("this change was undone already")
     if await Conversation.objects.running().filter(pk=change.conversation_id).aexists():
-        raise UndoRefused("a reply is still running in this conversation; undo when it is done")
-    finish = functools.partial(_cut_off_finish, change.project_id)
-    async with changes_locked(change.project_id, then=finish):
+        raise UndoRefused(_RUNNING)  # told at once; checked again once the lock is held
+    start = functools.partial(_undo_start, change, user)
+    async with changes_locked(change.project_id, then=start):
         if await FileChange.objects.filter(pk=change.pk, undone__isnull=False).aexists():
             raise UndoneAlready("this change was undone already")
         if change.after is None:  # its call was cut off: its record was finished just now

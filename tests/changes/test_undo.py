@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -296,6 +297,45 @@ def test_undo_of_a_deletion_is_refused_when_the_path_was_made_again(run_turn, ed
     assert response.status_code == 409
     assert "changed since" in response.json()["detail"]
     assert (root / "notes.txt").read_text() == "a new file\n"
+
+
+def _lock_held(project_id: int):
+    """The project's change lock, held by this thread (as a long change would) until closed."""
+    import fcntl
+
+    from roject.storage.locks import change_lock_open
+
+    fd = change_lock_open(project_id)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    return fd
+
+
+def test_an_undo_that_waited_for_the_lock_is_refused_once_its_sender_was_removed(
+    run_turn, editor, root, project, users
+):
+    """The role is read again once the lock is held, as a person's own change reads it:
+    removed while the undo waited, its sender undoes nothing."""
+    from roject.members.services import member_remove
+
+    events = run_turn(("write_text_content", {"path": "notes.txt", "text": "rojo's\n"}))
+    (change,) = changes_of(events)
+    held = _lock_held(project.pk)
+    answers = []
+    waiting = threading.Thread(
+        target=lambda: answers.append(editor.post(f"/api/changes/{change}/undo"))
+    )
+    waiting.start()
+    try:
+        time.sleep(0.5)  # the undo waits for the lock
+        assert answers == []
+        member_remove(by=users["owner"], project_id=project.pk, user_id=users["editor"].pk)
+    finally:
+        os.close(held)
+    waiting.join(30)
+
+    assert answers[0].status_code == 403, answers[0].text
+    assert (root / "notes.txt").read_text() == "rojo's\n"
+    assert FileChange.objects.get(pk=change).undone is None
 
 
 def test_undo_twice_is_refused_and_touches_nothing(run_turn, editor, root):
