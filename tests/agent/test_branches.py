@@ -1,13 +1,17 @@
 """Edit, regenerate and retry fork a conversation; the model only ever sees the active branch."""
 
 import threading
-import uuid
 
 import pytest
 
 from rojos.models import Conversation, Message, TurnRecord
 from tests.support.fake_provider import Gate, http_error, stream, text_chunks
-from tests.support.helpers import assert_history_valid, make_rojo, run
+from tests.support.helpers import (
+    assert_history_valid,
+    make_rojo,
+    run,
+    start_with_what_it_read,
+)
 from tests.support.live_server import wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -146,9 +150,6 @@ def test_a_fork_read_before_another_fork_and_a_switch_back_takes_the_next_number
     """Tab A regenerates the first answer with the conversation as it read it; meanwhile
     tab B edited the second question (branch 1) and switched back. A's start (the blocking
     service the chat calls) makes branch 2, and B's branch keeps its entry and its path."""
-    from roject.members.access import project_access
-    from rojos.turns.begin import turn_begin_blocking
-
     client = client_for(users["editor"])
     fake_provider.add(reply("A1"), reply("A2"), reply("A2 edited"))
     conversation = chat(client, project, rojo, "Q1")
@@ -159,16 +160,10 @@ def test_a_fork_read_before_another_fork_and_a_switch_back_takes_the_next_number
     back = client.post(f"/api/conversations/{conversation}/branch", json={"message": second.pk})
     assert back.status_code == 200
 
-    begun = turn_begin_blocking(
-        access=project_access(user=users["editor"], project_id=project.pk),
-        conversation=read_by_a,
-        rojo=rojo,
-        user=users["editor"],
-        message="Q1 again",
-        turn_id=uuid.uuid4(),
-        limits=False,
+    begun = start_with_what_it_read(
+        read_by_a, project=project, user=users["editor"], rojo=rojo, message="Q1 again",
         replace=first.pk,
-    )
+    )  # fmt: skip
 
     stored = Conversation.objects.get(pk=conversation)
     assert stored.branch == 2

@@ -5,7 +5,6 @@ may do neither (403); a non-member gets 404, as for a missing conversation.
 """
 
 import threading
-import uuid
 
 import pytest
 from django.utils import timezone
@@ -13,7 +12,7 @@ from django.utils import timezone
 from roject.storage import project_root_create
 from rojos.models import Conversation, FileChange, Message, TurnRecord, default_tools
 from tests.support.fake_provider import Gate, stream, text_chunks, tool_call_chunks
-from tests.support.helpers import make_rojo, sqlite_plan
+from tests.support.helpers import make_rojo, sqlite_plan, start_with_what_it_read
 from tests.support.live_server import parse_sse, read_until, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -139,9 +138,6 @@ def test_a_message_to_a_conversation_deleted_as_it_starts_is_a_404_not_a_500(
     """Read by the chat, deleted before its claim: the start finds it gone."""
     from django.http import Http404
 
-    from roject.members.access import project_access
-    from rojos.turns.begin import turn_begin_blocking
-
     conversation = conversation_of(project, users["editor"])
     read_by_the_chat = Conversation.objects.get(pk=conversation.pk)
     assert (
@@ -150,15 +146,10 @@ def test_a_message_to_a_conversation_deleted_as_it_starts_is_a_404_not_a_500(
     )
 
     with pytest.raises(Http404):
-        turn_begin_blocking(
-            access=project_access(user=users["editor"], project_id=project.pk),
-            conversation=read_by_the_chat,
-            rojo=rojo,
-            user=users["editor"],
+        start_with_what_it_read(
+            read_by_the_chat, project=project, user=users["editor"], rojo=rojo,
             message="Still there?",
-            turn_id=uuid.uuid4(),
-            limits=False,
-        )
+        )  # fmt: skip
     assert not Message.objects.filter(conversation_id=conversation.pk).exists()
 
 

@@ -71,6 +71,27 @@ def assert_history_valid(messages: list[Message]) -> None:
     assert [m.position for m in messages] == list(range(len(messages)))
 
 
+def start_with_what_it_read(conversation, *, project, user, rojo, message: str, replace=None):
+    """A chat's start (the blocking service the chat calls) with `conversation` as the chat
+    read it, before whatever the test did since: how a test stands in for a request that
+    read, then waited while another changed the conversation."""
+    import uuid
+
+    from roject.members.access import project_access
+    from rojos.turns.begin import turn_begin_blocking
+
+    return turn_begin_blocking(
+        access=project_access(user=user, project_id=project.pk),
+        conversation=conversation,
+        rojo=rojo,
+        user=user,
+        message=message,
+        turn_id=uuid.uuid4(),
+        limits=False,
+        replace=replace,
+    )
+
+
 def big_text(letter: str, lines: int = 20_000) -> str:
     """Numbered lines of one letter: a file large enough that a torn write would show."""
     return "".join(f"{letter} line {n:05d}\n" for n in range(lines))
