@@ -21,8 +21,6 @@ from django.conf import settings
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from rojos.scrub import scrub
-
 from . import exit_hook
 from .call_timing import call_timed
 from .process_log import StderrPipe
@@ -130,18 +128,8 @@ class McpConnection:
         return elicit_result(question, await askers[0](question))
 
     def scrubbed(self, text: str) -> str:
-        """The server's words without its secrets: what the admin gave it
-        (`secrets_scrubbed`), and the tokens its sign-in holds now (an access token is sent
-        in place of a fixed header; a server that quotes it, in an error, would show it to
-        the member, store it in the history and send it to the model's provider; a shared
-        account's, to every member)."""
-        text = secrets_scrubbed(self.spec, text)
-        context = getattr(self.auth, "context", None)
-        tokens = getattr(context, "current_tokens", None)
-        if tokens is not None and text:
-            for token in (tokens.access_token, tokens.refresh_token):
-                text = scrub(text, token)
-        return text
+        """The server's words without its secrets, its sign-in's tokens among them."""
+        return secrets_scrubbed(self.spec, text, self.auth)
 
     def mark_stale(self) -> None:
         self._stale = True

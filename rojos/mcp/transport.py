@@ -153,13 +153,20 @@ def _inner(exc: BaseException) -> BaseException:
     return exc
 
 
-def secrets_scrubbed(spec: ServerSpec, text: str) -> str:
-    """`text` with the server's URL (with or without its query) left out, and the secrets
-    the admin gave it (`_values_scrubbed`)."""
+def secrets_scrubbed(spec: ServerSpec, text: str, auth: object = None) -> str:
+    """`text` with the server's URL (with or without its query) left out, the secrets the
+    admin gave it (`_values_scrubbed`), and the tokens its sign-in (`auth`, the SDK's OAuth
+    provider) holds now: an access token is sent in place of a fixed header, and a server
+    that quotes it in an error would show it to the member, store it in the history and
+    send it to the model's provider (a shared account's, to every member)."""
     if spec.url:
         bare = urlsplit(spec.url)._replace(query="", fragment="").geturl()
         for url in sorted({spec.url, bare}, key=len, reverse=True):
             text = text.replace(url, "(its URL)")
+    tokens = getattr(getattr(auth, "context", None), "current_tokens", None)
+    if tokens is not None and text:
+        for token in (tokens.access_token, tokens.refresh_token):
+            text = scrub(text, token)
     return _values_scrubbed(spec, text)
 
 
