@@ -2,7 +2,8 @@
 
 from .model_options import ModelOptionAdmin
 from .records import ConversationAdmin, FileChangeAdmin, ReadOnly
-from .rojo import RojoAdmin, RojoForm
+from .rojo import RojoAdmin
+from .rojo_form import RojoForm
 from .usage import UsageBudgetAdmin, UsageRecordAdmin
 
 __all__ = [
