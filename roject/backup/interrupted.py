@@ -9,9 +9,10 @@ project is put back as it was. The start-up sweep, `manage.py storage_cleanup` a
 restore settle it, before anything else touches the storage.
 """
 
+import hashlib
 import threading
 
-from django.db import connections
+from django.db import DEFAULT_DB_ALIAS, connections
 
 from roject import storage
 from roject.models import AuditAction, AuditEntry
@@ -20,10 +21,33 @@ from roject.models import AuditAction, AuditEntry
 RESTORE_OBJECT = "backup"
 
 
+def restore_marked(*, token: str, using: str) -> None:
+    """(Blocking, first in the restore's transaction) On PostgreSQL, an advisory lock of the
+    restore's token, held until its transaction ends: a restore killed after it sent its
+    COMMIT leaves the server finishing that commit, and `restore_committed` waits for it
+    rather than read the log before the commit lands. (SQLite's commit is the process's own:
+    killed, its journal undoes it when the database is next opened.)"""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_lock_key(token)])
+
+
 def restore_committed(token: str) -> bool:
-    """(Blocking) Whether the restore of `token` committed: its audit entry is there."""
+    """(Blocking) Whether the restore of `token` committed: its audit entry is there, once
+    its transaction, if the server still runs it, has ended (`restore_marked`)."""
+    connection = connections[DEFAULT_DB_ALIAS]
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_lock(%s)", [_lock_key(token)])
+            cursor.execute("SELECT pg_advisory_unlock(%s)", [_lock_key(token)])
     entries = AuditEntry.objects.filter(action=AuditAction.BACKUP_RESTORED)
     return entries.filter(object_type=RESTORE_OBJECT, object_id=token).exists()
+
+
+def _lock_key(token: str) -> int:
+    """The advisory lock's key for a restore's token: 64 bits of its digest, signed."""
+    return int.from_bytes(hashlib.sha256(token.encode()).digest()[:8], "big", signed=True)
 
 
 def restores_settled(*, dry_run: bool = False) -> list[str]:

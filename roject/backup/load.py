@@ -39,7 +39,7 @@ from roject.storage import StorageError
 from roject.storage.staging import StorageStaging, storage_holds_projects
 
 from .errors import BackupError
-from .interrupted import RESTORE_OBJECT, restores_settled
+from .interrupted import RESTORE_OBJECT, restore_marked, restores_settled
 from .manifest import Manifest, newer_refusal, schema_refusal
 from .nuls import holds_nul, nuls_line, nuls_refused
 from .reading import archive_read
@@ -156,12 +156,16 @@ def backup_restore(*, path: Path, replace: bool = False, using: str = DEFAULT_DB
         sessions_cached_end(using=using)
     except SessionNotEnded as exc:
         raise BackupError(f"{exc}: the sessions there would outlive the restore") from exc
-    restores_settled()  # a restore killed during its swap, finished or undone first
+    try:  # a restore killed during its swap, finished or undone first
+        restores_settled()
+    except OSError as exc:
+        raise BackupError(f"a restore killed earlier could not be settled: {exc}") from exc
     staging = StorageStaging()
     token = uuid.uuid4().hex
     try:
         try:
             with transaction.atomic(using=using):
+                restore_marked(token=token, using=using)
                 _tables_clear(ordered, connection)
                 nuls: Counter[str] = Counter()
                 insert = functools.partial(_rows_insert, models, connection, nuls)

@@ -44,7 +44,7 @@ from .entries import entry_remove
 from .kept import kept_partials
 from .layout import project_dir, project_root
 from .locks import change_lock_open
-from .paths import is_temp_file
+from .paths import StorageError, is_temp_file
 from .results import results_old
 from .staging_leftovers import staging_leftovers_remove
 
@@ -79,7 +79,8 @@ def storage_sweep(*, committed: Callable[[str], bool] | None = None) -> int:
     for project_id in projects:
         try:
             found = project_leftovers_remove(project_id, whole_root=True)
-        except OSError:  # best effort, off the request path: its first use and the command
+        except (OSError, StorageError):  # best effort, off the request path (a full disk: its
+            # change lock not made): its first use and the command
             logger.warning("could not sweep project %s of crash leftovers", project_id)
             continue
         if found is not None:

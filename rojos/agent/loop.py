@@ -53,11 +53,12 @@ def _late_notice(error: ProviderError | None) -> NoticeEvent | None:
     )
 
 
-def _empty_notice(completion: Completion) -> NoticeEvent | None:
+def _empty_notice(completion: Completion, *, drafted: bool) -> NoticeEvent | None:
     """What the user is told of a finished reply with nothing in it (no text, no thinking,
-    no call): without it the turn ended showing nothing at all. One cut off by its length
+    no call): without it the turn ended showing nothing at all. `drafted`: text went to a
+    draft already (the completion holds only what came since). One cut off by its length
     has an error of its own (_cut_off)."""
-    if completion.text.strip() or completion.tool_calls or completion.reasoning:
+    if drafted or completion.text.strip() or completion.tool_calls or completion.reasoning:
         return None
     if completion.finish_reason == "length":
         return None
@@ -235,7 +236,9 @@ async def agent_loop(
             await whole(_unfinished_kept(draft, accumulator, requests, model.name, stopped))
             raise
         # A Stop as it is stored: kept and counted, then the turn ends.
-        notice = _late_notice(accumulator.late_error) or _empty_notice(completion)
+        notice = _late_notice(accumulator.late_error) or _empty_notice(
+            completion, drafted=draft.started()
+        )
         completion, message = await whole(
             _stored_counted(draft, completion, rojo, thinking, requests, model.name, notice)
         )

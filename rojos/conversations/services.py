@@ -60,22 +60,14 @@ async def conversation_delete(
     the images and PDFs its messages attached that no other conversation of the project
     shows."""
     deadline = time.monotonic() + _STOP_WAIT_SECONDS
-    while True:
-        if await _running(conversation.pk):
-            await turn_stop(conversation=conversation)
-            while await _running(conversation.pk):
-                if time.monotonic() > deadline:
-                    raise ConversationBusy("The reply did not stop in time; try again in a moment.")
-                await asyncio.sleep(0.1)
-        # A message sent meanwhile may have claimed it: that turn is stopped in its turn.
-        if await sync_to_async(_delete)(conversation, actor or AuditActor()):
-            return
+    while not await sync_to_async(_delete)(conversation, actor or AuditActor()):
+        # A turn holds it, one started after this request read it too: stop it, as it
+        # stands now (the claim read again), and try again once it has ended.
         if time.monotonic() > deadline:
-            raise ConversationBusy("A reply started here; try again in a moment.")
-
-
-async def _running(conversation_id: int) -> bool:
-    return await Conversation.objects.running().filter(pk=conversation_id).aexists()
+            raise ConversationBusy("The reply did not stop in time; try again in a moment.")
+        await conversation.arefresh_from_db(fields=["turn_id", "turn_heartbeat", "turn_owner"])
+        await turn_stop(conversation=conversation)
+        await asyncio.sleep(0.1)
 
 
 def kept_referenced(messages, key: str) -> set[str]:
@@ -91,12 +83,12 @@ def _delete(conversation: Conversation, actor: AuditActor) -> bool:
     gone (404). Checked only before, the delete went on under a turn that had just claimed
     it, whose messages then failed to store or were lost with it. False when a turn holds
     it now (nothing deleted); True when deleted, or gone already."""
-    own = Message.objects.filter(conversation=conversation)
-    images, pdfs = kept_referenced(own, "images"), kept_referenced(own, "pdfs")
     rows = Conversation.objects.filter(pk=conversation.pk)
     with transaction.atomic():
         if turn_claim_blocking(conversation.pk, uuid.uuid4()) is None:
             return not rows.exists()  # a live turn's claim, or deleted by another request
+        own = Message.objects.filter(conversation=conversation)
+        images, pdfs = kept_referenced(own, "images"), kept_referenced(own, "pdfs")
         deleted, _ = rows.delete()
         if deleted:  # not when another request deleted it first
             audit_record(

@@ -160,7 +160,7 @@ def _claim(conversation: Conversation, turn_id: uuid.UUID, *, fork: bool) -> boo
         except Conversation.DoesNotExist:  # deleted since the chat read it
             raise Http404("No such conversation.") from None
         free = turn_claim_blocking(conversation.pk, turn_id, branch=conversation.branch)
-    elif fork:
+    if free is not None and fork:
         conversation.refresh_from_db(fields=["branches"])
     return free
 

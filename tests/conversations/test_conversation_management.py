@@ -90,46 +90,40 @@ def test_deleting_a_running_conversation_stops_its_turn_and_keeps_its_files_and_
     assert not (root / "a.txt").exists()
 
 
-def test_a_delete_that_missed_a_reply_just_started_stops_it_rather_than_delete_under_it(
-    client_for, users, project, rojo, fake_provider, monkeypatch
+def test_a_delete_never_goes_on_under_a_reply_that_claimed_the_conversation(
+    client_for, users, project, rojo, fake_provider
 ):
-    """A message claims the conversation between the delete's look for a running reply and
-    its delete (here: the delete's first look misses the reply that runs). The delete claims
-    the conversation itself, so it finds that reply, stops it and deletes after; before, it
-    deleted under the reply, which then failed to store (an internal error) or was lost."""
-    from rojos.conversations import services
+    """The delete's own step, as a delete that read the conversation before a message
+    claimed it reaches it: it claims the conversation in its transaction, so it deletes
+    nothing while the reply holds it (before, it deleted under the reply, which then failed
+    to store, an internal error, or was lost). The reply ends whole; a delete then goes."""
+    from roject.audit.log import AuditActor
+    from rojos.conversations.services import _delete
 
     answered = threading.Event()
-    fake_provider.add(stream(*text_chunks("One."), ), stream(text_chunks("Two, ", finish=None),
+    fake_provider.add(stream(*text_chunks("One.")), stream(text_chunks("Two, ", finish=None),
                       Gate(answered), text_chunks("three."), delay=0.05))  # fmt: skip
     client = client_for(users["editor"])
     conversation = client.chat(project.pk, rojo=rojo.pk, message="First")[0].data["conversation"]
-    looks = {"missed": False}
-    running = services._running
+    read_before = Conversation.objects.get(pk=conversation)
 
-    async def first_look_missed(conversation_id):
-        if not looks["missed"]:
-            looks["missed"] = True
-            return False
-        return await running(conversation_id)
-
-    monkeypatch.setattr(services, "_running", first_look_missed)
     with client.chat_stream(
         project.pk, rojo=rojo.pk, message="Second", conversation=conversation
     ) as response:
         events = parse_sse(response.iter_lines())
         read_until(events, "CHAT")  # the reply runs, held after its first words
-        deleted = client_for(users["owner"]).http.delete(f"/api/conversations/{conversation}")
+        deleted_under_it = _delete(read_before, AuditActor())
         answered.set()
         rest = list(events)
 
-    assert deleted.status_code == 200, deleted.text
-    assert [(e.type, e.data.get("code")) for e in rest][-2:] == [
-        ("ERROR", "stopped"),
-        ("DONE", None),
-    ]
+    assert deleted_under_it is False
+    assert [e.type for e in rest][-1] == "DONE" and "ERROR" not in {e.type for e in rest}
+    assert [m.content for m in Message.objects.filter(conversation_id=conversation)][-1] == (
+        "Two, three."
+    )
+    deleted = client_for(users["owner"]).http.delete(f"/api/conversations/{conversation}")
+    assert deleted.status_code == 200
     assert not Conversation.objects.filter(pk=conversation).exists()
-    assert not Message.objects.filter(conversation_id=conversation).exists()
 
 
 def test_a_message_to_a_conversation_deleted_as_it_starts_is_a_404_not_a_500(

@@ -284,6 +284,25 @@ def test_an_empty_reply_is_said_to_be_one(
     assert [e["data"] for e in reopened["events"] if e["type"] == "NOTICE"] == [notice]
 
 
+def test_a_reply_whose_text_went_to_a_draft_before_its_finish_is_not_called_empty(
+    client_for, users, project, rojo, fake_provider, settings
+):
+    """A draft takes the text so far from the reply being read; a finish that comes after
+    a draft finds no text since it, and the reply is not empty for that."""
+    settings.ROJO_DRAFT_SECONDS = 0  # every read's text to a draft
+    fake_provider.add(
+        stream(
+            data(delta(MODEL, {"role": "assistant", "content": "All of it."})),
+            data(delta(MODEL, {}, "stop")),
+            delay=0.2,  # each chunk in its own read, the draft written before the finish
+        )
+    )
+
+    events = client_for(users["editor"]).chat(project.pk, rojo=rojo.slug, message="Hello?")
+
+    assert kinds(events) == ["START", "CHAT", "DONE"]
+
+
 def kinds(events) -> list[str]:
     """The events' types as the page shows them: a reply's text once, forming calls left out
     (live events or a reopened conversation's, as dicts)."""
